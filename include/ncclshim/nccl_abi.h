@@ -1,0 +1,184 @@
+/* NCCL's public ABI (2.18 -> 2.30.7), written from docs/nccl-abi facts, not from nccl.h.
+ *
+ * Coexistence with the real nccl.h:
+ *  - nccl.h included first (NCCL_H_ defined): its types are used as they are; this header adds
+ *    only ncclshim's own names (ncclshim_nccl_config and the aliases below).
+ *  - this header first: it stands in for nccl.h. It defines NCCL_H_, so a later
+ *    `#include <nccl.h>` is a no-op, and it declares the same types, constants and function
+ *    prototypes at the 2.30.7 level. It does not include cuda_runtime.h as nccl.h does.
+ * Either way the program sees one set of types with NCCL's names, sizes and values. */
+#ifndef NCCLSHIM_NCCL_ABI_H
+#define NCCLSHIM_NCCL_ABI_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Opaque CUDA stream; the same type as cuda_runtime.h's (C11 allows the identical typedef). */
+typedef struct CUstream_st *cudaStream_t;
+
+/* Types that older nccl.h files lack (or name differently) get ncclshim names, so that the
+ * function list compiles whichever nccl.h came first. Each is ABI-identical to NCCL's. */
+typedef struct ncclWindow_vidmem *ncclshim_window_t;         /* ncclWindow_t (2.27.3+) */
+typedef struct ncclSimInfo_v22200 ncclshim_sim_info_t;       /* ncclSimInfo_t (2.22.3+) */
+typedef struct ncclshim_wait_signal_desc {                   /* ncclWaitSignalDesc_t (2.29.2+) */
+  int opCnt;
+  int peer;
+  int sigIdx;
+  int ctx;
+} ncclshim_wait_signal_desc_t;
+typedef struct ncclshim_param_handle *ncclshim_param_handle_t; /* ncclParamHandle_t (2.30.3+) */
+
+/* The newest ncclConfig_t layout (2.30.7, 96 bytes), always available under ncclshim's tag. */
+struct ncclshim_nccl_config {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  int blocking;                /* 2.14 */
+  int cgaClusterSize;          /* 2.17 */
+  int minCTAs;                 /* 2.17 */
+  int maxCTAs;                 /* 2.17 */
+  const char *netName;         /* 2.17 */
+  int splitShare;              /* 2.18 */
+  int trafficClass;            /* 2.26 */
+  const char *commName;        /* 2.27 */
+  int collnetEnable;           /* 2.27 */
+  int CTAPolicy;               /* 2.27 */
+  int shrinkShare;             /* 2.27 */
+  int nvlsCTAs;                /* 2.27 */
+  int nChannelsPerNetPeer;     /* 2.28 */
+  int nvlinkCentricSched;      /* 2.28 */
+  int graphUsageMode;          /* 2.29.2 */
+  int numRmaCtx;               /* 2.29.2 */
+  int maxP2pPeers;             /* 2.30.3 */
+  int graphStreamOrdering;     /* 2.30.7 */
+};
+
+#define NCCLSHIM_NCCL_CONFIG_MAGIC 0xcafebeefu
+/* The NCCL release whose ncclConfig_t layout struct ncclshim_nccl_config copies. */
+#define NCCLSHIM_NCCL_CONFIG_LAYOUT_VERSION 23007
+
+#ifndef NCCL_H_
+#define NCCL_H_
+#define NCCLSHIM_PROVIDES_NCCL_H 1
+
+#define NCCL_MAJOR 2
+#define NCCL_MINOR 30
+#define NCCL_PATCH 7
+#define NCCL_SUFFIX ""
+#define NCCL_VERSION_CODE 23007
+#define NCCL_VERSION(X, Y, Z) \
+  (((X) <= 2 && (Y) <= 8) ? (X) * 1000 + (Y) * 100 + (Z) : (X) * 10000 + (Y) * 100 + (Z))
+
+typedef struct ncclComm *ncclComm_t;
+typedef ncclshim_window_t ncclWindow_t;
+#define NCCL_COMM_NULL NULL
+
+#define NCCL_UNIQUE_ID_BYTES 128
+typedef struct {
+  char internal[NCCL_UNIQUE_ID_BYTES];
+} ncclUniqueId;
+
+typedef enum {
+  ncclSuccess = 0,
+  ncclUnhandledCudaError = 1,
+  ncclSystemError = 2,
+  ncclInternalError = 3,
+  ncclInvalidArgument = 4,
+  ncclInvalidUsage = 5,
+  ncclRemoteError = 6,
+  ncclInProgress = 7,
+  ncclTimeout = 8,
+  ncclNumResults = 9
+} ncclResult_t;
+
+#define NCCL_CONFIG_UNDEF_INT INT_MIN
+#define NCCL_CONFIG_UNDEF_PTR NULL
+#define NCCL_SPLIT_NOCOLOR -1
+#define NCCL_UNDEF_FLOAT -1.0f
+
+#define NCCL_WIN_DEFAULT 0x00
+#define NCCL_WIN_COLL_SYMMETRIC 0x01
+#define NCCL_WIN_STRICT_ORDERING 0x02
+#define NCCL_WIN_REQUIRED_ALIGNMENT 4096
+
+#define NCCL_CTA_POLICY_DEFAULT 0x00
+#define NCCL_CTA_POLICY_EFFICIENCY 0x01
+#define NCCL_CTA_POLICY_ZERO 0x02
+
+#define NCCL_SHRINK_DEFAULT 0x00
+#define NCCL_SHRINK_ABORT 0x01
+#define NCCL_REVOKE_DEFAULT 0x00
+#define NCCL_SUSPEND_MEM 0x01
+#define NCCL_API_MAGIC 0xcafebeef
+
+typedef struct ncclshim_nccl_config ncclConfig_t;
+
+#define NCCL_CONFIG_INITIALIZER                                                                  \
+  {                                                                                              \
+    sizeof(ncclConfig_t), NCCLSHIM_NCCL_CONFIG_MAGIC, NCCLSHIM_NCCL_CONFIG_LAYOUT_VERSION,       \
+        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,                     \
+        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT,                     \
+        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT,                     \
+        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,                     \
+        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,                     \
+        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT                      \
+  }
+
+struct ncclSimInfo_v22200 {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  float estimatedTime;
+};
+typedef ncclshim_sim_info_t ncclSimInfo_t;
+#define NCCL_SIM_INFO_INITIALIZER \
+  { sizeof(ncclSimInfo_t), 0x74685283, NCCL_VERSION_CODE, NCCL_UNDEF_FLOAT }
+
+typedef ncclshim_wait_signal_desc_t ncclWaitSignalDesc_t;
+typedef ncclshim_param_handle_t ncclParamHandle_t;
+
+typedef enum { ncclNumOps_dummy = 5 } ncclRedOp_dummy_t;
+typedef enum {
+  ncclSum = 0,
+  ncclProd = 1,
+  ncclMax = 2,
+  ncclMin = 3,
+  ncclAvg = 4,
+  ncclNumOps = 5, /* first value a custom (PreMulSum) op can take */
+  ncclMaxRedOp = 0x7fffffff >> (32 - 8 * sizeof(ncclRedOp_dummy_t))
+} ncclRedOp_t;
+
+typedef enum {
+  ncclInt8 = 0,
+  ncclChar = 0,
+  ncclUint8 = 1,
+  ncclInt32 = 2,
+  ncclInt = 2,
+  ncclUint32 = 3,
+  ncclInt64 = 4,
+  ncclUint64 = 5,
+  ncclFloat16 = 6,
+  ncclHalf = 6,
+  ncclFloat32 = 7,
+  ncclFloat = 7,
+  ncclFloat64 = 8,
+  ncclDouble = 8,
+  ncclBfloat16 = 9,
+  ncclFloat8e4m3 = 10,
+  ncclFloat8e5m2 = 11,
+  ncclNumTypes = 12
+} ncclDataType_t;
+
+typedef enum { ncclScalarDevice = 0, ncclScalarHostImmediate = 1 } ncclScalarResidence_t;
+
+typedef enum {
+  ncclStatGpuMemSuspend = 0,
+  ncclStatGpuMemSuspended = 1,
+  ncclStatGpuMemPersist = 2,
+  ncclStatGpuMemTotal = 3
+} ncclCommMemStat_t;
+
+#endif /* NCCL_H_ */
+
+#endif /* NCCLSHIM_NCCL_ABI_H */

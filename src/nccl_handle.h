@@ -1,0 +1,46 @@
+/* The NCCL handle and the pieces of the binding that share it. */
+#ifndef NCCLSHIM_NCCL_HANDLE_H
+#define NCCLSHIM_NCCL_HANDLE_H
+
+#include <pthread.h>
+
+#include "../loader/trail.h"
+#include "ncclshim/ncclshim.h"
+
+struct ncclshim_nccl {
+  ncclshim_nccl_table table; /* first: the table handed out */
+  ncclshim_status status;
+  char *message;             /* one line: what was loaded, or why not */
+  int version;               /* packed; 0 when none */
+  int version_code;          /* raw ncclGetVersion answer */
+  void *library;             /* dlopen handle; never dlclose'd once accepted */
+  char *path;
+  ncclshim_found_via via;
+  int preloaded;
+  uint64_t capabilities;
+  unsigned char present[NCCLSHIM_NCCL_FUNCTION_COUNT];
+  ncshl_trail trail;
+  int min_version;
+  pthread_mutex_t build_lock; /* guards the lazily read build tag */
+  char *build;
+  struct ncclshim_nccl *next_open; /* registry of open handles, for stub messages */
+};
+
+/* The table every handle starts with: each entry reports that NCCL is not loaded. */
+extern const ncclshim_nccl_table ncclshim_absent_table;
+/* Fill the entries the library lacks with stubs that report the missing function. */
+void ncclshim_fill_missing(ncclshim_nccl *nccl);
+
+/* Registry of open handles, read by the stubs to say which library lacks what. */
+void ncclshim_registry_add(ncclshim_nccl *nccl);
+void ncclshim_registry_remove(ncclshim_nccl *nccl);
+
+/* Capabilities of a bound library, from its version and the functions found. */
+uint64_t ncclshim_compute_capabilities(const ncclshim_nccl *nccl);
+
+/* Well-known install directories, NULL-terminated, from the environment and the running
+ * prefix; free with ncclshim_free_places. */
+char **ncclshim_nccl_places(void);
+void ncclshim_free_places(char **places);
+
+#endif

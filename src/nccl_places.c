@@ -1,0 +1,93 @@
+/* The well-known places an NCCL may be installed, searched after the system loader. */
+#include <dirent.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nccl_handle.h"
+
+enum { MAX_PLACES = 32 };
+
+typedef struct places {
+  char **items;
+  size_t count;
+} places;
+
+static void add(places *p, const char *a, const char *b) {
+  if (p->count + 1 >= MAX_PLACES) return;
+  size_t length = strlen(a) + strlen(b) + 1;
+  char *dir = malloc(length);
+  if (dir == NULL) return;
+  snprintf(dir, length, "%s%s", a, b);
+  for (size_t i = 0; i < p->count; i++) {
+    if (strcmp(p->items[i], dir) == 0) { /* same place named twice: search it once */
+      free(dir);
+      return;
+    }
+  }
+  p->items[p->count++] = dir;
+}
+
+/* An absolute directory from the environment, or NULL: relative values are ignored so that
+ * nothing is searched relative to the current directory. */
+static const char *env_dir(const char *name) {
+  const char *value = secure_getenv(name);
+  return value != NULL && value[0] == '/' ? value : NULL;
+}
+
+static int newest_first(const void *a, const void *b) {
+  return strverscmp(*(const char *const *)b, *(const char *const *)a);
+}
+
+/* <prefix>/lib/python3.N/site-packages/nvidia/nccl/lib for each N, newest Python first. */
+static void add_wheel_dirs(places *p, const char *prefix) {
+  char lib[PATH_MAX];
+  snprintf(lib, sizeof(lib), "%s/lib", prefix);
+  DIR *dir = opendir(lib);
+  if (dir == NULL) return;
+  char *names[16];
+  size_t count = 0;
+  struct dirent *entry;
+  while ((entry = readdir(dir)) != NULL && count < 16) {
+    if (strncmp(entry->d_name, "python3.", 8) == 0 && (names[count] = strdup(entry->d_name)))
+      count++;
+  }
+  closedir(dir);
+  qsort(names, count, sizeof(names[0]), newest_first);
+  for (size_t i = 0; i < count; i++) {
+    char sub[PATH_MAX];
+    snprintf(sub, sizeof(sub), "/lib/%s/site-packages/nvidia/nccl/lib", names[i]);
+    add(p, prefix, sub);
+    free(names[i]);
+  }
+}
+
+char **ncclshim_nccl_places(void) {
+  places p = {calloc(MAX_PLACES, sizeof(char *)), 0};
+  if (p.items == NULL) return NULL;
+  const char *dir;
+  if ((dir = env_dir("NCCL_HOME"))) add(&p, dir, "/lib");
+  if ((dir = env_dir("CONDA_PREFIX"))) add(&p, dir, "/lib");
+  if ((dir = env_dir("CUDA_HOME"))) {
+    add(&p, dir, "/lib64");
+    add(&p, dir, "/lib");
+  }
+  if ((dir = env_dir("VIRTUAL_ENV"))) add_wheel_dirs(&p, dir);
+  /* The running program's prefix (/opt/venv for /opt/venv/bin/python3). */
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n > 0) {
+    exe[n] = '\0';
+    char *prefix = dirname(dirname(exe));
+    if (strcmp(prefix, "/") != 0) add_wheel_dirs(&p, prefix);
+  }
+  return p.items;
+}
+
+void ncclshim_free_places(char **items) {
+  for (size_t i = 0; items != NULL && items[i] != NULL; i++) free(items[i]);
+  free(items);
+}

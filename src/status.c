@@ -1,0 +1,99 @@
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* X(STATUS, "sentence") in value order. */
+#define STATUS_TEXTS(X)                                                          \
+  X(OK, "success")                                                               \
+  X(NOT_FOUND, "no library file was found")                                      \
+  X(LOAD_FAILED, "a library file was found but could not be loaded")            \
+  X(NOT_NCCL, "the file loaded is not the library asked for")                    \
+  X(MISSING_SYMBOLS, "the library lacks required functions")                     \
+  X(VERSION_TOO_OLD, "the library is older than the version asked for")         \
+  X(WRONG_MAJOR, "the library has a major version ncclshim does not support")   \
+  X(BAD_VERSION, "the library's version query failed or gave no valid version") \
+  X(INVALID_ARGUMENT, "an argument is invalid")                                  \
+  X(OUT_OF_MEMORY, "out of memory")                                              \
+  X(UNAVAILABLE, "the loaded library does not provide this")                     \
+  X(DRIVER_UNAVAILABLE, "no usable CUDA driver")                                 \
+  X(NO_DEVICE, "no CUDA device")                                                 \
+  X(CUDA_ERROR, "a CUDA driver call failed")                                     \
+  X(NCCL_ERROR, "an NCCL call failed")                                           \
+  X(TIMEOUT, "the wait ran past its deadline")                                   \
+  X(FORKED, "state from before fork() was used in the child process")
+
+#define STATUS_NAME_(id, text) #id,
+#define STATUS_TEXT_(id, text) text,
+static const char *const status_names[] = {STATUS_TEXTS(STATUS_NAME_)};
+static const char *const status_texts[] = {STATUS_TEXTS(STATUS_TEXT_)};
+#define STATUS_COUNT (sizeof(status_names) / sizeof(status_names[0]))
+
+const char *ncclshim_status_name(ncclshim_status status) {
+  return (unsigned)status < STATUS_COUNT ? status_names[status] : "UNKNOWN";
+}
+
+const char *ncclshim_status_string(ncclshim_status status) {
+  return (unsigned)status < STATUS_COUNT ? status_texts[status] : "unknown status code";
+}
+
+const char *ncclshim_found_via_name(ncclshim_found_via via) {
+  static const char *const names[] = {"none",          "explicit",      "environment",
+                                      "already-loaded", "system-search", "well-known-place"};
+  return (unsigned)via < sizeof(names) / sizeof(names[0]) ? names[via] : "unknown";
+}
+
+/* The per-thread message lives behind a pthread key rather than in _Thread_local storage:
+ * TLS in a dlopen'ed library would add ld.so to the libraries this one needs. */
+enum { MESSAGE_SIZE = 2048 };
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t message_key;
+static int key_ok;
+
+static void make_key(void) { key_ok = pthread_key_create(&message_key, free) == 0; }
+
+static char *message_buffer(void) {
+  pthread_once(&key_once, make_key);
+  if (!key_ok) return NULL;
+  char *buf = pthread_getspecific(message_key);
+  if (buf == NULL && (buf = calloc(1, MESSAGE_SIZE)) != NULL &&
+      pthread_setspecific(message_key, buf) != 0) {
+    free(buf);
+    buf = NULL;
+  }
+  return buf;
+}
+
+const char *ncclshim_last_error(void) {
+  pthread_once(&key_once, make_key);
+  const char *buf = key_ok ? pthread_getspecific(message_key) : NULL;
+  return buf ? buf : "";
+}
+
+static void vset(const char *format, va_list args) {
+  char *buf = message_buffer();
+  if (buf != NULL) vsnprintf(buf, MESSAGE_SIZE, format, args);
+}
+
+void ncclshim_set_error(const char *format, ...) {
+  va_list args;
+  va_start(args, format);
+  vset(format, args);
+  va_end(args);
+}
+
+ncclshim_status ncclshim_fail(ncclshim_status status, const char *format, ...) {
+  va_list args;
+  va_start(args, format);
+  vset(format, args);
+  va_end(args);
+  return status;
+}
+
+int ncclshim_debug_enabled(void) {
+  const char *value = secure_getenv("NCCLSHIM_DEBUG");
+  return value != NULL && value[0] != '\0' && strcmp(value, "0") != 0;
+}

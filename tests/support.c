@@ -1,0 +1,176 @@
+#include "support.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define DIE(...)                                \
+  do {                                          \
+    fprintf(stderr, "test support: " __VA_ARGS__); \
+    fprintf(stderr, "\n");                      \
+    exit(99);                                   \
+  } while (0)
+
+char *join(const char *a, const char *b) {
+  size_t length = strlen(a) + strlen(b) + 2;
+  char *path = malloc(length);
+  if (path == NULL) DIE("out of memory");
+  snprintf(path, length, "%s/%s", a, b);
+  return path;
+}
+
+char *fake_path(const char *variant) {
+  const char *dir = getenv("FAKE_DIR");
+  if (dir == NULL) DIE("FAKE_DIR is not set");
+  char name[128];
+  snprintf(name, sizeof(name), "libfake-nccl-%s.so", variant);
+  return join(dir, name);
+}
+
+static void *fake_symbol(const char *path, const char *symbol) {
+  void *handle = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+  if (handle == NULL) DIE("%s is not loaded", path);
+  void *address = dlsym(handle, symbol);
+  if (address == NULL) DIE("%s has no %s", path, symbol);
+  dlclose(handle);
+  return address;
+}
+
+#define FAKE_CALL(path, name, type) ((type)(uintptr_t)fake_symbol(path, name))
+
+const fake_nccl_call *fake_last_call(const char *path) {
+  return FAKE_CALL(path, "fake_nccl_last_call", fake_nccl_last_call_fn)();
+}
+void fake_set_result(const char *path, int result) {
+  FAKE_CALL(path, "fake_nccl_set_result", fake_nccl_set_result_fn)(result);
+}
+int fake_version_calls(const char *path) {
+  return FAKE_CALL(path, "fake_nccl_version_calls", fake_nccl_count_fn)();
+}
+
+char *scratch_dir(void) {
+  char *dir = strdup("/tmp/ncclshim-test-XXXXXX");
+  if (dir == NULL || mkdtemp(dir) == NULL) DIE("mkdtemp: %s", strerror(errno));
+  return dir;
+}
+
+void make_dirs(const char *path) {
+  char *copy = strdup(path);
+  for (char *p = copy + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    mkdir(copy, 0755);
+    *p = '/';
+  }
+  if (mkdir(copy, 0755) != 0 && errno != EEXIST) DIE("mkdir %s: %s", copy, strerror(errno));
+  free(copy);
+}
+
+void make_link(const char *target, const char *link) {
+  char *dir = strdup(link);
+  *strrchr(dir, '/') = '\0';
+  make_dirs(dir);
+  free(dir);
+  unlink(link);
+  if (symlink(target, link) != 0) DIE("symlink %s: %s", link, strerror(errno));
+}
+
+void copy_file(const char *from, const char *to, size_t length, unsigned machine) {
+  FILE *in = fopen(from, "rb");
+  FILE *out = fopen(to, "wb");
+  if (in == NULL || out == NULL) DIE("copy %s -> %s: %s", from, to, strerror(errno));
+  char buf[65536];
+  size_t total = 0, n;
+  while (total < length && (n = fread(buf, 1, sizeof(buf), in)) > 0) {
+    if (n > length - total) n = length - total;
+    if (total == 0 && machine != 0 && n >= sizeof(Elf64_Ehdr)) {
+      uint16_t m = (uint16_t)machine;
+      memcpy(buf + offsetof(Elf64_Ehdr, e_machine), &m, sizeof(m));
+    }
+    fwrite(buf, 1, n, out);
+    total += n;
+  }
+  fclose(in);
+  if (fclose(out) != 0) DIE("write %s", to);
+  chmod(to, 0755);
+}
+
+/* The dynamic loader this process runs under (its PT_INTERP). */
+static const char *interpreter(void) {
+  static char path[256];
+  FILE *f = fopen("/proc/self/exe", "rb");
+  Elf64_Ehdr eh;
+  if (f == NULL || fread(&eh, sizeof(eh), 1, f) != 1) DIE("cannot read /proc/self/exe");
+  for (int i = 0; i < eh.e_phnum; i++) {
+    Elf64_Phdr ph;
+    fseek(f, (long)(eh.e_phoff + (Elf64_Off)i * eh.e_phentsize), SEEK_SET);
+    if (fread(&ph, sizeof(ph), 1, f) != 1) break;
+    if (ph.p_type == PT_INTERP && ph.p_filesz < sizeof(path)) {
+      fseek(f, (long)ph.p_offset, SEEK_SET);
+      if (fread(path, 1, ph.p_filesz, f) == ph.p_filesz) {
+        fclose(f);
+        return path;
+      }
+    }
+  }
+  fclose(f);
+  DIE("no PT_INTERP");
+}
+
+void run_scenario(scenario *s, const char *const *args, const char *const *env) {
+  const char *helper = getenv("SCENARIO");
+  if (helper == NULL) DIE("SCENARIO is not set");
+  const char *argv[64];
+  int argc = 0;
+  argv[argc++] = interpreter();
+  argv[argc++] = "--inhibit-cache";
+  argv[argc++] = helper;
+  for (int i = 0; args != NULL && args[i] != NULL && argc < 63; i++) argv[argc++] = args[i];
+  argv[argc] = NULL;
+
+  int pipefd[2];
+  if (pipe(pipefd) != 0) DIE("pipe");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, pipefd[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&actions, pipefd[0]);
+  pid_t pid;
+  int rc = posix_spawn(&pid, argv[0], &actions, NULL, (char *const *)argv, (char *const *)env);
+  posix_spawn_file_actions_destroy(&actions);
+  close(pipefd[1]);
+  if (rc != 0) DIE("posix_spawn: %s", strerror(rc));
+  size_t used = 0;
+  ssize_t n;
+  while ((n = read(pipefd[0], s->output + used, sizeof(s->output) - 1 - used)) > 0) used += (size_t)n;
+  s->output[used] = '\0';
+  close(pipefd[0]);
+  int status;
+  waitpid(pid, &status, 0);
+  s->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+const char *scenario_get(const scenario *s, const char *key) {
+  static char value[4096];
+  size_t key_length = strlen(key);
+  for (const char *line = s->output; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+    if (strncmp(line, key, key_length) == 0 && line[key_length] == '=') {
+      const char *start = line + key_length + 1;
+      const char *end = strchr(start, '\n');
+      size_t length = end ? (size_t)(end - start) : strlen(start);
+      if (length >= sizeof(value)) length = sizeof(value) - 1;
+      memcpy(value, start, length);
+      value[length] = '\0';
+      return value;
+    }
+  }
+  return "";
+}

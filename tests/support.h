@@ -1,0 +1,43 @@
+/* Helpers shared by the NCCL tests: where the fakes are, scratch files, and running a search
+ * scenario in a fresh process with a controlled environment. */
+#ifndef NCCLSHIM_TEST_SUPPORT_H
+#define NCCLSHIM_TEST_SUPPORT_H
+
+#include <stddef.h>
+
+#include "fakes/fake_nccl.h"
+
+/* Path of a fake variant ("2.28.9", "missing-required", ...); static storage per call site
+ * is not needed: the result is malloc'd and never freed (tests are short-lived). */
+char *fake_path(const char *variant);
+/* The fake's record of its last call, through its own handle (it must already be loaded). */
+const fake_nccl_call *fake_last_call(const char *path);
+void fake_set_result(const char *path, int result);
+int fake_version_calls(const char *path);
+
+/* A fresh scratch directory (malloc'd path). */
+char *scratch_dir(void);
+/* Write `length` bytes of file `from` to `to` (all of it when length is (size_t)-1),
+ * optionally overwriting the 2-byte ELF e_machine field with `machine` (0 = leave). */
+void copy_file(const char *from, const char *to, size_t length, unsigned machine);
+/* mkdir -p */
+void make_dirs(const char *path);
+/* Symlink `link` -> `target`, making the link's directory first. */
+void make_link(const char *target, const char *link);
+/* malloc'd "a/b" */
+char *join(const char *a, const char *b);
+
+/* The outcome of one search, as printed by the nccl_scenario helper (key=value lines). */
+typedef struct scenario {
+  int exit_code;
+  char output[16384];
+} scenario;
+
+/* Run nccl_scenario with these arguments and exactly this environment (NULL-terminated
+ * arrays), under ld.so --inhibit-cache so that the machine's ld.so cache cannot supply an
+ * NCCL. */
+void run_scenario(scenario *s, const char *const *args, const char *const *env);
+/* The value of `key` in the scenario output, "" when absent (static buffer per call). */
+const char *scenario_get(const scenario *s, const char *key);
+
+#endif

@@ -1,0 +1,199 @@
+/* Every function of the list, through every fake release: a function the release exports
+ * reaches it with every argument byte unchanged and its return value comes back; a function
+ * it lacks returns ncclInvalidArgument with a message naming the version it needs. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ncclshim/ncclshim.h"
+#include "support.h"
+
+/* Distinct byte patterns, one buffer per argument, aligned for any type. */
+static _Alignas(max_align_t) unsigned char patterns[FAKE_MAX_ARGS][FAKE_MAX_ARG_BYTES];
+static int next_pattern;
+
+static const void *pattern(size_t size) {
+  assert_true(size <= FAKE_MAX_ARG_BYTES);
+  unsigned char *p = patterns[next_pattern];
+  for (size_t i = 0; i < size; i++) p[i] = (unsigned char)(0x11 * (next_pattern + 1) + i);
+  next_pattern++;
+  return p;
+}
+
+static void check_arguments(const fake_nccl_call *call, const char *name, int n,
+                            const size_t *sizes) {
+  assert_string_equal(call->function, name);
+  assert_int_equal(call->nargs, n);
+  for (int i = 0; i < n; i++) {
+    assert_int_equal(call->size[i], sizes[i]);
+    assert_memory_equal(call->bytes[i], patterns[i], sizes[i]);
+  }
+}
+
+static void check_unavailable(const char *name, int version, const char *path) {
+  char need[16], expected[128];
+  snprintf(expected, sizeof(expected), "%s needs NCCL >= %s", name,
+           ncclshim_format_version(version, need, sizeof(need)));
+  assert_non_null(strstr(ncclshim_last_error(), expected));
+  assert_non_null(strstr(ncclshim_last_error(), path));
+}
+
+#define DECLARE_ARG_(type, name) type name = *(type *)pattern(sizeof(type));
+#define SIZE_OF_(type, name) sizeof(type),
+#define CHECK_RETURN_RESULT(value) assert_int_equal(value, ncclRemoteError);
+#define CHECK_RETURN_STRING(value) assert_string_equal(value, "fake NCCL string");
+#define CHECK_RETURN_VOID(value)
+#define CHECK_MISSING_RESULT(value) assert_int_equal(value, ncclInvalidArgument);
+#define CHECK_MISSING_STRING(value) assert_ptr_equal(value, ncclshim_last_error());
+#define CHECK_MISSING_VOID(value)
+#define CALL_RESULT(expr) ncclResult_t fwd_ret = expr;
+#define CALL_STRING(expr) const char *fwd_ret = expr;
+#define CALL_VOID(expr) \
+  expr;             \
+  int fwd_ret = 0;  \
+  (void)fwd_ret;
+
+/* One checker per row: forward_ncclAllReduce(path, nccl) and so on. */
+#define FORWARD_(name, version, policy, returns, n, params)                              \
+  static void forward_##name(const char *fwd_path, ncclshim_nccl *fwd_nccl) {           \
+    next_pattern = 0;                                                                     \
+    NCCLSHIM_PP_EACH(n, DECLARE_ARG_, params)                                             \
+    const size_t fwd_sizes[FAKE_MAX_ARGS + 1] = {NCCLSHIM_PP_EACH(n, SIZE_OF_, params) 0}; \
+    const ncclshim_nccl_table *fwd_table = ncclshim_nccl_functions(fwd_nccl);             \
+    fake_set_result(fwd_path, ncclRemoteError);                                           \
+    CALL_##returns(fwd_table->name NCCLSHIM_PP_ARGS(n, params));                          \
+    if (ncclshim_nccl_version(fwd_nccl) >= version) {                                     \
+      assert_true(ncclshim_nccl_has_function(fwd_nccl, NCCLSHIM_FN_##name));               \
+      check_arguments(fake_last_call(fwd_path), #name, n, fwd_sizes);                     \
+      CHECK_RETURN_##returns(fwd_ret)                                                     \
+    } else {                                                                              \
+      assert_false(ncclshim_nccl_has_function(fwd_nccl, NCCLSHIM_FN_##name));              \
+      CHECK_MISSING_##returns(fwd_ret) check_unavailable(#name, version, fwd_path);       \
+    }                                                                                     \
+  }
+/* ncclGetVersion is the fakes' one hand-written function; the loader's own use checks it. */
+#define PROBE_ncclGetVersion ~, 1,
+#define SECOND(a, b, ...) b
+#define SECOND_(...) SECOND(__VA_ARGS__)
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#define GENERATE_0(...) FORWARD_(__VA_ARGS__)
+#define GENERATE_1(...)
+#define GENERATE_(name, ...) CAT(GENERATE_, SECOND_(PROBE_##name, 0, ~))(name, __VA_ARGS__)
+NCCLSHIM_NCCL_FUNCTIONS(GENERATE_)
+
+#define LIST_(name, ...) CAT(LIST_, SECOND_(PROBE_##name, 0, ~))(name)
+#define LIST_0(name) forward_##name,
+#define LIST_1(name)
+static void (*const forwarders[])(const char *, ncclshim_nccl *) = {NCCLSHIM_NCCL_FUNCTIONS(LIST_)};
+
+static void forward_all(const char *variant, int expected_version) {
+  char *path = fake_path(variant);
+  ncclshim_nccl_options options = NCCLSHIM_NCCL_OPTIONS_INIT;
+  options.path = path;
+  ncclshim_nccl *nccl = NULL;
+  assert_int_equal(ncclshim_nccl_open(&options, &nccl), NCCLSHIM_OK);
+  assert_int_equal(ncclshim_nccl_version(nccl), expected_version);
+  assert_int_equal(ncclshim_nccl_found_via(nccl), NCCLSHIM_VIA_EXPLICIT);
+  assert_string_equal(ncclshim_nccl_path(nccl), path);
+  for (size_t i = 0; i < sizeof(forwarders) / sizeof(forwarders[0]); i++) forwarders[i](path, nccl);
+  ncclshim_nccl_close(nccl);
+}
+
+static void test_2_18(void **state) { (void)state; forward_all("2.18.5", 21805); }
+static void test_2_21(void **state) { (void)state; forward_all("2.21.5", 22105); }
+static void test_2_27(void **state) { (void)state; forward_all("2.27.3", 22703); }
+static void test_2_28_3(void **state) { (void)state; forward_all("2.28.3", 22803); }
+static void test_2_28_9(void **state) { (void)state; forward_all("2.28.9", 22809); }
+static void test_2_30(void **state) { (void)state; forward_all("2.30.7", 23007); }
+
+/* The capabilities each release unlocks, by version and symbols. */
+static void test_capabilities(void **state) {
+  (void)state;
+  static const struct {
+    const char *variant;
+    int present[4];
+    int absent[4];
+  } cases[] = {
+      {"2.18.5", {NCCLSHIM_CAP_SPLIT, NCCLSHIM_CAP_NONBLOCKING_INIT, -1}, {NCCLSHIM_CAP_MEM_ALLOC, NCCLSHIM_CAP_FP8, -1}},
+      {"2.21.5", {NCCLSHIM_CAP_MEM_ALLOC, NCCLSHIM_CAP_USER_BUFFER_REGISTER, -1}, {NCCLSHIM_CAP_SCALABLE_INIT, NCCLSHIM_CAP_WINDOW_REGISTER, -1}},
+      {"2.27.3", {NCCLSHIM_CAP_WINDOW_REGISTER, NCCLSHIM_CAP_SHRINK, NCCLSHIM_CAP_FP8, -1}, {NCCLSHIM_CAP_SYMMETRIC_MEMORY, NCCLSHIM_CAP_ALLTOALL, -1}},
+      {"2.28.3", {NCCLSHIM_CAP_SYMMETRIC_MEMORY, NCCLSHIM_CAP_ALLTOALL, NCCLSHIM_CAP_SCATTER, -1}, {NCCLSHIM_CAP_REVOKE, -1}},
+      {"2.28.9", {NCCLSHIM_CAP_SYMMETRIC_MEMORY, NCCLSHIM_CAP_REVOKE, -1}, {NCCLSHIM_CAP_TIMEOUT_RESULT, NCCLSHIM_CAP_GROW, -1}},
+      {"2.30.7", {NCCLSHIM_CAP_TIMEOUT_RESULT, NCCLSHIM_CAP_PARAMS, NCCLSHIM_CAP_SUSPEND, -1}, {-1}},
+      {"missing-optional", {NCCLSHIM_CAP_REVOKE, -1}, {NCCLSHIM_CAP_WINDOW_REGISTER, NCCLSHIM_CAP_SYMMETRIC_MEMORY, -1}},
+  };
+  for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+    ncclshim_nccl_options options = NCCLSHIM_NCCL_OPTIONS_INIT;
+    options.path = fake_path(cases[c].variant);
+    ncclshim_nccl *nccl = NULL;
+    assert_int_equal(ncclshim_nccl_open(&options, &nccl), NCCLSHIM_OK);
+    for (int i = 0; cases[c].present[i] >= 0; i++) assert_true(ncclshim_nccl_has(nccl, cases[c].present[i]));
+    for (int i = 0; cases[c].absent[i] >= 0; i++) {
+      char why[256];
+      assert_false(ncclshim_nccl_has(nccl, cases[c].absent[i]));
+      assert_true(strlen(ncclshim_nccl_capability_reason(nccl, cases[c].absent[i], why, sizeof(why))) > 0);
+    }
+    ncclshim_nccl_close(nccl);
+  }
+}
+
+/* An optional function missing although the version says it exists: recorded as unexpected,
+ * and the message says the build is broken. */
+static void test_unexpected_missing(void **state) {
+  (void)state;
+  ncclshim_nccl_options options = NCCLSHIM_NCCL_OPTIONS_INIT;
+  options.path = fake_path("missing-optional");
+  ncclshim_nccl *nccl = NULL;
+  assert_int_equal(ncclshim_nccl_open(&options, &nccl), NCCLSHIM_OK);
+  assert_true(ncclshim_nccl_unexpectedly_missing(nccl, NCCLSHIM_FN_ncclCommWindowRegister));
+  assert_false(ncclshim_nccl_unexpectedly_missing(nccl, NCCLSHIM_FN_ncclCommWindowDeregister));
+  assert_false(ncclshim_nccl_unexpectedly_missing(nccl, NCCLSHIM_FN_ncclCommSuspend));
+  ncclshim_window_t win = NULL;
+  assert_int_equal(ncclshim_nccl_functions(nccl)->ncclCommWindowRegister(NULL, NULL, 0, &win, 0),
+                   ncclInvalidArgument);
+  assert_non_null(strstr(ncclshim_last_error(), "broken or customised build"));
+  ncclshim_nccl_close(nccl);
+}
+
+/* Two different NCCLs side by side, each table reaching its own library. */
+static void test_two_handles(void **state) {
+  (void)state;
+  char *old_path = fake_path("2.21.5"), *new_path = fake_path("2.28.9");
+  ncclshim_nccl_options a = NCCLSHIM_NCCL_OPTIONS_INIT, b = NCCLSHIM_NCCL_OPTIONS_INIT;
+  a.path = old_path;
+  b.path = new_path;
+  ncclshim_nccl *old_nccl = NULL, *new_nccl = NULL;
+  assert_int_equal(ncclshim_nccl_open(&a, &old_nccl), NCCLSHIM_OK);
+  assert_int_equal(ncclshim_nccl_open(&b, &new_nccl), NCCLSHIM_OK);
+  assert_int_equal(ncclshim_nccl_version(old_nccl), 22105);
+  assert_int_equal(ncclshim_nccl_version(new_nccl), 22809);
+  ncclshim_nccl_functions(old_nccl)->ncclGroupStart();
+  ncclshim_nccl_functions(new_nccl)->ncclGroupEnd();
+  assert_string_equal(fake_last_call(old_path)->function, "ncclGroupStart");
+  assert_int_equal(fake_last_call(old_path)->version_code, 22105);
+  assert_string_equal(fake_last_call(new_path)->function, "ncclGroupEnd");
+  assert_int_equal(fake_last_call(new_path)->version_code, 22809);
+  /* The old one lacks windows: its stub names the old library, not the new one. */
+  ncclshim_nccl_functions(old_nccl)->ncclCommWindowDeregister(NULL, NULL);
+  assert_non_null(strstr(ncclshim_last_error(), old_path));
+  assert_null(strstr(ncclshim_last_error(), new_path));
+  ncclshim_nccl_close(old_nccl);
+  ncclshim_nccl_close(new_nccl);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_2_18),         cmocka_unit_test(test_2_21),
+      cmocka_unit_test(test_2_27),         cmocka_unit_test(test_2_28_3),
+      cmocka_unit_test(test_2_28_9),       cmocka_unit_test(test_2_30),
+      cmocka_unit_test(test_capabilities), cmocka_unit_test(test_unexpected_missing),
+      cmocka_unit_test(test_two_handles),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

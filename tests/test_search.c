@@ -1,0 +1,221 @@
+/* The search order, each scenario in a fresh process (nccl_scenario) with exactly the
+ * environment given and without the machine's ld.so cache, so that "no NCCL" is real even
+ * on a machine that has one. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "support.h"
+
+static char *root;     /* scratch tree */
+static char *old_dir;  /* holds libnccl.so.2 -> fake 2.21.5 */
+static char *bad_dir;  /* holds libnccl.so.2 -> fake missing-required */
+
+static int setup(void **state) {
+  (void)state;
+  root = scratch_dir();
+  old_dir = join(root, "old");
+  make_link(fake_path("2.21.5"), join(old_dir, "libnccl.so.2"));
+  bad_dir = join(root, "bad");
+  make_link(fake_path("missing-required"), join(bad_dir, "libnccl.so.2"));
+  return 0;
+}
+
+/* "KEY=value" (malloc'd) */
+static char *env_var(const char *key, const char *value) {
+  size_t length = strlen(key) + strlen(value) + 2;
+  char *entry = malloc(length);
+  snprintf(entry, length, "%s=%s", key, value);
+  return entry;
+}
+
+/* A directory `prefix` + `sub` holding libnccl.so.2 -> the fake `variant`; returns prefix. */
+static char *install(const char *name, const char *sub, const char *variant) {
+  char *prefix = join(root, name);
+  char *dir = join(prefix, sub);
+  make_link(fake_path(variant), join(dir, "libnccl.so.2"));
+  return prefix;
+}
+
+static void expect_chosen(const scenario *s, const char *status, const char *via,
+                          const char *version, const char *variant) {
+  assert_int_equal(s->exit_code, 0);
+  if (strcmp(scenario_get(s, "status"), status) != 0)
+    fail_msg("status %s, expected %s; output:\n%s", scenario_get(s, "status"), status, s->output);
+  assert_string_equal(scenario_get(s, "via"), via);
+  assert_string_equal(scenario_get(s, "version"), version);
+  if (variant != NULL) assert_string_equal(scenario_get(s, "path"), fake_path(variant));
+}
+
+/* The attempt whose text contains `needle`, "" if none. */
+static const char *find_attempt(const scenario *s, const char *needle) {
+  int count = atoi(scenario_get(s, "attempts"));
+  for (int i = 0; i < count; i++) {
+    char key[32];
+    snprintf(key, sizeof(key), "attempt.%d", i);
+    const char *line = scenario_get(s, key);
+    if (strstr(line, needle) != NULL) return line;
+  }
+  return "";
+}
+
+static void test_no_nccl(void **state) {
+  (void)state;
+  scenario s;
+  const char *args[] = {"--call", NULL};
+  const char *env[] = {NULL};
+  run_scenario(&s, args, env);
+  expect_chosen(&s, "NOT_FOUND", "none", "none", NULL);
+  assert_string_equal(find_attempt(&s, "already-loaded|NOT_FOUND|libnccl.so.2"),
+                      "already-loaded|NOT_FOUND|libnccl.so.2|not loaded in this process");
+  assert_non_null(strstr(find_attempt(&s, "system-search"), "cannot open shared object file"));
+  assert_non_null(strstr(scenario_get(&s, "message"), "libnccl.so.2 was not found"));
+  assert_string_equal(scenario_get(&s, "call_result"), "5"); /* ncclInvalidUsage */
+  assert_non_null(strstr(scenario_get(&s, "call_message"), "ncclAllReduce: no NCCL is loaded"));
+  assert_non_null(strstr(scenario_get(&s, "error_string"), "invalid usage"));
+}
+
+static void test_system_search(void **state) {
+  (void)state;
+  scenario s;
+  const char *env[] = {env_var("LD_LIBRARY_PATH", old_dir), NULL};
+  run_scenario(&s, NULL, env);
+  expect_chosen(&s, "OK", "system-search", "2.21.5", "2.21.5");
+  assert_string_equal(scenario_get(&s, "preloaded"), "0");
+}
+
+static void test_environment_wins(void **state) {
+  (void)state;
+  scenario s;
+  const char *env[] = {env_var("LD_LIBRARY_PATH", old_dir),
+                       env_var("NCCLSHIM_NCCL_LIBRARY", fake_path("2.28.9")), NULL};
+  run_scenario(&s, NULL, env);
+  expect_chosen(&s, "OK", "environment", "2.28.9", "2.28.9");
+  assert_string_equal(scenario_get(&s, "attempts"), "1");
+}
+
+static void test_environment_fails_loud(void **state) {
+  (void)state;
+  scenario s;
+  const char *env[] = {env_var("LD_LIBRARY_PATH", old_dir),
+                       env_var("NCCLSHIM_NCCL_LIBRARY", "/nonexistent/libnccl.so.2"), NULL};
+  run_scenario(&s, NULL, env);
+  expect_chosen(&s, "NOT_FOUND", "none", "none", NULL);
+  assert_string_equal(scenario_get(&s, "attempts"), "1");
+  assert_non_null(strstr(scenario_get(&s, "message"), "/nonexistent/libnccl.so.2"));
+
+  const char *broken[] = {env_var("LD_LIBRARY_PATH", old_dir),
+                          env_var("NCCLSHIM_NCCL_LIBRARY", fake_path("missing-required")), NULL};
+  run_scenario(&s, NULL, broken);
+  expect_chosen(&s, "MISSING_SYMBOLS", "none", "none", NULL);
+
+  const char *relative[] = {env_var("NCCLSHIM_NCCL_LIBRARY", "libnccl.so.2"), NULL};
+  run_scenario(&s, NULL, relative);
+  expect_chosen(&s, "INVALID_ARGUMENT", "none", "none", NULL);
+  assert_non_null(strstr(scenario_get(&s, "message"), "must be an absolute path"));
+
+  const char *empty[] = {env_var("NCCLSHIM_NCCL_LIBRARY", ""), env_var("LD_LIBRARY_PATH", old_dir),
+                         NULL};
+  run_scenario(&s, NULL, empty); /* empty means unset */
+  expect_chosen(&s, "OK", "system-search", "2.21.5", "2.21.5");
+}
+
+static void test_api_beats_environment(void **state) {
+  (void)state;
+  scenario s;
+  const char *args[] = {"--path", fake_path("2.28.3"), NULL};
+  const char *env[] = {env_var("NCCLSHIM_NCCL_LIBRARY", fake_path("2.28.9")), NULL};
+  run_scenario(&s, args, env);
+  expect_chosen(&s, "OK", "explicit", "2.28.3", "2.28.3");
+}
+
+static void test_already_loaded(void **state) {
+  (void)state;
+  scenario s;
+  const char *args[] = {"--preload", fake_path("2.27.3"), NULL};
+  const char *env[] = {env_var("LD_LIBRARY_PATH", old_dir), NULL};
+  run_scenario(&s, args, env);
+  expect_chosen(&s, "OK", "already-loaded", "2.27.3", "2.27.3");
+  assert_string_equal(scenario_get(&s, "preloaded"), "1");
+  assert_non_null(strstr(find_attempt(&s, "already-loaded|OK"), "already loaded from"));
+}
+
+static void test_keeps_searching_past_old(void **state) {
+  (void)state;
+  scenario s;
+  char *home = install("home", "lib", "2.28.9");
+  const char *args[] = {"--min", "22800", NULL};
+  const char *env[] = {env_var("LD_LIBRARY_PATH", old_dir), env_var("NCCL_HOME", home), NULL};
+  run_scenario(&s, args, env);
+  expect_chosen(&s, "OK", "well-known-place", "2.28.9", "2.28.9");
+  assert_non_null(
+      strstr(find_attempt(&s, "system-search|VERSION_TOO_OLD"), "NCCL 2.21.5 is older than the 2.28.0"));
+
+  /* And past a broken one. */
+  const char *broken[] = {env_var("LD_LIBRARY_PATH", bad_dir), env_var("NCCL_HOME", home), NULL};
+  run_scenario(&s, NULL, broken);
+  expect_chosen(&s, "OK", "well-known-place", "2.28.9", "2.28.9");
+  assert_non_null(strstr(find_attempt(&s, "MISSING_SYMBOLS"), "ncclAllReduce"));
+}
+
+static void test_all_refused(void **state) {
+  (void)state;
+  scenario s;
+  const char *args[] = {"--min", "22800", "--call", NULL};
+  const char *env[] = {env_var("LD_LIBRARY_PATH", old_dir), NULL};
+  run_scenario(&s, args, env);
+  expect_chosen(&s, "VERSION_TOO_OLD", "none", "none", NULL);
+  assert_non_null(strstr(scenario_get(&s, "message"), "older than the 2.28.0"));
+  assert_non_null(strstr(scenario_get(&s, "call_message"), "older than the 2.28.0"));
+}
+
+static void test_well_known_places(void **state) {
+  (void)state;
+  scenario s;
+  char *conda = install("conda", "lib", "2.27.3");
+  const char *e1[] = {env_var("CONDA_PREFIX", conda), NULL};
+  run_scenario(&s, NULL, e1);
+  expect_chosen(&s, "OK", "well-known-place", "2.27.3", "2.27.3");
+
+  char *cuda = install("cuda", "lib64", "2.28.3");
+  const char *e2[] = {env_var("CUDA_HOME", cuda), NULL};
+  run_scenario(&s, NULL, e2);
+  expect_chosen(&s, "OK", "well-known-place", "2.28.3", "2.28.3");
+
+  char *venv = install("venv", "lib/python3.12/site-packages/nvidia/nccl/lib", "2.30.7");
+  const char *e3[] = {env_var("VIRTUAL_ENV", venv), NULL};
+  run_scenario(&s, NULL, e3);
+  expect_chosen(&s, "OK", "well-known-place", "2.30.7", "2.30.7");
+
+  /* NCCL_HOME comes before CONDA_PREFIX. */
+  char *home = install("home2", "lib", "2.21.5");
+  const char *e4[] = {env_var("CONDA_PREFIX", conda), env_var("NCCL_HOME", home), NULL};
+  run_scenario(&s, NULL, e4);
+  expect_chosen(&s, "OK", "well-known-place", "2.21.5", "2.21.5");
+
+  /* A relative directory is never searched. */
+  const char *e5[] = {env_var("NCCL_HOME", "home2"), NULL};
+  run_scenario(&s, NULL, e5);
+  expect_chosen(&s, "NOT_FOUND", "none", "none", NULL);
+  assert_string_equal(find_attempt(&s, "home2"), "");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_no_nccl),
+      cmocka_unit_test(test_system_search),
+      cmocka_unit_test(test_environment_wins),
+      cmocka_unit_test(test_environment_fails_loud),
+      cmocka_unit_test(test_api_beats_environment),
+      cmocka_unit_test(test_already_loaded),
+      cmocka_unit_test(test_keeps_searching_past_old),
+      cmocka_unit_test(test_all_refused),
+      cmocka_unit_test(test_well_known_places),
+  };
+  return cmocka_run_group_tests(tests, setup, NULL);
+}

@@ -141,6 +141,20 @@ static ncclshim_status search_places(run *r) {
   return NCCLSHIM_NOT_FOUND;
 }
 
+/* "libnccl.so.2 was not found; searched: this process, the system loader ..., /opt/x/lib" */
+static void describe_not_found(const ncshl_search *search, const ncshl_trail *trail,
+                               char *summary, size_t size) {
+  int used = snprintf(summary, size, "%s was not found; searched:", search->soname);
+  for (size_t i = 0; i < trail->count && used > 0 && (size_t)used < size; i++) {
+    const ncclshim_attempt *a = &trail->items[i];
+    const char *place = a->how == NCCLSHIM_VIA_PRELOADED ? "this process (already loaded)"
+                        : a->how == NCCLSHIM_VIA_SYSTEM
+                            ? "the system loader (LD_LIBRARY_PATH, ld.so cache)"
+                            : a->candidate;
+    used += snprintf(summary + used, size - (size_t)used, "%s %s", i ? "," : "", place);
+  }
+}
+
 ncclshim_status ncshl_search_run(const ncshl_search *search, ncshl_trail *trail,
                                  ncshl_found *found, char *summary, size_t size) {
   run r = {.search = search, .trail = trail, .found = found, .first_refusal = NCCLSHIM_NOT_FOUND};
@@ -159,8 +173,7 @@ ncclshim_status ncshl_search_run(const ncshl_search *search, ncshl_trail *trail,
     status = r.first_refusal;
     snprintf(summary, size, "%s", r.first_reason);
   } else {
-    snprintf(summary, size, "%s was not found (%zu places searched)", search->soname,
-             trail->count);
+    describe_not_found(search, trail, summary, size);
   }
   return status;
 }

@@ -1,0 +1,87 @@
+/* Decoding ncclGetVersion codes of both encodings, and the metadata tables. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ncclshim/ncclshim.h"
+
+static void test_decode(void **state) {
+  (void)state;
+  static const struct {
+    int code, packed, major, minor, patch;
+  } known[] = {
+      {2304, 20304, 2, 3, 4},   {2804, 20804, 2, 8, 4},   {20908, 20908, 2, 9, 8},
+      {21003, 21003, 2, 10, 3}, {21801, 21801, 2, 18, 1}, {22809, 22809, 2, 28, 9},
+      {23007, 23007, 2, 30, 7}, {30000, 30000, 3, 0, 0},  {32101, 32101, 3, 21, 1},
+  };
+  for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+    int major = -1, minor = -1, patch = -1;
+    assert_int_equal(ncclshim_decode_version(known[i].code, &major, &minor, &patch), known[i].packed);
+    assert_int_equal(major, known[i].major);
+    assert_int_equal(minor, known[i].minor);
+    assert_int_equal(patch, known[i].patch);
+  }
+  static const int invalid[] = {0, -1, -22809, 1, 999};
+  for (size_t i = 0; i < sizeof(invalid) / sizeof(invalid[0]); i++) {
+    int major = -7;
+    assert_int_equal(ncclshim_decode_version(invalid[i], &major, NULL, NULL), 0);
+    assert_int_equal(major, -7); /* untouched */
+  }
+}
+
+static void test_format(void **state) {
+  (void)state;
+  char buf[16];
+  assert_string_equal(ncclshim_format_version(22809, buf, sizeof(buf)), "2.28.9");
+  assert_string_equal(ncclshim_format_version(0, buf, sizeof(buf)), "none");
+  char tiny[4];
+  assert_string_equal(ncclshim_format_version(22809, tiny, sizeof(tiny)), "2.2");
+}
+
+static void test_function_metadata(void **state) {
+  (void)state;
+  assert_string_equal(ncclshim_nccl_function_name(NCCLSHIM_FN_ncclAllReduce), "ncclAllReduce");
+  assert_int_equal(ncclshim_nccl_function_version(NCCLSHIM_FN_ncclCommWindowRegister), 22703);
+  assert_true(ncclshim_nccl_function_required(NCCLSHIM_FN_ncclSend));
+  assert_false(ncclshim_nccl_function_required(NCCLSHIM_FN_ncclCommSplit));
+  assert_string_equal(ncclshim_nccl_function_name(NCCLSHIM_NCCL_FUNCTION_COUNT), "(unknown function)");
+  assert_int_equal(ncclshim_nccl_function_version(-1), 0);
+}
+
+static void test_capability_metadata(void **state) {
+  (void)state;
+  assert_string_equal(ncclshim_capability_name(NCCLSHIM_CAP_SYMMETRIC_MEMORY), "symmetric-memory");
+  assert_int_equal(ncclshim_capability_version(NCCLSHIM_CAP_SYMMETRIC_MEMORY), 22800);
+  assert_int_equal(ncclshim_capability_from_name("revoke"), NCCLSHIM_CAP_REVOKE);
+  assert_int_equal(ncclshim_capability_from_name("no-such-thing"), -1);
+  assert_int_equal(ncclshim_capability_from_name(NULL), -1);
+  assert_null(ncclshim_capability_name(NCCLSHIM_CAPABILITY_COUNT));
+  for (int c = 0; c < NCCLSHIM_CAPABILITY_COUNT; c++)
+    assert_int_equal(ncclshim_capability_from_name(ncclshim_capability_name(c)), c);
+}
+
+static void test_status_texts(void **state) {
+  (void)state;
+  assert_string_equal(ncclshim_status_name(NCCLSHIM_OK), "OK");
+  assert_string_equal(ncclshim_status_name(NCCLSHIM_FORKED), "FORKED");
+  assert_string_equal(ncclshim_status_name(999), "UNKNOWN");
+  assert_string_equal(ncclshim_status_string(NCCLSHIM_NOT_FOUND), "no library file was found");
+  assert_string_equal(ncclshim_found_via_name(NCCLSHIM_VIA_PRELOADED), "already-loaded");
+  assert_string_equal(ncclshim_nccl_result_string(8), "timeout");
+  assert_string_equal(ncclshim_nccl_result_string(9), "unknown result code");
+  assert_string_equal(ncclshim_nccl_result_string(-1), "unknown result code");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_decode),
+      cmocka_unit_test(test_format),
+      cmocka_unit_test(test_function_metadata),
+      cmocka_unit_test(test_capability_metadata),
+      cmocka_unit_test(test_status_texts),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

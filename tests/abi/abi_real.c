@@ -1,0 +1,98 @@
+/* The real nccl.h first, then ncclshim's header: every value, size and offset the real
+ * header defines must equal ncclshim's, and every function it declares must have the
+ * signature of ncclshim's list (a redeclaration with other types would not compile). */
+#include <nccl.h>
+
+#include "ncclshim/ncclshim.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "abi_values.h"
+
+#ifdef NCCLSHIM_PROVIDES_NCCL_H
+#error "nccl.h came first: ncclshim must use its types"
+#endif
+
+/* Redeclare every function with ncclshim's types: a mismatch is a compile error. Functions
+ * newer than this nccl.h are simply declared here for the first time. */
+NCCLSHIM_NCCL_FUNCTIONS(NCCLSHIM_NCCL_PROTOTYPE_)
+
+/* The layout size of each nccl.h generation (facts §6.2). */
+static long long expected_config_size(int v) {
+  return v >= 23003 ? 96 : v >= 22902 ? 88 : v >= 22800 ? 80 : v >= 22700 ? 72 : 48;
+}
+
+#define CONFIG_OFFSET(f) {"ncclConfig_t." #f, (long long)offsetof(ncclConfig_t, f)},
+static const abi_value real[] = {
+    ABI_COMMON(ABI_VALUE) ABI_SIZE(ncclConfig_t) CONFIG_OFFSET(size) CONFIG_OFFSET(magic)
+    CONFIG_OFFSET(version) CONFIG_OFFSET(blocking) CONFIG_OFFSET(cgaClusterSize)
+    CONFIG_OFFSET(minCTAs) CONFIG_OFFSET(maxCTAs) CONFIG_OFFSET(netName) CONFIG_OFFSET(splitShare)
+#if NCCL_VERSION_CODE >= 22600
+    CONFIG_OFFSET(trafficClass)
+#endif
+#if NCCL_VERSION_CODE >= 22200
+    ABI_SIZE(ncclSimInfo_t) ABI_OFFSET(ncclSimInfo_t, estimatedTime)
+#endif
+#if NCCL_VERSION_CODE >= 22403
+    ABI_VALUE(ncclFloat8e4m3) ABI_VALUE(ncclFloat8e5m2)
+#endif
+#if NCCL_VERSION_CODE >= 22700
+    CONFIG_OFFSET(commName) CONFIG_OFFSET(collnetEnable) CONFIG_OFFSET(CTAPolicy)
+    CONFIG_OFFSET(shrinkShare) CONFIG_OFFSET(nvlsCTAs) ABI_VALUE(NCCL_CTA_POLICY_DEFAULT)
+    ABI_VALUE(NCCL_CTA_POLICY_EFFICIENCY) ABI_VALUE(NCCL_WIN_DEFAULT)
+    ABI_VALUE(NCCL_WIN_COLL_SYMMETRIC) ABI_VALUE(NCCL_SHRINK_DEFAULT) ABI_VALUE(NCCL_SHRINK_ABORT)
+#endif
+#if NCCL_VERSION_CODE >= 22800
+    CONFIG_OFFSET(nChannelsPerNetPeer) CONFIG_OFFSET(nvlinkCentricSched)
+    ABI_VALUE(NCCL_CTA_POLICY_ZERO) ABI_VALUE(NCCL_WIN_REQUIRED_ALIGNMENT)
+#endif
+#if NCCL_VERSION_CODE >= 22807
+    ABI_VALUE(NCCL_REVOKE_DEFAULT)
+#endif
+#if NCCL_VERSION_CODE >= 22902
+    CONFIG_OFFSET(graphUsageMode) CONFIG_OFFSET(numRmaCtx)
+#endif
+#if NCCL_VERSION_CODE >= 22907
+    ABI_VALUE(NCCL_WIN_STRICT_ORDERING)
+#endif
+#if NCCL_VERSION_CODE >= 23003
+    ABI_VALUE(ncclTimeout) CONFIG_OFFSET(maxP2pPeers)
+#endif
+#if NCCL_VERSION_CODE >= 23007
+    CONFIG_OFFSET(graphStreamOrdering)
+#endif
+};
+
+int main(void) {
+  int failures = 0;
+  size_t count = sizeof(real) / sizeof(real[0]);
+  printf("real nccl.h %d.%d.%d (NCCL_VERSION_CODE %d): %zu values\n", NCCL_MAJOR, NCCL_MINOR,
+         NCCL_PATCH, NCCL_VERSION_CODE, count);
+  for (size_t i = 0; i < count; i++) {
+    const abi_value *match = NULL;
+    for (const abi_value *o = ours; o->name != NULL; o++)
+      if (strcmp(o->name, real[i].name) == 0) match = o;
+    if (strcmp(real[i].name, "sizeof(ncclConfig_t)") == 0) {
+      /* The real struct is the layout of its own release; ncclshim's is the newest. */
+      if (real[i].value != expected_config_size(NCCL_VERSION_CODE)) {
+        printf("MISMATCH sizeof(ncclConfig_t): real %lld, facts say %lld for this release\n",
+               real[i].value, expected_config_size(NCCL_VERSION_CODE));
+        failures++;
+      }
+    } else if (match == NULL || match->value != real[i].value) {
+      printf("MISMATCH %s: real %lld, ncclshim %lld%s\n", real[i].name, real[i].value,
+             match ? match->value : 0, match ? "" : " (missing)");
+      failures++;
+    }
+  }
+  /* In this translation unit the real types are in force: ncclshim's private layout must
+   * agree with them on every shared offset. */
+  if (sizeof(ncclConfig_t) > sizeof(struct ncclshim_nccl_config) ||
+      offsetof(ncclConfig_t, splitShare) != offsetof(struct ncclshim_nccl_config, splitShare)) {
+    printf("MISMATCH ncclshim_nccl_config layout\n");
+    failures++;
+  }
+  printf("%s: %d mismatches\n", failures ? "FAIL" : "PASS", failures);
+  return failures ? 1 : 0;
+}

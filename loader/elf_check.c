@@ -69,8 +69,9 @@ static ncclshim_status check_segments(const ElfW(Phdr) * ph, size_t count,
     if (ph[i].p_type != PT_LOAD) continue;
     unsigned long long end = (unsigned long long)ph[i].p_offset + ph[i].p_filesz;
     if (end < ph[i].p_offset || end > file_size)
-      return refuse(reason, size, "truncated: a loadable segment ends at byte %llu of a %llu-byte file",
-                    end, file_size);
+      return refuse(reason, size,
+                    "truncated: a loadable segment ends at byte %llu of a %llu-byte file", end,
+                    file_size);
   }
   return NCCLSHIM_OK;
 }
@@ -88,15 +89,15 @@ ncclshim_status ncshl_elf_check_bytes(const unsigned char *bytes, size_t length,
   if (status != NCCLSHIM_OK) return status;
   size_t table_bytes = (size_t)eh.e_phnum * eh.e_phentsize;
   if (eh.e_phoff + table_bytes > length)
-    return refuse(reason, size, "truncated: program headers lie past the %llu bytes given", length, 0);
+    return refuse(reason, size, "truncated: program headers lie past the %llu bytes given", length,
+                  0);
   ElfW(Phdr) ph[MAX_PHDR_BYTES / sizeof(ElfW(Phdr))];
   memcpy(ph, bytes + eh.e_phoff, table_bytes);
   return check_segments(ph, eh.e_phnum, file_size, reason, size);
 }
 
 /* Header and program headers of an open file, checked against its size. */
-static ncclshim_status check_file(int fd, unsigned long long file_size, char *reason,
-                                  size_t size) {
+static ncclshim_status check_file(int fd, unsigned long long file_size, char *reason, size_t size) {
   unsigned char header[sizeof(ElfW(Ehdr))];
   ssize_t got = pread(fd, header, sizeof(header), 0);
   if (got < 0) return refuse(reason, size, "cannot read the file", 0, 0);

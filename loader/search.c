@@ -36,8 +36,8 @@ static ncclshim_status offer(run *r, void *handle, const char *candidate, ncclsh
                              int preloaded) {
   char reason[REASON_SIZE] = "";
   char *path = ncshl_mapped_path(handle);
-  ncclshim_status status =
-      r->search->accept(r->search->context, handle, path ? path : candidate, reason, sizeof(reason));
+  ncclshim_status status = r->search->accept(r->search->context, handle, path ? path : candidate,
+                                             reason, sizeof(reason));
   if (status == NCCLSHIM_OK) {
     char where[REASON_SIZE];
     snprintf(where, sizeof(where), "%s%s", preloaded ? "already loaded from " : "mapped ",
@@ -142,8 +142,8 @@ static ncclshim_status search_places(run *r) {
 }
 
 /* "libnccl.so.2 was not found; searched: this process, the system loader ..., /opt/x/lib" */
-static void describe_not_found(const ncshl_search *search, const ncshl_trail *trail,
-                               char *summary, size_t size) {
+static void describe_not_found(const ncshl_search *search, const ncshl_trail *trail, char *summary,
+                               size_t size) {
   int used = snprintf(summary, size, "%s was not found; searched:", search->soname);
   for (size_t i = 0; i < trail->count && used > 0 && (size_t)used < size; i++) {
     const ncclshim_attempt *a = &trail->items[i];
@@ -155,8 +155,8 @@ static void describe_not_found(const ncshl_search *search, const ncshl_trail *tr
   }
 }
 
-ncclshim_status ncshl_search_run(const ncshl_search *search, ncshl_trail *trail,
-                                 ncshl_found *found, char *summary, size_t size) {
+ncclshim_status ncshl_search_run(const ncshl_search *search, ncshl_trail *trail, ncshl_found *found,
+                                 char *summary, size_t size) {
   run r = {.search = search, .trail = trail, .found = found, .first_refusal = NCCLSHIM_NOT_FOUND};
   *found = (ncshl_found){0};
   int used_override = 0;

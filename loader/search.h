@@ -17,10 +17,10 @@ typedef ncclshim_status (*ncshl_accept_fn)(void *context, void *handle, const ch
                                            char *reason, size_t size);
 
 typedef struct ncshl_search {
-  const char *explicit_path;   /* from the API; NULL if none */
-  const char *env_var;         /* name of the override variable */
-  const char *soname;          /* "libnccl.so.2" */
-  const char *const *dirs;     /* well-known directories, NULL-terminated; NULL for none */
+  const char *explicit_path; /* from the API; NULL if none */
+  const char *env_var;       /* name of the override variable */
+  const char *soname;        /* "libnccl.so.2" */
+  const char *const *dirs;   /* well-known directories, NULL-terminated; NULL for none */
   ncshl_accept_fn accept;
   void *context;
 } ncshl_search;
@@ -35,7 +35,7 @@ typedef struct ncshl_found {
 /* Run the search. On OK, *found holds the library. Otherwise `summary` says why nothing was
  * chosen; the trail says what was tried. Returns OUT_OF_MEMORY only when the trail could
  * not be kept. */
-ncclshim_status ncshl_search_run(const ncshl_search *search, ncshl_trail *trail,
-                                 ncshl_found *found, char *summary, size_t size);
+ncclshim_status ncshl_search_run(const ncshl_search *search, ncshl_trail *trail, ncshl_found *found,
+                                 char *summary, size_t size);
 
 #endif

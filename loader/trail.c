@@ -20,8 +20,7 @@ int ncshl_trail_add(ncshl_trail *trail, const char *candidate, ncclshim_found_vi
     free(reason_copy);
     return -1;
   }
-  trail->items[trail->count++] =
-      (ncclshim_attempt){candidate_copy, how, result, reason_copy};
+  trail->items[trail->count++] = (ncclshim_attempt){candidate_copy, how, result, reason_copy};
   return 0;
 }
 

@@ -15,8 +15,8 @@ typedef struct field {
   int version;
 } field;
 
-#define FIELD_(id, member, kind, version)                                          \
-  {#member, offsetof(struct ncclshim_nccl_config, member),                         \
+#define FIELD_(id, member, kind, version)                  \
+  {#member, offsetof(struct ncclshim_nccl_config, member), \
    sizeof(((struct ncclshim_nccl_config *)0)->member), FIELD_KIND_##kind, version},
 static const field fields[] = {NCCLSHIM_CONFIG_FIELDS(FIELD_)};
 
@@ -66,21 +66,23 @@ static ncclshim_status set_field(const ncclshim_nccl *nccl, void *config, size_t
     return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "ncclConfig_t: NULL or too small (%zu bytes)",
                          config_size);
   unsigned int magic;
-  memcpy(&magic, (const char *)config + offsetof(struct ncclshim_nccl_config, magic), sizeof(magic));
+  memcpy(&magic, (const char *)config + offsetof(struct ncclshim_nccl_config, magic),
+         sizeof(magic));
   if (magic != NCCLSHIM_NCCL_CONFIG_MAGIC)
     return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT,
                          "ncclConfig_t was not initialised (use ncclshim_nccl_config_init)");
   ncclshim_status status = ncclshim_nccl_config_check(nccl, config_size, f);
   if (status != NCCLSHIM_OK) return status;
   if (fields[f].kind != kind)
-    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "ncclConfig_t field %s holds %s", fields[f].name,
-                         fields[f].kind == FIELD_KIND_INT ? "an int" : "a string");
+    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "ncclConfig_t field %s holds %s",
+                         fields[f].name, fields[f].kind == FIELD_KIND_INT ? "an int" : "a string");
   memcpy((char *)config + fields[f].offset, value, fields[f].width);
   return NCCLSHIM_OK;
 }
 
 ncclshim_status ncclshim_nccl_config_set_int(const ncclshim_nccl *nccl, void *config,
-                                             size_t config_size, ncclshim_config_field f, int value) {
+                                             size_t config_size, ncclshim_config_field f,
+                                             int value) {
   return set_field(nccl, config, config_size, f, FIELD_KIND_INT, &value);
 }
 

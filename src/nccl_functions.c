@@ -54,8 +54,8 @@ uint64_t ncclshim_compute_capabilities(const ncclshim_nccl *nccl) {
   if (nccl->status != NCCLSHIM_OK) return 0;
   for (int i = 0; i < NCCLSHIM_CAPABILITY_COUNT; i++) {
     const capability *c = &capabilities[i];
-    if (nccl->version >= c->version && nccl->present[c->needs[0]] &&
-        nccl->present[c->needs[1]] && nccl->present[c->needs[2]])
+    if (nccl->version >= c->version && nccl->present[c->needs[0]] && nccl->present[c->needs[1]] &&
+        nccl->present[c->needs[2]])
       bits |= NCCLSHIM_CAP_BIT(i);
   }
   return bits;

@@ -10,10 +10,10 @@
 struct ncclshim_nccl {
   ncclshim_nccl_table table; /* first: the table handed out */
   ncclshim_status status;
-  char *message;             /* one line: what was loaded, or why not */
-  int version;               /* packed; 0 when none */
-  int version_code;          /* raw ncclGetVersion answer */
-  void *library;             /* dlopen handle; never dlclose'd once accepted */
+  char *message;    /* one line: what was loaded, or why not */
+  int version;      /* packed; 0 when none */
+  int version_code; /* raw ncclGetVersion answer */
+  void *library;    /* dlopen handle; never dlclose'd once accepted */
   char *path;
   ncclshim_found_via via;
   int preloaded;

@@ -115,7 +115,8 @@ static ncclshim_nccl *new_handle(int min_version) {
 }
 
 ncclshim_status ncclshim_nccl_open(const ncclshim_nccl_options *options, ncclshim_nccl **out) {
-  if (out == NULL) return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "ncclshim_nccl_open: out is NULL");
+  if (out == NULL)
+    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "ncclshim_nccl_open: out is NULL");
   ncclshim_nccl_options opts = NCCLSHIM_NCCL_OPTIONS_INIT;
   if (options != NULL) {
     if (options->size < offsetof(ncclshim_nccl_options, min_version) + sizeof(int))
@@ -126,10 +127,11 @@ ncclshim_status ncclshim_nccl_open(const ncclshim_nccl_options *options, ncclshi
     memcpy(&opts, options, sizeof(opts) < options->size ? sizeof(opts) : options->size);
   }
   if (opts.min_version < 0)
-    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "ncclshim_nccl_open: min_version %d is negative",
-                         opts.min_version);
+    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT,
+                         "ncclshim_nccl_open: min_version %d is negative", opts.min_version);
   ncclshim_nccl *nccl = new_handle(opts.min_version);
-  if (nccl == NULL) return ncclshim_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_nccl_open: out of memory");
+  if (nccl == NULL)
+    return ncclshim_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_nccl_open: out of memory");
 
   char **places = ncclshim_nccl_places();
   ncshl_search search = {
@@ -224,8 +226,7 @@ int ncclshim_nccl_has(const ncclshim_nccl *nccl, ncclshim_capability cap) {
 int ncclshim_nccl_has_function(const ncclshim_nccl *nccl, enum ncclshim_nccl_function fn) {
   return nccl && (unsigned)fn < NCCLSHIM_NCCL_FUNCTION_COUNT && nccl->present[fn];
 }
-int ncclshim_nccl_unexpectedly_missing(const ncclshim_nccl *nccl,
-                                       enum ncclshim_nccl_function fn) {
+int ncclshim_nccl_unexpectedly_missing(const ncclshim_nccl *nccl, enum ncclshim_nccl_function fn) {
   return nccl && nccl->status == NCCLSHIM_OK && (unsigned)fn < NCCLSHIM_NCCL_FUNCTION_COUNT &&
          !nccl->present[fn] && ncclshim_nccl_function_version(fn) <= nccl->version;
 }

@@ -46,8 +46,9 @@ static void note_absent(enum ncclshim_nccl_function fn) {
 static void note_missing(enum ncclshim_nccl_function fn) {
   char need[16], have[16];
   char text[1536];
-  int used = snprintf(text, sizeof(text), "%s needs NCCL >= %s", ncclshim_nccl_function_name(fn),
-                      ncclshim_format_version(ncclshim_nccl_function_version(fn), need, sizeof(need)));
+  int used =
+      snprintf(text, sizeof(text), "%s needs NCCL >= %s", ncclshim_nccl_function_name(fn),
+               ncclshim_format_version(ncclshim_nccl_function_version(fn), need, sizeof(need)));
   const char *joiner = "; loaded ";
   pthread_mutex_lock(&registry_lock);
   for (const ncclshim_nccl *h = registry; h != NULL; h = h->next_open) {
@@ -71,14 +72,14 @@ static void note_missing(enum ncclshim_nccl_function fn) {
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-parameter"
-#define STUBS_(name, version, policy, returns, n, params)                       \
-  static NCCLSHIM_RETURNS(returns) absent_##name NCCLSHIM_PP_PARAMS(n, params) { \
-    note_absent(NCCLSHIM_FN_##name);                                             \
-    RETURN_##returns(ncclInvalidUsage)                                           \
-  }                                                                              \
+#define STUBS_(name, version, policy, returns, n, params)                         \
+  static NCCLSHIM_RETURNS(returns) absent_##name NCCLSHIM_PP_PARAMS(n, params) {  \
+    note_absent(NCCLSHIM_FN_##name);                                              \
+    RETURN_##returns(ncclInvalidUsage)                                            \
+  }                                                                               \
   static NCCLSHIM_RETURNS(returns) missing_##name NCCLSHIM_PP_PARAMS(n, params) { \
-    note_missing(NCCLSHIM_FN_##name);                                            \
-    RETURN_##returns(ncclInvalidArgument)                                        \
+    note_missing(NCCLSHIM_FN_##name);                                             \
+    RETURN_##returns(ncclInvalidArgument)                                         \
   }
 NCCLSHIM_NCCL_FUNCTIONS(STUBS_)
 #pragma GCC diagnostic pop
@@ -114,5 +115,5 @@ const char *ncclshim_nccl_result_string(int result) {
       "timeout",
   };
   return result >= 0 && (size_t)result < sizeof(texts) / sizeof(texts[0]) ? texts[result]
-                                                                           : "unknown result code";
+                                                                          : "unknown result code";
 }

@@ -7,7 +7,8 @@ int main(void) {
   ncclshim_nccl *nccl = ncclshim_nccl_default();
   char version[16], need[16], why[256];
   printf("ncclshim: %s\n", ncclshim_nccl_message(nccl));
-  printf("version: %s\n", ncclshim_format_version(ncclshim_nccl_version(nccl), version, sizeof(version)));
+  printf("version: %s\n",
+         ncclshim_format_version(ncclshim_nccl_version(nccl), version, sizeof(version)));
   for (int c = 0; c < NCCLSHIM_CAPABILITY_COUNT; c++) {
     printf("  %-22s %-4s (NCCL >= %s)%s%s\n", ncclshim_capability_name(c),
            ncclshim_nccl_has(nccl, c) ? "yes" : "no",

@@ -7,23 +7,23 @@
 #include "internal.h"
 
 /* X(STATUS, "sentence") in value order. */
-#define STATUS_TEXTS(X)                                                          \
-  X(OK, "success")                                                               \
-  X(NOT_FOUND, "no library file was found")                                      \
+#define STATUS_TEXTS(X)                                                         \
+  X(OK, "success")                                                              \
+  X(NOT_FOUND, "no library file was found")                                     \
   X(LOAD_FAILED, "a library file was found but could not be loaded")            \
-  X(NOT_NCCL, "the file loaded is not the library asked for")                    \
-  X(MISSING_SYMBOLS, "the library lacks required functions")                     \
+  X(NOT_NCCL, "the file loaded is not the library asked for")                   \
+  X(MISSING_SYMBOLS, "the library lacks required functions")                    \
   X(VERSION_TOO_OLD, "the library is older than the version asked for")         \
   X(WRONG_MAJOR, "the library has a major version ncclshim does not support")   \
   X(BAD_VERSION, "the library's version query failed or gave no valid version") \
-  X(INVALID_ARGUMENT, "an argument is invalid")                                  \
-  X(OUT_OF_MEMORY, "out of memory")                                              \
-  X(UNAVAILABLE, "the loaded library does not provide this")                     \
-  X(DRIVER_UNAVAILABLE, "no usable CUDA driver")                                 \
-  X(NO_DEVICE, "no CUDA device")                                                 \
-  X(CUDA_ERROR, "a CUDA driver call failed")                                     \
-  X(NCCL_ERROR, "an NCCL call failed")                                           \
-  X(TIMEOUT, "the wait ran past its deadline")                                   \
+  X(INVALID_ARGUMENT, "an argument is invalid")                                 \
+  X(OUT_OF_MEMORY, "out of memory")                                             \
+  X(UNAVAILABLE, "the loaded library does not provide this")                    \
+  X(DRIVER_UNAVAILABLE, "no usable CUDA driver")                                \
+  X(NO_DEVICE, "no CUDA device")                                                \
+  X(CUDA_ERROR, "a CUDA driver call failed")                                    \
+  X(NCCL_ERROR, "an NCCL call failed")                                          \
+  X(TIMEOUT, "the wait ran past its deadline")                                  \
   X(FORKED, "state from before fork() was used in the child process")
 
 #define STATUS_NAME_(id, text) #id,
@@ -41,7 +41,7 @@ const char *ncclshim_status_string(ncclshim_status status) {
 }
 
 const char *ncclshim_found_via_name(ncclshim_found_via via) {
-  static const char *const names[] = {"none",          "explicit",      "environment",
+  static const char *const names[] = {"none",           "explicit",      "environment",
                                       "already-loaded", "system-search", "well-known-place"};
   return (unsigned)via < sizeof(names) / sizeof(names[0]) ? names[via] : "unknown";
 }

@@ -39,7 +39,8 @@ int main(int argc, char **argv) {
   printf("message=%s\n", ncclshim_nccl_message(nccl));
   printf("via=%s\n", ncclshim_found_via_name(ncclshim_nccl_found_via(nccl)));
   printf("path=%s\n", ncclshim_nccl_path(nccl) ? ncclshim_nccl_path(nccl) : "");
-  printf("version=%s\n", ncclshim_format_version(ncclshim_nccl_version(nccl), version, sizeof(version)));
+  printf("version=%s\n",
+         ncclshim_format_version(ncclshim_nccl_version(nccl), version, sizeof(version)));
   printf("preloaded=%d\n", ncclshim_nccl_preloaded(nccl));
   size_t count = ncclshim_nccl_attempt_count(nccl);
   printf("attempts=%zu\n", count);
@@ -50,10 +51,11 @@ int main(int argc, char **argv) {
   }
   if (call) {
     int result = ncclshim_nccl_functions(nccl)->ncclAllReduce(NULL, NULL, 0, ncclFloat32, ncclSum,
-                                                             NULL, NULL);
+                                                              NULL, NULL);
     printf("call_result=%d\n", result);
     printf("call_message=%s\n", ncclshim_last_error());
-    printf("error_string=%s\n", ncclshim_nccl_functions(nccl)->ncclGetErrorString(ncclInvalidUsage));
+    printf("error_string=%s\n",
+           ncclshim_nccl_functions(nccl)->ncclGetErrorString(ncclInvalidUsage));
   }
   return 0;
 }

@@ -13,11 +13,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define DIE(...)                                \
-  do {                                          \
+#define DIE(...)                                   \
+  do {                                             \
     fprintf(stderr, "test support: " __VA_ARGS__); \
-    fprintf(stderr, "\n");                      \
-    exit(99);                                   \
+    fprintf(stderr, "\n");                         \
+    exit(99);                                      \
   } while (0)
 
 char *join(const char *a, const char *b) {
@@ -150,7 +150,8 @@ void run_scenario(scenario *s, const char *const *args, const char *const *env) 
   if (rc != 0) DIE("posix_spawn: %s", strerror(rc));
   size_t used = 0;
   ssize_t n;
-  while ((n = read(pipefd[0], s->output + used, sizeof(s->output) - 1 - used)) > 0) used += (size_t)n;
+  while ((n = read(pipefd[0], s->output + used, sizeof(s->output) - 1 - used)) > 0)
+    used += (size_t)n;
   s->output[used] = '\0';
   close(pipefd[0]);
   int status;
@@ -161,7 +162,8 @@ void run_scenario(scenario *s, const char *const *args, const char *const *env) 
 const char *scenario_get(const scenario *s, const char *key) {
   static char value[4096];
   size_t key_length = strlen(key);
-  for (const char *line = s->output; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+  for (const char *line = s->output; line && *line;
+       line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
     if (strncmp(line, key, key_length) == 0 && line[key_length] == '=') {
       const char *start = line + key_length + 1;
       const char *end = strchr(start, '\n');

@@ -58,7 +58,8 @@ static void test_missing_required(void **state) {
 static void test_version_query(void **state) {
   (void)state;
   expect(fake_path("version-fails"), 0, NCCLSHIM_BAD_VERSION, "ncclGetVersion failed: result 2");
-  expect(fake_path("version-zero"), 0, NCCLSHIM_BAD_VERSION, "answered 0, which is no NCCL version");
+  expect(fake_path("version-zero"), 0, NCCLSHIM_BAD_VERSION,
+         "answered 0, which is no NCCL version");
   expect(fake_path("version-negative"), 0, NCCLSHIM_BAD_VERSION, "answered -5");
   expect(fake_path("version-silent"), 0, NCCLSHIM_BAD_VERSION, "succeeded but wrote no version");
   expect(fake_path("no-version"), 0, NCCLSHIM_NOT_NCCL, "no ncclGetVersion");

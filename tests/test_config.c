@@ -60,16 +60,19 @@ static void test_fields_honoured_by_version(void **state) {
   assert_int_equal(ncclshim_nccl_config_check(old_nccl, 96, NCCLSHIM_CONFIG_CTA_POLICY),
                    NCCLSHIM_UNAVAILABLE);
   assert_non_null(strstr(ncclshim_last_error(), "CTAPolicy needs NCCL >= 2.27.0; loaded 2.21.5"));
-  assert_int_equal(ncclshim_nccl_config_check(new_nccl, 96, NCCLSHIM_CONFIG_CTA_POLICY), NCCLSHIM_OK);
+  assert_int_equal(ncclshim_nccl_config_check(new_nccl, 96, NCCLSHIM_CONFIG_CTA_POLICY),
+                   NCCLSHIM_OK);
   assert_int_equal(ncclshim_nccl_config_check(new_nccl, 96, NCCLSHIM_CONFIG_GRAPH_USAGE_MODE),
                    NCCLSHIM_UNAVAILABLE);
   /* A 48-byte ncclConfig_t (a 2.18 nccl.h) has no room for commName. */
   assert_int_equal(ncclshim_nccl_config_check(new_nccl, 48, NCCLSHIM_CONFIG_COMM_NAME),
                    NCCLSHIM_UNAVAILABLE);
-  assert_non_null(strstr(ncclshim_last_error(), "lies past the end of this ncclConfig_t (48 bytes)"));
+  assert_non_null(
+      strstr(ncclshim_last_error(), "lies past the end of this ncclConfig_t (48 bytes)"));
   assert_int_equal(ncclshim_nccl_config_check(new_nccl, 96, NCCLSHIM_CONFIG_FIELD_COUNT),
                    NCCLSHIM_INVALID_ARGUMENT);
-  assert_int_equal(ncclshim_nccl_config_check(NULL, 96, NCCLSHIM_CONFIG_BLOCKING), NCCLSHIM_UNAVAILABLE);
+  assert_int_equal(ncclshim_nccl_config_check(NULL, 96, NCCLSHIM_CONFIG_BLOCKING),
+                   NCCLSHIM_UNAVAILABLE);
   assert_non_null(strstr(ncclshim_last_error(), "no NCCL is loaded"));
   ncclshim_nccl_close(old_nccl);
   ncclshim_nccl_close(new_nccl);
@@ -80,13 +83,13 @@ static void test_set_fields(void **state) {
   ncclshim_nccl *old_nccl = open_fake("2.21.5"), *new_nccl = open_fake("2.28.9");
   ncclConfig_t config;
   memset(&config, 0, sizeof(config));
-  assert_int_equal(ncclshim_nccl_config_set_int(new_nccl, &config, sizeof(config),
-                                                NCCLSHIM_CONFIG_BLOCKING, 0),
-                   NCCLSHIM_INVALID_ARGUMENT); /* not initialised */
+  assert_int_equal(
+      ncclshim_nccl_config_set_int(new_nccl, &config, sizeof(config), NCCLSHIM_CONFIG_BLOCKING, 0),
+      NCCLSHIM_INVALID_ARGUMENT); /* not initialised */
   NCCLSHIM_NCCL_CONFIG_INIT(&config);
-  assert_int_equal(ncclshim_nccl_config_set_int(new_nccl, &config, sizeof(config),
-                                                NCCLSHIM_CONFIG_BLOCKING, 0),
-                   NCCLSHIM_OK);
+  assert_int_equal(
+      ncclshim_nccl_config_set_int(new_nccl, &config, sizeof(config), NCCLSHIM_CONFIG_BLOCKING, 0),
+      NCCLSHIM_OK);
   assert_int_equal(config.blocking, 0);
   assert_int_equal(ncclshim_nccl_config_set_str(new_nccl, &config, sizeof(config),
                                                 NCCLSHIM_CONFIG_COMM_NAME, "experts"),

@@ -28,7 +28,8 @@ static void test_threads_race_first_use(void **state) {
   pthread_t threads[THREADS];
   const ncclshim_nccl_table *seen[THREADS];
   pthread_barrier_init(&start, NULL, THREADS);
-  for (int i = 0; i < THREADS; i++) assert_int_equal(pthread_create(&threads[i], NULL, race, &seen[i]), 0);
+  for (int i = 0; i < THREADS; i++)
+    assert_int_equal(pthread_create(&threads[i], NULL, race, &seen[i]), 0);
   for (int i = 0; i < THREADS; i++) pthread_join(threads[i], NULL);
   for (int i = 1; i < THREADS; i++) assert_ptr_equal(seen[i], seen[0]);
   assert_ptr_equal(seen[0], ncclshim_nccl_functions(ncclshim_nccl_default()));

@@ -54,27 +54,27 @@ static void check_unavailable(const char *name, int version, const char *path) {
 #define CALL_RESULT(expr) ncclResult_t fwd_ret = expr;
 #define CALL_STRING(expr) const char *fwd_ret = expr;
 #define CALL_VOID(expr) \
-  expr;             \
-  int fwd_ret = 0;  \
+  expr;                 \
+  int fwd_ret = 0;      \
   (void)fwd_ret;
 
 /* One checker per row: forward_ncclAllReduce(path, nccl) and so on. */
-#define FORWARD_(name, version, policy, returns, n, params)                              \
-  static void forward_##name(const char *fwd_path, ncclshim_nccl *fwd_nccl) {           \
-    next_pattern = 0;                                                                     \
-    NCCLSHIM_PP_EACH(n, DECLARE_ARG_, params)                                             \
+#define FORWARD_(name, version, policy, returns, n, params)                                \
+  static void forward_##name(const char *fwd_path, ncclshim_nccl *fwd_nccl) {              \
+    next_pattern = 0;                                                                      \
+    NCCLSHIM_PP_EACH(n, DECLARE_ARG_, params)                                              \
     const size_t fwd_sizes[FAKE_MAX_ARGS + 1] = {NCCLSHIM_PP_EACH(n, SIZE_OF_, params) 0}; \
-    const ncclshim_nccl_table *fwd_table = ncclshim_nccl_functions(fwd_nccl);             \
-    fake_set_result(fwd_path, ncclRemoteError);                                           \
-    CALL_##returns(fwd_table->name NCCLSHIM_PP_ARGS(n, params));                          \
-    if (ncclshim_nccl_version(fwd_nccl) >= version) {                                     \
+    const ncclshim_nccl_table *fwd_table = ncclshim_nccl_functions(fwd_nccl);              \
+    fake_set_result(fwd_path, ncclRemoteError);                                            \
+    CALL_##returns(fwd_table->name NCCLSHIM_PP_ARGS(n, params));                           \
+    if (ncclshim_nccl_version(fwd_nccl) >= version) {                                      \
       assert_true(ncclshim_nccl_has_function(fwd_nccl, NCCLSHIM_FN_##name));               \
-      check_arguments(fake_last_call(fwd_path), #name, n, fwd_sizes);                     \
-      CHECK_RETURN_##returns(fwd_ret)                                                     \
-    } else {                                                                              \
+      check_arguments(fake_last_call(fwd_path), #name, n, fwd_sizes);                      \
+      CHECK_RETURN_##returns(fwd_ret)                                                      \
+    } else {                                                                               \
       assert_false(ncclshim_nccl_has_function(fwd_nccl, NCCLSHIM_FN_##name));              \
-      CHECK_MISSING_##returns(fwd_ret) check_unavailable(#name, version, fwd_path);       \
-    }                                                                                     \
+      CHECK_MISSING_##returns(fwd_ret) check_unavailable(#name, version, fwd_path);        \
+    }                                                                                      \
   }
 /* ncclGetVersion is the fakes' one hand-written function; the loader's own use checks it. */
 #define PROBE_ncclGetVersion ~, 1,
@@ -105,12 +105,30 @@ static void forward_all(const char *variant, int expected_version) {
   ncclshim_nccl_close(nccl);
 }
 
-static void test_2_18(void **state) { (void)state; forward_all("2.18.5", 21805); }
-static void test_2_21(void **state) { (void)state; forward_all("2.21.5", 22105); }
-static void test_2_27(void **state) { (void)state; forward_all("2.27.3", 22703); }
-static void test_2_28_3(void **state) { (void)state; forward_all("2.28.3", 22803); }
-static void test_2_28_9(void **state) { (void)state; forward_all("2.28.9", 22809); }
-static void test_2_30(void **state) { (void)state; forward_all("2.30.7", 23007); }
+static void test_2_18(void **state) {
+  (void)state;
+  forward_all("2.18.5", 21805);
+}
+static void test_2_21(void **state) {
+  (void)state;
+  forward_all("2.21.5", 22105);
+}
+static void test_2_27(void **state) {
+  (void)state;
+  forward_all("2.27.3", 22703);
+}
+static void test_2_28_3(void **state) {
+  (void)state;
+  forward_all("2.28.3", 22803);
+}
+static void test_2_28_9(void **state) {
+  (void)state;
+  forward_all("2.28.9", 22809);
+}
+static void test_2_30(void **state) {
+  (void)state;
+  forward_all("2.30.7", 23007);
+}
 
 /* The capabilities each release unlocks, by version and symbols. */
 static void test_capabilities(void **state) {
@@ -120,24 +138,40 @@ static void test_capabilities(void **state) {
     int present[4];
     int absent[4];
   } cases[] = {
-      {"2.18.5", {NCCLSHIM_CAP_SPLIT, NCCLSHIM_CAP_NONBLOCKING_INIT, -1}, {NCCLSHIM_CAP_MEM_ALLOC, NCCLSHIM_CAP_FP8, -1}},
-      {"2.21.5", {NCCLSHIM_CAP_MEM_ALLOC, NCCLSHIM_CAP_USER_BUFFER_REGISTER, -1}, {NCCLSHIM_CAP_SCALABLE_INIT, NCCLSHIM_CAP_WINDOW_REGISTER, -1}},
-      {"2.27.3", {NCCLSHIM_CAP_WINDOW_REGISTER, NCCLSHIM_CAP_SHRINK, NCCLSHIM_CAP_FP8, -1}, {NCCLSHIM_CAP_SYMMETRIC_MEMORY, NCCLSHIM_CAP_ALLTOALL, -1}},
-      {"2.28.3", {NCCLSHIM_CAP_SYMMETRIC_MEMORY, NCCLSHIM_CAP_ALLTOALL, NCCLSHIM_CAP_SCATTER, -1}, {NCCLSHIM_CAP_REVOKE, -1}},
-      {"2.28.9", {NCCLSHIM_CAP_SYMMETRIC_MEMORY, NCCLSHIM_CAP_REVOKE, -1}, {NCCLSHIM_CAP_TIMEOUT_RESULT, NCCLSHIM_CAP_GROW, -1}},
-      {"2.30.7", {NCCLSHIM_CAP_TIMEOUT_RESULT, NCCLSHIM_CAP_PARAMS, NCCLSHIM_CAP_SUSPEND, -1}, {-1}},
-      {"missing-optional", {NCCLSHIM_CAP_REVOKE, -1}, {NCCLSHIM_CAP_WINDOW_REGISTER, NCCLSHIM_CAP_SYMMETRIC_MEMORY, -1}},
+      {"2.18.5",
+       {NCCLSHIM_CAP_SPLIT, NCCLSHIM_CAP_NONBLOCKING_INIT, -1},
+       {NCCLSHIM_CAP_MEM_ALLOC, NCCLSHIM_CAP_FP8, -1}},
+      {"2.21.5",
+       {NCCLSHIM_CAP_MEM_ALLOC, NCCLSHIM_CAP_USER_BUFFER_REGISTER, -1},
+       {NCCLSHIM_CAP_SCALABLE_INIT, NCCLSHIM_CAP_WINDOW_REGISTER, -1}},
+      {"2.27.3",
+       {NCCLSHIM_CAP_WINDOW_REGISTER, NCCLSHIM_CAP_SHRINK, NCCLSHIM_CAP_FP8, -1},
+       {NCCLSHIM_CAP_SYMMETRIC_MEMORY, NCCLSHIM_CAP_ALLTOALL, -1}},
+      {"2.28.3",
+       {NCCLSHIM_CAP_SYMMETRIC_MEMORY, NCCLSHIM_CAP_ALLTOALL, NCCLSHIM_CAP_SCATTER, -1},
+       {NCCLSHIM_CAP_REVOKE, -1}},
+      {"2.28.9",
+       {NCCLSHIM_CAP_SYMMETRIC_MEMORY, NCCLSHIM_CAP_REVOKE, -1},
+       {NCCLSHIM_CAP_TIMEOUT_RESULT, NCCLSHIM_CAP_GROW, -1}},
+      {"2.30.7",
+       {NCCLSHIM_CAP_TIMEOUT_RESULT, NCCLSHIM_CAP_PARAMS, NCCLSHIM_CAP_SUSPEND, -1},
+       {-1}},
+      {"missing-optional",
+       {NCCLSHIM_CAP_REVOKE, -1},
+       {NCCLSHIM_CAP_WINDOW_REGISTER, NCCLSHIM_CAP_SYMMETRIC_MEMORY, -1}},
   };
   for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
     ncclshim_nccl_options options = NCCLSHIM_NCCL_OPTIONS_INIT;
     options.path = fake_path(cases[c].variant);
     ncclshim_nccl *nccl = NULL;
     assert_int_equal(ncclshim_nccl_open(&options, &nccl), NCCLSHIM_OK);
-    for (int i = 0; cases[c].present[i] >= 0; i++) assert_true(ncclshim_nccl_has(nccl, cases[c].present[i]));
+    for (int i = 0; cases[c].present[i] >= 0; i++)
+      assert_true(ncclshim_nccl_has(nccl, cases[c].present[i]));
     for (int i = 0; cases[c].absent[i] >= 0; i++) {
       char why[256];
       assert_false(ncclshim_nccl_has(nccl, cases[c].absent[i]));
-      assert_true(strlen(ncclshim_nccl_capability_reason(nccl, cases[c].absent[i], why, sizeof(why))) > 0);
+      assert_true(
+          strlen(ncclshim_nccl_capability_reason(nccl, cases[c].absent[i], why, sizeof(why))) > 0);
     }
     ncclshim_nccl_close(nccl);
   }

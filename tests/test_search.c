@@ -12,9 +12,9 @@
 
 #include "support.h"
 
-static char *root;     /* scratch tree */
-static char *old_dir;  /* holds libnccl.so.2 -> fake 2.21.5 */
-static char *bad_dir;  /* holds libnccl.so.2 -> fake missing-required */
+static char *root;    /* scratch tree */
+static char *old_dir; /* holds libnccl.so.2 -> fake 2.21.5 */
+static char *bad_dir; /* holds libnccl.so.2 -> fake missing-required */
 
 static int setup(void **state) {
   (void)state;
@@ -155,8 +155,8 @@ static void test_keeps_searching_past_old(void **state) {
   const char *env[] = {env_var("LD_LIBRARY_PATH", old_dir), env_var("NCCL_HOME", home), NULL};
   run_scenario(&s, args, env);
   expect_chosen(&s, "OK", "well-known-place", "2.28.9", "2.28.9");
-  assert_non_null(
-      strstr(find_attempt(&s, "system-search|VERSION_TOO_OLD"), "NCCL 2.21.5 is older than the 2.28.0"));
+  assert_non_null(strstr(find_attempt(&s, "system-search|VERSION_TOO_OLD"),
+                         "NCCL 2.21.5 is older than the 2.28.0"));
 
   /* And past a broken one. */
   const char *broken[] = {env_var("LD_LIBRARY_PATH", bad_dir), env_var("NCCL_HOME", home), NULL};

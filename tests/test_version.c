@@ -19,7 +19,8 @@ static void test_decode(void **state) {
   };
   for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
     int major = -1, minor = -1, patch = -1;
-    assert_int_equal(ncclshim_decode_version(known[i].code, &major, &minor, &patch), known[i].packed);
+    assert_int_equal(ncclshim_decode_version(known[i].code, &major, &minor, &patch),
+                     known[i].packed);
     assert_int_equal(major, known[i].major);
     assert_int_equal(minor, known[i].minor);
     assert_int_equal(patch, known[i].patch);
@@ -47,7 +48,8 @@ static void test_function_metadata(void **state) {
   assert_int_equal(ncclshim_nccl_function_version(NCCLSHIM_FN_ncclCommWindowRegister), 22703);
   assert_true(ncclshim_nccl_function_required(NCCLSHIM_FN_ncclSend));
   assert_false(ncclshim_nccl_function_required(NCCLSHIM_FN_ncclCommSplit));
-  assert_string_equal(ncclshim_nccl_function_name(NCCLSHIM_NCCL_FUNCTION_COUNT), "(unknown function)");
+  assert_string_equal(ncclshim_nccl_function_name(NCCLSHIM_NCCL_FUNCTION_COUNT),
+                      "(unknown function)");
   assert_int_equal(ncclshim_nccl_function_version(-1), 0);
 }
 

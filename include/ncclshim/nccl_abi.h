@@ -19,9 +19,9 @@ typedef struct CUstream_st *cudaStream_t;
 
 /* Types that older nccl.h files lack (or name differently) get ncclshim names, so that the
  * function list compiles whichever nccl.h came first. Each is ABI-identical to NCCL's. */
-typedef struct ncclWindow_vidmem *ncclshim_window_t;         /* ncclWindow_t (2.27.3+) */
-typedef struct ncclSimInfo_v22200 ncclshim_sim_info_t;       /* ncclSimInfo_t (2.22.3+) */
-typedef struct ncclshim_wait_signal_desc {                   /* ncclWaitSignalDesc_t (2.29.2+) */
+typedef struct ncclWindow_vidmem *ncclshim_window_t;   /* ncclWindow_t (2.27.3+) */
+typedef struct ncclSimInfo_v22200 ncclshim_sim_info_t; /* ncclSimInfo_t (2.22.3+) */
+typedef struct ncclshim_wait_signal_desc {             /* ncclWaitSignalDesc_t (2.29.2+) */
   int opCnt;
   int peer;
   int sigIdx;
@@ -34,24 +34,24 @@ struct ncclshim_nccl_config {
   size_t size;
   unsigned int magic;
   unsigned int version;
-  int blocking;                /* 2.14 */
-  int cgaClusterSize;          /* 2.17 */
-  int minCTAs;                 /* 2.17 */
-  int maxCTAs;                 /* 2.17 */
-  const char *netName;         /* 2.17 */
-  int splitShare;              /* 2.18 */
-  int trafficClass;            /* 2.26 */
-  const char *commName;        /* 2.27 */
-  int collnetEnable;           /* 2.27 */
-  int CTAPolicy;               /* 2.27 */
-  int shrinkShare;             /* 2.27 */
-  int nvlsCTAs;                /* 2.27 */
-  int nChannelsPerNetPeer;     /* 2.28 */
-  int nvlinkCentricSched;      /* 2.28 */
-  int graphUsageMode;          /* 2.29.2 */
-  int numRmaCtx;               /* 2.29.2 */
-  int maxP2pPeers;             /* 2.30.3 */
-  int graphStreamOrdering;     /* 2.30.7 */
+  int blocking;            /* 2.14 */
+  int cgaClusterSize;      /* 2.17 */
+  int minCTAs;             /* 2.17 */
+  int maxCTAs;             /* 2.17 */
+  const char *netName;     /* 2.17 */
+  int splitShare;          /* 2.18 */
+  int trafficClass;        /* 2.26 */
+  const char *commName;    /* 2.27 */
+  int collnetEnable;       /* 2.27 */
+  int CTAPolicy;           /* 2.27 */
+  int shrinkShare;         /* 2.27 */
+  int nvlsCTAs;            /* 2.27 */
+  int nChannelsPerNetPeer; /* 2.28 */
+  int nvlinkCentricSched;  /* 2.28 */
+  int graphUsageMode;      /* 2.29.2 */
+  int numRmaCtx;           /* 2.29.2 */
+  int maxP2pPeers;         /* 2.30.3 */
+  int graphStreamOrdering; /* 2.30.7 */
 };
 
 #define NCCLSHIM_NCCL_CONFIG_MAGIC 0xcafebeefu
@@ -68,7 +68,7 @@ struct ncclshim_nccl_config {
 #define NCCL_SUFFIX ""
 #define NCCL_VERSION_CODE 23007
 #define NCCL_VERSION(X, Y, Z) \
-  (((X) <= 2 && (Y) <= 8) ? (X) * 1000 + (Y) * 100 + (Z) : (X) * 10000 + (Y) * 100 + (Z))
+  (((X) <= 2 && (Y) <= 8) ? (X)*1000 + (Y)*100 + (Z) : (X)*10000 + (Y)*100 + (Z))
 
 typedef struct ncclComm *ncclComm_t;
 typedef ncclshim_window_t ncclWindow_t;
@@ -114,15 +114,15 @@ typedef enum {
 
 typedef struct ncclshim_nccl_config ncclConfig_t;
 
-#define NCCL_CONFIG_INITIALIZER                                                                  \
-  {                                                                                              \
-    sizeof(ncclConfig_t), NCCLSHIM_NCCL_CONFIG_MAGIC, NCCLSHIM_NCCL_CONFIG_LAYOUT_VERSION,       \
-        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,                     \
-        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT,                     \
-        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT,                     \
-        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,                     \
-        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,                     \
-        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT                      \
+#define NCCL_CONFIG_INITIALIZER                                                            \
+  {                                                                                        \
+    sizeof(ncclConfig_t), NCCLSHIM_NCCL_CONFIG_MAGIC, NCCLSHIM_NCCL_CONFIG_LAYOUT_VERSION, \
+        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,               \
+        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT,               \
+        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT,               \
+        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,               \
+        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,               \
+        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT                \
   }
 
 struct ncclSimInfo_v22200 {

@@ -99,11 +99,13 @@ NCCLSHIM_NCCL_FUNCTIONS(NCCLSHIM_NCCL_DECLARE_PFN_)
 
 /* One index per function: NCCLSHIM_FN_ncclAllReduce. */
 #define NCCLSHIM_NCCL_ENUM_(name, version, policy, returns, n, params) NCCLSHIM_FN_##name,
-enum ncclshim_nccl_function { NCCLSHIM_NCCL_FUNCTIONS(NCCLSHIM_NCCL_ENUM_) NCCLSHIM_NCCL_FUNCTION_COUNT };
+enum ncclshim_nccl_function {
+  NCCLSHIM_NCCL_FUNCTIONS(NCCLSHIM_NCCL_ENUM_) NCCLSHIM_NCCL_FUNCTION_COUNT
+};
 
 /* A row's prototypes, public and pncclX profiling names. */
 #define NCCLSHIM_NCCL_PROTOTYPE_(name, version, policy, returns, n, params) \
-  NCCLSHIM_RETURNS(returns) name NCCLSHIM_PP_PARAMS(n, params);          \
+  NCCLSHIM_RETURNS(returns) name NCCLSHIM_PP_PARAMS(n, params);             \
   NCCLSHIM_RETURNS(returns) p##name NCCLSHIM_PP_PARAMS(n, params);
 
 #ifdef NCCLSHIM_PROVIDES_NCCL_H

@@ -95,7 +95,8 @@ typedef struct ncclshim_nccl_options {
   int min_version;  /* packed (22800 = 2.28.0); older candidates are refused and the search
                        goes on. 0: any 2.x */
 } ncclshim_nccl_options;
-#define NCCLSHIM_NCCL_OPTIONS_INIT {sizeof(ncclshim_nccl_options), NULL, 0}
+#define NCCLSHIM_NCCL_OPTIONS_INIT \
+  { sizeof(ncclshim_nccl_options), NULL, 0 }
 
 /* Search, open and bind an NCCL. Returns the status and, unless it is INVALID_ARGUMENT or
  * OUT_OF_MEMORY, sets *out to a handle that describes the outcome (the trail, the reason)
@@ -143,8 +144,7 @@ NCCLSHIM_API const char *ncclshim_nccl_capability_reason(const ncclshim_nccl *nc
 
 /* The search trail, in the order tried. */
 NCCLSHIM_API size_t ncclshim_nccl_attempt_count(const ncclshim_nccl *nccl);
-NCCLSHIM_API const ncclshim_attempt *ncclshim_nccl_attempt(const ncclshim_nccl *nccl,
-                                                           size_t index);
+NCCLSHIM_API const ncclshim_attempt *ncclshim_nccl_attempt(const ncclshim_nccl *nccl, size_t index);
 
 /* ---- The default handle, volk-style -------------------------------------------------- */
 
@@ -199,11 +199,11 @@ NCCLSHIM_API ncclshim_status ncclshim_nccl_config_check(const ncclshim_nccl *ncc
                                                         size_t config_size,
                                                         ncclshim_config_field field);
 /* Set a field after ncclshim_nccl_config_check; a refused field is left untouched (UNDEF). */
-NCCLSHIM_API ncclshim_status ncclshim_nccl_config_set_int(const ncclshim_nccl *nccl,
-                                                          void *config, size_t config_size,
+NCCLSHIM_API ncclshim_status ncclshim_nccl_config_set_int(const ncclshim_nccl *nccl, void *config,
+                                                          size_t config_size,
                                                           ncclshim_config_field field, int value);
-NCCLSHIM_API ncclshim_status ncclshim_nccl_config_set_str(const ncclshim_nccl *nccl,
-                                                          void *config, size_t config_size,
+NCCLSHIM_API ncclshim_status ncclshim_nccl_config_set_str(const ncclshim_nccl *nccl, void *config,
+                                                          size_t config_size,
                                                           ncclshim_config_field field,
                                                           const char *value);
 /* "blocking"; NULL for an unknown value. */

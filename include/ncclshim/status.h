@@ -17,22 +17,22 @@ extern "C" {
 /* Stable values: a code never changes meaning; new codes are only appended. */
 typedef enum ncclshim_status {
   NCCLSHIM_OK = 0,
-  NCCLSHIM_NOT_FOUND = 1,          /* no candidate file exists */
-  NCCLSHIM_LOAD_FAILED = 2,        /* a file exists but dlopen or the ELF check refused it */
-  NCCLSHIM_NOT_NCCL = 3,           /* it loaded, but it is not the library asked for */
-  NCCLSHIM_MISSING_SYMBOLS = 4,    /* required functions are missing */
-  NCCLSHIM_VERSION_TOO_OLD = 5,    /* older than the minimum asked for */
-  NCCLSHIM_WRONG_MAJOR = 6,        /* a major version ncclshim does not speak */
-  NCCLSHIM_BAD_VERSION = 7,        /* the version query failed or answered nonsense */
-  NCCLSHIM_INVALID_ARGUMENT = 8,   /* the caller passed something unusable */
+  NCCLSHIM_NOT_FOUND = 1,        /* no candidate file exists */
+  NCCLSHIM_LOAD_FAILED = 2,      /* a file exists but dlopen or the ELF check refused it */
+  NCCLSHIM_NOT_NCCL = 3,         /* it loaded, but it is not the library asked for */
+  NCCLSHIM_MISSING_SYMBOLS = 4,  /* required functions are missing */
+  NCCLSHIM_VERSION_TOO_OLD = 5,  /* older than the minimum asked for */
+  NCCLSHIM_WRONG_MAJOR = 6,      /* a major version ncclshim does not speak */
+  NCCLSHIM_BAD_VERSION = 7,      /* the version query failed or answered nonsense */
+  NCCLSHIM_INVALID_ARGUMENT = 8, /* the caller passed something unusable */
   NCCLSHIM_OUT_OF_MEMORY = 9,
-  NCCLSHIM_UNAVAILABLE = 10,       /* the loaded library lacks this function or feature */
+  NCCLSHIM_UNAVAILABLE = 10,        /* the loaded library lacks this function or feature */
   NCCLSHIM_DRIVER_UNAVAILABLE = 11, /* no usable CUDA driver (absent, stub) */
-  NCCLSHIM_NO_DEVICE = 12,         /* a driver, but no CUDA device */
-  NCCLSHIM_CUDA_ERROR = 13,        /* a CUDA driver call failed */
-  NCCLSHIM_NCCL_ERROR = 14,        /* an NCCL call failed */
-  NCCLSHIM_TIMEOUT = 15,           /* a bounded wait ran out */
-  NCCLSHIM_FORKED = 16             /* state initialised in a parent process used after fork */
+  NCCLSHIM_NO_DEVICE = 12,          /* a driver, but no CUDA device */
+  NCCLSHIM_CUDA_ERROR = 13,         /* a CUDA driver call failed */
+  NCCLSHIM_NCCL_ERROR = 14,         /* an NCCL call failed */
+  NCCLSHIM_TIMEOUT = 15,            /* a bounded wait ran out */
+  NCCLSHIM_FORKED = 16              /* state initialised in a parent process used after fork */
 } ncclshim_status;
 
 /* "NOT_FOUND", ... ; "UNKNOWN" for a value outside the enum. */

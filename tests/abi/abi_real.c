@@ -26,41 +26,46 @@ static long long expected_config_size(int v) {
 #define CONFIG_OFFSET(f) {"ncclConfig_t." #f, (long long)offsetof(ncclConfig_t, f)},
 static const abi_value real[] = {
     ABI_COMMON(ABI_VALUE) ABI_SIZE(ncclConfig_t) CONFIG_OFFSET(size) CONFIG_OFFSET(magic)
-    CONFIG_OFFSET(version) CONFIG_OFFSET(blocking) CONFIG_OFFSET(cgaClusterSize)
-    CONFIG_OFFSET(minCTAs) CONFIG_OFFSET(maxCTAs) CONFIG_OFFSET(netName) CONFIG_OFFSET(splitShare)
+        CONFIG_OFFSET(version) CONFIG_OFFSET(blocking) CONFIG_OFFSET(cgaClusterSize) CONFIG_OFFSET(
+            minCTAs) CONFIG_OFFSET(maxCTAs) CONFIG_OFFSET(netName) CONFIG_OFFSET(splitShare)
 #if NCCL_VERSION_CODE >= 22600
-    CONFIG_OFFSET(trafficClass)
+            CONFIG_OFFSET(trafficClass)
 #endif
 #if NCCL_VERSION_CODE >= 22200
-    ABI_SIZE(ncclSimInfo_t) ABI_OFFSET(ncclSimInfo_t, estimatedTime)
+                ABI_SIZE(ncclSimInfo_t) ABI_OFFSET(ncclSimInfo_t, estimatedTime)
 #endif
 #if NCCL_VERSION_CODE >= 22403
-    ABI_VALUE(ncclFloat8e4m3) ABI_VALUE(ncclFloat8e5m2)
+                    ABI_VALUE(ncclFloat8e4m3) ABI_VALUE(ncclFloat8e5m2)
 #endif
 #if NCCL_VERSION_CODE >= 22700
-    CONFIG_OFFSET(commName) CONFIG_OFFSET(collnetEnable) CONFIG_OFFSET(CTAPolicy)
-    CONFIG_OFFSET(shrinkShare) CONFIG_OFFSET(nvlsCTAs) ABI_VALUE(NCCL_CTA_POLICY_DEFAULT)
-    ABI_VALUE(NCCL_CTA_POLICY_EFFICIENCY) ABI_VALUE(NCCL_WIN_DEFAULT)
-    ABI_VALUE(NCCL_WIN_COLL_SYMMETRIC) ABI_VALUE(NCCL_SHRINK_DEFAULT) ABI_VALUE(NCCL_SHRINK_ABORT)
+                        CONFIG_OFFSET(commName) CONFIG_OFFSET(collnetEnable) CONFIG_OFFSET(
+                            CTAPolicy) CONFIG_OFFSET(shrinkShare) CONFIG_OFFSET(nvlsCTAs)
+                            ABI_VALUE(NCCL_CTA_POLICY_DEFAULT) ABI_VALUE(NCCL_CTA_POLICY_EFFICIENCY)
+                                ABI_VALUE(NCCL_WIN_DEFAULT) ABI_VALUE(NCCL_WIN_COLL_SYMMETRIC)
+                                    ABI_VALUE(NCCL_SHRINK_DEFAULT) ABI_VALUE(NCCL_SHRINK_ABORT)
 #endif
 #if NCCL_VERSION_CODE >= 22800
-    CONFIG_OFFSET(nChannelsPerNetPeer) CONFIG_OFFSET(nvlinkCentricSched)
-    ABI_VALUE(NCCL_CTA_POLICY_ZERO) ABI_VALUE(NCCL_WIN_REQUIRED_ALIGNMENT)
+                                        CONFIG_OFFSET(nChannelsPerNetPeer) CONFIG_OFFSET(
+                                            nvlinkCentricSched) ABI_VALUE(NCCL_CTA_POLICY_ZERO)
+                                            ABI_VALUE(NCCL_WIN_REQUIRED_ALIGNMENT)
 #endif
 #if NCCL_VERSION_CODE >= 22807
-    ABI_VALUE(NCCL_REVOKE_DEFAULT)
+                                                ABI_VALUE(NCCL_REVOKE_DEFAULT)
 #endif
 #if NCCL_VERSION_CODE >= 22902
-    CONFIG_OFFSET(graphUsageMode) CONFIG_OFFSET(numRmaCtx)
+                                                    CONFIG_OFFSET(graphUsageMode)
+                                                        CONFIG_OFFSET(numRmaCtx)
 #endif
 #if NCCL_VERSION_CODE >= 22907
-    ABI_VALUE(NCCL_WIN_STRICT_ORDERING)
+                                                            ABI_VALUE(NCCL_WIN_STRICT_ORDERING)
 #endif
 #if NCCL_VERSION_CODE >= 23003
-    ABI_VALUE(ncclTimeout) CONFIG_OFFSET(maxP2pPeers)
+                                                                ABI_VALUE(ncclTimeout)
+                                                                    CONFIG_OFFSET(maxP2pPeers)
 #endif
 #if NCCL_VERSION_CODE >= 23007
-    CONFIG_OFFSET(graphStreamOrdering)
+                                                                        CONFIG_OFFSET(
+                                                                            graphStreamOrdering)
 #endif
 };
 

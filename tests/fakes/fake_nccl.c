@@ -12,10 +12,10 @@
 #error "FAKE_VERSION_CODE must be set"
 #endif
 #define FAKE_VERSION_NORMAL 0
-#define FAKE_VERSION_FAILS 1   /* returns ncclSystemError */
-#define FAKE_VERSION_ZERO 2    /* writes 0 */
+#define FAKE_VERSION_FAILS 1    /* returns ncclSystemError */
+#define FAKE_VERSION_ZERO 2     /* writes 0 */
 #define FAKE_VERSION_NEGATIVE 3 /* writes -5 */
-#define FAKE_VERSION_SILENT 4  /* succeeds, writes nothing */
+#define FAKE_VERSION_SILENT 4   /* succeeds, writes nothing */
 #ifndef FAKE_VERSION_MODE
 #define FAKE_VERSION_MODE FAKE_VERSION_NORMAL
 #endif
@@ -50,11 +50,19 @@ EXPORT ncclResult_t ncclGetVersion(int *version) {
   atomic_fetch_add(&version_calls, 1);
   if (version == NULL) return ncclInvalidArgument;
   switch (FAKE_VERSION_MODE) {
-  case FAKE_VERSION_FAILS: return ncclSystemError;
-  case FAKE_VERSION_ZERO: *version = 0; break;
-  case FAKE_VERSION_NEGATIVE: *version = -5; break;
-  case FAKE_VERSION_SILENT: break;
-  default: *version = FAKE_VERSION_CODE; break;
+  case FAKE_VERSION_FAILS:
+    return ncclSystemError;
+  case FAKE_VERSION_ZERO:
+    *version = 0;
+    break;
+  case FAKE_VERSION_NEGATIVE:
+    *version = -5;
+    break;
+  case FAKE_VERSION_SILENT:
+    break;
+  default:
+    *version = FAKE_VERSION_CODE;
+    break;
   }
   return ncclSuccess;
 }
@@ -66,13 +74,14 @@ static const char fake_string[] = "fake NCCL string";
 #define FINISH_RESULT return (ncclResult_t)next_result;
 #define FINISH_STRING return fake_string;
 #define FINISH_VOID
-#define FAKE_(name, version, policy, returns, n, params)                                 \
-  EXPORT NCCLSHIM_RETURNS(returns) name NCCLSHIM_PP_PARAMS(n, params) {                  \
-    begin(#name);                                                                          \
-    NCCLSHIM_PP_EACH(n, RECORD_, params)                                                  \
-    FINISH_##returns                                                                       \
-  }                                                                                        \
-  EXPORT NCCLSHIM_RETURNS(returns) p##name NCCLSHIM_PP_PARAMS(n, params)                 \
+#define FAKE_(name, version, policy, returns, n, params)                 \
+  EXPORT NCCLSHIM_RETURNS(returns)                                       \
+  name NCCLSHIM_PP_PARAMS(n, params) {                                   \
+    begin(#name);                                                        \
+    NCCLSHIM_PP_EACH(n, RECORD_, params)                                 \
+    FINISH_##returns                                                     \
+  }                                                                      \
+  EXPORT NCCLSHIM_RETURNS(returns) p##name NCCLSHIM_PP_PARAMS(n, params) \
       __attribute__((alias(#name)));
 
 /* Every row but ncclGetVersion, which is written out above: PROBE_ turns that one name into

@@ -7,11 +7,11 @@
 enum { FAKE_MAX_ARGS = 12, FAKE_MAX_ARG_BYTES = 128 };
 
 typedef struct fake_nccl_call {
-  char function[64];         /* the fake entry point that ran */
+  char function[64]; /* the fake entry point that ran */
   int nargs;
   size_t size[FAKE_MAX_ARGS]; /* sizeof each argument as the fake received it */
   unsigned char bytes[FAKE_MAX_ARGS][FAKE_MAX_ARG_BYTES]; /* and its bytes */
-  int version_code;          /* which fake answered */
+  int version_code;                                       /* which fake answered */
 } fake_nccl_call;
 
 /* Exported by every fake (resolve with dlsym): */

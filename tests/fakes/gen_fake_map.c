@@ -24,7 +24,8 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
     int dropped = 0;
     for (int a = 2; a < argc; a++) dropped |= strcmp(argv[a], rows[i].name) == 0;
-    if (rows[i].version <= version && !dropped) printf("    %s;\n    p%s;\n", rows[i].name, rows[i].name);
+    if (rows[i].version <= version && !dropped)
+      printf("    %s;\n    p%s;\n", rows[i].name, rows[i].name);
   }
   printf("  local:\n    *;\n};\n");
   return 0;

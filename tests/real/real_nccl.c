@@ -12,20 +12,26 @@
 
 static int failures;
 
-#define CHECK(cond, ...)               \
-  do {                                 \
-    if (!(cond)) {                     \
-      printf("  FAIL: " __VA_ARGS__);  \
-      printf("\n");                    \
-      failures++;                      \
-    }                                  \
+#define CHECK(cond, ...)              \
+  do {                                \
+    if (!(cond)) {                    \
+      printf("  FAIL: " __VA_ARGS__); \
+      printf("\n");                   \
+      failures++;                     \
+    }                                 \
   } while (0)
 
 /* nccl* names of nccl_device.h's host API, which the list leaves out on purpose. */
 static int device_api(const char *name) {
-  static const char *const prefixes[] = {"ncclDevComm", "ncclTeam", "ncclLsa", "ncclLLA2A",
-                                         "ncclGin", "ncclGetLsa", "ncclGetPeer",
-                                         "ncclGetMultimem", "ncclCommQueryProperties",
+  static const char *const prefixes[] = {"ncclDevComm",
+                                         "ncclTeam",
+                                         "ncclLsa",
+                                         "ncclLLA2A",
+                                         "ncclGin",
+                                         "ncclGetLsa",
+                                         "ncclGetPeer",
+                                         "ncclGetMultimem",
+                                         "ncclCommQueryProperties",
                                          "ncclResetDebugInitInternal"};
   for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
     if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0) return 1;
@@ -73,13 +79,15 @@ static void check_library(const char *file) {
          ncclshim_nccl_build(nccl), ncclshim_nccl_version_code(nccl));
   CHECK(packed >= 21800 && packed < 30000, "version %d outside 2.18 .. 2.x", packed);
   CHECK(strcmp(ncclshim_nccl_path(nccl), resolved) == 0, "mapped %s", ncclshim_nccl_path(nccl));
-  CHECK(strncmp(ncclshim_nccl_build(nccl), "+cuda", 5) == 0, "build tag '%s'", ncclshim_nccl_build(nccl));
+  CHECK(strncmp(ncclshim_nccl_build(nccl), "+cuda", 5) == 0, "build tag '%s'",
+        ncclshim_nccl_build(nccl));
 
   int bound = 0;
   for (int fn = 0; fn < NCCLSHIM_NCCL_FUNCTION_COUNT; fn++) {
     int expected = ncclshim_nccl_function_version(fn) <= packed;
     bound += ncclshim_nccl_has_function(nccl, fn);
-    CHECK(ncclshim_nccl_has_function(nccl, fn) == expected, "%s: %s", ncclshim_nccl_function_name(fn),
+    CHECK(ncclshim_nccl_has_function(nccl, fn) == expected, "%s: %s",
+          ncclshim_nccl_function_name(fn),
           expected ? "missing although its version says it exists" : "present before its version");
   }
   printf("  functions bound: %d of %d in the list\n", bound, NCCLSHIM_NCCL_FUNCTION_COUNT);
@@ -95,7 +103,8 @@ static void check_library(const char *file) {
   int code = 0;
   CHECK(t->ncclGetVersion(&code) == ncclSuccess && code == ncclshim_nccl_version_code(nccl),
         "ncclGetVersion through the table");
-  CHECK(strcmp(t->ncclGetErrorString(ncclInvalidArgument), ncclshim_nccl_result_string(ncclInvalidArgument)) == 0,
+  CHECK(strcmp(t->ncclGetErrorString(ncclInvalidArgument),
+               ncclshim_nccl_result_string(ncclInvalidArgument)) == 0,
         "ncclGetErrorString(4) = '%s'", t->ncclGetErrorString(ncclInvalidArgument));
   CHECK(t->ncclGetVersion(NULL) == ncclInvalidArgument, "ncclGetVersion(NULL)");
   check_exports(resolved);
@@ -104,8 +113,10 @@ static void check_library(const char *file) {
 
 int main(void) {
   static const char *const patterns[] = {
-      "/usr/lib/x86_64-linux-gnu/libnccl.so.2", "/usr/lib/aarch64-linux-gnu/libnccl.so.2",
-      "/usr/lib64/libnccl.so.2", "/usr/local/cuda*/lib*/libnccl.so.2",
+      "/usr/lib/x86_64-linux-gnu/libnccl.so.2",
+      "/usr/lib/aarch64-linux-gnu/libnccl.so.2",
+      "/usr/lib64/libnccl.so.2",
+      "/usr/local/cuda*/lib*/libnccl.so.2",
       "/usr/local/cuda*/targets/*/lib/libnccl.so.2",
       "/opt/*/.venv/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2"};
   char seen[16][PATH_MAX];

@@ -129,6 +129,10 @@ static const char *interpreter(void) {
 void run_scenario(scenario *s, const char *const *args, const char *const *env) {
   const char *helper = getenv("SCENARIO");
   if (helper == NULL) DIE("SCENARIO is not set");
+  run_program(s, helper, args, env);
+}
+
+void run_program(scenario *s, const char *helper, const char *const *args, const char *const *env) {
   const char *argv[64];
   int argc = 0;
   argv[argc++] = interpreter();

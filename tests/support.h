@@ -33,10 +33,12 @@ typedef struct scenario {
   char output[16384];
 } scenario;
 
-/* Run nccl_scenario with these arguments and exactly this environment (NULL-terminated
- * arrays), under ld.so --inhibit-cache so that the machine's ld.so cache cannot supply an
- * NCCL. */
+/* Run nccl_scenario (from $SCENARIO) with these arguments and exactly this environment
+ * (NULL-terminated arrays), under ld.so --inhibit-cache so that the machine's ld.so cache cannot
+ * supply an NCCL. */
 void run_scenario(scenario *s, const char *const *args, const char *const *env);
+/* The same with another helper program. */
+void run_program(scenario *s, const char *program, const char *const *args, const char *const *env);
 /* The value of `key` in the scenario output, "" when absent (static buffer per call). */
 const char *scenario_get(const scenario *s, const char *key);
 

@@ -3,6 +3,7 @@
  * calls through ncclshim arrive unchanged. The functions exported by one variant are chosen
  * by a version script (gen_fake_map.c); ncclGetVersion's behaviour by FAKE_VERSION_MODE. */
 #include <stdatomic.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "fake_nccl.h"
@@ -67,6 +68,13 @@ EXPORT ncclResult_t ncclGetVersion(int *version) {
   return ncclSuccess;
 }
 EXPORT ncclResult_t pncclGetVersion(int *version) __attribute__((alias("ncclGetVersion")));
+
+/* Calls one of its own public names the way NCCL does, through the dynamic symbol table, and
+ * returns the address that call went to (the drop-in's, when the drop-in is global). */
+EXPORT void *fake_nccl_call_self(void) {
+  ncclGroupStart();
+  return (void *)(uintptr_t)&ncclGroupStart;
+}
 
 static const char fake_string[] = "fake NCCL string";
 

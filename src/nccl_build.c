@@ -39,11 +39,11 @@ static char *scan_build(const char *path) {
 
 const char *ncclshim_nccl_build(ncclshim_nccl *nccl) {
   if (nccl == NULL || nccl->path == NULL) return "";
-  pthread_mutex_lock(&nccl->build_lock);
+  pthread_mutex_lock(&nccl->lazy_lock);
   if (nccl->build == NULL) {
     nccl->build = scan_build(nccl->path);
     if (nccl->build == NULL) nccl->build = strdup("");
   }
-  pthread_mutex_unlock(&nccl->build_lock);
+  pthread_mutex_unlock(&nccl->lazy_lock);
   return nccl->build ? nccl->build : "";
 }

@@ -21,8 +21,10 @@ struct ncclshim_nccl {
   unsigned char present[NCCLSHIM_NCCL_FUNCTION_COUNT];
   ncshl_trail trail;
   int min_version;
-  pthread_mutex_t build_lock; /* guards the lazily read build tag */
-  char *build;
+  pthread_mutex_t lazy_lock; /* guards what is read from the file on first request: */
+  char *build;               /* the build tag */
+  uint64_t file_hash;        /* the contents' hash, for the fingerprint */
+  int file_hash_done;
   struct ncclshim_nccl *next_open; /* registry of open handles, for stub messages */
 };
 

@@ -110,7 +110,7 @@ static ncclshim_nccl *new_handle(int min_version) {
   if (nccl == NULL) return NULL;
   nccl->table = ncclshim_absent_table;
   nccl->min_version = min_version;
-  pthread_mutex_init(&nccl->build_lock, NULL);
+  pthread_mutex_init(&nccl->lazy_lock, NULL);
   return nccl;
 }
 
@@ -181,7 +181,7 @@ void ncclshim_nccl_close(ncclshim_nccl *nccl) {
   free(nccl->message);
   free(nccl->path);
   free(nccl->build);
-  pthread_mutex_destroy(&nccl->build_lock);
+  pthread_mutex_destroy(&nccl->lazy_lock);
   free(nccl);
 }
 

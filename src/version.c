@@ -29,3 +29,5 @@ const char *ncclshim_format_version(int packed, char *buf, size_t size) {
     snprintf(buf, size, "%d.%d.%d", packed / 10000, (packed / 100) % 100, packed % 100);
   return buf;
 }
+
+const char *ncclshim_library_version(void) { return NCCLSHIM_VERSION; }

@@ -78,6 +78,9 @@ NCCLSHIM_API int ncclshim_capability_from_name(const char *name);
 
 /* ---- Versions ---------------------------------------------------------------------- */
 
+/* ncclshim's own version, "0.1.0". */
+NCCLSHIM_API const char *ncclshim_library_version(void);
+
 /* Decode an ncclGetVersion code of either encoding (<= 2.8: X*1000+Y*100+Z, from 2.9:
  * X*10000+Y*100+Z). Returns the comparable packed value MAJOR*10000+MINOR*100+PATCH and
  * fills the parts, or returns 0 (parts untouched) for a code no release can have. */
@@ -141,6 +144,13 @@ NCCLSHIM_API int ncclshim_nccl_unexpectedly_missing(const ncclshim_nccl *nccl,
 NCCLSHIM_API const char *ncclshim_nccl_capability_reason(const ncclshim_nccl *nccl,
                                                          ncclshim_capability cap, char *buf,
                                                          size_t size);
+
+/* A short string for ranks to compare before creating a communicator (equal strings: same
+ * NCCL version, same library file contents, same capabilities, same NCCL_* settings other
+ * than NCCL_DEBUG*). "nccl2.28.9-f<file hash>-c<capability bits>-e<environment hash>", or
+ * "none-e<environment hash>" without NCCL. The file is hashed once per handle (a full read:
+ * tens of milliseconds for a 200 MB library); the environment at every call. Returns buf. */
+NCCLSHIM_API const char *ncclshim_nccl_fingerprint(ncclshim_nccl *nccl, char *buf, size_t size);
 
 /* The search trail, in the order tried. */
 NCCLSHIM_API size_t ncclshim_nccl_attempt_count(const ncclshim_nccl *nccl);

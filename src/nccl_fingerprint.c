@@ -1,0 +1,92 @@
+/* A short string that ranks compare before creating a communicator: the NCCL version, a hash
+ * of the library file's contents, the capability bits, and a hash of the NCCL_* variables
+ * that change NCCL's behaviour (all of them except the NCCL_DEBUG* family). */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nccl_handle.h"
+
+extern char **environ;
+
+#define MIX 0x9e3779b97f4a7c15ull
+
+static uint64_t mix(uint64_t h, uint64_t word) {
+  h = (h ^ word) * MIX;
+  return h ^ (h >> 31);
+}
+
+static uint64_t hash_bytes(uint64_t h, const unsigned char *data, size_t length) {
+  size_t i = 0;
+  for (; i + 8 <= length; i += 8) {
+    uint64_t word;
+    memcpy(&word, data + i, 8);
+    h = mix(h, word);
+  }
+  uint64_t tail = 0;
+  memcpy(&tail, data + i, length - i);
+  return mix(mix(h, tail), length);
+}
+
+/* Hash of the whole file; 0 when it cannot be read. */
+static uint64_t hash_file(const char *path) {
+  uint64_t h = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size > 0) {
+    void *data = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (data != MAP_FAILED) {
+      h = hash_bytes(MIX, data, (size_t)st.st_size);
+      munmap(data, (size_t)st.st_size);
+    }
+  }
+  if (fd >= 0) close(fd);
+  return h;
+}
+
+static int by_string(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Hash of the sorted NCCL_*=value entries, NCCL_DEBUG* left out. */
+static uint32_t hash_environment(void) {
+  size_t count = 0;
+  for (char **e = environ; e && *e; e++) count++;
+  const char **picked = calloc(count + 1, sizeof(*picked));
+  if (picked == NULL) return 0;
+  size_t n = 0;
+  for (char **e = environ; e && *e; e++)
+    if (strncmp(*e, "NCCL_", 5) == 0 && strncmp(*e, "NCCL_DEBUG", 10) != 0) picked[n++] = *e;
+  qsort(picked, n, sizeof(*picked), by_string);
+  uint64_t h = MIX;
+  for (size_t i = 0; i < n; i++)
+    h = hash_bytes(h, (const unsigned char *)picked[i], strlen(picked[i]));
+  free(picked);
+  return (uint32_t)(h ^ (h >> 32));
+}
+
+const char *ncclshim_nccl_fingerprint(ncclshim_nccl *nccl, char *buf, size_t size) {
+  if (size == 0) return buf;
+  uint32_t env = hash_environment();
+  if (ncclshim_nccl_status(nccl) != NCCLSHIM_OK) {
+    snprintf(buf, size, "none-e%08" PRIx32, env);
+    return buf;
+  }
+  pthread_mutex_lock(&nccl->lazy_lock);
+  if (!nccl->file_hash_done) {
+    nccl->file_hash = hash_file(nccl->path);
+    nccl->file_hash_done = 1;
+  }
+  uint64_t file = nccl->file_hash;
+  pthread_mutex_unlock(&nccl->lazy_lock);
+  char version[16];
+  snprintf(buf, size, "nccl%s-f%016" PRIx64 "-c%" PRIx64 "-e%08" PRIx32,
+           ncclshim_format_version(nccl->version, version, sizeof(version)), file,
+           nccl->capabilities, env);
+  return buf;
+}

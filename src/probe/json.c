@@ -1,0 +1,43 @@
+#include "json.h"
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 if it is not one. */
+static int utf8_length(const unsigned char *s) {
+  if (s[0] < 0x80) return 1;
+  int n = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : 0;
+  if (n == 0) return 0;
+  for (int i = 1; i < n; i++)
+    if ((s[i] & 0xc0) != 0x80) return 0;
+  /* No overlong forms, no surrogates, nothing past U+10FFFF. */
+  if (n == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0))) return 0;
+  if (n == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))) return 0;
+  return n;
+}
+
+void json_string(FILE *out, const char *text) {
+  if (text == NULL) {
+    fputs("null", out);
+    return;
+  }
+  fputc('"', out);
+  for (const unsigned char *s = (const unsigned char *)text; *s;) {
+    int n = utf8_length(s);
+    if (n == 0) {
+      fputs("\\ufffd", out);
+      s++;
+    } else if (*s == '"' || *s == '\\') {
+      fprintf(out, "\\%c", *s++);
+    } else if (*s == '\n') {
+      fputs("\\n", out);
+      s++;
+    } else if (*s == '\t') {
+      fputs("\\t", out);
+      s++;
+    } else if (*s < 0x20 || *s == 0x7f) {
+      fprintf(out, "\\u%04x", *s++);
+    } else {
+      fwrite(s, 1, (size_t)n, out);
+      s += n;
+    }
+  }
+  fputc('"', out);
+}

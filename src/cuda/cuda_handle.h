@@ -1,0 +1,56 @@
+/* The CUDA driver handle and the pieces of the binding that share it. */
+#ifndef NCCLSHIM_CUDA_HANDLE_H
+#define NCCLSHIM_CUDA_HANDLE_H
+
+#include "../../loader/trail.h"
+#include "ncclshim/cuda.h"
+
+struct ncclshim_cuda {
+  ncclshim_cuda_table table; /* first: the table handed out */
+  ncclshim_status status;
+  char *message; /* one line: what was loaded, or why not */
+  void *library; /* dlopen handle; never dlclose'd once accepted */
+  char *path;
+  ncclshim_found_via via;
+  int preloaded;
+  int driver_version; /* cuDriverGetVersion; 0 when none */
+  int is_stub;        /* the stub was found (at load, or by cuInit: written atomically) */
+  ncclshim_cuda_bootstrap bootstrap;
+  int abi[NCCLSHIM_CUDA_FUNCTION_COUNT]; /* version each entry was bound at; 0: missing */
+  ncshl_trail trail;
+  int init_pid; /* the process that ran cuInit through this handle (atomic); 0: none */
+};
+
+/* The table every handle starts with: each entry reports that no driver is loaded. */
+extern const ncclshim_cuda_table ncclshim_cuda_absent_table;
+/* Point the entries the driver lacks (abi[fn] == 0) at stubs that say so. */
+void ncclshim_cuda_fill_missing(ncclshim_cuda *cuda);
+/* Remember why the latest open failed, for the absent stubs' messages. */
+void ncclshim_cuda_note_open_failure(const char *message);
+
+/* Resolve the table from an opened driver whose version is known. Returns OK, or
+ * VERSION_TOO_OLD / MISSING_SYMBOLS with the reason; the table is written only on OK. */
+ncclshim_status ncclshim_cuda_bind(ncclshim_cuda *cuda, void *library, char *reason, size_t size);
+
+/* The list's exported-name suffix and the older-ABI fallback of one function. */
+const char *ncclshim_cuda_export_suffix(enum ncclshim_cuda_function fn);
+/* The older ABI of fn (same signature) and its export suffix, or 0 when it has none. */
+int ncclshim_cuda_older_abi(enum ncclshim_cuda_function fn, const char **suffix);
+
+/* The checks every helper starts with: a handle, a driver, not a forked child. Returns OK or
+ * the failure (message set, prefixed with `what`). */
+ncclshim_status ncclshim_cuda_usable(const ncclshim_cuda *cuda, const char *what);
+/* UNAVAILABLE (with the driver version the function needs) unless the driver has fn. */
+ncclshim_status ncclshim_cuda_need(const ncclshim_cuda *cuda, const char *what,
+                                   enum ncclshim_cuda_function fn);
+/* The status and message for a driver call that answered `result`: "what: fn failed:
+ * CUDA_ERROR_X (n): text", plus a hint when cuInit was not called through this handle. */
+ncclshim_status ncclshim_cuda_call_failed(const ncclshim_cuda *cuda, const char *what,
+                                          enum ncclshim_cuda_function fn,
+                                          ncclshim_cu_result result);
+
+/* ncclshim's own name and text for a CUresult; NULL for a code it does not know. */
+const char *ncclshim_cuda_builtin_name(int result);
+const char *ncclshim_cuda_builtin_string(int result);
+
+#endif

@@ -1,0 +1,97 @@
+/* The "unavailable" entries of the CUDA tables, generated from the function list: one set for
+ * "no driver is loaded" (CUDA_ERROR_NOT_INITIALIZED) and one for "the loaded driver lacks
+ * this function" (CUDA_ERROR_NOT_SUPPORTED). Each leaves a message for ncclshim_last_error.
+ * cuGetErrorName/String never fail that way: they answer from ncclshim's own table. */
+#include <pthread.h>
+#include <stdio.h>
+
+#include "../internal.h"
+#include "cuda_handle.h"
+
+static pthread_mutex_t failure_lock = PTHREAD_MUTEX_INITIALIZER;
+static char open_failure[1024]; /* why the latest open failed */
+
+/* For each function, the version of the latest driver bound without it (atomic). */
+static int lacking_driver[NCCLSHIM_CUDA_FUNCTION_COUNT];
+
+void ncclshim_cuda_note_open_failure(const char *message) {
+  pthread_mutex_lock(&failure_lock);
+  snprintf(open_failure, sizeof(open_failure), "%s", message);
+  pthread_mutex_unlock(&failure_lock);
+}
+
+static ncclshim_cu_result absent(enum ncclshim_cuda_function fn) {
+  const char *name = ncclshim_cuda_function_name(fn);
+  pthread_mutex_lock(&failure_lock);
+  if (open_failure[0] != '\0')
+    ncclshim_set_error("%s: no CUDA driver is loaded (%s)", name, open_failure);
+  else
+    ncclshim_set_error("%s: no CUDA driver is loaded", name);
+  pthread_mutex_unlock(&failure_lock);
+  return NCCLSHIM_CUDA_ERROR_NOT_INITIALIZED;
+}
+
+static ncclshim_cu_result missing(enum ncclshim_cuda_function fn) {
+  const char *older_suffix;
+  int need = ncclshim_cuda_older_abi(fn, &older_suffix);
+  if (need == 0) need = ncclshim_cuda_function_version(fn);
+  int have = __atomic_load_n(&lacking_driver[fn], __ATOMIC_RELAXED);
+  char need_text[16], have_text[16];
+  ncclshim_cuda_format_version(need, need_text, sizeof(need_text));
+  ncclshim_cuda_format_version(have, have_text, sizeof(have_text));
+  if (have < need)
+    ncclshim_set_error("%s needs a CUDA driver >= %s; the loaded driver is %s",
+                       ncclshim_cuda_function_name(fn), need_text, have_text);
+  else
+    ncclshim_set_error("%s: the loaded CUDA driver (%s) does not provide it",
+                       ncclshim_cuda_function_name(fn), have_text);
+  return NCCLSHIM_CUDA_ERROR_NOT_SUPPORTED;
+}
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#define STUBS_(name, ask, policy, kind, n, params)                         \
+  static ncclshim_cu_result absent_##name NCCLSHIM_PP_PARAMS(n, params) {  \
+    return absent(NCCLSHIM_CUDA_FN_##name);                                \
+  }                                                                        \
+  static ncclshim_cu_result missing_##name NCCLSHIM_PP_PARAMS(n, params) { \
+    return missing(NCCLSHIM_CUDA_FN_##name);                               \
+  }
+NCCLSHIM_CUDA_FUNCTIONS(STUBS_)
+#pragma GCC diagnostic pop
+
+/* Like the driver: an unknown code gives CUDA_ERROR_INVALID_VALUE and *text = NULL. */
+static ncclshim_cu_result builtin_text(const char *text, const char **out) {
+  if (out == NULL) return NCCLSHIM_CUDA_ERROR_INVALID_VALUE;
+  *out = text;
+  return text ? NCCLSHIM_CUDA_SUCCESS : NCCLSHIM_CUDA_ERROR_INVALID_VALUE;
+}
+static ncclshim_cu_result builtin_error_name(ncclshim_cu_result error, const char **name) {
+  return builtin_text(ncclshim_cuda_builtin_name(error), name);
+}
+static ncclshim_cu_result builtin_error_string(ncclshim_cu_result error, const char **text) {
+  return builtin_text(ncclshim_cuda_builtin_string(error), text);
+}
+
+#define ABSENT_ENTRY_(name, ask, policy, kind, n, params) .name = absent_##name,
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Woverride-init" /* the two entries replaced below */
+const ncclshim_cuda_table ncclshim_cuda_absent_table = {
+    NCCLSHIM_CUDA_FUNCTIONS(ABSENT_ENTRY_).cuGetErrorName = builtin_error_name,
+    .cuGetErrorString = builtin_error_string,
+};
+#pragma GCC diagnostic pop
+
+#define FILL_MISSING_(name, ask, policy, kind, n, params)                            \
+  if (cuda->abi[NCCLSHIM_CUDA_FN_##name] == 0) {                                     \
+    cuda->table.name = missing_##name;                                               \
+    __atomic_store_n(&lacking_driver[NCCLSHIM_CUDA_FN_##name], cuda->driver_version, \
+                     __ATOMIC_RELAXED);                                              \
+  }
+void ncclshim_cuda_fill_missing(ncclshim_cuda *cuda) {
+  NCCLSHIM_CUDA_FUNCTIONS(FILL_MISSING_)
+  if (cuda->abi[NCCLSHIM_CUDA_FN_cuGetErrorName] == 0)
+    cuda->table.cuGetErrorName = builtin_error_name;
+  if (cuda->abi[NCCLSHIM_CUDA_FN_cuGetErrorString] == 0)
+    cuda->table.cuGetErrorString = builtin_error_string;
+}

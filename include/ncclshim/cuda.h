@@ -79,8 +79,8 @@ typedef struct ncclshim_cuda_options {
  * it never falls back); else a libcuda.so.1 already mapped in the process; else the system
  * loader's search for libcuda.so.1. The unversioned libcuda.so is never searched for: it is
  * where the toolkit's stub lives.
- * Returns the status and, unless it is INVALID_ARGUMENT or OUT_OF_MEMORY, sets *out to a
- * handle that describes the outcome and whose table is callable either way:
+ * Returns the status and sets *out to a handle that describes the outcome and whose table is
+ * callable either way, unless out is NULL, options->size is too small or memory runs out:
  *   OK; NOT_FOUND; LOAD_FAILED (dlopen's reason kept); NOT_NCCL (the file is not a CUDA
  *   driver: it has no cuDriverGetVersion); DRIVER_UNAVAILABLE (the toolkit's stub library,
  *   named in the message); BAD_VERSION (cuDriverGetVersion failed); VERSION_TOO_OLD or

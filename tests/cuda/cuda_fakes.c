@@ -1,0 +1,59 @@
+#include "cuda_fakes.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DIE(...)                                        \
+  do {                                                  \
+    fprintf(stderr, "cuda test support: " __VA_ARGS__); \
+    fprintf(stderr, "\n");                              \
+    exit(99);                                           \
+  } while (0)
+
+char *cuda_fake_path(const char *variant) {
+  const char *dir = getenv("CUDA_FAKE_DIR");
+  if (dir == NULL) DIE("CUDA_FAKE_DIR is not set");
+  char path[4096];
+  snprintf(path, sizeof(path), "%s/libfake-cuda-%s.so", dir, variant);
+  char *resolved = realpath(path, NULL);
+  if (resolved == NULL) DIE("no fake %s", path);
+  return resolved;
+}
+
+static void *fake_object(const char *path, const char *symbol) {
+  void *handle = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+  if (handle == NULL) DIE("%s is not loaded", path);
+  void *address = dlsym(handle, symbol);
+  if (address == NULL) DIE("%s has no %s", path, symbol);
+  dlclose(handle);
+  return address;
+}
+
+fake_cuda_log *cuda_fake_log(const char *path) { return fake_object(path, "fake_log"); }
+fake_cuda_control *cuda_fake_control(const char *path) { return fake_object(path, "fake_control"); }
+
+void cuda_fake_reset(const char *path) {
+  void *handle = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+  if (handle == NULL) return;
+  fake_cuda_log *log = dlsym(handle, "fake_log");
+  if (log != NULL) memset(log, 0, sizeof(*log));
+  dlclose(handle);
+}
+
+int cuda_fake_calls(const char *path, const char *name) {
+  const fake_cuda_log *log = cuda_fake_log(path);
+  int count = 0;
+  for (int i = 0; i < log->call_count; i++) count += strcmp(log->calls[i], name) == 0;
+  return count;
+}
+
+ncclshim_status cuda_open_fake(const char *variant, ncclshim_cuda **cuda, char **path) {
+  char *fake = cuda_fake_path(variant);
+  ncclshim_cuda_options options = NCCLSHIM_CUDA_OPTIONS_INIT;
+  options.path = fake;
+  ncclshim_status status = ncclshim_cuda_open(&options, cuda);
+  if (path != NULL) *path = fake;
+  return status;
+}

@@ -1,0 +1,77 @@
+/* The CUDA toolkit's real stub libcuda.so, where this machine has one: loaded explicitly it is
+ * refused as DRIVER_UNAVAILABLE with the file named, both by its stubs/ directory and, for a
+ * copy outside that directory, by the CUDA_ERROR_STUB_LIBRARY it answers. Skipped without. */
+#include <glob.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../support.h"
+#include "ncclshim/cuda.h"
+
+/* The first /usr/local/cuda*\/lib{64,}/stubs/libcuda.so, or NULL. */
+static char *find_toolkit_stub(void) {
+  static const char *const patterns[] = {"/usr/local/cuda*/lib64/stubs/libcuda.so",
+                                         "/usr/local/cuda*/lib/stubs/libcuda.so"};
+  for (size_t i = 0; i < sizeof(patterns) / sizeof(patterns[0]); i++) {
+    glob_t found;
+    if (glob(patterns[i], 0, NULL, &found) == 0 && found.gl_pathc > 0) {
+      char *path = strdup(found.gl_pathv[0]);
+      globfree(&found);
+      return path;
+    }
+  }
+  return NULL;
+}
+
+static ncclshim_cuda *open_path(const char *path, ncclshim_status expected) {
+  ncclshim_cuda_options options = NCCLSHIM_CUDA_OPTIONS_INIT;
+  options.path = path;
+  ncclshim_cuda *cuda = NULL;
+  assert_int_equal(ncclshim_cuda_open(&options, &cuda), expected);
+  return cuda;
+}
+
+static void test_toolkit_stub(void **state) {
+  (void)state;
+  char *stub = find_toolkit_stub();
+  if (stub == NULL) skip();
+  ncclshim_cuda *cuda = open_path(stub, NCCLSHIM_DRIVER_UNAVAILABLE);
+  assert_int_equal(ncclshim_cuda_is_stub(cuda), 1);
+  const char *message = ncclshim_cuda_message(cuda);
+  printf("# %s\n", message);
+  assert_non_null(strstr(message, stub));
+  assert_non_null(strstr(message, "the CUDA toolkit's stub library"));
+  assert_null(ncclshim_cuda_path(cuda));
+  assert_int_equal(ncclshim_cuda_functions(cuda)->cuInit(0), NCCLSHIM_CUDA_ERROR_NOT_INITIALIZED);
+  ncclshim_cuda_close(cuda);
+}
+
+/* Renamed out of its stubs/ directory, the stub gives itself away by answering 34. */
+static void test_toolkit_stub_copied_elsewhere(void **state) {
+  (void)state;
+  char *stub = find_toolkit_stub();
+  if (stub == NULL) skip();
+  char *copy = join(scratch_dir(), "libcuda.so.1");
+  copy_file(stub, copy, (size_t)-1, 0);
+  ncclshim_cuda *cuda = open_path(copy, NCCLSHIM_DRIVER_UNAVAILABLE);
+  assert_int_equal(ncclshim_cuda_is_stub(cuda), 1);
+  const char *message = ncclshim_cuda_message(cuda);
+  printf("# %s\n", message);
+  assert_non_null(strstr(message, copy));
+  assert_non_null(strstr(message, "CUDA_ERROR_STUB_LIBRARY (34)"));
+  ncclshim_cuda_close(cuda);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_toolkit_stub),
+      cmocka_unit_test(test_toolkit_stub_copied_elsewhere),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

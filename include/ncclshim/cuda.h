@@ -20,9 +20,12 @@
  *   INVALID_ARGUMENT    cuda (or a required out-parameter) is NULL
  *   DRIVER_UNAVAILABLE  the handle holds no usable driver (see ncclshim_cuda_message)
  *   FORKED              ncclshim_cuda_init ran in a parent process, this is a forked child
- *   UNAVAILABLE         the loaded driver lacks a function the helper needs
- *   CUDA_ERROR          a driver call failed (a hint is added when cuInit was not called)
- * Every function here is thread-safe; the handle is read-only after ncclshim_cuda_open. */
+ *   CUDA_ERROR          a driver call failed (a hint is added when cuInit was not called);
+ *                       a call answering CUDA_ERROR_NO_DEVICE gives NO_DEVICE instead, and
+ *                       CUDA_ERROR_STUB_LIBRARY gives DRIVER_UNAVAILABLE
+ * The helpers use only REQUIRED functions of the list, which every accepted driver has.
+ * Every function here is thread-safe: after ncclshim_cuda_open a handle changes only through
+ * ncclshim_cuda_init, atomically. */
 #ifndef NCCLSHIM_CUDA_H
 #define NCCLSHIM_CUDA_H
 

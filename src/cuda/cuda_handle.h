@@ -32,7 +32,7 @@ void ncclshim_cuda_note_open_failure(const char *message);
  * VERSION_TOO_OLD / MISSING_SYMBOLS with the reason; the table is written only on OK. */
 ncclshim_status ncclshim_cuda_bind(ncclshim_cuda *cuda, void *library, char *reason, size_t size);
 
-/* The list's exported-name suffix and the older-ABI fallback of one function. */
+/* The list's exported-name suffix of fn's ABI: "" or "_v2". */
 const char *ncclshim_cuda_export_suffix(enum ncclshim_cuda_function fn);
 /* The older ABI of fn (same signature) and its export suffix, or 0 when it has none. */
 int ncclshim_cuda_older_abi(enum ncclshim_cuda_function fn, const char **suffix);
@@ -40,9 +40,6 @@ int ncclshim_cuda_older_abi(enum ncclshim_cuda_function fn, const char **suffix)
 /* The checks every helper starts with: a handle, a driver, not a forked child. Returns OK or
  * the failure (message set, prefixed with `what`). */
 ncclshim_status ncclshim_cuda_usable(const ncclshim_cuda *cuda, const char *what);
-/* UNAVAILABLE (with the driver version the function needs) unless the driver has fn. */
-ncclshim_status ncclshim_cuda_need(const ncclshim_cuda *cuda, const char *what,
-                                   enum ncclshim_cuda_function fn);
 /* The status and message for a driver call that answered `result`: "what: fn failed:
  * CUDA_ERROR_X (n): text", plus a hint when cuInit was not called through this handle. */
 ncclshim_status ncclshim_cuda_call_failed(const ncclshim_cuda *cuda, const char *what,

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Everything that needs the GPU host, in one command from the repository root:
+#   bash bench/gpu/run.sh [MAX_ALLREDUCE_BYTES]
+# Builds ncclshim there, runs the test suites that need no cmocka (abi, real, probe, gpu), the
+# probe against both real NCCLs, the plain-NCCL collectives program linked directly and
+# through the drop-in, and the all-reduce benchmark (direct, drop-in, table), and leaves
+# logs and CSVs in $OUT (or /tmp/ncclshim-gpu). NVLink multicast stays off.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+out=${OUT:-/tmp/ncclshim-gpu}
+res=/tmp/ncclshim-results
+rm -rf "$res" && mkdir -p "$res" "$out"
+max_bytes=${1:-4294967296}
+host=h200x2
+sys_nccl=/usr/lib/x86_64-linux-gnu/libnccl.so.2
+pip_root=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl
+pip_nccl=$pip_root/lib/libnccl.so.2
+cuda_inc=/usr/local/cuda/include
+cuda_lib=/usr/local/cuda/lib64
+step() { echo "=== $* ($(date -u +%T))"; }
+
+step machine
+{
+  date -u
+  uname -r
+  nvidia-smi --query-gpu=index,name,driver_version,memory.total,pci.bus_id,compute_cap,uuid --format=csv
+  nvidia-smi topo -m
+  ls -l $sys_nccl $pip_nccl
+  gcc --version | head -1
+  meson --version
+} >"$res/machine.txt" 2>&1
+head -5 "$res/machine.txt"
+
+step build
+meson setup build-gpu >"$res/build.log" 2>&1 && ninja -C build-gpu >>"$res/build.log" 2>&1 \
+  || { tail -40 "$res/build.log"; exit 1; }
+
+step "meson test: abi real probe gpu"
+meson test -C build-gpu --suite abi --suite real --suite probe --suite gpu --print-errorlogs \
+  --timeout-multiplier 2 >"$res/meson-test.log" 2>&1
+grep -E "^ *[0-9]+/[0-9]+ |^Ok:|^Fail:|^Skipped:" "$res/meson-test.log"
+cp build-gpu/meson-logs/testlog.txt "$res/testlog.txt"
+
+step probe
+probe=build-gpu/src/probe/ncclshim-probe
+$probe -v >"$res/probe-default.txt" 2>&1
+$probe --json >"$res/probe-default.json" 2>&1
+for which in sys pip; do
+  lib=$([ $which = sys ] && echo $sys_nccl || echo $pip_nccl)
+  $probe -v --library "$lib" >"$res/probe-$which.txt" 2>&1
+  $probe --json --library "$lib" >"$res/probe-$which.json" 2>&1
+  $probe --library "$lib" --require 2.28 --require symmetric-memory >/dev/null
+  echo "probe --library $which --require 2.28 --require symmetric-memory: exit $?"
+done
+VIRTUAL_ENV=/opt/torch/.venv $probe --no-devices -v >"$res/probe-venv.txt" 2>&1
+head -40 "$res/probe-default.txt"
+
+step "collectives: direct and drop-in"
+cflags="-std=c11 -O2 -Wall -Wextra -Werror -I$cuda_inc"
+for which in sys pip; do
+  lib=$([ $which = sys ] && echo $sys_nccl || echo $pip_nccl)
+  inc=$([ $which = sys ] && echo /usr/include || echo $pip_root/include)
+  gcc $cflags -I"$inc" bench/gpu/collectives.c -o "$res/coll-direct-$which" "$lib" \
+    -Wl,-rpath,"$(dirname "$lib")" -L$cuda_lib -lcudart -Wl,-rpath,$cuda_lib
+  gcc $cflags -I"$inc" bench/gpu/collectives.c -o "$res/coll-dropin-$which" \
+    -Lbuild-gpu/src/dropin -lncclshim-nccl -Wl,-rpath,"$PWD/build-gpu/src/dropin" \
+    -L$cuda_lib -lcudart -Wl,-rpath,$cuda_lib
+  for v in direct dropin; do
+    echo "--- coll-$v-$which NEEDED: $(readelf -d "$res/coll-$v-$which" | sed -n 's/.*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
+  done
+done | tee "$res/collectives-needed.txt"
+echo "variant,nccl,op,bytes,us,busbw_GBps,us_min,us_max" >"$res/collectives-$host.csv"
+for round in 1 2; do
+  for which in sys pip; do
+    lib=$([ $which = sys ] && echo $sys_nccl || echo $pip_nccl)
+    "$res/coll-direct-$which" direct $((256 << 20)) >>"$res/collectives-$host.csv" 2>>"$res/collectives.log"
+    NCCLSHIM_NCCL_LIBRARY=$lib "$res/coll-dropin-$which" dropin $((256 << 20)) \
+      >>"$res/collectives-$host.csv" 2>>"$res/collectives.log"
+  done
+done
+cat "$res/collectives.log"
+
+step "all-reduce benchmark, one process per GPU"
+for which in sys pip; do
+  lib=$([ $which = sys ] && echo $sys_nccl || echo $pip_nccl)
+  inc=$([ $which = sys ] && echo /usr/include || echo $pip_root/include)
+  gcc $cflags -I"$inc" bench/gpu/allreduce_bench.c -o "$res/ar-direct-$which" "$lib" \
+    -Wl,-rpath,"$(dirname "$lib")" -L$cuda_lib -lcudart -Wl,-rpath,$cuda_lib
+  gcc $cflags -I"$inc" bench/gpu/allreduce_bench.c -o "$res/ar-dropin-$which" \
+    -Lbuild-gpu/src/dropin -lncclshim-nccl -Wl,-rpath,"$PWD/build-gpu/src/dropin" \
+    -L$cuda_lib -lcudart -Wl,-rpath,$cuda_lib
+  gcc $cflags -I"$inc" -DVIA_TABLE -Iinclude bench/gpu/allreduce_bench.c -o "$res/ar-table-$which" \
+    -Lbuild-gpu/src -lncclshim -Wl,-rpath,"$PWD/build-gpu/src" \
+    -L$cuda_lib -lcudart -Wl,-rpath,$cuda_lib
+done
+echo "variant,nccl,bytes,us,busbw_GBps,us_min,us_max" >"$res/allreduce-$host.csv"
+for round in 1 2; do
+  for which in sys pip; do
+    lib=$([ $which = sys ] && echo $sys_nccl || echo $pip_nccl)
+    for v in direct dropin table; do
+      NCCLSHIM_NCCL_LIBRARY=$lib timeout 300 "$res/ar-$v-$which" $v 8 "$max_bytes" \
+        >>"$res/allreduce-$host.csv" 2>>"$res/allreduce.log" || echo "ar-$v-$which failed: $?"
+    done
+  done
+done
+tail -5 "$res/allreduce.log"
+
+step "init cost on the real NCCLs"
+echo "way,library,us" >"$res/init-cost-$host.csv"
+for lib in $sys_nccl $pip_nccl; do
+  for i in $(seq 1 15); do
+    build-gpu/bench/init_cost raw "$lib" 2>/dev/null >>"$res/init-cost-$host.csv"
+    build-gpu/bench/init_cost shim "$lib" 2>>"$res/init-cuinit.log" >>"$res/init-cost-$host.csv"
+  done
+done
+sort -u "$res/init-cuinit.log"
+
+step summary
+python3 bench/summarize.py "$res" $host | tee "$res/summary.txt"
+rm -f "$res"/coll-* "$res"/ar-*
+tar -C "$res" -czf "$out/gpu-results.tgz" .
+cp "$res/summary.txt" "$res/meson-test.log" "$out/" 2>/dev/null
+step done

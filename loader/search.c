@@ -129,16 +129,25 @@ static ncclshim_status search_places(run *r) {
            reason);
   }
 
-  for (size_t i = 0; s->dirs != NULL && s->dirs[i] != NULL; i++) {
-    size_t length = strlen(s->dirs[i]) + strlen(s->soname) + 2;
-    char *path = malloc(length);
-    if (path == NULL) return NCCLSHIM_OUT_OF_MEMORY;
-    snprintf(path, length, "%s/%s", s->dirs[i], s->soname);
-    ncclshim_status status = try_file(r, path, NCCLSHIM_VIA_WELL_KNOWN);
-    free(path);
-    if (status == NCCLSHIM_OK) return NCCLSHIM_OK;
+  char **dirs = s->dirs ? s->dirs() : NULL;
+  ncclshim_status status = NCCLSHIM_NOT_FOUND;
+  for (size_t i = 0; dirs != NULL && dirs[i] != NULL; i++) {
+    if (status != NCCLSHIM_OK) {
+      size_t length = strlen(dirs[i]) + strlen(s->soname) + 2;
+      char *path = malloc(length);
+      if (path != NULL) {
+        snprintf(path, length, "%s/%s", dirs[i], s->soname);
+        status = try_file(r, path, NCCLSHIM_VIA_WELL_KNOWN) == NCCLSHIM_OK ? NCCLSHIM_OK
+                                                                            : NCCLSHIM_NOT_FOUND;
+        free(path);
+      } else {
+        r->out_of_memory = 1;
+      }
+    }
+    free(dirs[i]);
   }
-  return NCCLSHIM_NOT_FOUND;
+  free(dirs);
+  return status;
 }
 
 /* "libnccl.so.2 was not found; searched: this process, the system loader ..., /opt/x/lib" */

@@ -20,7 +20,9 @@ typedef struct ncshl_search {
   const char *explicit_path; /* from the API; NULL if none */
   const char *env_var;       /* name of the override variable */
   const char *soname;        /* "libnccl.so.2" */
-  const char *const *dirs;   /* well-known directories, NULL-terminated; NULL for none */
+  /* Well-known directories, asked for only when the search gets that far: a malloc'd,
+   * NULL-terminated array of malloc'd strings (freed by the search), or NULL. NULL for none. */
+  char **(*dirs)(void);
   ncshl_accept_fn accept;
   void *context;
 } ncshl_search;

@@ -40,9 +40,8 @@ void ncclshim_registry_remove(ncclshim_nccl *nccl);
 /* Capabilities of a bound library, from its version and the functions found. */
 uint64_t ncclshim_compute_capabilities(const ncclshim_nccl *nccl);
 
-/* Well-known install directories, NULL-terminated, from the environment and the running
- * prefix; free with ncclshim_free_places. */
+/* Well-known install directories, from the environment and the running prefix: a malloc'd
+ * NULL-terminated array of malloc'd strings (the loader's search frees it). */
 char **ncclshim_nccl_places(void);
-void ncclshim_free_places(char **places);
 
 #endif

@@ -133,19 +133,17 @@ ncclshim_status ncclshim_nccl_open(const ncclshim_nccl_options *options, ncclshi
   if (nccl == NULL)
     return ncclshim_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_nccl_open: out of memory");
 
-  char **places = ncclshim_nccl_places();
   ncshl_search search = {
       .explicit_path = opts.path,
       .env_var = "NCCLSHIM_NCCL_LIBRARY",
       .soname = "libnccl.so.2",
-      .dirs = (const char *const *)places,
+      .dirs = ncclshim_nccl_places,
       .accept = accept_nccl,
       .context = nccl,
   };
   char summary[TEXT_SIZE];
   ncshl_found found;
   nccl->status = ncshl_search_run(&search, &nccl->trail, &found, summary, sizeof(summary));
-  ncclshim_free_places(places);
 
   if (nccl->status == NCCLSHIM_OK) {
     nccl->library = found.handle;

@@ -86,8 +86,3 @@ char **ncclshim_nccl_places(void) {
   }
   return p.items;
 }
-
-void ncclshim_free_places(char **items) {
-  for (size_t i = 0; items != NULL && items[i] != NULL; i++) free(items[i]);
-  free(items);
-}

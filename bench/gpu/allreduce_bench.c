@@ -85,7 +85,7 @@ static int child(const char *variant, int nranks, int (*pipes)[2], size_t min_by
 
   for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 2) {
     size_t n = bytes / sizeof(float);
-    int iters = bytes <= (1 << 20) ? 1000 : bytes <= (64 << 20) ? 100 : 20;
+    int iters = bytes <= (1 << 20) ? 500 : bytes <= (64 << 20) ? 50 : bytes <= (512 << 20) ? 10 : 4;
     enum { REPS = 9 };
     float us[REPS];
     for (int rep = -2; rep < REPS; rep++) { /* two warm-up rounds */

@@ -18,7 +18,12 @@ pip_root=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl
 pip_nccl=$pip_root/lib/libnccl.so.2
 cuda_inc=/usr/local/cuda/include
 cuda_lib=/usr/local/cuda/lib64
-step() { echo "=== $* ($(date -u +%T))"; }
+# Each step ends by saving what exists so far: a run cut short still returns its results.
+save() { tar -C "$res" --exclude='coll-*' --exclude='ar-*' -czf "$out/gpu-results.tgz" .; }
+step() {
+  save
+  echo "=== $* ($(date -u +%T))"
+}
 
 step machine
 {
@@ -118,7 +123,5 @@ sort -u "$res/init-cuinit.log"
 
 step summary
 python3 bench/summarize.py "$res" $host | tee "$res/summary.txt"
-rm -f "$res"/coll-* "$res"/ar-*
-tar -C "$res" -czf "$out/gpu-results.tgz" .
-cp "$res/summary.txt" "$res/meson-test.log" "$out/" 2>/dev/null
+save
 step done

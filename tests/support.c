@@ -137,6 +137,11 @@ void run_program(scenario *s, const char *helper, const char *const *args, const
   int argc = 0;
   argv[argc++] = interpreter();
   argv[argc++] = "--inhibit-cache";
+  const char *audit = getenv("HIDE_AUDIT");
+  if (audit != NULL) { /* hide system-wide NCCL and CUDA driver too */
+    argv[argc++] = "--audit";
+    argv[argc++] = audit;
+  }
   argv[argc++] = helper;
   for (int i = 0; args != NULL && args[i] != NULL && argc < 63; i++) argv[argc++] = args[i];
   argv[argc] = NULL;

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """ncclshim-probe against the fake NCCLs: its JSON parses and says the right thing, its exit
 codes follow --require, bad options give usage and exit 2, and hostile paths still give valid
-JSON. Each run gets exactly the environment given, without the machine's ld.so cache.
-   test_probe.py PROBE FAKE_DIR"""
+JSON. Each run gets exactly the environment given, and no NCCL or libcuda of the machine's own.
+   test_probe.py PROBE FAKE_DIR HIDE_AUDIT"""
 import glob
 import json
 import os
@@ -11,7 +11,7 @@ import sys
 import tempfile
 import unittest
 
-PROBE, FAKE_DIR = sys.argv[1], sys.argv[2]
+PROBE, FAKE_DIR, HIDE_AUDIT = sys.argv[1], sys.argv[2], sys.argv[3]
 
 
 def interpreter():
@@ -26,7 +26,8 @@ def fake(variant):
 
 
 def probe(*args, env=None, raw=False):
-    cmd = [interpreter(), "--inhibit-cache", PROBE, *args]
+    # No ld.so cache, and system-wide NCCL and libcuda hidden (tests/hide_system.c).
+    cmd = [interpreter(), "--inhibit-cache", "--audit", HIDE_AUDIT, PROBE, *args]
     proc = subprocess.run(cmd, env=env or {}, capture_output=True)
     if raw:
         return proc

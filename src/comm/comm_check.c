@@ -1,0 +1,64 @@
+/* Checked NCCL calls: an ncclResult_t becomes a status and a message naming the call, NCCL's
+ * text for the code and NCCL's last error. */
+#include <stdio.h>
+#include <string.h>
+
+#include "comm_internal.h"
+
+/* Every value a release has used (docs/nccl-abi.md section 2). */
+static const char *const result_names[] = {
+    "ncclSuccess",       "ncclUnhandledCudaError", "ncclSystemError",
+    "ncclInternalError", "ncclInvalidArgument",    "ncclInvalidUsage",
+    "ncclRemoteError",   "ncclInProgress",         "ncclTimeout"};
+#define RESULT_COUNT (int)(sizeof(result_names) / sizeof(result_names[0]))
+
+const char *ncclshim_nccl_result_name(int result) {
+  return result >= 0 && result < RESULT_COUNT ? result_names[result] : "unknown";
+}
+
+ncclshim_nccl *ncclshim_comm_resolve(ncclshim_nccl *nccl) {
+  return nccl != NULL ? nccl : ncclshim_nccl_default();
+}
+
+ncclshim_status ncclshim_comm_usable(ncclshim_nccl *nccl, const char *who) {
+  ncclshim_status status = ncclshim_nccl_status(nccl);
+  if (status == NCCLSHIM_OK) return NCCLSHIM_OK;
+  return ncclshim_fail(status, "%s: no NCCL is loaded (%s)", who,
+                       nccl ? ncclshim_nccl_message(nccl) : "out of memory");
+}
+
+/* NCCL's last error, copied, when the library has ncclGetLastError and it says something. */
+static void last_error(ncclshim_nccl *nccl, char *buf, size_t size) {
+  buf[0] = '\0';
+  if (ncclshim_nccl_status(nccl) != NCCLSHIM_OK ||
+      !ncclshim_nccl_has_function(nccl, NCCLSHIM_FN_ncclGetLastError))
+    return;
+  const char *text = ncclshim_nccl_functions(nccl)->ncclGetLastError(NULL);
+  if (text != NULL) snprintf(buf, size, "%s", text);
+}
+
+/* ncclGetErrorString of a known code, copied (the absent table answers from ncclshim's). */
+static void error_string(ncclshim_nccl *nccl, ncclResult_t result, char *buf, size_t size) {
+  const char *text = ncclshim_nccl_functions(nccl)->ncclGetErrorString(result);
+  snprintf(buf, size, "%s", text != NULL ? text : "(no text)");
+}
+
+ncclshim_status ncclshim_nccl_check(ncclshim_nccl *nccl, ncclResult_t result, const char *call) {
+  int code = (int)result;
+  if (code == ncclSuccess || code == ncclInProgress) return NCCLSHIM_OK;
+  nccl = ncclshim_comm_resolve(nccl);
+  if (call == NULL) call = "NCCL call";
+  char what[512], last[1024];
+  if (code >= 0 && code < RESULT_COUNT) {
+    char text[256];
+    error_string(nccl, result, text, sizeof(text));
+    snprintf(what, sizeof(what), "%s (%d): %s", result_names[code], code, text);
+  } else {
+    snprintf(what, sizeof(what), "unknown result code %d", code);
+  }
+  last_error(nccl, last, sizeof(last));
+  if (last[0] != '\0')
+    return ncclshim_fail(NCCLSHIM_NCCL_ERROR, "%s failed: %s; NCCL's last error: %s", call, what,
+                         last);
+  return ncclshim_fail(NCCLSHIM_NCCL_ERROR, "%s failed: %s", call, what);
+}

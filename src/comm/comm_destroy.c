@@ -1,0 +1,53 @@
+/* Collective teardown: finalize, wait for it within the deadline, destroy. */
+#include "comm_internal.h"
+
+static ncclshim_status refuse(ncclshim_comm *comm, ncclshim_comm_state state) {
+  if (state == NCCLSHIM_COMM_ABORTING)
+    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT,
+                         "ncclshim_comm_destroy: an abort of this communicator is still running; "
+                         "ncclshim_comm_abort waits for it");
+  pthread_mutex_lock(&comm->lock);
+  ncclResult_t failure = comm->failure;
+  pthread_mutex_unlock(&comm->lock);
+  return ncclshim_fail(NCCLSHIM_NCCL_ERROR,
+                       "ncclshim_comm_destroy: the communicator (rank %d of %d) failed with %s "
+                       "(%d); it cannot be finalized, only ncclshim_comm_abort can release it",
+                       comm->rank, comm->nranks, ncclshim_nccl_result_name(failure), (int)failure);
+}
+
+/* An NCCL step of the teardown failed: the communicator is FAILED. */
+static ncclshim_status step_failed(ncclshim_comm *comm, ncclResult_t r, const char *call) {
+  return ncclshim_comm_note(comm, ncclshim_nccl_check(comm->nccl, r, call), r);
+}
+
+ncclshim_status ncclshim_comm_destroy(ncclshim_comm *comm, int timeout_ms) {
+  if (comm == NULL) return NCCLSHIM_OK;
+  if (timeout_ms < 0)
+    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT,
+                         "ncclshim_comm_destroy: timeout %d ms is negative (no wait is unbounded)",
+                         timeout_ms);
+  int64_t deadline = ncclshim_deadline_ns(timeout_ms);
+  const ncclshim_nccl_table *t = ncclshim_nccl_functions(comm->nccl);
+  ncclshim_status status;
+  ncclshim_comm_state state = ncclshim_comm_get_state(comm);
+  if (state == NCCLSHIM_COMM_DESTROYED || state == NCCLSHIM_COMM_ABORTED) return NCCLSHIM_OK;
+  if (state == NCCLSHIM_COMM_ABORTING || state == NCCLSHIM_COMM_FAILED) return refuse(comm, state);
+  if (state == NCCLSHIM_COMM_INITIALIZING) {
+    if ((status = ncclshim_comm_wait_deadline(comm, deadline, timeout_ms)) != NCCLSHIM_OK)
+      return status;
+    state = NCCLSHIM_COMM_READY;
+  }
+  if (state == NCCLSHIM_COMM_READY &&
+      ncclshim_nccl_has_function(comm->nccl, NCCLSHIM_FN_ncclCommFinalize)) {
+    ncclResult_t r = t->ncclCommFinalize(comm->comm);
+    if (r != ncclSuccess && r != ncclInProgress) return step_failed(comm, r, "ncclCommFinalize");
+    ncclshim_comm_set_state(comm, state = NCCLSHIM_COMM_FINALIZING);
+  }
+  if (state == NCCLSHIM_COMM_FINALIZING &&
+      (status = ncclshim_comm_wait_deadline(comm, deadline, timeout_ms)) != NCCLSHIM_OK)
+    return status;
+  ncclResult_t r = t->ncclCommDestroy(comm->comm);
+  if (r != ncclSuccess) return step_failed(comm, r, "ncclCommDestroy");
+  ncclshim_comm_set_state(comm, NCCLSHIM_COMM_DESTROYED);
+  return NCCLSHIM_OK;
+}

@@ -1,0 +1,108 @@
+/* Finishing a communicator's work within a deadline: init, operations, group ends, streams. */
+#include "comm_internal.h"
+
+ncclshim_status ncclshim_comm_note(ncclshim_comm *comm, ncclshim_status status, ncclResult_t seen) {
+  pthread_mutex_lock(&comm->lock);
+  if (status == NCCLSHIM_OK && comm->state == NCCLSHIM_COMM_INITIALIZING) {
+    comm->state = NCCLSHIM_COMM_READY;
+  } else if (status == NCCLSHIM_NCCL_ERROR &&
+             (comm->state == NCCLSHIM_COMM_INITIALIZING || comm->state == NCCLSHIM_COMM_READY ||
+              comm->state == NCCLSHIM_COMM_FINALIZING)) {
+    comm->state = NCCLSHIM_COMM_FAILED;
+    comm->failure = seen;
+  }
+  pthread_mutex_unlock(&comm->lock);
+  return status;
+}
+
+/* OK when the communicator is in a state that can be waited on; otherwise why not. */
+static ncclshim_status waitable(ncclshim_comm *comm, const char *who, int timeout_ms) {
+  if (comm == NULL) return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: comm is NULL", who);
+  if (timeout_ms < 0)
+    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT,
+                         "%s: timeout %d ms is negative (no wait is unbounded)", who, timeout_ms);
+  pthread_mutex_lock(&comm->lock);
+  ncclshim_comm_state state = comm->state;
+  ncclResult_t failure = comm->failure;
+  pthread_mutex_unlock(&comm->lock);
+  switch (state) {
+  case NCCLSHIM_COMM_INITIALIZING:
+  case NCCLSHIM_COMM_READY:
+  case NCCLSHIM_COMM_FINALIZING:
+    return NCCLSHIM_OK;
+  case NCCLSHIM_COMM_FAILED:
+    return ncclshim_fail(NCCLSHIM_NCCL_ERROR,
+                         "%s: the communicator (rank %d of %d) failed earlier with %s (%d); only "
+                         "ncclshim_comm_abort can release it",
+                         who, comm->rank, comm->nranks, ncclshim_nccl_result_name(failure),
+                         (int)failure);
+  default:
+    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: the communicator is %s", who,
+                         ncclshim_comm_state_name(state));
+  }
+}
+
+ncclshim_status ncclshim_comm_wait_deadline(ncclshim_comm *comm, int64_t deadline_ns,
+                                            int timeout_ms) {
+  ncclResult_t seen = ncclSuccess;
+  ncclshim_status status =
+      ncclshim_wait_until(comm->nccl, comm->comm, deadline_ns, timeout_ms, &seen);
+  return ncclshim_comm_note(comm, status, seen);
+}
+
+ncclshim_status ncclshim_comm_wait(ncclshim_comm *comm, int timeout_ms) {
+  ncclshim_status status = waitable(comm, "ncclshim_comm_wait", timeout_ms);
+  if (status != NCCLSHIM_OK) return status;
+  return ncclshim_comm_wait_deadline(comm, ncclshim_deadline_ns(timeout_ms), timeout_ms);
+}
+
+ncclshim_status ncclshim_comm_check(ncclshim_comm *comm, ncclResult_t result, const char *call,
+                                    int timeout_ms) {
+  ncclshim_status status = waitable(comm, "ncclshim_comm_check", timeout_ms);
+  if (status != NCCLSHIM_OK) return status;
+  if (result == ncclSuccess) return NCCLSHIM_OK;
+  if (result != ncclInProgress) return ncclshim_nccl_check(comm->nccl, result, call);
+  return ncclshim_comm_wait_deadline(comm, ncclshim_deadline_ns(timeout_ms), timeout_ms);
+}
+
+ncclshim_status ncclshim_comm_group_end(ncclshim_nccl *nccl, ncclshim_comm *const *comms, int count,
+                                        int timeout_ms) {
+  nccl = ncclshim_comm_resolve(nccl);
+  if (count < 0 || (count > 0 && comms == NULL) || timeout_ms < 0)
+    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT,
+                         "ncclshim_comm_group_end: count %d, comms %s, timeout %d ms", count,
+                         comms ? "given" : "NULL", timeout_ms);
+  ncclshim_status status = ncclshim_comm_usable(nccl, "ncclshim_comm_group_end");
+  if (status != NCCLSHIM_OK) return status;
+  int64_t deadline = ncclshim_deadline_ns(timeout_ms);
+  ncclResult_t r = ncclshim_nccl_functions(nccl)->ncclGroupEnd();
+  if (r == ncclSuccess) return NCCLSHIM_OK;
+  if (r != ncclInProgress) return ncclshim_nccl_check(nccl, r, "ncclGroupEnd");
+  for (int i = 0; i < count; i++) {
+    if ((status = waitable(comms[i], "ncclshim_comm_group_end", timeout_ms)) != NCCLSHIM_OK ||
+        (status = ncclshim_comm_wait_deadline(comms[i], deadline, timeout_ms)) != NCCLSHIM_OK)
+      return status;
+  }
+  return NCCLSHIM_OK;
+}
+
+ncclshim_status ncclshim_comm_wait_stream(ncclshim_comm *comm, const ncclshim_cuda *cuda,
+                                          CUstream stream, int timeout_ms) {
+  ncclshim_status status = waitable(comm, "ncclshim_comm_wait_stream", timeout_ms);
+  if (status != NCCLSHIM_OK) return status;
+  if (cuda == NULL) cuda = ncclshim_cuda_default();
+  ncclshim_backoff backoff = ncclshim_backoff_start(ncclshim_deadline_ns(timeout_ms));
+  for (;;) {
+    int idle = 0, busy = 0;
+    ncclResult_t seen = ncclSuccess;
+    if ((status = ncclshim_cuda_stream_query(cuda, stream, &idle)) != NCCLSHIM_OK) return status;
+    if (idle) return NCCLSHIM_OK;
+    status = ncclshim_poll(comm->nccl, comm->comm, &busy, &seen);
+    if (status != NCCLSHIM_OK) return ncclshim_comm_note(comm, status, seen);
+    if (!ncclshim_backoff_sleep(&backoff))
+      return ncclshim_fail(NCCLSHIM_TIMEOUT,
+                           "ncclshim_comm_wait_stream: the stream's work is still running after "
+                           "%d ms and the communicator reports no error",
+                           timeout_ms);
+  }
+}

@@ -1,0 +1,22 @@
+/* The symmetric buffer handle. For src/comm only. */
+#ifndef NCCLSHIM_SYMMEM_INTERNAL_H
+#define NCCLSHIM_SYMMEM_INTERNAL_H
+
+#include "comm_internal.h"
+#include "ncclshim/symmem.h"
+
+struct ncclshim_symmem {
+  ncclshim_comm *comm;      /* a reference is held */
+  void *ptr;                /* from ncclMemAlloc */
+  size_t size;              /* a multiple of 4096 */
+  ncclshim_window_t window; /* NCCL writes it, possibly at group end or later */
+  int in_group;             /* registered between the caller's ncclGroupStart and ncclGroupEnd */
+  int complete;             /* the window was checked */
+  int deregistering;        /* ncclCommWindowDeregister was accepted; its wait is not over */
+};
+
+/* OK unless `stream` is capturing a CUDA graph (INVALID_ARGUMENT) or the driver gives an
+ * unexpected answer (CUDA_ERROR). Skipped (OK) when no driver can answer. */
+ncclshim_status ncclshim_symmem_check_capture(cudaStream_t stream, const char *who);
+
+#endif

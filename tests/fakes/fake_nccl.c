@@ -1,10 +1,16 @@
 /* A fake libnccl.so.2, generated from ncclshim's function list. Each function records the
  * bytes of every argument it receives and returns a value the test chose, so tests prove that
  * calls through ncclshim arrive unchanged. The functions exported by one variant are chosen
- * by a version script (gen_fake_map.c); ncclGetVersion's behaviour by FAKE_VERSION_MODE. */
+ * by a version script (gen_fake_map.c); ncclGetVersion's behaviour by FAKE_VERSION_MODE.
+ * Switched on at run time (fake_nccl_set_live), a few functions also act like NCCL's (see
+ * fake_nccl.h): communicators, blocking or not, ncclMemAlloc, windows, groups, and modes that
+ * stay in progress, fail asynchronously, hang in abort or give a NULL window. */
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fake_nccl.h"
 #include "ncclshim/nccl_functions.h"
@@ -78,16 +84,211 @@ EXPORT void *fake_nccl_call_self(void) {
 
 static const char fake_string[] = "fake NCCL string";
 
+/* ---- Behaviour, off until fake_nccl_set_live(1) -------------------------------------- */
+
+#define NAME_(name, version, policy, returns, n, params) #name,
+static const char *const names[] = {NCCLSHIM_NCCL_FUNCTIONS(NAME_)};
+enum { MAX_PENDING = 16, WINDOWS = 64 };
+
+static atomic_int live;
+static atomic_int calls_of[NCCLSHIM_NCCL_FUNCTION_COUNT];
+static atomic_int last_seq_of[NCCLSHIM_NCCL_FUNCTION_COUNT];
+static atomic_int seq;
+static atomic_int inject_left[NCCLSHIM_NCCL_FUNCTION_COUNT]; /* < 0: every call */
+static int inject_result[NCCLSHIM_NCCL_FUNCTION_COUNT];
+static atomic_int async_polls; /* ncclInProgress answers left; < 0: forever */
+static int async_final;
+static atomic_int abort_hang, abort_returns;
+static atomic_int null_window, live_allocations, live_windows;
+static char last_error_text[256];
+
+static struct ncclComm { int blocking; } fake_comm = {1};
+static char windows[WINDOWS];
+static int next_window, group_depth, pending_count;
+static ncclshim_window_t *pending[MAX_PENDING]; /* windows NCCL has yet to fill in */
+
+static int function_index(const char *function) {
+  for (int i = 0; i < NCCLSHIM_NCCL_FUNCTION_COUNT; i++)
+    if (strcmp(names[i], function) == 0) return i;
+  return -1;
+}
+
+EXPORT void fake_nccl_reset(void) {
+  atomic_store(&live, 0);
+  for (int i = 0; i < NCCLSHIM_NCCL_FUNCTION_COUNT; i++) {
+    atomic_store(&calls_of[i], 0);
+    atomic_store(&last_seq_of[i], 0);
+    atomic_store(&inject_left[i], 0);
+  }
+  atomic_store(&async_polls, 0);
+  async_final = ncclSuccess;
+  atomic_store(&abort_hang, 0);
+  atomic_store(&abort_returns, 0);
+  atomic_store(&null_window, 0);
+  atomic_store(&live_allocations, 0);
+  atomic_store(&live_windows, 0);
+  last_error_text[0] = '\0';
+  fake_comm.blocking = 1;
+  group_depth = pending_count = 0;
+}
+EXPORT void fake_nccl_set_live(int on) { atomic_store(&live, on); }
+EXPORT int fake_nccl_count(const char *function) {
+  int i = function_index(function);
+  return i < 0 ? -1 : atomic_load(&calls_of[i]);
+}
+EXPORT int fake_nccl_last_seq(const char *function) {
+  int i = function_index(function);
+  return i < 0 ? -1 : atomic_load(&last_seq_of[i]);
+}
+EXPORT void fake_nccl_inject(const char *function, int result, int times) {
+  int i = function_index(function);
+  if (i < 0) return;
+  inject_result[i] = result;
+  atomic_store(&inject_left[i], times);
+}
+EXPORT void fake_nccl_set_async(int in_progress_polls, int final_result) {
+  async_final = final_result;
+  atomic_store(&async_polls, in_progress_polls);
+}
+EXPORT void fake_nccl_set_abort_hang(int on) { atomic_store(&abort_hang, on); }
+EXPORT int fake_nccl_abort_returns(void) { return atomic_load(&abort_returns); }
+EXPORT void fake_nccl_set_null_window(int on) { atomic_store(&null_window, on); }
+EXPORT void fake_nccl_set_last_error(const char *text) {
+  strncpy(last_error_text, text ? text : "", sizeof(last_error_text) - 1);
+}
+EXPORT int fake_nccl_live_allocations(void) { return atomic_load(&live_allocations); }
+EXPORT int fake_nccl_live_windows(void) { return atomic_load(&live_windows); }
+
+/* The value of parameter `i` of the running call, whose address is args[i]. */
+#define ARG(type, i) (*(type const *)args[i])
+
+static void fill_pending(void) {
+  for (int i = 0; i < pending_count; i++) {
+    *pending[i] = (ncclshim_window_t)(void *)&windows[next_window++ % WINDOWS];
+    atomic_fetch_add(&live_windows, 1);
+  }
+  pending_count = 0;
+}
+
+static ncclResult_t init_comm(ncclComm_t *out, const ncclConfig_t *config) {
+  fake_comm.blocking = 1;
+  if (config != NULL && config->size >= offsetof(ncclConfig_t, blocking) + sizeof(int) &&
+      config->blocking != INT_MIN)
+    fake_comm.blocking = config->blocking;
+  *out = &fake_comm;
+  return fake_comm.blocking ? ncclSuccess : ncclInProgress;
+}
+
+static ncclResult_t async_error(ncclResult_t *out) {
+  int left = atomic_load(&async_polls);
+  if (left != 0) {
+    if (left > 0) atomic_fetch_sub(&async_polls, 1);
+    *out = ncclInProgress;
+    return ncclSuccess;
+  }
+  if (async_final == ncclSuccess && group_depth == 0) fill_pending();
+  *out = (ncclResult_t)async_final;
+  return ncclSuccess;
+}
+
+static ncclResult_t hang_in_abort(void) {
+  struct timespec ms = {0, 1000000};
+  while (atomic_load(&abort_hang)) nanosleep(&ms, NULL);
+  atomic_fetch_add(&abort_returns, 1);
+  return ncclSuccess;
+}
+
+static ncclResult_t mem_alloc(void **ptr, size_t size) {
+  void *p = aligned_alloc(4096, (size + 4095) / 4096 * 4096);
+  if (p == NULL) return ncclSystemError;
+  atomic_fetch_add(&live_allocations, 1);
+  *ptr = p;
+  return ncclSuccess;
+}
+
+static ncclResult_t mem_free(void *ptr) {
+  if (ptr != NULL) atomic_fetch_sub(&live_allocations, 1);
+  free(ptr);
+  return ncclSuccess;
+}
+
+/* Filled at once, at group end, or once the communicator stops being in progress. */
+static ncclResult_t window_register(ncclshim_window_t *win) {
+  if (atomic_load(&null_window)) return ncclSuccess; /* like 2.28: *win left untouched */
+  if (pending_count == MAX_PENDING) return ncclInternalError;
+  pending[pending_count++] = win;
+  if (group_depth > 0) return ncclSuccess;
+  if (!fake_comm.blocking) return ncclInProgress;
+  fill_pending();
+  return ncclSuccess;
+}
+
+static ncclResult_t group_end(void) {
+  if (group_depth > 0) group_depth--;
+  if (group_depth > 0 || pending_count == 0) return ncclSuccess;
+  if (!fake_comm.blocking) return ncclInProgress;
+  fill_pending();
+  return ncclSuccess;
+}
+
+static ncclResult_t answer(int fn, const void *const *args) {
+  atomic_fetch_add(&calls_of[fn], 1);
+  atomic_store(&last_seq_of[fn], atomic_fetch_add(&seq, 1) + 1);
+  int left = atomic_load(&inject_left[fn]);
+  if (left != 0) {
+    if (left > 0) atomic_fetch_sub(&inject_left[fn], 1);
+    return (ncclResult_t)inject_result[fn];
+  }
+  if (!atomic_load(&live)) return (ncclResult_t)next_result;
+  switch (fn) {
+  case NCCLSHIM_FN_ncclCommInitRank:
+    return init_comm(ARG(ncclComm_t *, 0), NULL);
+  case NCCLSHIM_FN_ncclCommInitRankConfig:
+    return init_comm(ARG(ncclComm_t *, 0), ARG(ncclConfig_t *, 4));
+  case NCCLSHIM_FN_ncclCommGetAsyncError:
+    return async_error(ARG(ncclResult_t *, 1));
+  case NCCLSHIM_FN_ncclCommFinalize:
+    return fake_comm.blocking ? ncclSuccess : ncclInProgress;
+  case NCCLSHIM_FN_ncclCommAbort:
+    return hang_in_abort();
+  case NCCLSHIM_FN_ncclMemAlloc:
+    return mem_alloc(ARG(void **, 0), ARG(size_t, 1));
+  case NCCLSHIM_FN_ncclMemFree:
+    return mem_free(ARG(void *, 0));
+  case NCCLSHIM_FN_ncclCommWindowRegister:
+    return window_register(ARG(ncclshim_window_t *, 3));
+  case NCCLSHIM_FN_ncclCommWindowDeregister:
+    atomic_fetch_sub(&live_windows, 1);
+    return ncclSuccess;
+  case NCCLSHIM_FN_ncclGroupStart:
+    group_depth++;
+    return ncclSuccess;
+  case NCCLSHIM_FN_ncclGroupEnd:
+    return group_end();
+  default:
+    return ncclSuccess;
+  }
+}
+
+static const char *string_answer(int fn) {
+  atomic_fetch_add(&calls_of[fn], 1);
+  if (fn == NCCLSHIM_FN_ncclGetLastError && last_error_text[0] != '\0') return last_error_text;
+  return fake_string;
+}
+
 #define RECORD_(type, name) record(&name, sizeof(name));
-#define FINISH_RESULT return (ncclResult_t)next_result;
-#define FINISH_STRING return fake_string;
-#define FINISH_VOID
+#define ADDRESS_(type, name) (const void *)&name,
+#define FINISH_RESULT(name, n, params)                                      \
+  const void *const args_[] = {NCCLSHIM_PP_EACH(n, ADDRESS_, params) NULL}; \
+  return answer(NCCLSHIM_FN_##name, args_);
+#define FINISH_STRING(name, n, params) return string_answer(NCCLSHIM_FN_##name);
+#define FINISH_VOID(name, n, params) atomic_fetch_add(&calls_of[NCCLSHIM_FN_##name], 1);
 #define FAKE_(name, version, policy, returns, n, params)                 \
   EXPORT NCCLSHIM_RETURNS(returns)                                       \
   name NCCLSHIM_PP_PARAMS(n, params) {                                   \
     begin(#name);                                                        \
     NCCLSHIM_PP_EACH(n, RECORD_, params)                                 \
-    FINISH_##returns                                                     \
+    FINISH_##returns(name, n, params)                                    \
   }                                                                      \
   EXPORT NCCLSHIM_RETURNS(returns) p##name NCCLSHIM_PP_PARAMS(n, params) \
       __attribute__((alias(#name)));

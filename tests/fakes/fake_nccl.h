@@ -19,4 +19,34 @@ typedef const fake_nccl_call *(*fake_nccl_last_call_fn)(void);
 typedef void (*fake_nccl_set_result_fn)(int result); /* what RESULT functions return next */
 typedef int (*fake_nccl_count_fn)(void);             /* ncclGetVersion calls, or all calls */
 
+/* Behaviour, for the communicator tests; all of it off until fake_nccl_set_live(1) and after
+ * fake_nccl_reset(), except injections and the call counts, which work in either mode.
+ *   fake_nccl_reset()                 everything below back to off / zero (blocks still
+ *                                     allocated are forgotten, not freed)
+ *   fake_nccl_set_live(on)            InitRank(Config) hand out a communicator (non-blocking
+ *                                     when the config says blocking = 0: init, finalize and
+ *                                     registrations then answer ncclInProgress and finish at
+ *                                     the next successful ncclCommGetAsyncError); MemAlloc /
+ *                                     MemFree allocate 4096-aligned host memory; window
+ *                                     registration fills the window at once, at the end of the
+ *                                     outermost group, or when a non-blocking comm finishes
+ *   fake_nccl_set_async(n, final)     ncclCommGetAsyncError: ncclInProgress n more times
+ *                                     (n < 0: forever), then `final` on every later poll
+ *   fake_nccl_set_abort_hang(on)      ncclCommAbort blocks while on (another thread may turn
+ *                                     it off); fake_nccl_abort_returns() counts the returns
+ *   fake_nccl_set_null_window(on)     ncclCommWindowRegister succeeds and leaves *win as is
+ *   fake_nccl_set_last_error(text)    what ncclGetLastError returns ("" for the default)
+ *   fake_nccl_inject(fn, result, n)   the next n calls of fn (n < 0: all) return result and do
+ *                                     nothing else
+ *   fake_nccl_count(fn)               calls of fn since the reset; -1 for an unknown name
+ *   fake_nccl_last_seq(fn)            when fn was last called (a global counter), 0 if never
+ *   fake_nccl_live_allocations()      ncclMemAlloc blocks not yet freed
+ *   fake_nccl_live_windows()          windows filled in and not yet deregistered */
+typedef void (*fake_nccl_void_fn)(void);
+typedef void (*fake_nccl_int_fn)(int value);
+typedef void (*fake_nccl_async_fn)(int in_progress_polls, int final_result);
+typedef void (*fake_nccl_text_fn)(const char *text);
+typedef void (*fake_nccl_inject_fn)(const char *function, int result, int times);
+typedef int (*fake_nccl_named_count_fn)(const char *function);
+
 #endif

@@ -1,0 +1,110 @@
+#include "comm_fakes.h"
+
+#include <dlfcn.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "support.h"
+
+static char *current;
+
+static void *symbol_in(const char *path, const char *name) {
+  void *handle = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+  if (handle == NULL) fail_msg("%s is not loaded", path);
+  void *address = dlsym(handle, name);
+  if (address == NULL) fail_msg("%s has no %s", path, name);
+  dlclose(handle);
+  return address;
+}
+
+#define FAKE(type, name) ((type)(uintptr_t)symbol_in(current, name))
+
+/* The variants built for these tests live in COMM_FAKE_DIR, the common ones in FAKE_DIR. */
+static char *variant_path(const char *variant) {
+  const char *dir = getenv("COMM_FAKE_DIR");
+  if (dir != NULL) {
+    char name[128];
+    snprintf(name, sizeof(name), "libfake-nccl-%s.so", variant);
+    char *path = join(dir, name);
+    if (access(path, F_OK) == 0) return path;
+    free(path);
+  }
+  return fake_path(variant);
+}
+
+ncclshim_nccl *fake_open(const char *variant) {
+  ncclshim_nccl_options options = NCCLSHIM_NCCL_OPTIONS_INIT;
+  options.path = current = variant_path(variant);
+  ncclshim_nccl *nccl = NULL;
+  assert_int_equal(ncclshim_nccl_open(&options, &nccl), NCCLSHIM_OK);
+  FAKE(fake_nccl_void_fn, "fake_nccl_reset")();
+  fake_live(1);
+  return nccl;
+}
+const char *fake_current_path(void) { return current; }
+
+void fake_live(int on) { FAKE(fake_nccl_int_fn, "fake_nccl_set_live")(on); }
+void fake_async(int polls, int final_result) {
+  FAKE(fake_nccl_async_fn, "fake_nccl_set_async")(polls, final_result);
+}
+void fake_abort_hang(int on) { FAKE(fake_nccl_int_fn, "fake_nccl_set_abort_hang")(on); }
+int fake_abort_returns(void) { return FAKE(fake_nccl_count_fn, "fake_nccl_abort_returns")(); }
+void fake_null_window(int on) { FAKE(fake_nccl_int_fn, "fake_nccl_set_null_window")(on); }
+void fake_last_error(const char *text) {
+  FAKE(fake_nccl_text_fn, "fake_nccl_set_last_error")(text);
+}
+void fake_inject(const char *function, int result, int times) {
+  FAKE(fake_nccl_inject_fn, "fake_nccl_inject")(function, result, times);
+}
+int fake_count(const char *function) {
+  return FAKE(fake_nccl_named_count_fn, "fake_nccl_count")(function);
+}
+int fake_seq(const char *function) {
+  return FAKE(fake_nccl_named_count_fn, "fake_nccl_last_seq")(function);
+}
+int fake_allocations(void) { return FAKE(fake_nccl_count_fn, "fake_nccl_live_allocations")(); }
+int fake_windows(void) { return FAKE(fake_nccl_count_fn, "fake_nccl_live_windows")(); }
+
+static int *cuda_variable(const char *name) {
+  const char *path = getenv("NCCLSHIM_CUDA_LIBRARY");
+  if (path == NULL) fail_msg("NCCLSHIM_CUDA_LIBRARY is not set");
+  ncclshim_cuda_default(); /* loads it */
+  return symbol_in(path, name);
+}
+void fake_cuda_capture(int result, int status) {
+  *cuda_variable("fake_capture_result") = result;
+  *cuda_variable("fake_capture_status") = status;
+}
+void fake_cuda_query(int result) { *cuda_variable("fake_query_result") = result; }
+
+ncclshim_comm *fake_comm(ncclshim_nccl *nccl, int blocking) {
+  ncclUniqueId id;
+  memset(&id, 0x5a, sizeof(id));
+  ncclshim_comm_options options = NCCLSHIM_COMM_OPTIONS_INIT;
+  options.blocking = blocking;
+  ncclshim_comm *comm = NULL;
+  assert_int_equal(ncclshim_comm_init(nccl, 2, &id, 0, &options, &comm), NCCLSHIM_OK);
+  assert_non_null(comm);
+  return comm;
+}
+
+int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void assert_message_(const char *part, const char *file, int line) {
+  const char *message = ncclshim_last_error();
+  if (strstr(message, part) != NULL) return;
+  print_error("message \"%s\" lacks \"%s\"\n", message, part);
+  _fail(file, line);
+}

@@ -1,0 +1,42 @@
+/* The communicator tests' view of the fakes: one fake libnccl variant at a time, its
+ * behaviour switches (tests/fakes/fake_nccl.h), and the fake libcuda's. */
+#ifndef NCCLSHIM_TEST_COMM_FAKES_H
+#define NCCLSHIM_TEST_COMM_FAKES_H
+
+#include <stdint.h>
+
+#include "ncclshim/comm.h"
+
+/* Open fake variant `variant` ("2.28.9", ...) explicitly, make it the one the helpers below
+ * steer, reset it and switch its behaviour on (live). */
+ncclshim_nccl *fake_open(const char *variant);
+const char *fake_current_path(void);
+
+void fake_live(int on);
+void fake_async(int in_progress_polls, int final_result);
+void fake_abort_hang(int on);
+int fake_abort_returns(void);
+void fake_null_window(int on);
+void fake_last_error(const char *text);
+void fake_inject(const char *function, int result, int times);
+int fake_count(const char *function);
+int fake_seq(const char *function);
+int fake_allocations(void);
+int fake_windows(void);
+
+/* The fake libcuda (NCCLSHIM_CUDA_LIBRARY): cuStreamIsCapturing's answer, cuStreamQuery's. */
+void fake_cuda_capture(int result, int status);
+void fake_cuda_query(int result);
+
+/* A communicator on the current fake: READY (blocking) or INITIALIZING (non-blocking, with
+ * the fake's async script as it is); asserts success. */
+ncclshim_comm *fake_comm(ncclshim_nccl *nccl, int blocking);
+
+/* Milliseconds on CLOCK_MONOTONIC. */
+int64_t now_ms(void);
+
+/* The message contains `part`, or the test fails showing both. */
+#define assert_message(part) assert_message_((part), __FILE__, __LINE__)
+void assert_message_(const char *part, const char *file, int line);
+
+#endif

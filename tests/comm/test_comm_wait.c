@@ -1,0 +1,119 @@
+/* The bounded wait on any ncclComm_t: ncclInProgress is never an error, errors are named,
+ * and no wait outlives its deadline by more than a poll. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "comm_fakes.h"
+
+static struct ncclComm *const some_comm = (struct ncclComm *)&some_comm;
+
+static void test_success_at_once(void **state) {
+  (void)state;
+  ncclshim_nccl *nccl = fake_open("2.28.9");
+  assert_int_equal(ncclshim_nccl_wait(nccl, some_comm, 1000), NCCLSHIM_OK);
+  assert_int_equal(fake_count("ncclCommGetAsyncError"), 1);
+  ncclshim_nccl_close(nccl);
+}
+
+static void test_success_after_polls(void **state) {
+  (void)state;
+  ncclshim_nccl *nccl = fake_open("2.28.9");
+  fake_async(5, ncclSuccess);
+  assert_int_equal(ncclshim_nccl_wait(nccl, some_comm, 1000), NCCLSHIM_OK);
+  assert_int_equal(fake_count("ncclCommGetAsyncError"), 6);
+  ncclshim_nccl_close(nccl);
+}
+
+static void test_async_error_after_polls(void **state) {
+  (void)state;
+  ncclshim_nccl *nccl = fake_open("2.28.9");
+  fake_async(3, ncclRemoteError);
+  fake_last_error("peer 1 closed the connection");
+  assert_int_equal(ncclshim_nccl_wait(nccl, some_comm, 1000), NCCLSHIM_NCCL_ERROR);
+  assert_int_equal(fake_count("ncclCommGetAsyncError"), 4);
+  assert_message("the communicator (asynchronous error) failed: ncclRemoteError (6)");
+  assert_message("NCCL's last error: peer 1 closed the connection");
+  ncclshim_nccl_close(nccl);
+}
+
+/* Forever in progress: TIMEOUT within the deadline + 10 %, polling with backoff (not a spin,
+ * not a sleep of the whole deadline). */
+static void test_timeout(void **state) {
+  (void)state;
+  ncclshim_nccl *nccl = fake_open("2.28.9");
+  fake_async(-1, ncclSuccess);
+  int64_t start = now_ms();
+  assert_int_equal(ncclshim_nccl_wait(nccl, some_comm, 300), NCCLSHIM_TIMEOUT);
+  int64_t elapsed = now_ms() - start;
+  assert_true(elapsed >= 300 && elapsed <= 330);
+  assert_message("still in progress after 300 ms");
+  int polls = fake_count("ncclCommGetAsyncError");
+  assert_true(polls >= 20 && polls <= 1000);
+  ncclshim_nccl_close(nccl);
+}
+
+static void test_zero_timeout_polls_once(void **state) {
+  (void)state;
+  ncclshim_nccl *nccl = fake_open("2.28.9");
+  fake_async(-1, ncclSuccess);
+  assert_int_equal(ncclshim_nccl_wait(nccl, some_comm, 0), NCCLSHIM_TIMEOUT);
+  assert_int_equal(fake_count("ncclCommGetAsyncError"), 1);
+  fake_async(0, ncclSuccess);
+  assert_int_equal(ncclshim_nccl_wait(nccl, some_comm, 0), NCCLSHIM_OK);
+  ncclshim_nccl_close(nccl);
+}
+
+static void test_bad_arguments(void **state) {
+  (void)state;
+  ncclshim_nccl *nccl = fake_open("2.28.9");
+  assert_int_equal(ncclshim_nccl_wait(nccl, some_comm, -1), NCCLSHIM_INVALID_ARGUMENT);
+  assert_message("no wait is unbounded");
+  assert_int_equal(ncclshim_nccl_wait(nccl, NULL, 100), NCCLSHIM_INVALID_ARGUMENT);
+  assert_int_equal(fake_count("ncclCommGetAsyncError"), 0);
+  ncclshim_nccl_close(nccl);
+}
+
+static void test_poll_itself_fails(void **state) {
+  (void)state;
+  ncclshim_nccl *nccl = fake_open("2.28.9");
+  fake_inject("ncclCommGetAsyncError", ncclInvalidArgument, 1);
+  assert_int_equal(ncclshim_nccl_wait(nccl, some_comm, 100), NCCLSHIM_NCCL_ERROR);
+  assert_message("ncclCommGetAsyncError failed: ncclInvalidArgument (4)");
+  ncclshim_nccl_close(nccl);
+}
+
+static void test_without_nccl(void **state) {
+  (void)state;
+  ncclshim_nccl_options options = NCCLSHIM_NCCL_OPTIONS_INIT;
+  options.path = "/nonexistent/libnccl.so.2";
+  ncclshim_nccl *nccl = NULL;
+  ncclshim_status status = ncclshim_nccl_open(&options, &nccl);
+  assert_int_equal(ncclshim_nccl_wait(nccl, some_comm, 100), status);
+  assert_message("no NCCL is loaded");
+  ncclshim_nccl_close(nccl);
+}
+
+/* NULL is the default handle (the 2.28.9 fake, through NCCLSHIM_NCCL_LIBRARY). */
+static void test_default_handle(void **state) {
+  (void)state;
+  ncclshim_nccl *nccl = fake_open("2.28.9");
+  fake_async(2, ncclSuccess);
+  assert_int_equal(ncclshim_nccl_wait(NULL, some_comm, 1000), NCCLSHIM_OK);
+  assert_int_equal(fake_count("ncclCommGetAsyncError"), 3);
+  ncclshim_nccl_close(nccl);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_success_at_once),         cmocka_unit_test(test_success_after_polls),
+      cmocka_unit_test(test_async_error_after_polls), cmocka_unit_test(test_timeout),
+      cmocka_unit_test(test_zero_timeout_polls_once), cmocka_unit_test(test_bad_arguments),
+      cmocka_unit_test(test_poll_itself_fails),       cmocka_unit_test(test_without_nccl),
+      cmocka_unit_test(test_default_handle),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -60,11 +60,18 @@ for r in rows("allreduce-%s.csv" % host):
     coll[(r["nccl"], r["variant"], int(r["bytes"]))].append((float(r["us"]), float(r["busbw_GBps"])))
 if coll:
     table = []
+    # Each row is one process's median; small messages differ from process to process, so
+    # both the median over processes and the best process are compared with direct.
     for (nccl, variant, size) in sorted(coll):
-        us = statistics.median(x[0] for x in coll[(nccl, variant, size)])
-        bw = statistics.median(x[1] for x in coll[(nccl, variant, size)])
+        runs = coll[(nccl, variant, size)]
+        us = statistics.median(x[0] for x in runs)
+        best = min(x[0] for x in runs)
+        bw = statistics.median(x[1] for x in runs)
         direct = coll.get((nccl, "direct", size))
         ratio = us / statistics.median(x[0] for x in direct) if direct else float("nan")
-        table.append([nccl, variant, size, "%.3f" % us, "%.2f" % bw, "%.4f" % ratio])
+        best_ratio = best / min(x[0] for x in direct) if direct else float("nan")
+        table.append([nccl, variant, size, "%.3f" % us, "%.2f" % bw, "%.4f" % ratio,
+                      "%.3f" % best, "%.4f" % best_ratio, len(runs)])
     write("allreduce-summary-%s.csv" % host,
-          ["nccl", "variant", "bytes", "median_us", "busbw_GBps", "time_vs_direct"], table)
+          ["nccl", "variant", "bytes", "median_us", "busbw_GBps", "time_vs_direct", "best_us",
+           "best_vs_direct", "processes"], table)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything that needs the GPU host, in one command from the repository root:
-#   bash bench/gpu/run.sh [MAX_ALLREDUCE_BYTES]
+#   [STAGES="tests probe collectives allreduce init"] bash bench/gpu/run.sh [MAX_ALLREDUCE_BYTES]
 # Builds ncclshim there, runs the test suites that need no cmocka (abi, real, probe, gpu), the
 # probe against both real NCCLs, the plain-NCCL collectives program linked directly and
 # through the drop-in, and the all-reduce benchmark (direct, drop-in, table), and leaves
@@ -24,6 +24,8 @@ step() {
   save
   echo "=== $* ($(date -u +%T))"
 }
+stages=${STAGES:-tests probe collectives allreduce init}
+want() { [[ " $stages " == *" $1 "* ]]; }
 
 step machine
 {
@@ -41,12 +43,15 @@ step build
 meson setup build-gpu >"$res/build.log" 2>&1 && ninja -C build-gpu >>"$res/build.log" 2>&1 \
   || { tail -40 "$res/build.log"; exit 1; }
 
+if want tests; then
 step "meson test: abi real probe gpu"
 meson test -C build-gpu --suite abi --suite real --suite probe --suite gpu --print-errorlogs \
   --timeout-multiplier 2 >"$res/meson-test.log" 2>&1
 grep -E "^ *[0-9]+/[0-9]+ |^Ok:|^Fail:|^Skipped:" "$res/meson-test.log"
 cp build-gpu/meson-logs/testlog.txt "$res/testlog.txt"
+fi
 
+if want probe; then
 step probe
 probe=build-gpu/src/probe/ncclshim-probe
 $probe -v >"$res/probe-default.txt" 2>&1
@@ -60,9 +65,11 @@ for which in sys pip; do
 done
 VIRTUAL_ENV=/opt/torch/.venv $probe --no-devices -v >"$res/probe-venv.txt" 2>&1
 head -40 "$res/probe-default.txt"
+fi
 
-step "collectives: direct and drop-in"
 cflags="-std=c11 -O2 -Wall -Wextra -Werror -I$cuda_inc"
+if want collectives; then
+step "collectives: direct and drop-in"
 for which in sys pip; do
   lib=$([ $which = sys ] && echo $sys_nccl || echo $pip_nccl)
   inc=$([ $which = sys ] && echo /usr/include || echo $pip_root/include)
@@ -85,7 +92,9 @@ for round in 1 2; do
   done
 done
 cat "$res/collectives.log"
+fi
 
+if want allreduce; then
 step "all-reduce benchmark, one process per GPU"
 for which in sys pip; do
   lib=$([ $which = sys ] && echo $sys_nccl || echo $pip_nccl)
@@ -100,26 +109,34 @@ for which in sys pip; do
     -L$cuda_lib -lcudart -Wl,-rpath,$cuda_lib
 done
 echo "variant,nccl,bytes,us,busbw_GBps,us_min,us_max" >"$res/allreduce-$host.csv"
-for round in 1 2; do
-  for which in sys pip; do
-    lib=$([ $which = sys ] && echo $sys_nccl || echo $pip_nccl)
-    for v in direct dropin table; do
-      NCCLSHIM_NCCL_LIBRARY=$lib timeout 300 "$res/ar-$v-$which" $v 8 "$max_bytes" \
-        >>"$res/allreduce-$host.csv" 2>>"$res/allreduce.log" || echo "ar-$v-$which failed: $?"
+# Small messages vary from process to process (launch-bound): more rounds, interleaved.
+run_ar() { # ROUNDS MIN MAX
+  for round in $(seq 1 "$1"); do
+    for which in sys pip; do
+      lib=$([ $which = sys ] && echo $sys_nccl || echo $pip_nccl)
+      for v in direct dropin table; do
+        NCCLSHIM_NCCL_LIBRARY=$lib timeout 300 "$res/ar-$v-$which" $v "$2" "$3" \
+          >>"$res/allreduce-$host.csv" 2>>"$res/allreduce.log" || echo "ar-$v-$which failed: $?"
+      done
     done
   done
-done
+}
+run_ar "${SMALL_ROUNDS:-6}" 8 $((1 << 20))
+run_ar "${LARGE_ROUNDS:-2}" $((2 << 20)) "$max_bytes"
 tail -5 "$res/allreduce.log"
+fi
 
+if want init; then
 step "init cost on the real NCCLs"
 echo "way,library,us" >"$res/init-cost-$host.csv"
 for lib in $sys_nccl $pip_nccl; do
-  for i in $(seq 1 15); do
+  for i in $(seq 1 "${INIT_REPS:-40}"); do
     build-gpu/bench/init_cost raw "$lib" 2>/dev/null >>"$res/init-cost-$host.csv"
     build-gpu/bench/init_cost shim "$lib" 2>>"$res/init-cuinit.log" >>"$res/init-cost-$host.csv"
   done
 done
 sort -u "$res/init-cuinit.log"
+fi
 
 step summary
 python3 bench/summarize.py "$res" $host | tee "$res/summary.txt"

@@ -16,10 +16,10 @@
  * destructor. Out-parameters are written only on success.
  *
  * Deadlines: every wait takes a timeout in milliseconds (0: look once, never block; a
- * negative value is refused: no wait is unbounded). Waits poll with exponential backoff
- * (sleeps from 10 us up to 1 ms) on CLOCK_MONOTONIC. NCCL calls that block by themselves
- * (init, finalize and collectives on a *blocking* communicator) cannot be bounded from
- * outside: create the communicator non-blocking to have every step bounded. */
+ * negative value is refused: no wait is unbounded). Waits poll with backoff (a few polls
+ * that only yield, then sleeps from 10 us doubling up to 1 ms) on CLOCK_MONOTONIC. NCCL calls that
+ * block by themselves (init, finalize and collectives on a *blocking* communicator) cannot be
+ * bounded from outside: create the communicator non-blocking to have every step bounded. */
 #ifndef NCCLSHIM_COMM_H
 #define NCCLSHIM_COMM_H
 
@@ -138,8 +138,10 @@ NCCLSHIM_API ncclshim_status ncclshim_comm_wait(ncclshim_comm *comm, int timeout
 
 /* Check the result of an NCCL call made on this communicator, and finish it: ncclSuccess is
  * OK at once; ncclInProgress waits as ncclshim_comm_wait(comm, timeout_ms) does; any other
- * result is NCCL_ERROR with ncclshim_nccl_check's message (the communicator stays as it is:
- * an argument error does not break it). Use it for collectives and for ncclGroupEnd. */
+ * result is NCCL_ERROR with ncclshim_nccl_check's message (the wrapper's state stays as it
+ * is: an argument error does not break a blocking communicator; a non-blocking one, NCCL
+ * also records as its asynchronous error, which the next wait reports). Use it for
+ * collectives, and for ncclGroupEnd on one communicator. */
 NCCLSHIM_API ncclshim_status ncclshim_comm_check(ncclshim_comm *comm, ncclResult_t result,
                                                  const char *call, int timeout_ms);
 

@@ -43,10 +43,12 @@ int64_t ncclshim_now_ns(void);
 /* now + timeout_ms, in ns. */
 int64_t ncclshim_deadline_ns(int timeout_ms);
 
-/* Exponential backoff between polls: 10 us doubling to 1 ms, never past the deadline. */
+/* Backoff between polls: a few yields, then sleeps from 10 us doubling to 1 ms, never past
+ * the deadline. */
 typedef struct ncclshim_backoff {
   int64_t deadline_ns;
   int64_t sleep_ns;
+  int yields; /* polls left that only yield */
 } ncclshim_backoff;
 ncclshim_backoff ncclshim_backoff_start(int64_t deadline_ns);
 /* Sleep the next step; 0 when the deadline has already passed (nothing slept). */

@@ -1,0 +1,1 @@
+../meson-consumer/consumer.c

@@ -1,0 +1,1 @@
+../meson-consumer/dropin_consumer.c

@@ -103,6 +103,7 @@ NCCLSHIM_API ncclshim_cuda *ncclshim_cuda_default(void);
 
 /* ---- Accessors: each accepts NULL (answering as for "out of memory") ------------------ */
 
+/* The outcome of the handle's open (ncclshim_cuda_open's return); OUT_OF_MEMORY for NULL. */
 NCCLSHIM_API ncclshim_status ncclshim_cuda_status(const ncclshim_cuda *cuda);
 /* One line: "CUDA driver 13.0 from /usr/lib/libcuda.so.580.1 (...)", or why none is usable. */
 NCCLSHIM_API const char *ncclshim_cuda_message(const ncclshim_cuda *cuda);
@@ -110,6 +111,7 @@ NCCLSHIM_API const char *ncclshim_cuda_message(const ncclshim_cuda *cuda);
 NCCLSHIM_API const ncclshim_cuda_table *ncclshim_cuda_functions(const ncclshim_cuda *cuda);
 /* Absolute path of the driver file actually mapped, NULL when none. */
 NCCLSHIM_API const char *ncclshim_cuda_path(const ncclshim_cuda *cuda);
+/* The search step that found the driver; NCCLSHIM_VIA_NONE when none. */
 NCCLSHIM_API ncclshim_found_via ncclshim_cuda_found_via(const ncclshim_cuda *cuda);
 /* 1 when the driver was already mapped in the process before ncclshim looked. */
 NCCLSHIM_API int ncclshim_cuda_preloaded(const ncclshim_cuda *cuda);
@@ -130,6 +132,7 @@ typedef enum ncclshim_cuda_bootstrap {
   NCCLSHIM_CUDA_BOOTSTRAP_PROC_ADDRESS = 2,   /* cuGetProcAddress (11.3 ABI, 4 arguments) */
   NCCLSHIM_CUDA_BOOTSTRAP_PROC_ADDRESS_V2 = 3 /* cuGetProcAddress_v2 (12.0 ABI) */
 } ncclshim_cuda_bootstrap;
+/* Which bootstrap bound the table; NCCLSHIM_CUDA_BOOTSTRAP_NONE without a driver. */
 NCCLSHIM_API ncclshim_cuda_bootstrap ncclshim_cuda_bootstrap_used(const ncclshim_cuda *cuda);
 /* "none", "dlsym", "cuGetProcAddress", "cuGetProcAddress_v2"; "unknown" otherwise. */
 NCCLSHIM_API const char *ncclshim_cuda_bootstrap_name(ncclshim_cuda_bootstrap bootstrap);
@@ -142,7 +145,8 @@ NCCLSHIM_API int ncclshim_cuda_has_function(const ncclshim_cuda *cuda,
 NCCLSHIM_API int ncclshim_cuda_function_abi(const ncclshim_cuda *cuda,
                                             enum ncclshim_cuda_function fn);
 
-/* The search trail, in the order tried. */
+/* The search trail, in the order tried: how many candidates were tried, and the index-th
+ * (NULL when index >= the count). Each record lives as long as the handle. */
 NCCLSHIM_API size_t ncclshim_cuda_attempt_count(const ncclshim_cuda *cuda);
 NCCLSHIM_API const ncclshim_attempt *ncclshim_cuda_attempt(const ncclshim_cuda *cuda, size_t index);
 
@@ -206,6 +210,8 @@ NCCLSHIM_API ncclshim_status ncclshim_cuda_stream_wait_event(const ncclshim_cuda
 /* cuEventCreate(flags): NCCLSHIM_CU_EVENT_* (DISABLE_TIMING makes record/wait cheapest). */
 NCCLSHIM_API ncclshim_status ncclshim_cuda_event_create(const ncclshim_cuda *cuda,
                                                         unsigned int flags, CUevent *event);
+/* Destroy an event (cuEventDestroy_v2) without waiting: one whose record is still pending
+ * is released when it completes. INVALID_ARGUMENT for a NULL event. */
 NCCLSHIM_API ncclshim_status ncclshim_cuda_event_destroy(const ncclshim_cuda *cuda, CUevent event);
 /* Record `event` at the current end of `stream`'s work. */
 NCCLSHIM_API ncclshim_status ncclshim_cuda_event_record(const ncclshim_cuda *cuda, CUevent event,

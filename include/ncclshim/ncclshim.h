@@ -8,7 +8,19 @@
  * the loaded NCCL lacks the function it returns ncclInvalidArgument; both leave a message
  * for ncclshim_last_error(). Explicit handles (ncclshim_nccl_open) load a chosen library
  * beside the default one. Nothing here calls cuInit, sets environment variables, logs
- * errors, aborts or exits. */
+ * errors, aborts or exits.
+ *
+ * Conventions for every function below:
+ *  - Errors: a function returning ncclshim_status returns NCCLSHIM_OK or a failure and, on
+ *    failure, leaves a message for ncclshim_last_error() on the calling thread. Accessors
+ *    cannot fail: they accept NULL (what ncclshim_nccl_default() gives when memory ran out
+ *    at its first use) and answer as for "no NCCL".
+ *  - Strings: returned strings belong to ncclshim; name and text functions return static
+ *    strings, handle accessors strings that live as long as the handle.
+ *  - Thread safety: every function is thread-safe, except ncclshim_nccl_close (not while
+ *    another thread uses the same handle) and the ncclshim_nccl_config_* calls, which must
+ *    not race on the same ncclConfig_t. Calls through the table follow NCCL's rules.
+ *  - Docs: docs/reference.md (search order, environment, status codes, ABI), docs/loader.md. */
 #ifndef NCCLSHIM_H
 #define NCCLSHIM_H
 
@@ -29,7 +41,9 @@ typedef struct ncclshim_nccl_table {
   NCCLSHIM_NCCL_FUNCTIONS(NCCLSHIM_NCCL_TABLE_FIELD_)
 } ncclshim_nccl_table;
 
-/* Facts about a row of the list: "ncclAllReduce", 20300, required or not. */
+/* Facts about a row of the list: its name ("ncclAllReduce"), the packed NCCL version that
+ * first exported it (20300), and 1 when it is REQUIRED (a library without it is refused).
+ * Out-of-range values give "(unknown function)", 0 and 0. */
 NCCLSHIM_API const char *ncclshim_nccl_function_name(enum ncclshim_nccl_function fn);
 NCCLSHIM_API int ncclshim_nccl_function_version(enum ncclshim_nccl_function fn);
 NCCLSHIM_API int ncclshim_nccl_function_required(enum ncclshim_nccl_function fn);
@@ -73,7 +87,7 @@ typedef enum ncclshim_capability {
 NCCLSHIM_API const char *ncclshim_capability_name(ncclshim_capability cap);
 /* The version that unlocks it (22800), 0 for an unknown value. */
 NCCLSHIM_API int ncclshim_capability_version(ncclshim_capability cap);
-/* The capability called `name`, or -1. */
+/* The capability called `name` ("symmetric-memory"), or -1 for NULL or an unknown name. */
 NCCLSHIM_API int ncclshim_capability_from_name(const char *name);
 
 /* ---- Versions ---------------------------------------------------------------------- */
@@ -83,9 +97,11 @@ NCCLSHIM_API const char *ncclshim_library_version(void);
 
 /* Decode an ncclGetVersion code of either encoding (<= 2.8: X*1000+Y*100+Z, from 2.9:
  * X*10000+Y*100+Z). Returns the comparable packed value MAJOR*10000+MINOR*100+PATCH and
- * fills the parts, or returns 0 (parts untouched) for a code no release can have. */
+ * fills the parts (each pointer may be NULL), or returns 0 (parts untouched) for a code no
+ * release can have (below 1000). */
 NCCLSHIM_API int ncclshim_decode_version(int code, int *major, int *minor, int *patch);
-/* "2.28.9" into buf (always terminated); returns buf. */
+/* "2.28.9" for 22809 into buf of `size` bytes (cut to fit, always terminated; nothing
+ * written when size is 0); "none" for packed <= 0. Returns buf. */
 NCCLSHIM_API const char *ncclshim_format_version(int packed, char *buf, size_t size);
 
 /* ---- Handles ----------------------------------------------------------------------- */
@@ -101,23 +117,36 @@ typedef struct ncclshim_nccl_options {
 #define NCCLSHIM_NCCL_OPTIONS_INIT \
   { sizeof(ncclshim_nccl_options), NULL, 0 }
 
-/* Search, open and bind an NCCL. Returns the status and, unless it is INVALID_ARGUMENT or
- * OUT_OF_MEMORY, sets *out to a handle that describes the outcome (the trail, the reason)
- * and whose table is callable either way. Close it with ncclshim_nccl_close. A path given
- * here or in NCCLSHIM_NCCL_LIBRARY is used alone: if it is unusable the open fails. */
+/* Search, open and bind an NCCL (search order: docs/reference.md). options: NULL for
+ * NCCLSHIM_NCCL_OPTIONS_INIT. A path given here or in NCCLSHIM_NCCL_LIBRARY is used alone:
+ * if it is unusable the open fails.
+ * Returns OK, or why no candidate was accepted: NOT_FOUND, LOAD_FAILED, NOT_NCCL,
+ * MISSING_SYMBOLS, VERSION_TOO_OLD, WRONG_MAJOR, BAD_VERSION (the first refused candidate's
+ * reason), INVALID_ARGUMENT (out NULL, options->size too small, min_version negative, an
+ * empty path, a relative NCCLSHIM_NCCL_LIBRARY), OUT_OF_MEMORY.
+ * *out is left untouched only when out is NULL, options is unusable (size, min_version) or
+ * memory runs out; otherwise it is set - also when the search failed - to a handle that
+ * describes the outcome (the trail, the reason) and whose table is callable either way.
+ * Close it with ncclshim_nccl_close. Thread-safe. */
 NCCLSHIM_API ncclshim_status ncclshim_nccl_open(const ncclshim_nccl_options *options,
                                                 ncclshim_nccl **out);
 /* Free the handle's bookkeeping. The library stays mapped (NCCL is never dlclose'd), and
- * pointers taken from the table stay valid. NULL is ignored. Not for the default handle. */
+ * pointers taken from the table stay valid; strings and attempts from the handle do not.
+ * NULL and the default handle are ignored. Not while another thread uses the handle. */
 NCCLSHIM_API void ncclshim_nccl_close(ncclshim_nccl *nccl);
 
-/* The process-wide handle, loaded on first use with the default options; never NULL
- * (except when out of memory at that first use). */
+/* The process-wide handle, loaded once on first use with the default options
+ * (pthread_once: concurrent first calls wait for one load); never NULL (except when out of
+ * memory at that first use). Its status says whether NCCL was found. */
 NCCLSHIM_API ncclshim_nccl *ncclshim_nccl_default(void);
 
+/* The outcome of the handle's open (ncclshim_nccl_open's return); OUT_OF_MEMORY for NULL. */
 NCCLSHIM_API ncclshim_status ncclshim_nccl_status(const ncclshim_nccl *nccl);
-/* One line: what was loaded, or why nothing was. */
+/* One line: what was loaded, or why nothing was (every place searched); never NULL. */
 NCCLSHIM_API const char *ncclshim_nccl_message(const ncclshim_nccl *nccl);
+/* The handle's function table; never NULL and no entry is NULL: without NCCL an entry
+ * returns ncclInvalidUsage, for a function the loaded NCCL lacks ncclInvalidArgument (both
+ * leave a message for ncclshim_last_error()). */
 NCCLSHIM_API const ncclshim_nccl_table *ncclshim_nccl_functions(const ncclshim_nccl *nccl);
 /* Packed version of the loaded library, 0 when none. */
 NCCLSHIM_API int ncclshim_nccl_version(const ncclshim_nccl *nccl);
@@ -125,22 +154,30 @@ NCCLSHIM_API int ncclshim_nccl_version(const ncclshim_nccl *nccl);
 NCCLSHIM_API int ncclshim_nccl_version_code(const ncclshim_nccl *nccl);
 /* Absolute path of the file actually mapped, NULL when none. */
 NCCLSHIM_API const char *ncclshim_nccl_path(const ncclshim_nccl *nccl);
+/* The search step that found the loaded library; NCCLSHIM_VIA_NONE when none. */
 NCCLSHIM_API ncclshim_found_via ncclshim_nccl_found_via(const ncclshim_nccl *nccl);
 /* 1 when the library was already mapped in the process before ncclshim looked. */
 NCCLSHIM_API int ncclshim_nccl_preloaded(const ncclshim_nccl *nccl);
-/* The build tag from the library's banner ("+cuda13.0"), "" when it carries none. It reads
- * the file, so the first call per handle costs a scan; later calls are free. */
+/* The build tag from the library's banner ("+cuda13.0"), "" when it carries none or no
+ * library is loaded. It reads the file, so the first call per handle costs a scan; later
+ * calls are free. Thread-safe (the scan runs once under the handle's lock). */
 NCCLSHIM_API const char *ncclshim_nccl_build(ncclshim_nccl *nccl);
+/* The capabilities present, as NCCLSHIM_CAP_BIT(cap) bits; 0 without NCCL. */
 NCCLSHIM_API uint64_t ncclshim_nccl_capabilities(const ncclshim_nccl *nccl);
+/* 1 when the loaded NCCL has `cap` (its version and functions: NCCLSHIM_CAPABILITIES);
+ * 0 otherwise, also without NCCL and for an unknown value. */
 NCCLSHIM_API int ncclshim_nccl_has(const ncclshim_nccl *nccl, ncclshim_capability cap);
-/* 1 when the loaded library exports this function. */
+/* 1 when the loaded library exports this function; 0 without NCCL or for an unknown fn. */
 NCCLSHIM_API int ncclshim_nccl_has_function(const ncclshim_nccl *nccl,
                                             enum ncclshim_nccl_function fn);
 /* 1 when an optional function is missing although its version says it should be there
- * (a broken or customised build). */
+ * (a broken or customised build); 0 otherwise, also without NCCL. */
 NCCLSHIM_API int ncclshim_nccl_unexpectedly_missing(const ncclshim_nccl *nccl,
                                                     enum ncclshim_nccl_function fn);
-/* Why a capability is missing, "" when it is present. */
+/* Why a capability is missing ("needs NCCL >= 2.28.0; loaded 2.27.3", "no NCCL is loaded",
+ * "the library lacks ncclX", "unknown capability N"), "" when it is present, written into
+ * buf of `size` bytes (cut to fit, always terminated; nothing written when size is 0).
+ * Returns buf. */
 NCCLSHIM_API const char *ncclshim_nccl_capability_reason(const ncclshim_nccl *nccl,
                                                          ncclshim_capability cap, char *buf,
                                                          size_t size);
@@ -149,16 +186,21 @@ NCCLSHIM_API const char *ncclshim_nccl_capability_reason(const ncclshim_nccl *nc
  * NCCL version, same library file contents, same capabilities, same NCCL_* settings other
  * than NCCL_DEBUG*). "nccl2.28.9-f<file hash>-c<capability bits>-e<environment hash>", or
  * "none-e<environment hash>" without NCCL. The file is hashed once per handle (a full read:
- * tens of milliseconds for a 200 MB library); the environment at every call. Returns buf. */
+ * tens of milliseconds for a 200 MB library); the environment at every call. Written into
+ * buf of `size` bytes (64 is enough; cut to fit, always terminated; nothing written when
+ * size is 0). Returns buf. Thread-safe (the hash runs once under the handle's lock), but the
+ * environment must not change meanwhile (setenv is not thread-safe anyway). */
 NCCLSHIM_API const char *ncclshim_nccl_fingerprint(ncclshim_nccl *nccl, char *buf, size_t size);
 
-/* The search trail, in the order tried. */
+/* The search trail, in the order tried: how many candidates were tried, and the index-th
+ * (NULL when index >= the count). Each record lives as long as the handle. */
 NCCLSHIM_API size_t ncclshim_nccl_attempt_count(const ncclshim_nccl *nccl);
 NCCLSHIM_API const ncclshim_attempt *ncclshim_nccl_attempt(const ncclshim_nccl *nccl, size_t index);
 
 /* ---- The default handle, volk-style -------------------------------------------------- */
 
-/* Load the default NCCL (once) and return its status. */
+/* Load the default NCCL (once: ncclshim_nccl_default) and return its status, as
+ * ncclshim_nccl_open returns it (OK, NOT_FOUND, ...). Thread-safe; later calls are cheap. */
 NCCLSHIM_API ncclshim_status ncclshim_init(void);
 /* Packed version of the default NCCL, 0 when none. */
 NCCLSHIM_API int ncclshim_version(void);
@@ -199,16 +241,24 @@ typedef enum ncclshim_config_field {
  * right: every field UNDEF, magic set, size = min(config_size, the 2.30.7 layout's 96),
  * version = that layout's release. Nothing past config_size is written. An older library
  * reads only its own prefix; a newer one fills what lies past `size` with its defaults.
- * Use the macro, which passes the size of the caller's type. */
+ * Use the macro, which passes the size of the caller's type. Needs no NCCL.
+ * Returns OK; INVALID_ARGUMENT when config is NULL or config_size does not reach the
+ * `blocking` field (the header: size, magic, version). */
 NCCLSHIM_API ncclshim_status ncclshim_nccl_config_init(void *config, size_t config_size);
 #define NCCLSHIM_NCCL_CONFIG_INIT(config) ncclshim_nccl_config_init((config), sizeof(*(config)))
 
 /* OK when the loaded library honours the field and it lies inside a config of config_size
- * bytes; otherwise UNAVAILABLE with the reason in ncclshim_last_error(). */
+ * bytes; otherwise UNAVAILABLE with the reason in ncclshim_last_error() (the field lies past
+ * config_size, no NCCL is loaded, or the loaded one predates the field), INVALID_ARGUMENT
+ * for an unknown field. */
 NCCLSHIM_API ncclshim_status ncclshim_nccl_config_check(const ncclshim_nccl *nccl,
                                                         size_t config_size,
                                                         ncclshim_config_field field);
-/* Set a field after ncclshim_nccl_config_check; a refused field is left untouched (UNDEF). */
+/* Set a field of a config made by ncclshim_nccl_config_init, after the checks of
+ * ncclshim_nccl_config_check (same UNAVAILABLE answers). Also INVALID_ARGUMENT: config NULL
+ * or too small, not initialised (no magic), or the wrong kind (_int for an int field, _str
+ * for a string field: netName, commName). A refused field is left untouched (UNDEF). _str
+ * stores the pointer: the string must outlive the communicator's creation. */
 NCCLSHIM_API ncclshim_status ncclshim_nccl_config_set_int(const ncclshim_nccl *nccl, void *config,
                                                           size_t config_size,
                                                           ncclshim_config_field field, int value);
@@ -220,7 +270,7 @@ NCCLSHIM_API ncclshim_status ncclshim_nccl_config_set_str(const ncclshim_nccl *n
 NCCLSHIM_API const char *ncclshim_config_field_name(ncclshim_config_field field);
 
 /* NCCL's own text for a result code, from ncclshim's table (no library needed); codes it
- * does not know give "unknown result code". */
+ * does not know give "unknown result code". Static string; thread-safe. */
 NCCLSHIM_API const char *ncclshim_nccl_result_string(int result);
 
 #ifdef __cplusplus

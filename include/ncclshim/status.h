@@ -35,9 +35,10 @@ typedef enum ncclshim_status {
   NCCLSHIM_FORKED = 16              /* state initialised in a parent process used after fork */
 } ncclshim_status;
 
-/* "NOT_FOUND", ... ; "UNKNOWN" for a value outside the enum. */
+/* "NOT_FOUND", ... ; "UNKNOWN" for a value outside the enum. Static string; thread-safe. */
 NCCLSHIM_API const char *ncclshim_status_name(ncclshim_status status);
-/* A short sentence: "no library file was found". */
+/* A short sentence: "no library file was found"; "unknown status code" for a value outside
+ * the enum. Static string; thread-safe. The meaning of each code: docs/reference.md. */
 NCCLSHIM_API const char *ncclshim_status_string(ncclshim_status status);
 
 /* How a candidate library was found. */
@@ -50,7 +51,8 @@ typedef enum ncclshim_found_via {
   NCCLSHIM_VIA_WELL_KNOWN = 5   /* one of the documented install locations */
 } ncclshim_found_via;
 
-/* "explicit", "environment", "already-loaded", "system-search", "well-known-place". */
+/* "none", "explicit", "environment", "already-loaded", "system-search", "well-known-place";
+ * "unknown" for a value outside the enum. Static string; thread-safe. */
 NCCLSHIM_API const char *ncclshim_found_via_name(ncclshim_found_via via);
 
 /* One candidate tried during a search, in order. Strings live as long as their handle. */
@@ -61,8 +63,9 @@ typedef struct ncclshim_attempt {
   const char *reason;     /* why it was refused, dlerror() text included; "" when chosen */
 } ncclshim_attempt;
 
-/* The calling thread's most recent failure message from ncclshim ("" when none). It is
- * overwritten by the next failure on the same thread. */
+/* The calling thread's most recent failure message from ncclshim ("" when none); never
+ * NULL. Each thread has its own (thread-safe): the pointer stays valid until the thread
+ * exits, and the text is overwritten by the thread's next failure. Success leaves it. */
 NCCLSHIM_API const char *ncclshim_last_error(void);
 
 #ifdef __cplusplus

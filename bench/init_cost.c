@@ -1,6 +1,9 @@
 /* From nothing to a usable NCCL table, in this fresh process, one way per run:
  *   raw PATH    dlopen + ncclGetVersion + dlsym of every name of ncclshim's list
  *   shim PATH   ncclshim_nccl_open with that path (ELF check, version, bind, capabilities)
+ * Before the clock starts, each way makes one failed attempt on a file that does not exist, so
+ * that the code it runs is paged in and the time is the work, not first-touch page faults
+ * of ncclshim's own code (which a VM can make expensive).
  * Prints CSV: way,library,microseconds. Then shows that loading called no cuInit: with a real
  * driver, cuDeviceGetCount through ncclshim's CUDA table still answers
  * CUDA_ERROR_NOT_INITIALIZED (3). */
@@ -25,8 +28,17 @@ int main(int argc, char **argv) {
     return 2;
   }
   int bound = 0;
+  int raw = strcmp(argv[1], "raw") == 0;
+  ncclshim_nccl_options warm = NCCLSHIM_NCCL_OPTIONS_INIT;
+  warm.path = "/nonexistent/libnccl.so.2";
+  ncclshim_nccl *cold = NULL;
+  if (raw)
+    dlopen(warm.path, RTLD_NOW | RTLD_LOCAL);
+  else
+    ncclshim_nccl_open(&warm, &cold);
+  ncclshim_nccl_close(cold);
   double t0 = now_us();
-  if (strcmp(argv[1], "raw") == 0) {
+  if (raw) {
     void *handle = dlopen(argv[2], RTLD_NOW | RTLD_LOCAL);
     if (handle == NULL) return 1;
     int version = 0;

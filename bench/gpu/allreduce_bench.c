@@ -60,9 +60,11 @@ static int child(const char *variant, int nranks, int (*pipes)[2], size_t min_by
   float *send, *recv;
   cudaStream_t stream;
   CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  CUDA(cudaMalloc((void **)&send, max_bytes));
-  CUDA(cudaMalloc((void **)&recv, max_bytes));
-  CUDA(cudaMemset(send, 0, max_bytes));
+  size_t count = 1 << 20; /* the correctness check's size */
+  size_t capacity = max_bytes > count * sizeof(float) ? max_bytes : count * sizeof(float);
+  CUDA(cudaMalloc((void **)&send, capacity));
+  CUDA(cudaMalloc((void **)&recv, capacity));
+  CUDA(cudaMemset(send, 0, capacity));
   ncclComm_t comm;
   NCCL(N(ncclCommInitRank)(&comm, nranks, id, rank));
   int code;
@@ -72,7 +74,6 @@ static int child(const char *variant, int nranks, int (*pipes)[2], size_t min_by
   CUDA(cudaEventCreate(&stop));
 
   /* Correctness at one size first: each rank contributes rank+1. */
-  size_t count = 1 << 20;
   float *host = malloc(count * sizeof(float));
   for (size_t i = 0; i < count; i++) host[i] = (float)(rank + 1);
   CUDA(cudaMemcpy(send, host, count * sizeof(float), cudaMemcpyHostToDevice));

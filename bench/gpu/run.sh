@@ -49,6 +49,11 @@ meson test -C build-gpu --suite abi --suite real --suite probe --suite gpu --pri
   --timeout-multiplier 2 >"$res/meson-test.log" 2>&1
 grep -E "^ *[0-9]+/[0-9]+ |^Ok:|^Fail:|^Skipped:" "$res/meson-test.log"
 cp build-gpu/meson-logs/testlog.txt "$res/testlog.txt"
+step "meson test: gpu, on the pip wheel's NCCL"
+NCCLSHIM_NCCL_LIBRARY=$pip_nccl meson test -C build-gpu --suite gpu --print-errorlogs \
+  >"$res/meson-test-gpu-pip.log" 2>&1
+grep -E "^ *[0-9]+/[0-9]+ |^Ok:|^Fail:|^Skipped:" "$res/meson-test-gpu-pip.log"
+cp build-gpu/meson-logs/testlog.txt "$res/testlog-gpu-pip.txt"
 fi
 
 if want probe; then

@@ -15,11 +15,18 @@ import os
 import subprocess
 import sys
 
-HEADER = """# Exported symbols of {lib}, checked by abi/check_exports.py (meson test --suite packaging).
-# Regenerate after adding an export on purpose:
+HEADER = """# Exported symbols of {lib}, checked by abi/check_exports.py
+# (meson test --suite packaging). Regenerate after adding an export on purpose:
 #   python3 abi/check_exports.py --update abi/{list} {built}
 # Never remove or rename a line without bumping the SONAME (docs/reference.md).
 """
+
+
+def from_root(list_path, path):
+    """path relative to the checkout (the folder above abi/) when it lies inside it."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(list_path)))
+    rel = os.path.relpath(os.path.abspath(path), root)
+    return path if rel.startswith("..") else rel
 
 
 def exported(library):
@@ -62,16 +69,16 @@ def main(argv):
     listed = list_path.rsplit("/", 1)[-1]
     if update:
         with open(list_path, "w", encoding="utf-8") as f:
-            built = os.path.relpath(library)
-            f.write(HEADER.format(lib=so, list=listed, built=library if built.startswith("..")
-                                  else built))
+            f.write(HEADER.format(lib=so, list=listed, built=from_root(list_path, library)))
             f.write(f"soname {so}\n")
             f.writelines(n + "\n" for n in names)
         print(f"{list_path}: {len(names)} exports of {so}")
         return 0
 
     want_so, want = read_list(list_path)
-    fix = f"python3 abi/check_exports.py --update abi/{listed} {library}"
+    list_path = os.path.normpath(os.path.abspath(list_path))
+    fix = (f"python3 {os.path.join(os.path.dirname(list_path), 'check_exports.py')} --update "
+           f"{list_path} {os.path.abspath(library)}")
     ok = True
     if so != want_so:
         ok = False
@@ -92,7 +99,8 @@ def main(argv):
         print(f"{len(added)} new export(s) of {so} missing from {list_path}:")
         print("".join(f"  + {n}\n" for n in added), end="")
         print(f"If they are meant to be public API, add them (and keep them from now on):\n"
-              f"  {fix}\nOtherwise keep them unexported (hidden visibility, or out of the version script).")
+              f"  {fix}\nOtherwise keep them unexported (hidden visibility, or out of the "
+              "version script).")
     if ok:
         print(f"{so}: {len(names)} exports match {list_path}")
     return 0 if ok else 1

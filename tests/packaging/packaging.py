@@ -83,9 +83,11 @@ class Tree:
         return self.destdir + path if os.path.isabs(path) else os.path.join(self.destdir, path)
 
     def pkg_config_env(self):
-        # Only this tree's .pc files; their prefix= moved under the staging directory.
+        # Only this tree's .pc files; their prefix= moved under the staging directory; -I and
+        # -L kept even for a prefix of /usr.
         return base_env(PKG_CONFIG_LIBDIR=self.pkgconfig, PKG_CONFIG_PATH="",
-                        PKG_CONFIG_SYSROOT_DIR=self.destdir)
+                        PKG_CONFIG_SYSROOT_DIR=self.destdir, PKG_CONFIG_ALLOW_SYSTEM_CFLAGS="1",
+                        PKG_CONFIG_ALLOW_SYSTEM_LIBS="1")
 
 
 def dynamic(path, tag):

@@ -31,6 +31,7 @@ set output "allreduce-$what-$nccl-$host.png"
 set datafile separator ","
 set title "all-reduce float32 sum, 2 GPUs, NCCL $nccl ($host)"
 set logscale x 2
+set format x "%.0b%BB"
 $([ "$what" = latency ] && echo 'set logscale y 10')
 set xlabel "message size (bytes)"
 set ylabel "$ylabel"

@@ -157,14 +157,7 @@ def check_install(tmp):
 # ---- Consumers ----------------------------------------------------------------------
 
 
-# The installed drop-in finds its libncclshim.so.0 only through the loader's search (it has
-# no RUNPATH, and the consumer's RUNPATH covers only the consumer's own NEEDED entries): from
-# a prefix outside ld.so.conf it needs LD_LIBRARY_PATH. Set this to False once
-# src/dropin/meson.build gives the drop-in install_rpath : '$ORIGIN'.
-DROPIN_NEEDS_LD_LIBRARY_PATH = True
-
-
-def run_consumers(build, libdir, installed):
+def run_consumers(build, libdir):
     """Run the consumers built in `build`: NCCL from the fake, ncclshim from libdir."""
     env = base_env(NCCLSHIM_NCCL_LIBRARY=FAKE_NCCL)
     out = run([os.path.join(build, "consumer"), FAKE_VERSION], env=env).strip()
@@ -174,8 +167,6 @@ def run_consumers(build, libdir, installed):
     check(os.path.realpath(used).startswith(os.path.realpath(libdir) + os.sep),
           "consumer used %s, not the ncclshim in %s" % (used, libdir))
     check(os.path.realpath(nccl) == os.path.realpath(FAKE_NCCL), "consumer loaded %s" % nccl)
-    if installed and DROPIN_NEEDS_LD_LIBRARY_PATH:
-        env["LD_LIBRARY_PATH"] = libdir
     out = run([os.path.join(build, "dropin_consumer"), FAKE_VERSION], env=env).strip()
     check(out == "NCCL %s through the drop-in" % FAKE_VERSION, "dropin_consumer: %r" % out)
 
@@ -190,7 +181,7 @@ def check_meson_subproject(tmp):
     run(MESON + ["setup", build, src, "--force-fallback-for=ncclshim,ncclshim-nccl",
                  "--wrap-mode=nodownload", "-Dncclshim:tests=disabled"], env=base_env())
     run(MESON + ["compile", "-C", build, "consumer", "dropin_consumer"])
-    run_consumers(build, os.path.join(build, "subprojects", "ncclshim"), False)
+    run_consumers(build, os.path.join(build, "subprojects", "ncclshim"))
 
 
 def check_meson_pkgconfig(tmp):
@@ -200,7 +191,7 @@ def check_meson_pkgconfig(tmp):
     run(MESON + ["setup", build, os.path.join(CONSUMERS, "meson-consumer"),
                  "--wrap-mode=nofallback"], env=env)
     run(MESON + ["compile", "-C", build], env=env)
-    run_consumers(build, tree.lib, True)
+    run_consumers(build, tree.lib)
 
 
 def cmake_version_answers(cmake, tmp, version_file):
@@ -258,7 +249,7 @@ def check_cmake(tmp):
     check(found and os.path.realpath(found[0]) == os.path.realpath(tree.cmake),
           "find_package found ncclshim in %s, not %s" % (found, tree.cmake))
     run([cmake, "--build", build])
-    run_consumers(build, tree.lib, True)
+    run_consumers(build, tree.lib)
     cmake_version_answers(cmake, tmp, os.path.join(tree.cmake, "ncclshimConfigVersion.cmake"))
 
 

@@ -36,7 +36,15 @@ char *fake_path(const char *variant) {
   return join(dir, name);
 }
 
-static void *fake_symbol(const char *path, const char *symbol) {
+char *env_entry(const char *key, const char *value) {
+  size_t length = strlen(key) + strlen(value) + 2;
+  char *entry = malloc(length);
+  if (entry == NULL) DIE("out of memory");
+  snprintf(entry, length, "%s=%s", key, value);
+  return entry;
+}
+
+void *loaded_symbol(const char *path, const char *symbol) {
   void *handle = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
   if (handle == NULL) DIE("%s is not loaded", path);
   void *address = dlsym(handle, symbol);
@@ -45,7 +53,7 @@ static void *fake_symbol(const char *path, const char *symbol) {
   return address;
 }
 
-#define FAKE_CALL(path, name, type) ((type)(uintptr_t)fake_symbol(path, name))
+#define FAKE_CALL(path, name, type) ((type)(uintptr_t)loaded_symbol(path, name))
 
 const fake_nccl_call *fake_last_call(const char *path) {
   return FAKE_CALL(path, "fake_nccl_last_call", fake_nccl_last_call_fn)();

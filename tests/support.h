@@ -26,6 +26,10 @@ void make_dirs(const char *path);
 void make_link(const char *target, const char *link);
 /* malloc'd "a/b" */
 char *join(const char *a, const char *b);
+/* malloc'd "KEY=value", for the environments given to run_program. */
+char *env_entry(const char *key, const char *value);
+/* The address of `symbol` in the already loaded library `path` (dies if either is missing). */
+void *loaded_symbol(const char *path, const char *symbol);
 
 /* The outcome of one search, as printed by the nccl_scenario helper (key=value lines). */
 typedef struct scenario {

@@ -26,14 +26,6 @@ static int setup(void **state) {
   return 0;
 }
 
-/* "KEY=value" (malloc'd) */
-static char *env_var(const char *key, const char *value) {
-  size_t length = strlen(key) + strlen(value) + 2;
-  char *entry = malloc(length);
-  snprintf(entry, length, "%s=%s", key, value);
-  return entry;
-}
-
 /* A directory `prefix` + `sub` holding libnccl.so.2 -> the fake `variant`; returns prefix. */
 static char *install(const char *name, const char *sub, const char *variant) {
   char *prefix = join(root, name);
@@ -85,7 +77,7 @@ static void test_no_nccl(void **state) {
 static void test_system_search(void **state) {
   (void)state;
   scenario s;
-  const char *env[] = {env_var("LD_LIBRARY_PATH", old_dir), NULL};
+  const char *env[] = {env_entry("LD_LIBRARY_PATH", old_dir), NULL};
   run_scenario(&s, NULL, env);
   expect_chosen(&s, "OK", "system-search", "2.21.5", "2.21.5");
   assert_string_equal(scenario_get(&s, "preloaded"), "0");
@@ -94,8 +86,8 @@ static void test_system_search(void **state) {
 static void test_environment_wins(void **state) {
   (void)state;
   scenario s;
-  const char *env[] = {env_var("LD_LIBRARY_PATH", old_dir),
-                       env_var("NCCLSHIM_NCCL_LIBRARY", fake_path("2.28.9")), NULL};
+  const char *env[] = {env_entry("LD_LIBRARY_PATH", old_dir),
+                       env_entry("NCCLSHIM_NCCL_LIBRARY", fake_path("2.28.9")), NULL};
   run_scenario(&s, NULL, env);
   expect_chosen(&s, "OK", "environment", "2.28.9", "2.28.9");
   assert_string_equal(scenario_get(&s, "attempts"), "1");
@@ -104,24 +96,24 @@ static void test_environment_wins(void **state) {
 static void test_environment_fails_loud(void **state) {
   (void)state;
   scenario s;
-  const char *env[] = {env_var("LD_LIBRARY_PATH", old_dir),
-                       env_var("NCCLSHIM_NCCL_LIBRARY", "/nonexistent/libnccl.so.2"), NULL};
+  const char *env[] = {env_entry("LD_LIBRARY_PATH", old_dir),
+                       env_entry("NCCLSHIM_NCCL_LIBRARY", "/nonexistent/libnccl.so.2"), NULL};
   run_scenario(&s, NULL, env);
   expect_chosen(&s, "NOT_FOUND", "none", "none", NULL);
   assert_string_equal(scenario_get(&s, "attempts"), "1");
   assert_non_null(strstr(scenario_get(&s, "message"), "/nonexistent/libnccl.so.2"));
 
-  const char *broken[] = {env_var("LD_LIBRARY_PATH", old_dir),
-                          env_var("NCCLSHIM_NCCL_LIBRARY", fake_path("missing-required")), NULL};
+  const char *broken[] = {env_entry("LD_LIBRARY_PATH", old_dir),
+                          env_entry("NCCLSHIM_NCCL_LIBRARY", fake_path("missing-required")), NULL};
   run_scenario(&s, NULL, broken);
   expect_chosen(&s, "MISSING_SYMBOLS", "none", "none", NULL);
 
-  const char *relative[] = {env_var("NCCLSHIM_NCCL_LIBRARY", "libnccl.so.2"), NULL};
+  const char *relative[] = {env_entry("NCCLSHIM_NCCL_LIBRARY", "libnccl.so.2"), NULL};
   run_scenario(&s, NULL, relative);
   expect_chosen(&s, "INVALID_ARGUMENT", "none", "none", NULL);
   assert_non_null(strstr(scenario_get(&s, "message"), "must be an absolute path"));
 
-  const char *empty[] = {env_var("NCCLSHIM_NCCL_LIBRARY", ""), env_var("LD_LIBRARY_PATH", old_dir),
+  const char *empty[] = {env_entry("NCCLSHIM_NCCL_LIBRARY", ""), env_entry("LD_LIBRARY_PATH", old_dir),
                          NULL};
   run_scenario(&s, NULL, empty); /* empty means unset */
   expect_chosen(&s, "OK", "system-search", "2.21.5", "2.21.5");
@@ -131,7 +123,7 @@ static void test_api_beats_environment(void **state) {
   (void)state;
   scenario s;
   const char *args[] = {"--path", fake_path("2.28.3"), NULL};
-  const char *env[] = {env_var("NCCLSHIM_NCCL_LIBRARY", fake_path("2.28.9")), NULL};
+  const char *env[] = {env_entry("NCCLSHIM_NCCL_LIBRARY", fake_path("2.28.9")), NULL};
   run_scenario(&s, args, env);
   expect_chosen(&s, "OK", "explicit", "2.28.3", "2.28.3");
 }
@@ -140,7 +132,7 @@ static void test_already_loaded(void **state) {
   (void)state;
   scenario s;
   const char *args[] = {"--preload", fake_path("2.27.3"), NULL};
-  const char *env[] = {env_var("LD_LIBRARY_PATH", old_dir), NULL};
+  const char *env[] = {env_entry("LD_LIBRARY_PATH", old_dir), NULL};
   run_scenario(&s, args, env);
   expect_chosen(&s, "OK", "already-loaded", "2.27.3", "2.27.3");
   assert_string_equal(scenario_get(&s, "preloaded"), "1");
@@ -152,14 +144,14 @@ static void test_keeps_searching_past_old(void **state) {
   scenario s;
   char *home = install("home", "lib", "2.28.9");
   const char *args[] = {"--min", "22800", NULL};
-  const char *env[] = {env_var("LD_LIBRARY_PATH", old_dir), env_var("NCCL_HOME", home), NULL};
+  const char *env[] = {env_entry("LD_LIBRARY_PATH", old_dir), env_entry("NCCL_HOME", home), NULL};
   run_scenario(&s, args, env);
   expect_chosen(&s, "OK", "well-known-place", "2.28.9", "2.28.9");
   assert_non_null(strstr(find_attempt(&s, "system-search|VERSION_TOO_OLD"),
                          "NCCL 2.21.5 is older than the 2.28.0"));
 
   /* And past a broken one. */
-  const char *broken[] = {env_var("LD_LIBRARY_PATH", bad_dir), env_var("NCCL_HOME", home), NULL};
+  const char *broken[] = {env_entry("LD_LIBRARY_PATH", bad_dir), env_entry("NCCL_HOME", home), NULL};
   run_scenario(&s, NULL, broken);
   expect_chosen(&s, "OK", "well-known-place", "2.28.9", "2.28.9");
   assert_non_null(strstr(find_attempt(&s, "MISSING_SYMBOLS"), "ncclAllReduce"));
@@ -169,7 +161,7 @@ static void test_all_refused(void **state) {
   (void)state;
   scenario s;
   const char *args[] = {"--min", "22800", "--call", NULL};
-  const char *env[] = {env_var("LD_LIBRARY_PATH", old_dir), NULL};
+  const char *env[] = {env_entry("LD_LIBRARY_PATH", old_dir), NULL};
   run_scenario(&s, args, env);
   expect_chosen(&s, "VERSION_TOO_OLD", "none", "none", NULL);
   assert_non_null(strstr(scenario_get(&s, "message"), "older than the 2.28.0"));
@@ -180,28 +172,28 @@ static void test_well_known_places(void **state) {
   (void)state;
   scenario s;
   char *conda = install("conda", "lib", "2.27.3");
-  const char *e1[] = {env_var("CONDA_PREFIX", conda), NULL};
+  const char *e1[] = {env_entry("CONDA_PREFIX", conda), NULL};
   run_scenario(&s, NULL, e1);
   expect_chosen(&s, "OK", "well-known-place", "2.27.3", "2.27.3");
 
   char *cuda = install("cuda", "lib64", "2.28.3");
-  const char *e2[] = {env_var("CUDA_HOME", cuda), NULL};
+  const char *e2[] = {env_entry("CUDA_HOME", cuda), NULL};
   run_scenario(&s, NULL, e2);
   expect_chosen(&s, "OK", "well-known-place", "2.28.3", "2.28.3");
 
   char *venv = install("venv", "lib/python3.12/site-packages/nvidia/nccl/lib", "2.30.7");
-  const char *e3[] = {env_var("VIRTUAL_ENV", venv), NULL};
+  const char *e3[] = {env_entry("VIRTUAL_ENV", venv), NULL};
   run_scenario(&s, NULL, e3);
   expect_chosen(&s, "OK", "well-known-place", "2.30.7", "2.30.7");
 
   /* NCCL_HOME comes before CONDA_PREFIX. */
   char *home = install("home2", "lib", "2.21.5");
-  const char *e4[] = {env_var("CONDA_PREFIX", conda), env_var("NCCL_HOME", home), NULL};
+  const char *e4[] = {env_entry("CONDA_PREFIX", conda), env_entry("NCCL_HOME", home), NULL};
   run_scenario(&s, NULL, e4);
   expect_chosen(&s, "OK", "well-known-place", "2.21.5", "2.21.5");
 
   /* A relative directory is never searched. */
-  const char *e5[] = {env_var("NCCL_HOME", "home2"), NULL};
+  const char *e5[] = {env_entry("NCCL_HOME", "home2"), NULL};
   run_scenario(&s, NULL, e5);
   expect_chosen(&s, "NOT_FOUND", "none", "none", NULL);
   assert_string_equal(find_attempt(&s, "home2"), "");

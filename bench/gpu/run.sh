@@ -26,6 +26,21 @@ step() {
 }
 stages=${STAGES:-tests probe collectives allreduce init}
 want() { [[ " $stages " == *" $1 "* ]]; }
+nccl_lib() { [ "$1" = sys ] && echo $sys_nccl || echo $pip_nccl; }
+# build SOURCE OUTPUT direct|dropin|table sys|pip: a plain NCCL program against that NCCL's
+# nccl.h, linked with its libnccl, with the drop-in, or calling through ncclshim's table.
+build() {
+  local lib inc
+  lib=$(nccl_lib "$4")
+  inc=$([ "$4" = sys ] && echo /usr/include || echo $pip_root/include)
+  local cc=(gcc -std=c11 -O2 -Wall -Wextra -Werror -I$cuda_inc -I"$inc" "$1" -o "$2")
+  local cudart=(-L$cuda_lib -lcudart -Wl,-rpath,$cuda_lib)
+  case $3 in
+  direct) "${cc[@]}" "$lib" -Wl,-rpath,"$(dirname "$lib")" "${cudart[@]}" ;;
+  dropin) "${cc[@]}" -Lbuild-gpu/src/dropin -lncclshim-nccl -Wl,-rpath,"$PWD/build-gpu/src/dropin" "${cudart[@]}" ;;
+  table) "${cc[@]}" -DVIA_TABLE -Iinclude -Lbuild-gpu/src -lncclshim -Wl,-rpath,"$PWD/build-gpu/src" "${cudart[@]}" ;;
+  esac
+}
 
 step machine
 {
@@ -62,7 +77,7 @@ probe=build-gpu/src/probe/ncclshim-probe
 $probe -v >"$res/probe-default.txt" 2>&1
 $probe --json >"$res/probe-default.json" 2>&1
 for which in sys pip; do
-  lib=$([ $which = sys ] && echo $sys_nccl || echo $pip_nccl)
+  lib=$(nccl_lib $which)
   $probe -v --library "$lib" >"$res/probe-$which.txt" 2>&1
   $probe --json --library "$lib" >"$res/probe-$which.json" 2>&1
   $probe --library "$lib" --require 2.28 --require symmetric-memory >/dev/null
@@ -72,25 +87,18 @@ VIRTUAL_ENV=/opt/torch/.venv $probe --no-devices -v >"$res/probe-venv.txt" 2>&1
 head -40 "$res/probe-default.txt"
 fi
 
-cflags="-std=c11 -O2 -Wall -Wextra -Werror -I$cuda_inc"
 if want collectives; then
 step "collectives: direct and drop-in"
 for which in sys pip; do
-  lib=$([ $which = sys ] && echo $sys_nccl || echo $pip_nccl)
-  inc=$([ $which = sys ] && echo /usr/include || echo $pip_root/include)
-  gcc $cflags -I"$inc" bench/gpu/collectives.c -o "$res/coll-direct-$which" "$lib" \
-    -Wl,-rpath,"$(dirname "$lib")" -L$cuda_lib -lcudart -Wl,-rpath,$cuda_lib
-  gcc $cflags -I"$inc" bench/gpu/collectives.c -o "$res/coll-dropin-$which" \
-    -Lbuild-gpu/src/dropin -lncclshim-nccl -Wl,-rpath,"$PWD/build-gpu/src/dropin" \
-    -L$cuda_lib -lcudart -Wl,-rpath,$cuda_lib
   for v in direct dropin; do
+    build bench/gpu/collectives.c "$res/coll-$v-$which" $v $which
     echo "--- coll-$v-$which NEEDED: $(readelf -d "$res/coll-$v-$which" | sed -n 's/.*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
   done
 done | tee "$res/collectives-needed.txt"
 echo "variant,nccl,op,bytes,us,busbw_GBps,us_min,us_max" >"$res/collectives-$host.csv"
 for round in 1 2; do
   for which in sys pip; do
-    lib=$([ $which = sys ] && echo $sys_nccl || echo $pip_nccl)
+    lib=$(nccl_lib $which)
     "$res/coll-direct-$which" direct $((256 << 20)) >>"$res/collectives-$host.csv" 2>>"$res/collectives.log"
     NCCLSHIM_NCCL_LIBRARY=$lib "$res/coll-dropin-$which" dropin $((256 << 20)) \
       >>"$res/collectives-$host.csv" 2>>"$res/collectives.log"
@@ -102,23 +110,14 @@ fi
 if want allreduce; then
 step "all-reduce benchmark, one process per GPU"
 for which in sys pip; do
-  lib=$([ $which = sys ] && echo $sys_nccl || echo $pip_nccl)
-  inc=$([ $which = sys ] && echo /usr/include || echo $pip_root/include)
-  gcc $cflags -I"$inc" bench/gpu/allreduce_bench.c -o "$res/ar-direct-$which" "$lib" \
-    -Wl,-rpath,"$(dirname "$lib")" -L$cuda_lib -lcudart -Wl,-rpath,$cuda_lib
-  gcc $cflags -I"$inc" bench/gpu/allreduce_bench.c -o "$res/ar-dropin-$which" \
-    -Lbuild-gpu/src/dropin -lncclshim-nccl -Wl,-rpath,"$PWD/build-gpu/src/dropin" \
-    -L$cuda_lib -lcudart -Wl,-rpath,$cuda_lib
-  gcc $cflags -I"$inc" -DVIA_TABLE -Iinclude bench/gpu/allreduce_bench.c -o "$res/ar-table-$which" \
-    -Lbuild-gpu/src -lncclshim -Wl,-rpath,"$PWD/build-gpu/src" \
-    -L$cuda_lib -lcudart -Wl,-rpath,$cuda_lib
+  for v in direct dropin table; do build bench/gpu/allreduce_bench.c "$res/ar-$v-$which" $v $which; done
 done
 echo "variant,nccl,bytes,us,busbw_GBps,us_min,us_max" >"$res/allreduce-$host.csv"
 # Small messages vary from process to process (launch-bound): more rounds, interleaved.
 run_ar() { # ROUNDS MIN MAX
   for round in $(seq 1 "$1"); do
     for which in sys pip; do
-      lib=$([ $which = sys ] && echo $sys_nccl || echo $pip_nccl)
+      lib=$(nccl_lib $which)
       for v in direct dropin table; do
         NCCLSHIM_NCCL_LIBRARY=$lib timeout 300 "$res/ar-$v-$which" $v "$2" "$3" \
           >>"$res/allreduce-$host.csv" 2>>"$res/allreduce.log" || echo "ar-$v-$which failed: $?"

@@ -1,4 +1,5 @@
 #include "cuda_fakes.h"
+#include "../support.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -22,17 +23,8 @@ char *cuda_fake_path(const char *variant) {
   return resolved;
 }
 
-static void *fake_object(const char *path, const char *symbol) {
-  void *handle = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
-  if (handle == NULL) DIE("%s is not loaded", path);
-  void *address = dlsym(handle, symbol);
-  if (address == NULL) DIE("%s has no %s", path, symbol);
-  dlclose(handle);
-  return address;
-}
-
-fake_cuda_log *cuda_fake_log(const char *path) { return fake_object(path, "fake_log"); }
-fake_cuda_control *cuda_fake_control(const char *path) { return fake_object(path, "fake_control"); }
+fake_cuda_log *cuda_fake_log(const char *path) { return loaded_symbol(path, "fake_log"); }
+fake_cuda_control *cuda_fake_control(const char *path) { return loaded_symbol(path, "fake_control"); }
 
 void cuda_fake_reset(const char *path) {
   void *handle = dlopen(path, RTLD_NOW | RTLD_NOLOAD);

@@ -31,13 +31,6 @@ static int setup(void **state) {
   return 0;
 }
 
-static char *env_var(const char *key, const char *value) {
-  size_t length = strlen(key) + strlen(value) + 2;
-  char *entry = malloc(length);
-  snprintf(entry, length, "%s=%s", key, value);
-  return entry;
-}
-
 static void expect(const scenario *s, const char *status, const char *via) {
   assert_int_equal(s->exit_code, 0);
   if (strcmp(scenario_get(s, "status"), status) != 0 || strcmp(scenario_get(s, "via"), via) != 0)
@@ -56,7 +49,7 @@ static void test_environment_variable(void **state) {
   (void)state;
   scenario s;
   const char *args[] = {NULL};
-  const char *env[] = {env_var("NCCLSHIM_CUDA_LIBRARY", cuda_fake_path("12.2")), NULL};
+  const char *env[] = {env_entry("NCCLSHIM_CUDA_LIBRARY", cuda_fake_path("12.2")), NULL};
   run_scenario(&s, args, env);
   expect(&s, "OK", "environment");
   assert_string_equal(scenario_get(&s, "path"), cuda_fake_path("12.2"));
@@ -70,14 +63,14 @@ static void test_environment_variable_fails_loudly(void **state) {
   scenario s;
   const char *args[] = {NULL};
   const char *missing[] = {"NCCLSHIM_CUDA_LIBRARY=/nonexistent/libcuda.so.1",
-                           env_var("LD_LIBRARY_PATH", good_dir), NULL};
+                           env_entry("LD_LIBRARY_PATH", good_dir), NULL};
   run_scenario(&s, args, missing);
   expect(&s, "NOT_FOUND", "none");
   assert_string_equal(scenario_get(&s, "attempts"), "1");
   assert_non_null(strstr(scenario_get(&s, "message"), "/nonexistent/libcuda.so.1"));
 
-  const char *stub[] = {env_var("NCCLSHIM_CUDA_LIBRARY", cuda_fake_path("stub")),
-                        env_var("LD_LIBRARY_PATH", good_dir), NULL};
+  const char *stub[] = {env_entry("NCCLSHIM_CUDA_LIBRARY", cuda_fake_path("stub")),
+                        env_entry("LD_LIBRARY_PATH", good_dir), NULL};
   run_scenario(&s, args, stub);
   expect(&s, "DRIVER_UNAVAILABLE", "none");
   assert_string_equal(scenario_get(&s, "stub"), "1");
@@ -94,7 +87,7 @@ static void test_already_loaded(void **state) {
   (void)state;
   scenario s;
   const char *args[] = {"--preload", cuda_fake_path("12.2"), NULL};
-  const char *env[] = {env_var("LD_LIBRARY_PATH", good_dir), NULL};
+  const char *env[] = {env_entry("LD_LIBRARY_PATH", good_dir), NULL};
   run_scenario(&s, args, env);
   expect(&s, "OK", "already-loaded");
   assert_string_equal(scenario_get(&s, "preloaded"), "1");
@@ -106,7 +99,7 @@ static void test_system_search(void **state) {
   (void)state;
   scenario s;
   const char *args[] = {"--init", NULL};
-  const char *env[] = {env_var("LD_LIBRARY_PATH", good_dir), NULL};
+  const char *env[] = {env_entry("LD_LIBRARY_PATH", good_dir), NULL};
   run_scenario(&s, args, env);
   expect(&s, "OK", "system-search");
   assert_string_equal(scenario_get(&s, "path"), cuda_fake_path("13.0"));
@@ -119,7 +112,7 @@ static void test_unversioned_name_never_tried(void **state) {
   (void)state;
   scenario s;
   const char *args[] = {NULL};
-  const char *env[] = {env_var("LD_LIBRARY_PATH", dev_dir), NULL};
+  const char *env[] = {env_entry("LD_LIBRARY_PATH", dev_dir), NULL};
   run_scenario(&s, args, env);
   assert_int_equal(s.exit_code, 0);
   assert_string_not_equal(scenario_get(&s, "path"), cuda_fake_path("13.0"));
@@ -136,7 +129,7 @@ static void test_stubs_directory(void **state) {
   (void)state;
   scenario s;
   const char *args[] = {"--call", NULL};
-  const char *env[] = {env_var("LD_LIBRARY_PATH", stubs_dir), NULL};
+  const char *env[] = {env_entry("LD_LIBRARY_PATH", stubs_dir), NULL};
   run_scenario(&s, args, env);
   expect(&s, "DRIVER_UNAVAILABLE", "none");
   assert_string_equal(scenario_get(&s, "stub"), "1");

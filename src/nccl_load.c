@@ -153,7 +153,7 @@ ncclshim_status ncclshim_nccl_open(const ncclshim_nccl_options *options, ncclshi
     nccl->capabilities = ncclshim_compute_capabilities(nccl);
     nccl->message = describe_success(nccl);
   } else {
-    nccl->table = ncclshim_absent_table;
+    /* The table was never written; only a refused candidate's findings remain to clear. */
     memset(nccl->present, 0, sizeof(nccl->present));
     char text[TEXT_SIZE + 64];
     snprintf(text, sizeof(text), "%s: %s", ncclshim_status_name(nccl->status), summary);

@@ -1,0 +1,63 @@
+/* The ELF pre-check on arbitrary bytes: (1) the bytes as a whole file, (2) the bytes as the
+ * start of a larger file (its size taken from the first 8 bytes), (3) the bytes written to a
+ * real file (a memfd) and checked through its path, which must agree with (1). Every answer
+ * is OK or LOAD_FAILED with a reason; nothing may read outside the bytes given. */
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "../../loader/elf_check.h"
+#include "fuzz.h"
+
+static int file = -1;
+static char file_path[64];
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+  (void)argc;
+  (void)argv;
+  file = memfd_create("ncclshim-fuzz-elf", MFD_CLOEXEC);
+  if (file < 0) {
+    perror("memfd_create");
+    abort();
+  }
+  snprintf(file_path, sizeof(file_path), "/proc/self/fd/%d", file);
+  return 0;
+}
+
+static ncclshim_status check(const uint8_t *data, size_t size, unsigned long long file_size) {
+  char reason[256];
+  memset(reason, 'x', sizeof(reason));
+  ncclshim_status status = ncshl_elf_check_bytes(data, size, file_size, reason, sizeof(reason));
+  FUZZ_CHECK(status == NCCLSHIM_OK || status == NCCLSHIM_LOAD_FAILED, "status %d", status);
+  if (status != NCCLSHIM_OK) { /* the reason is written on refusal only */
+    FUZZ_CHECK(memchr(reason, '\0', sizeof(reason)) != NULL, "reason not terminated");
+    FUZZ_CHECK(reason[0] != '\0', "a refusal without a reason");
+  }
+  return status;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  /* (1) the whole file */
+  ncclshim_status whole = check(data, size, size);
+
+  /* (2) a prefix: the file is `extra` bytes longer than what was read */
+  if (size >= 8) {
+    unsigned long long extra;
+    memcpy(&extra, data, sizeof(extra));
+    unsigned long long length = size - 8;
+    unsigned long long file_size = extra > ~0ULL - length ? ~0ULL : length + extra;
+    check(data + 8, size - 8, file_size);
+  }
+
+  /* (3) the same bytes as a file on disk */
+  if (ftruncate(file, 0) != 0 || (size && pwrite(file, data, size, 0) != (ssize_t)size)) {
+    perror("memfd write");
+    abort();
+  }
+  char reason[256];
+  ncclshim_status on_disk = ncshl_elf_check(file_path, reason, sizeof(reason));
+  FUZZ_CHECK(on_disk == whole, "the file check says %d (%s), the bytes check %d", on_disk, reason,
+             whole);
+  return 0;
+}

@@ -1,0 +1,151 @@
+/* The variables ncclshim reads and the search's handling of the paths in them. The input is
+ * up to seven lines: an override path, NCCL_HOME, CONDA_PREFIX, CUDA_HOME, VIRTUAL_ENV,
+ * NCCLSHIM_DEBUG, and an explicit path (a missing line leaves the variable unset). To stay
+ * fast and free of side effects every absolute path is moved under a scratch directory of
+ * hostile files (no ELF file among them, so nothing is ever dlopen'ed) and ".." is
+ * neutralised; relative values are kept as they are (the current directory is that scratch
+ * directory). Checked: the well-known places (absolute, distinct, bounded), the debug switch,
+ * and the search's outcome (an override is used alone; relative ones are refused). */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../loader/search.h"
+#include "fuzz.h"
+
+char **ncclshim_nccl_places(void);
+int ncclshim_debug_enabled(void);
+
+static char scratch[64];
+static const char *const names[] = {"FUZZ_NCCL_LIBRARY", "NCCL_HOME",   "CONDA_PREFIX",
+                                    "CUDA_HOME",         "VIRTUAL_ENV", "NCCLSHIM_DEBUG"};
+enum { FIELDS = 7 };
+#define SONAME "libncclshim-fuzz.so.0"
+
+static void make(const char *sub, const char *kind) {
+  char path[256];
+  snprintf(path, sizeof(path), "%s/%s", scratch, sub);
+  char *slash = strrchr(path, '/');
+  *slash = '\0';
+  for (char *p = path + strlen(scratch) + 1; *p; p++)
+    if (*p == '/') {
+      *p = '\0';
+      mkdir(path, 0755);
+      *p = '/';
+    }
+  mkdir(path, 0755);
+  *slash = '/';
+  FILE *f;
+  if (strcmp(kind, "text") == 0 && (f = fopen(path, "w")) != NULL) {
+    fputs("INPUT(" SONAME ")\n", f);
+    fclose(f);
+  } else if (strcmp(kind, "empty") == 0 && (f = fopen(path, "w")) != NULL) {
+    fclose(f);
+  } else if (strcmp(kind, "dir") == 0) {
+    mkdir(path, 0755);
+  } else if (strcmp(kind, "loop") == 0) {
+    if (symlink(path, path) != 0) perror(path);
+  } else if (strcmp(kind, "fifo") == 0) {
+    mkfifo(path, 0644);
+  }
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+  (void)argc;
+  (void)argv;
+  snprintf(scratch, sizeof(scratch), "/tmp/ncclshim-fuzz-env-XXXXXX");
+  if (mkdtemp(scratch) == NULL || chdir(scratch) != 0) abort();
+  make("lib/" SONAME, "text");
+  make("lib64/" SONAME, "empty");
+  make("a/lib/" SONAME, "dir");
+  make("b/lib/" SONAME, "loop");
+  make("c/lib/" SONAME, "fifo");
+  make("v/lib/python3.12/site-packages/nvidia/nccl/lib/" SONAME, "text");
+  make("v/lib/python3.9/site-packages/nvidia/nccl/lib/" SONAME, "fifo");
+  make(SONAME, "text");
+  return 0;
+}
+
+/* The value with an absolute path moved under the scratch directory and every ".." made
+ * harmless (relative values are relative to the scratch directory). malloc'd. */
+static char *contain(const char *value) {
+  size_t length = strlen(scratch) + strlen(value) + 1;
+  char *path = malloc(length);
+  if (path == NULL) abort();
+  snprintf(path, length, "%s%s", value[0] == '/' ? scratch : "", value);
+  for (char *p = strstr(path, ".."); p != NULL; p = strstr(p, "..")) p[0] = p[1] = '_';
+  return path;
+}
+
+static ncclshim_status refuse(void *context, void *handle, const char *path, char *reason,
+                              size_t size) {
+  (void)context;
+  (void)handle;
+  (void)path;
+  snprintf(reason, size, "refused by the harness");
+  return NCCLSHIM_NOT_NCCL;
+}
+
+static void check_places(void) {
+  char **places = ncclshim_nccl_places();
+  FUZZ_CHECK(places != NULL, "no list");
+  size_t count = 0;
+  for (; places[count] != NULL; count++) {
+    FUZZ_CHECK(places[count][0] == '/', "relative place %s", places[count]);
+    for (size_t j = 0; j < count; j++)
+      FUZZ_CHECK(strcmp(places[j], places[count]) != 0, "twice: %s", places[count]);
+  }
+  FUZZ_CHECK(count < 32, "%zu places", count);
+  for (size_t i = 0; i < count; i++) free(places[i]);
+  free(places);
+}
+
+static void check_search(const char *explicit_path, const char *override) {
+  ncshl_search search = {explicit_path, names[0], SONAME, ncclshim_nccl_places, refuse, NULL};
+  ncshl_trail trail = {0};
+  ncshl_found found;
+  char summary[512];
+  memset(summary, 'x', sizeof(summary));
+  ncclshim_status status = ncshl_search_run(&search, &trail, &found, summary, sizeof(summary));
+  FUZZ_CHECK(status != NCCLSHIM_OK && found.handle == NULL, "something was accepted");
+  FUZZ_CHECK(memchr(summary, '\0', sizeof(summary)) != NULL, "summary not terminated");
+  const char *used = explicit_path ? explicit_path : override && override[0] ? override : NULL;
+  if (used != NULL) {
+    FUZZ_CHECK(trail.count == 1, "an override was not used alone (%zu attempts)", trail.count);
+    if (explicit_path == NULL && used[0] != '/')
+      FUZZ_CHECK(status == NCCLSHIM_INVALID_ARGUMENT, "relative override: status %d", status);
+    if (explicit_path != NULL && used[0] == '\0')
+      FUZZ_CHECK(status == NCCLSHIM_INVALID_ARGUMENT, "empty path: status %d", status);
+  } else {
+    FUZZ_CHECK(trail.count >= 2, "the plain search tried %zu places", trail.count);
+  }
+  ncshl_trail_free(&trail);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  char *text = fuzz_string(data, size);
+  char *field[FIELDS] = {0};
+  char *line = text;
+  for (int i = 0; i < FIELDS && line != NULL; i++) {
+    char *end = strchr(line, '\n');
+    if (end) *end = '\0';
+    field[i] = contain(line);
+    line = end ? end + 1 : NULL;
+  }
+  for (int i = 0; i < 6; i++) {
+    if (field[i] != NULL)
+      setenv(names[i], field[i], 1);
+    else
+      unsetenv(names[i]);
+  }
+  check_places();
+  const char *debug = field[5];
+  FUZZ_CHECK(ncclshim_debug_enabled() == (debug && debug[0] && strcmp(debug, "0") != 0),
+             "debug switch");
+  check_search(NULL, field[0]);
+  if (field[6] != NULL) check_search(field[6], NULL);
+  for (int i = 0; i < FIELDS; i++) free(field[i]);
+  free(text);
+  return 0;
+}

@@ -1,0 +1,42 @@
+/* ncclshim-probe's --require values: parse_version (static in probe.c, reached by compiling
+ * probe.c into this harness with its main renamed) and the capability names. A version is
+ * 0 (refused) or a packed version in range that formats back to text parsing to itself. */
+#include <string.h>
+
+#include "fuzz.h"
+
+#define main probe_main
+#include "../../src/probe/probe.c"
+#undef main
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+  (void)argc;
+  (void)argv;
+  return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  char *text = fuzz_string(data, size);
+  int packed = parse_version(text);
+  if (packed != 0) {
+    /* Only "X.Y" or "X.Y.Z" in decimal digits is a version (no sign, space or other byte). */
+    size_t digits = strspn(text, "0123456789"), dots = 0;
+    for (const char *p = text; *p; p++) dots += *p == '.';
+    FUZZ_CHECK(strspn(text, "0123456789.") == strlen(text) && digits > 0 &&
+                   (dots == 1 || dots == 2) && strstr(text, "..") == NULL &&
+                   text[strlen(text) - 1] != '.',
+               "\"%s\" is not X.Y[.Z] but gave %d", text, packed);
+    FUZZ_CHECK(packed >= 10000, "\"%s\" gave %d", text, packed);
+    int major = packed / 10000, minor = packed / 100 % 100, patch = packed % 100;
+    char again[32];
+    snprintf(again, sizeof(again), "%d.%d.%d", major, minor, patch);
+    FUZZ_CHECK(parse_version(again) == packed, "\"%s\" -> %d -> \"%s\"", text, packed, again);
+  }
+  int capability = ncclshim_capability_from_name(text);
+  FUZZ_CHECK(capability >= -1 && capability < NCCLSHIM_CAPABILITY_COUNT, "capability %d",
+             capability);
+  if (capability >= 0)
+    FUZZ_CHECK(strcmp(ncclshim_capability_name(capability), text) == 0, "name differs");
+  free(text);
+  return 0;
+}

@@ -1,0 +1,140 @@
+#include "hardening.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DIE(...)                                \
+  do {                                          \
+    fprintf(stderr, "hardening: " __VA_ARGS__); \
+    fprintf(stderr, "\n");                      \
+    exit(99);                                   \
+  } while (0)
+
+char *hs_env(const char *key, const char *value) {
+  size_t length = strlen(key) + strlen(value) + 2;
+  char *entry = malloc(length);
+  if (entry == NULL) DIE("out of memory");
+  snprintf(entry, length, "%s=%s", key, value);
+  return entry;
+}
+
+char *hs_long_path(size_t length) {
+  char *path = malloc(length + 1);
+  if (path == NULL) DIE("out of memory");
+  for (size_t i = 0; i < length; i++) path[i] = i % 201 == 0 ? '/' : 'a';
+  path[length] = '\0';
+  return path;
+}
+
+void hs_write(const char *path, const void *bytes, size_t size) {
+  FILE *f = fopen(path, "wb");
+  if (f == NULL || fwrite(bytes, 1, size, f) != size || fclose(f) != 0)
+    DIE("write %s: %s", path, strerror(errno));
+  chmod(path, 0755);
+}
+
+void hs_patch(const char *path, long offset, unsigned char byte) {
+  FILE *f = fopen(path, "r+b");
+  if (f == NULL || fseek(f, offset, SEEK_SET) != 0 || fputc(byte, f) == EOF || fclose(f) != 0)
+    DIE("patch %s: %s", path, strerror(errno));
+}
+
+int hs_helpers_run(const char *helper, char *why, size_t size) {
+  if (helper == NULL) {
+    snprintf(why, size, "no helper program given");
+    return 0;
+  }
+  int pipefd[2];
+  if (pipe(pipefd) != 0) DIE("pipe");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, pipefd[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&actions, pipefd[0]);
+  char *argv[] = {(char *)helper, "--ping", NULL};
+  char *envp[] = {NULL};
+  pid_t pid;
+  int rc = posix_spawn(&pid, helper, &actions, NULL, argv, envp);
+  posix_spawn_file_actions_destroy(&actions);
+  close(pipefd[1]);
+  char out[16] = "";
+  int status = 0;
+  if (rc == 0) {
+    ssize_t n = read(pipefd[0], out, sizeof(out) - 1);
+    out[n > 0 ? n : 0] = '\0';
+    waitpid(pid, &status, 0);
+  }
+  close(pipefd[0]);
+  if (rc == 0 && strncmp(out, "pong", 4) == 0) return 1;
+  /* Under qemu-user (the aarch64 CI job) this process is emulated, but a program it starts
+   * is run by the kernel, which cannot run an aarch64 ELF without binfmt_misc. */
+  snprintf(why, size,
+           "cannot start helper programs here (%s: %s); under qemu-user the kernel runs a "
+           "foreign ELF only with binfmt_misc",
+           helper, rc ? strerror(rc) : "it did not run");
+  return 0;
+}
+
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int hs_in_child(int (*fn)(void *arg), void *arg, int timeout_ms) {
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) DIE("fork: %s", strerror(errno));
+  if (pid == 0) _exit(fn(arg));
+  long long deadline = now_ms() + timeout_ms;
+  int status;
+  for (;;) {
+    pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (done < 0) DIE("waitpid: %s", strerror(errno));
+    if (now_ms() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return -1;
+    }
+    struct timespec pause = {0, 2 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int hs_become_nobody(void) {
+  if (setgroups(0, NULL) != 0) return -1;
+  if (setresgid(65534, 65534, 65534) != 0) return -1;
+  if (setresuid(65534, 65534, 65534) != 0) return -1;
+  return geteuid() == 65534 ? 0 : -1;
+}
+
+int hs_count_lines(const scenario *s, const char *prefix) {
+  int count = 0;
+  size_t length = strlen(prefix);
+  for (const char *line = s->output; line && *line;
+       line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+    if (strncmp(line, prefix, length) == 0) count++;
+  return count;
+}
+
+const char *hs_attempt(const scenario *s, const char *who, const char *needle) {
+  char key[64];
+  snprintf(key, sizeof(key), "%s.attempts", who);
+  int count = atoi(scenario_get(s, key));
+  for (int i = 0; i < count; i++) {
+    snprintf(key, sizeof(key), "%s.attempt.%d", who, i);
+    const char *line = scenario_get(s, key);
+    if (strstr(line, needle) != NULL) return line;
+  }
+  return "";
+}

@@ -115,7 +115,9 @@ static ncclshim_status check_file(int fd, unsigned long long file_size, char *re
 }
 
 ncclshim_status ncshl_elf_check(const char *path, char *reason, size_t size) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever; the
+   * fstat below refuses it. Reads of a regular file ignore the flag. */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     int err = errno;
     snprintf(reason, size, "cannot open: %s", strerror(err));

@@ -53,12 +53,15 @@ static ncclshim_status check_header(const ElfW(Ehdr) * eh, unsigned long long fi
   if (eh->e_phentsize != sizeof(ElfW(Phdr)) || eh->e_phnum == 0)
     return refuse(reason, size, "malformed ELF program header table (entry size %llu, count %llu)",
                   eh->e_phentsize, eh->e_phnum);
-  unsigned long long table_end =
-      (unsigned long long)eh->e_phoff + (unsigned long long)eh->e_phnum * eh->e_phentsize;
-  if (eh->e_phoff > file_size || table_end > file_size)
+  unsigned long long table_bytes = (unsigned long long)eh->e_phnum * eh->e_phentsize;
+  /* e_phoff + table_bytes can wrap past 2^64: compare without computing it. */
+  if (eh->e_phoff > file_size || table_bytes > file_size - eh->e_phoff) {
+    unsigned long long table_end =
+        table_bytes > ~0ULL - eh->e_phoff ? ~0ULL : eh->e_phoff + table_bytes;
     return refuse(reason, size, "truncated: program headers end at byte %llu of a %llu-byte file",
                   table_end, file_size);
-  if (table_end - eh->e_phoff > MAX_PHDR_BYTES)
+  }
+  if (table_bytes > MAX_PHDR_BYTES)
     return refuse(reason, size, "program header table too large (%llu entries)", eh->e_phnum, 0);
   return NCCLSHIM_OK;
 }
@@ -88,7 +91,7 @@ ncclshim_status ncshl_elf_check_bytes(const unsigned char *bytes, size_t length,
   ncclshim_status status = check_header(&eh, file_size, reason, size);
   if (status != NCCLSHIM_OK) return status;
   size_t table_bytes = (size_t)eh.e_phnum * eh.e_phentsize;
-  if (eh.e_phoff + table_bytes > length)
+  if (eh.e_phoff > length || table_bytes > length - eh.e_phoff)
     return refuse(reason, size, "truncated: program headers lie past the %llu bytes given", length,
                   0);
   ElfW(Phdr) ph[MAX_PHDR_BYTES / sizeof(ElfW(Phdr))];

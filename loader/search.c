@@ -21,13 +21,26 @@ typedef struct run {
   int out_of_memory;
 } run;
 
+/* A candidate as one-line summaries show it: a very long path keeps its start and end, so
+ * that the reason after it still fits in the message (the trail keeps it whole). */
+enum { SHOWN_MAX = 400, SHOWN_END = 150 };
+static const char *shown(const char *candidate, char *buf, size_t size) {
+  size_t length = strlen(candidate);
+  if (length <= SHOWN_MAX) return candidate;
+  snprintf(buf, size, "%.*s[... %zu characters ...]%s", SHOWN_END, candidate,
+           length - 2 * SHOWN_END, candidate + length - SHOWN_END);
+  return buf;
+}
+
 static void record(run *r, const char *candidate, ncclshim_found_via how, ncclshim_status result,
                    const char *reason) {
   if (ncshl_trail_add(r->trail, candidate, how, result, reason) != 0) r->out_of_memory = 1;
   if (result != NCCLSHIM_OK && result != NCCLSHIM_NOT_FOUND &&
       r->first_refusal == NCCLSHIM_NOT_FOUND) {
     r->first_refusal = result;
-    snprintf(r->first_reason, sizeof(r->first_reason), "%s: %s", candidate, reason);
+    char buf[SHOWN_MAX + 64];
+    snprintf(r->first_reason, sizeof(r->first_reason), "%s: %s", shown(candidate, buf, sizeof(buf)),
+             reason);
   }
 }
 
@@ -156,10 +169,11 @@ static void describe_not_found(const ncshl_search *search, const ncshl_trail *tr
   int used = snprintf(summary, size, "%s was not found; searched:", search->soname);
   for (size_t i = 0; i < trail->count && used > 0 && (size_t)used < size; i++) {
     const ncclshim_attempt *a = &trail->items[i];
+    char buf[SHOWN_MAX + 64];
     const char *place = a->how == NCCLSHIM_VIA_PRELOADED ? "this process (already loaded)"
                         : a->how == NCCLSHIM_VIA_SYSTEM
                             ? "the system loader (LD_LIBRARY_PATH, ld.so cache)"
-                            : a->candidate;
+                            : shown(a->candidate, buf, sizeof(buf));
     used += snprintf(summary + used, size - (size_t)used, "%s %s", i ? "," : "", place);
   }
 }
@@ -177,7 +191,8 @@ ncclshim_status ncshl_search_run(const ncshl_search *search, ncshl_trail *trail,
     snprintf(summary, size, "%s", found->path);
   } else if (used_override && trail->count > 0) {
     const ncclshim_attempt *last = &trail->items[trail->count - 1];
-    snprintf(summary, size, "%s: %s", last->candidate, last->reason);
+    char buf[SHOWN_MAX + 64];
+    snprintf(summary, size, "%s: %s", shown(last->candidate, buf, sizeof(buf)), last->reason);
   } else if (r.first_refusal != NCCLSHIM_NOT_FOUND) {
     status = r.first_refusal;
     snprintf(summary, size, "%s", r.first_reason);

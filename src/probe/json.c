@@ -3,7 +3,10 @@
 /* Length of the valid UTF-8 sequence at s (1..4), or 0 if it is not one. */
 static int utf8_length(const unsigned char *s) {
   if (s[0] < 0x80) return 1;
-  int n = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : 0;
+  int n = s[0] >= 0xf0 && s[0] <= 0xf4  ? 4
+          : s[0] >= 0xe0 && s[0] < 0xf0 ? 3
+          : s[0] >= 0xc2 && s[0] < 0xe0 ? 2
+                                        : 0; /* 0x80..0xc1 and 0xf5..0xff start nothing */
   if (n == 0) return 0;
   for (int i = 1; i < n; i++)
     if ((s[i] & 0xc0) != 0x80) return 0;

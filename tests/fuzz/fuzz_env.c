@@ -51,9 +51,28 @@ static void make(const char *sub, const char *kind) {
   }
 }
 
+/* This harness works in its scratch directory: paths it was given relative to the directory
+ * it started in (corpus directories, -artifact_prefix=, -dict=) are made absolute first
+ * (libFuzzer reads its arguments after this function). */
+static void absolute_arguments(int argc, char **argv) {
+  static const char *const flags[] = {"-artifact_prefix=", "-dict=", "-exact_artifact_path="};
+  char cwd[4096];
+  if (getcwd(cwd, sizeof(cwd)) == NULL) abort();
+  for (int i = 1; i < argc; i++) {
+    size_t skip = 0;
+    for (size_t f = 0; f < sizeof(flags) / sizeof(flags[0]); f++)
+      if (strncmp(argv[i], flags[f], strlen(flags[f])) == 0) skip = strlen(flags[f]);
+    if ((argv[i][0] == '-' && skip == 0) || argv[i][skip] == '/' || argv[i][skip] == '\0') continue;
+    size_t length = strlen(argv[i]) + strlen(cwd) + 2;
+    char *path = malloc(length);
+    if (path == NULL) abort();
+    snprintf(path, length, "%.*s%s/%s", (int)skip, argv[i], cwd, argv[i] + skip);
+    argv[i] = path;
+  }
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
-  (void)argc;
-  (void)argv;
+  absolute_arguments(*argc, *argv);
   snprintf(scratch, sizeof(scratch), "/tmp/ncclshim-fuzz-env-XXXXXX");
   if (mkdtemp(scratch) == NULL || chdir(scratch) != 0) abort();
   make("lib/" SONAME, "text");

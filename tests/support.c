@@ -165,12 +165,15 @@ void run_program(scenario *s, const char *helper, const char *const *args, const
   posix_spawn_file_actions_destroy(&actions);
   close(pipefd[1]);
   if (rc != 0) DIE("posix_spawn: %s", strerror(rc));
+  collect_output(s, pipefd[0], pid);
+}
+
+void collect_output(scenario *s, int fd, pid_t pid) {
   size_t used = 0;
   ssize_t n;
-  while ((n = read(pipefd[0], s->output + used, sizeof(s->output) - 1 - used)) > 0)
-    used += (size_t)n;
+  while ((n = read(fd, s->output + used, sizeof(s->output) - 1 - used)) > 0) used += (size_t)n;
   s->output[used] = '\0';
-  close(pipefd[0]);
+  close(fd);
   int status;
   waitpid(pid, &status, 0);
   s->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

@@ -4,6 +4,7 @@
 #define NCCLSHIM_TEST_SUPPORT_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "fakes/fake_nccl.h"
 
@@ -43,6 +44,9 @@ typedef struct scenario {
 void run_scenario(scenario *s, const char *const *args, const char *const *env);
 /* The same with another helper program. */
 void run_program(scenario *s, const char *program, const char *const *args, const char *const *env);
+/* Read a started child's stdout from `fd` (then closed) into s->output and wait for `pid`,
+ * filling s->exit_code (128 + signal for a killed child). */
+void collect_output(scenario *s, int fd, pid_t pid);
 /* The value of `key` in the scenario output, "" when absent (static buffer per call). */
 const char *scenario_get(const scenario *s, const char *key);
 

@@ -108,3 +108,11 @@ void assert_message_(const char *part, const char *file, int line) {
   print_error("message \"%s\" lacks \"%s\"\n", message, part);
   _fail(file, line);
 }
+
+ncclshim_nccl *open_absent(void) {
+  ncclshim_nccl_options options = NCCLSHIM_NCCL_OPTIONS_INIT;
+  options.path = "/nonexistent/libnccl.so.2";
+  ncclshim_nccl *nccl = NULL;
+  assert_int_equal(ncclshim_nccl_open(&options, &nccl), NCCLSHIM_NOT_FOUND);
+  return nccl;
+}

@@ -10,6 +10,8 @@
 /* Open fake variant `variant` ("2.28.9", ...) explicitly, make it the one the helpers below
  * steer, reset it and switch its behaviour on (live). */
 ncclshim_nccl *fake_open(const char *variant);
+/* A handle whose open failed (a path that does not exist): no NCCL behind it. */
+ncclshim_nccl *open_absent(void);
 const char *fake_current_path(void);
 
 void fake_live(int on);

@@ -88,10 +88,7 @@ static void test_unknown_codes(void **state) {
 /* Without a loaded NCCL the texts come from ncclshim's own copy. */
 static void test_without_nccl(void **state) {
   (void)state;
-  ncclshim_nccl_options options = NCCLSHIM_NCCL_OPTIONS_INIT;
-  options.path = "/nonexistent/libnccl.so.2";
-  ncclshim_nccl *nccl = NULL;
-  assert_int_not_equal(ncclshim_nccl_open(&options, &nccl), NCCLSHIM_OK);
+  ncclshim_nccl *nccl = open_absent();
   assert_int_equal(ncclshim_nccl_check(nccl, ncclInvalidUsage, "ncclSend"), NCCLSHIM_NCCL_ERROR);
   assert_string_equal(ncclshim_last_error(),
                       "ncclSend failed: ncclInvalidUsage (5): invalid usage (run with "

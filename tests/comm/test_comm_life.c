@@ -148,10 +148,8 @@ static void test_without_config_init(void **state) {
 
 static void test_without_nccl(void **state) {
   (void)state;
-  ncclshim_nccl_options options = NCCLSHIM_NCCL_OPTIONS_INIT;
-  options.path = "/nonexistent/libnccl.so.2";
-  ncclshim_nccl *nccl = NULL;
-  ncclshim_status status = ncclshim_nccl_open(&options, &nccl);
+  ncclshim_nccl *nccl = open_absent();
+  ncclshim_status status = ncclshim_nccl_status(nccl);
   ncclUniqueId id;
   memset(&id, 0, sizeof(id));
   ncclshim_comm *comm = NULL;

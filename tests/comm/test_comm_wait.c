@@ -88,10 +88,8 @@ static void test_poll_itself_fails(void **state) {
 
 static void test_without_nccl(void **state) {
   (void)state;
-  ncclshim_nccl_options options = NCCLSHIM_NCCL_OPTIONS_INIT;
-  options.path = "/nonexistent/libnccl.so.2";
-  ncclshim_nccl *nccl = NULL;
-  ncclshim_status status = ncclshim_nccl_open(&options, &nccl);
+  ncclshim_nccl *nccl = open_absent();
+  ncclshim_status status = ncclshim_nccl_status(nccl);
   assert_int_equal(ncclshim_nccl_wait(nccl, some_comm, 100), status);
   assert_message("no NCCL is loaded");
   ncclshim_nccl_close(nccl);

@@ -19,14 +19,6 @@
     exit(99);                                   \
   } while (0)
 
-char *hs_env(const char *key, const char *value) {
-  size_t length = strlen(key) + strlen(value) + 2;
-  char *entry = malloc(length);
-  if (entry == NULL) DIE("out of memory");
-  snprintf(entry, length, "%s=%s", key, value);
-  return entry;
-}
-
 char *hs_long_path(size_t length) {
   char *path = malloc(length + 1);
   if (path == NULL) DIE("out of memory");

@@ -6,8 +6,6 @@
 
 #include "support.h"
 
-/* "KEY=value", malloc'd. */
-char *hs_env(const char *key, const char *value);
 /* An absolute path of exactly `length` characters that names nothing: "/" followed by
  * directories of 200 'a's (each a valid name) separated by '/'. malloc'd. */
 char *hs_long_path(size_t length);

@@ -51,7 +51,6 @@ NCCLSHIM_SANITIZER_HOOK_ const char *__lsan_default_suppressions(void) {
          "leak:^env_entry$\n"
          "leak:^cuda_fake_path$\n"
          "leak:^find_toolkit_stub$\n"
-         "leak:^hs_env$\n"
          "leak:^hs_long_path$\n"
          "leak:^test_registration_times_out$\n"
          "leak:^test_memfree_fails$\n";

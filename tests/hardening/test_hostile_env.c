@@ -91,7 +91,7 @@ static void test_override_variables(void **state) {
     if (c->value == NULL) continue;
     scenario s;
     if (c->nccl_status != NULL) {
-      const char *env[] = {hs_env("NCCLSHIM_NCCL_LIBRARY", c->value), NULL};
+      const char *env[] = {env_entry("NCCLSHIM_NCCL_LIBRARY", c->value), NULL};
       run(&s, env);
       expect(&s, "nccl", c->nccl_status, c->nccl_reason);
       assert_string_equal(scenario_get(&s, "nccl.attempts"), "1");
@@ -100,7 +100,7 @@ static void test_override_variables(void **state) {
         assert_string_equal(scenario_get(&s, "nccl.call_result"), "5"); /* ncclInvalidUsage */
     }
     if (c->cuda_status != NULL) {
-      const char *env[] = {hs_env("NCCLSHIM_CUDA_LIBRARY", c->value), NULL};
+      const char *env[] = {env_entry("NCCLSHIM_CUDA_LIBRARY", c->value), NULL};
       run(&s, env);
       expect(&s, "cuda", c->cuda_status, c->cuda_reason);
       assert_string_equal(scenario_get(&s, "cuda.attempts"), "1");
@@ -194,8 +194,8 @@ static void test_search_goes_on(void **state) {
   make_link(fake_path("2.28.9"), join(venv, sub)); /* the good one */
 
   scenario s;
-  const char *env[] = {hs_env("NCCL_HOME", home), hs_env("CONDA_PREFIX", conda),
-                       hs_env("CUDA_HOME", cuda), hs_env("VIRTUAL_ENV", venv), NULL};
+  const char *env[] = {env_entry("NCCL_HOME", home), env_entry("CONDA_PREFIX", conda),
+                       env_entry("CUDA_HOME", cuda), env_entry("VIRTUAL_ENV", venv), NULL};
   run(&s, env);
   expect(&s, "nccl", "OK", "NCCL 2.28.9");
   assert_string_equal(scenario_get(&s, "nccl.via"), "well-known-place");
@@ -215,8 +215,8 @@ static void test_search_goes_on(void **state) {
 static void test_long_variables(void **state) {
   (void)state;
   scenario s;
-  const char *env[] = {hs_env("NCCL_HOME", long_path), hs_env("VIRTUAL_ENV", long_path),
-                       hs_env("CONDA_PREFIX", long_path), NULL};
+  const char *env[] = {env_entry("NCCL_HOME", long_path), env_entry("VIRTUAL_ENV", long_path),
+                       env_entry("CONDA_PREFIX", long_path), NULL};
   run(&s, env);
   expect(&s, "nccl", "LOAD_FAILED", "cannot open: File name too long");
   assert_true(strlen(scenario_get(&s, "nccl.message")) < 2048);

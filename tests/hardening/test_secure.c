@@ -45,15 +45,7 @@ static void start(scenario *s, const char *program, int how) {
     _exit(0);
   }
   close(pipefd[1]);
-  size_t used = 0;
-  ssize_t n;
-  while ((n = read(pipefd[0], s->output + used, sizeof(s->output) - 1 - used)) > 0)
-    used += (size_t)n;
-  s->output[used] = '\0';
-  close(pipefd[0]);
-  int status;
-  waitpid(pid, &status, 0);
-  s->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  collect_output(s, pipefd[0], pid);
 }
 
 static int setup(void **state) {
@@ -63,13 +55,13 @@ static int setup(void **state) {
   char *venv = join(root, "venv");
   make_dirs(join(venv, "lib/python3.12/site-packages/nvidia/nccl/lib"));
   int n = 0;
-  env[n++] = hs_env("NCCLSHIM_NCCL_LIBRARY", fake_path("2.28.9"));
-  env[n++] = hs_env("NCCLSHIM_CUDA_LIBRARY", getenv("CUDA_FAKE"));
+  env[n++] = env_entry("NCCLSHIM_NCCL_LIBRARY", fake_path("2.28.9"));
+  env[n++] = env_entry("NCCLSHIM_CUDA_LIBRARY", getenv("CUDA_FAKE"));
   env[n++] = "NCCLSHIM_DEBUG=1";
-  env[n++] = hs_env("NCCL_HOME", join(root, "home"));
-  env[n++] = hs_env("CONDA_PREFIX", join(root, "conda"));
-  env[n++] = hs_env("CUDA_HOME", join(root, "cuda"));
-  env[n++] = hs_env("VIRTUAL_ENV", venv);
+  env[n++] = env_entry("NCCL_HOME", join(root, "home"));
+  env[n++] = env_entry("CONDA_PREFIX", join(root, "conda"));
+  env[n++] = env_entry("CUDA_HOME", join(root, "cuda"));
+  env[n++] = env_entry("VIRTUAL_ENV", venv);
   env[n] = NULL;
   return 0;
 }

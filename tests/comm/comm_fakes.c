@@ -4,11 +4,9 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -27,22 +25,9 @@ static void *symbol_in(const char *path, const char *name) {
 
 #define FAKE(type, name) ((type)(uintptr_t)symbol_in(current, name))
 
-/* The variants built for these tests live in COMM_FAKE_DIR, the common ones in FAKE_DIR. */
-static char *variant_path(const char *variant) {
-  const char *dir = getenv("COMM_FAKE_DIR");
-  if (dir != NULL) {
-    char name[128];
-    snprintf(name, sizeof(name), "libfake-nccl-%s.so", variant);
-    char *path = join(dir, name);
-    if (access(path, F_OK) == 0) return path;
-    free(path);
-  }
-  return fake_path(variant);
-}
-
 ncclshim_nccl *fake_open(const char *variant) {
   ncclshim_nccl_options options = NCCLSHIM_NCCL_OPTIONS_INIT;
-  options.path = current = variant_path(variant);
+  options.path = current = fake_path(variant);
   ncclshim_nccl *nccl = NULL;
   assert_int_equal(ncclshim_nccl_open(&options, &nccl), NCCLSHIM_OK);
   FAKE(fake_nccl_void_fn, "fake_nccl_reset")();

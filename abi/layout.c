@@ -22,7 +22,7 @@
 #define CUDA_ROW_(name, ask, policy, abi, n, params) \
   FIELD(ncclshim_cuda_table, name);                  \
   VALUE(NCCLSHIM_CUDA_FN_##name);
-#define CAPABILITY_(id, name, version, f1, f2, f3) VALUE(NCCLSHIM_CAP_##id);
+#define CAPABILITY_(id, name, version, ...) VALUE(NCCLSHIM_CAP_##id);
 #define CONFIG_FIELD_(id, field, kind, version) VALUE(NCCLSHIM_CONFIG_##id);
 
 static void lists(void) {

@@ -30,14 +30,14 @@
 /* Largest program-header table read from a file (real libraries have about a dozen). */
 #define MAX_PHDR_BYTES (64 * 1024)
 
-static ncclshim_status refuse(char *reason, size_t size, const char *fmt, unsigned long long a,
-                              unsigned long long b) {
+static ncshl_outcome refuse(char *reason, size_t size, const char *fmt, unsigned long long a,
+                            unsigned long long b) {
   snprintf(reason, size, fmt, a, b);
-  return NCCLSHIM_LOAD_FAILED;
+  return NCSHL_UNLOADABLE;
 }
 
-static ncclshim_status check_header(const ElfW(Ehdr) * eh, unsigned long long file_size,
-                                    char *reason, size_t size) {
+static ncshl_outcome check_header(const ElfW(Ehdr) * eh, unsigned long long file_size, char *reason,
+                                  size_t size) {
   if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0)
     return refuse(reason, size, "not an ELF file", 0, 0);
   if (eh->e_ident[EI_CLASS] != NATIVE_CLASS)
@@ -63,11 +63,11 @@ static ncclshim_status check_header(const ElfW(Ehdr) * eh, unsigned long long fi
   }
   if (table_bytes > MAX_PHDR_BYTES)
     return refuse(reason, size, "program header table too large (%llu entries)", eh->e_phnum, 0);
-  return NCCLSHIM_OK;
+  return NCSHL_OK;
 }
 
-static ncclshim_status check_segments(const ElfW(Phdr) * ph, size_t count,
-                                      unsigned long long file_size, char *reason, size_t size) {
+static ncshl_outcome check_segments(const ElfW(Phdr) * ph, size_t count,
+                                    unsigned long long file_size, char *reason, size_t size) {
   for (size_t i = 0; i < count; i++) {
     if (ph[i].p_type != PT_LOAD) continue;
     unsigned long long end = (unsigned long long)ph[i].p_offset + ph[i].p_filesz;
@@ -76,11 +76,11 @@ static ncclshim_status check_segments(const ElfW(Phdr) * ph, size_t count,
                     "truncated: a loadable segment ends at byte %llu of a %llu-byte file", end,
                     file_size);
   }
-  return NCCLSHIM_OK;
+  return NCSHL_OK;
 }
 
-ncclshim_status ncshl_elf_check_bytes(const unsigned char *bytes, size_t length,
-                                      unsigned long long file_size, char *reason, size_t size) {
+ncshl_outcome ncshl_elf_check_bytes(const unsigned char *bytes, size_t length,
+                                    unsigned long long file_size, char *reason, size_t size) {
   ElfW(Ehdr) eh;
   if (length < sizeof(eh)) {
     if (length >= SELFMAG && memcmp(bytes, ELFMAG, SELFMAG) == 0)
@@ -88,8 +88,8 @@ ncclshim_status ncshl_elf_check_bytes(const unsigned char *bytes, size_t length,
     return refuse(reason, size, length ? "not an ELF file" : "empty file", 0, 0);
   }
   memcpy(&eh, bytes, sizeof(eh));
-  ncclshim_status status = check_header(&eh, file_size, reason, size);
-  if (status != NCCLSHIM_OK) return status;
+  ncshl_outcome status = check_header(&eh, file_size, reason, size);
+  if (status != NCSHL_OK) return status;
   size_t table_bytes = (size_t)eh.e_phnum * eh.e_phentsize;
   if (eh.e_phoff > length || table_bytes > length - eh.e_phoff)
     return refuse(reason, size, "truncated: program headers lie past the %llu bytes given", length,
@@ -100,7 +100,7 @@ ncclshim_status ncshl_elf_check_bytes(const unsigned char *bytes, size_t length,
 }
 
 /* Header and program headers of an open file, checked against its size. */
-static ncclshim_status check_file(int fd, unsigned long long file_size, char *reason, size_t size) {
+static ncshl_outcome check_file(int fd, unsigned long long file_size, char *reason, size_t size) {
   unsigned char header[sizeof(ElfW(Ehdr))];
   ssize_t got = pread(fd, header, sizeof(header), 0);
   if (got < 0) return refuse(reason, size, "cannot read the file", 0, 0);
@@ -108,8 +108,8 @@ static ncclshim_status check_file(int fd, unsigned long long file_size, char *re
     return ncshl_elf_check_bytes(header, (size_t)got, file_size, reason, size);
   ElfW(Ehdr) eh;
   memcpy(&eh, header, sizeof(eh));
-  ncclshim_status status = check_header(&eh, file_size, reason, size);
-  if (status != NCCLSHIM_OK) return status;
+  ncshl_outcome status = check_header(&eh, file_size, reason, size);
+  if (status != NCSHL_OK) return status;
   ElfW(Phdr) ph[MAX_PHDR_BYTES / sizeof(ElfW(Phdr))];
   size_t table_bytes = (size_t)eh.e_phnum * eh.e_phentsize;
   if (pread(fd, ph, table_bytes, (off_t)eh.e_phoff) != (ssize_t)table_bytes)
@@ -117,16 +117,16 @@ static ncclshim_status check_file(int fd, unsigned long long file_size, char *re
   return check_segments(ph, eh.e_phnum, file_size, reason, size);
 }
 
-ncclshim_status ncshl_elf_check(const char *path, char *reason, size_t size) {
+ncshl_outcome ncshl_elf_check(const char *path, char *reason, size_t size) {
   /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever; the
    * fstat below refuses it. Reads of a regular file ignore the flag. */
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     int err = errno;
     snprintf(reason, size, "cannot open: %s", strerror(err));
-    return err == ENOENT || err == ENOTDIR ? NCCLSHIM_NOT_FOUND : NCCLSHIM_LOAD_FAILED;
+    return err == ENOENT || err == ENOTDIR ? NCSHL_ABSENT : NCSHL_UNLOADABLE;
   }
-  ncclshim_status status = NCCLSHIM_LOAD_FAILED;
+  ncshl_outcome status = NCSHL_UNLOADABLE;
   struct stat st;
   if (fstat(fd, &st) != 0)
     snprintf(reason, size, "cannot stat: %s", strerror(errno));
@@ -135,6 +135,6 @@ ncclshim_status ncshl_elf_check(const char *path, char *reason, size_t size) {
   else
     status = check_file(fd, (unsigned long long)st.st_size, reason, size);
   close(fd);
-  if (status == NCCLSHIM_OK && size) reason[0] = '\0';
+  if (status == NCSHL_OK && size) reason[0] = '\0';
   return status;
 }

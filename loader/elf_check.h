@@ -5,15 +5,15 @@
 
 #include <stddef.h>
 
-#include "ncclshim/status.h"
+#include "outcome.h"
 
-/* OK when `path` is a readable ELF shared object for this machine whose loadable segments all
- * lie inside the file. NOT_FOUND when there is no such file; LOAD_FAILED otherwise, with the
- * reason written to `reason`. */
-ncclshim_status ncshl_elf_check(const char *path, char *reason, size_t size);
+/* NCSHL_OK when `path` is a readable ELF shared object for this machine whose loadable segments
+ * all lie inside the file. NCSHL_ABSENT when there is no such file; NCSHL_UNLOADABLE otherwise,
+ * with the reason written to `reason`. */
+ncshl_outcome ncshl_elf_check(const char *path, char *reason, size_t size);
 
 /* The same check over bytes already in memory (the file's contents and its size). */
-ncclshim_status ncshl_elf_check_bytes(const unsigned char *bytes, size_t length,
-                                      unsigned long long file_size, char *reason, size_t size);
+ncshl_outcome ncshl_elf_check_bytes(const unsigned char *bytes, size_t length,
+                                    unsigned long long file_size, char *reason, size_t size);
 
 #endif

@@ -11,10 +11,11 @@
 
 #include "trail.h"
 
-/* Decide whether an opened library is the one wanted. Returns OK, or a status with the reason
- * written to `reason`. */
-typedef ncclshim_status (*ncshl_accept_fn)(void *context, void *handle, const char *path,
-                                           char *reason, size_t size);
+/* Decide whether an opened library is the one wanted. Returns 0 to accept it, or the caller's
+ * own non-zero refusal code (kept in the trail and the verdict) with the reason written to
+ * `reason`. */
+typedef int (*ncshl_accept_fn)(void *context, void *handle, const char *path, char *reason,
+                               size_t size);
 
 typedef struct ncshl_search {
   const char *explicit_path; /* from the API; NULL if none */
@@ -30,14 +31,20 @@ typedef struct ncshl_search {
 typedef struct ncshl_found {
   void *handle;
   char *path; /* absolute path mapped; malloc'd */
-  ncclshim_found_via via;
+  ncshl_step step;
   int preloaded;
 } ncshl_found;
 
-/* Run the search. On OK, *found holds the library. Otherwise `summary` says why nothing was
- * chosen; the trail says what was tried. Returns OUT_OF_MEMORY only when the trail could
- * not be kept. */
-ncclshim_status ncshl_search_run(const ncshl_search *search, ncshl_trail *trail, ncshl_found *found,
-                                 char *summary, size_t size);
+/* What a search or one try came to: an outcome, and the accept step's code when REFUSED. */
+typedef struct ncshl_verdict {
+  ncshl_outcome outcome;
+  int refusal;
+} ncshl_verdict;
+
+/* Run the search. On NCSHL_OK, *found holds the library. Otherwise `summary` says why nothing
+ * was chosen (the first real refusal explains a failure better than the absences after it);
+ * the trail says what was tried. NCSHL_NO_MEMORY only when the trail could not be kept. */
+ncshl_verdict ncshl_search_run(const ncshl_search *search, ncshl_trail *trail, ncshl_found *found,
+                               char *summary, size_t size);
 
 #endif

@@ -12,6 +12,9 @@ ncclshim_status ncclshim_fail(ncclshim_status status, const char *format, ...)
 /* Set the thread's message without a status. */
 void ncclshim_set_error(const char *format, ...) __attribute__((format(printf, 1, 2)));
 
+/* 1 for a result code some NCCL release has used (its name and text are known). */
+int ncclshim_nccl_result_known(int result);
+
 /* 1 when NCCLSHIM_DEBUG asks for the search trail on stderr. */
 int ncclshim_debug_enabled(void);
 

@@ -5,17 +5,6 @@
 
 #include "comm_internal.h"
 
-/* Every value a release has used (docs/nccl-abi.md section 2). */
-static const char *const result_names[] = {
-    "ncclSuccess",       "ncclUnhandledCudaError", "ncclSystemError",
-    "ncclInternalError", "ncclInvalidArgument",    "ncclInvalidUsage",
-    "ncclRemoteError",   "ncclInProgress",         "ncclTimeout"};
-#define RESULT_COUNT (int)(sizeof(result_names) / sizeof(result_names[0]))
-
-const char *ncclshim_nccl_result_name(int result) {
-  return result >= 0 && result < RESULT_COUNT ? result_names[result] : "unknown";
-}
-
 ncclshim_nccl *ncclshim_comm_resolve(ncclshim_nccl *nccl) {
   return nccl != NULL ? nccl : ncclshim_nccl_default();
 }
@@ -49,10 +38,10 @@ ncclshim_status ncclshim_nccl_check(ncclshim_nccl *nccl, ncclResult_t result, co
   nccl = ncclshim_comm_resolve(nccl);
   if (call == NULL) call = "NCCL call";
   char what[512], last[1024];
-  if (code >= 0 && code < RESULT_COUNT) {
+  if (ncclshim_nccl_result_known(code)) {
     char text[256];
     error_string(nccl, result, text, sizeof(text));
-    snprintf(what, sizeof(what), "%s (%d): %s", result_names[code], code, text);
+    snprintf(what, sizeof(what), "%s (%d): %s", ncclshim_nccl_result_name(code), code, text);
   } else {
     snprintf(what, sizeof(what), "unknown result code %d", code);
   }

@@ -68,13 +68,14 @@ static ncshl_fn resolve(const resolver *r, const char *name, int ask, const char
   return NULL;
 }
 
-ncclshim_status ncclshim_cuda_bind(ncclshim_cuda *cuda, void *library, char *reason, size_t size) {
+ncclshim_status ncclshim_cuda_bind(ncclshim_cuda *cuda, void *library, int driver_version,
+                                   char *reason, size_t size) {
   resolver r = bootstrap(library);
   ncshl_fn found[NCCLSHIM_CUDA_FUNCTION_COUNT];
   int abi[NCCLSHIM_CUDA_FUNCTION_COUNT];
   int too_old = 0, missing = 0;
   char have[16], need[16];
-  ncclshim_cuda_format_version(cuda->driver_version, have, sizeof(have));
+  ncclshim_cuda_format_version(driver_version, have, sizeof(have));
   int used = snprintf(reason, size, "CUDA driver %s lacks required functions:", have);
 
   for (int i = 0; i < NCCLSHIM_CUDA_FUNCTION_COUNT; i++) {
@@ -82,13 +83,13 @@ ncclshim_status ncclshim_cuda_bind(ncclshim_cuda *cuda, void *library, char *rea
     const char *suffix = ncclshim_cuda_export_suffix(i);
     const char *older_suffix;
     int older = ncclshim_cuda_older_abi(i, &older_suffix);
-    if (older != 0 && cuda->driver_version < ask) {
+    if (older != 0 && driver_version < ask) {
       ask = older;
       suffix = older_suffix;
     }
     char why[160];
     found[i] = NULL;
-    if (cuda->driver_version < ask) {
+    if (driver_version < ask) {
       snprintf(why, sizeof(why), "needs a CUDA driver >= %s",
                ncclshim_cuda_format_version(ask, need, sizeof(need)));
     } else {
@@ -96,7 +97,7 @@ ncclshim_status ncclshim_cuda_bind(ncclshim_cuda *cuda, void *library, char *rea
     }
     abi[i] = found[i] != NULL ? ask : 0;
     if (found[i] == NULL && ncclshim_cuda_function_required(i)) {
-      if (cuda->driver_version < ask)
+      if (driver_version < ask)
         too_old = 1;
       else
         missing = 1;
@@ -113,6 +114,7 @@ ncclshim_status ncclshim_cuda_bind(ncclshim_cuda *cuda, void *library, char *rea
   NCCLSHIM_CUDA_FUNCTIONS(BIND_)
 #undef BIND_
   memcpy(cuda->abi, abi, sizeof(abi));
+  cuda->driver_version = driver_version;
   cuda->bootstrap = r.mode;
   ncclshim_cuda_fill_missing(cuda);
   reason[0] = '\0';

@@ -7,7 +7,7 @@
 ncclshim_status ncclshim_cuda_usable(const ncclshim_cuda *cuda, const char *what) {
   if (cuda == NULL)
     return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: the CUDA handle is NULL", what);
-  if (cuda->status != NCCLSHIM_OK)
+  if (cuda->core.status != NCCLSHIM_OK)
     return ncclshim_fail(NCCLSHIM_DRIVER_UNAVAILABLE, "%s: no usable CUDA driver (%s)", what,
                          ncclshim_cuda_message(cuda));
   /* The driver answers a forked child with CUDA_ERROR_NOT_INITIALIZED, the same code as

@@ -57,7 +57,7 @@ const char *ncclshim_cuda_builtin_string(int result) {
 /* The driver's answer through `fn` (cuGetErrorName or cuGetErrorString), else NULL. */
 static const char *from_driver(const ncclshim_cuda *cuda, enum ncclshim_cuda_function fn,
                                int result) {
-  if (cuda == NULL || cuda->status != NCCLSHIM_OK || cuda->abi[fn] == 0) return NULL;
+  if (cuda == NULL || cuda->core.status != NCCLSHIM_OK || cuda->abi[fn] == 0) return NULL;
   const char *text = NULL;
   ncclshim_cu_result rc = fn == NCCLSHIM_CUDA_FN_cuGetErrorName
                               ? cuda->table.cuGetErrorName(result, &text)

@@ -2,22 +2,16 @@
 #ifndef NCCLSHIM_CUDA_HANDLE_H
 #define NCCLSHIM_CUDA_HANDLE_H
 
-#include "../../loader/trail.h"
+#include "../handle.h"
 #include "ncclshim/cuda.h"
 
 struct ncclshim_cuda {
-  ncclshim_cuda_table table; /* first: the table handed out */
-  ncclshim_status status;
-  char *message; /* one line: what was loaded, or why not */
-  void *library; /* dlopen handle; never dlclose'd once accepted */
-  char *path;
-  ncclshim_found_via via;
-  int preloaded;
-  int driver_version; /* cuDriverGetVersion; 0 when none */
-  int is_stub;        /* the stub was found (at load, or by cuInit: written atomically) */
+  ncclshim_handle core;      /* first: the lifecycle shared with the NCCL binding */
+  ncclshim_cuda_table table; /* what ncclshim_cuda_functions hands out */
+  int driver_version;        /* cuDriverGetVersion; 0 when none */
+  int is_stub;               /* the stub was found (at load, or by cuInit: written atomically) */
   ncclshim_cuda_bootstrap bootstrap;
   int abi[NCCLSHIM_CUDA_FUNCTION_COUNT]; /* version each entry was bound at; 0: missing */
-  ncshl_trail trail;
   int init_pid; /* the process that ran cuInit through this handle (atomic); 0: none */
 };
 
@@ -25,12 +19,11 @@ struct ncclshim_cuda {
 extern const ncclshim_cuda_table ncclshim_cuda_absent_table;
 /* Point the entries the driver lacks (abi[fn] == 0) at stubs that say so. */
 void ncclshim_cuda_fill_missing(ncclshim_cuda *cuda);
-/* Remember why the latest open failed, for the absent stubs' messages. */
-void ncclshim_cuda_note_open_failure(const char *message);
 
-/* Resolve the table from an opened driver whose version is known. Returns OK, or
- * VERSION_TOO_OLD / MISSING_SYMBOLS with the reason; the table is written only on OK. */
-ncclshim_status ncclshim_cuda_bind(ncclshim_cuda *cuda, void *library, char *reason, size_t size);
+/* Resolve the table from an opened driver of version `driver_version`. Returns OK, or
+ * VERSION_TOO_OLD / MISSING_SYMBOLS with the reason; the handle is written only on OK. */
+ncclshim_status ncclshim_cuda_bind(ncclshim_cuda *cuda, void *library, int driver_version,
+                                   char *reason, size_t size);
 
 /* The list's exported-name suffix of fn's ABI: "" or "_v2". */
 const char *ncclshim_cuda_export_suffix(enum ncclshim_cuda_function fn);

@@ -23,7 +23,7 @@ ncclshim_status ncclshim_cuda_init(ncclshim_cuda *cuda) {
     return ncclshim_fail(NCCLSHIM_DRIVER_UNAVAILABLE,
                          "%s: %s is the CUDA toolkit's stub library, not a CUDA driver: cuInit "
                          "answered CUDA_ERROR_STUB_LIBRARY (34)",
-                         what, cuda->path);
+                         what, cuda->core.path);
   case NCCLSHIM_CUDA_ERROR_NOT_INITIALIZED:
     return ncclshim_fail(NCCLSHIM_CUDA_ERROR,
                          "%s: cuInit failed: CUDA_ERROR_NOT_INITIALIZED (3): this is what the "

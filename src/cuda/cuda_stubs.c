@@ -2,32 +2,19 @@
  * "no driver is loaded" (CUDA_ERROR_NOT_INITIALIZED) and one for "the loaded driver lacks
  * this function" (CUDA_ERROR_NOT_SUPPORTED). Each leaves a message for ncclshim_last_error.
  * cuGetErrorName/String never fail that way: they answer from ncclshim's own table. */
-#include <pthread.h>
 #include <stdio.h>
 
 #include "../internal.h"
 #include "cuda_handle.h"
 
-static pthread_mutex_t failure_lock = PTHREAD_MUTEX_INITIALIZER;
-static char open_failure[1024]; /* why the latest open failed */
-
 /* For each function, the version of the latest driver bound without it (atomic). */
 static int lacking_driver[NCCLSHIM_CUDA_FUNCTION_COUNT];
 
-void ncclshim_cuda_note_open_failure(const char *message) {
-  pthread_mutex_lock(&failure_lock);
-  snprintf(open_failure, sizeof(open_failure), "%s", message);
-  pthread_mutex_unlock(&failure_lock);
-}
-
+/* No driver behind this table: say why, from the newest handle that failed to load. */
 static ncclshim_cu_result absent(enum ncclshim_cuda_function fn) {
-  const char *name = ncclshim_cuda_function_name(fn);
-  pthread_mutex_lock(&failure_lock);
-  if (open_failure[0] != '\0')
-    ncclshim_set_error("%s: no CUDA driver is loaded (%s)", name, open_failure);
-  else
-    ncclshim_set_error("%s: no CUDA driver is loaded", name);
-  pthread_mutex_unlock(&failure_lock);
+  char why[1536];
+  ncclshim_registry_absent(NCCLSHIM_BINDING_CUDA, "CUDA driver", why, sizeof(why));
+  ncclshim_set_error("%s: %s", ncclshim_cuda_function_name(fn), why);
   return NCCLSHIM_CUDA_ERROR_NOT_INITIALIZED;
 }
 

@@ -10,7 +10,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 
-#include "ncclshim/ncclshim.h"
+#include "../nccl/nccl_stub_set.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -21,28 +21,24 @@ EXPORT const char ncclshim_dropin_identity[] = "ncclshim drop-in NCCL library";
 static _Atomic(const ncclshim_nccl_table *) cached;
 
 /* Without NCCL, every entry returns ncclSystemError and keeps the search's summary. */
-static char absent_text[2048];
+static char absent_summary[2048];
 
-static const char *absent_message(void) { return absent_text; }
+static const char *absent_message(void) { return absent_summary; }
 
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#define ABSENT_RESULT return ncclSystemError;
-#define ABSENT_STRING return absent_message();
-#define ABSENT_VOID
-#define ABSENT_(name, version, policy, returns, n, params) \
-  static NCCLSHIM_RETURNS(returns) absent_##name NCCLSHIM_PP_PARAMS(n, params) { ABSENT_##returns }
+/* The message was written once, at load: nothing to note per call. */
+static void absent_note(enum ncclshim_nccl_function fn) { (void)fn; }
+#define absent_result ncclSystemError
+#define absent_text absent_message
+#define ABSENT_(...) NCCLSHIM_NCCL_STUB(absent, __VA_ARGS__)
+#define ABSENT_ENTRY_(...) NCCLSHIM_NCCL_STUB_ENTRY(absent, __VA_ARGS__)
 NCCLSHIM_NCCL_FUNCTIONS(ABSENT_)
-#pragma GCC diagnostic pop
-
-#define ABSENT_ENTRY_(name, version, policy, returns, n, params) .name = absent_##name,
 static const ncclshim_nccl_table absent_table = {NCCLSHIM_NCCL_FUNCTIONS(ABSENT_ENTRY_)};
 
 static void load(void) {
   ncclshim_nccl *nccl = ncclshim_nccl_default();
   const ncclshim_nccl_table *table = ncclshim_nccl_functions(nccl);
   if (ncclshim_nccl_status(nccl) != NCCLSHIM_OK) {
-    snprintf(absent_text, sizeof(absent_text), "ncclshim drop-in: no usable NCCL (%s)",
+    snprintf(absent_summary, sizeof(absent_summary), "ncclshim drop-in: no usable NCCL (%s)",
              ncclshim_nccl_message(nccl));
     table = &absent_table;
   }

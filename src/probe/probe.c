@@ -2,9 +2,10 @@
  * Exit status: 0 report made and requirements met; 1 a requirement unmet; 2 usage error. */
 #include "probe.h"
 
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "parse_version.h"
 
 static const char usage[] =
     "usage: ncclshim-probe [--json] [-v] [--no-devices] [--library PATH] [--require X]...\n"
@@ -27,27 +28,6 @@ static int usage_error(const char *fmt, const char *arg) {
   fprintf(stderr, fmt, arg);
   fprintf(stderr, "\n\n%s", usage);
   return 2;
-}
-
-/* One field of a version: decimal digits only, at most `max`. The end, or NULL. */
-static const char *version_field(const char *s, int max, int *out) {
-  if (*s < '0' || *s > '9') return NULL;
-  int value = 0;
-  for (; *s >= '0' && *s <= '9'; s++)
-    if ((value = value * 10 + (*s - '0')) > max) return NULL;
-  *out = value;
-  return s;
-}
-
-/* "2.28" or "2.28.3" as a packed version; 0 if it is not one. The major version is bounded
- * so that the packed value fits an int (sscanf's %d had no bound: "300000.0" overflowed). */
-static int parse_version(const char *text) {
-  int major, minor, patch = 0;
-  const char *s = version_field(text, (INT_MAX - 9999) / 10000, &major);
-  if (s == NULL || *s++ != '.' || (s = version_field(s, 99, &minor)) == NULL) return 0;
-  if (*s == '.' && (s = version_field(s + 1, 99, &patch)) == NULL) return 0;
-  if (*s != '\0' || major < 1) return 0;
-  return major * 10000 + minor * 100 + patch;
 }
 
 typedef struct requirement {
@@ -130,7 +110,7 @@ int main(int argc, char **argv) {
         continue;
       }
       reqs[nreqs] =
-          (requirement){value, parse_version(value), ncclshim_capability_from_name(value)};
+          (requirement){value, probe_parse_version(value), ncclshim_capability_from_name(value)};
       if (reqs[nreqs].version == 0 && reqs[nreqs].capability < 0)
         return usage_error(
             "unknown requirement '%s': give a version (2.28, 2.28.3) or a capability name "

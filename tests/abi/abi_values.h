@@ -13,6 +13,7 @@ typedef struct abi_value {
 #define ABI_OFFSET(type, field) {#type "." #field, (long long)offsetof(type, field)},
 #define ABI_SIZE(type) {"sizeof(" #type ")", (long long)sizeof(type)},
 
+/* clang-format off */
 /* Present in every nccl.h from 2.18. */
 #define ABI_COMMON(X)                                                                              \
   X(ncclSuccess)                                                                                   \
@@ -29,5 +30,7 @@ typedef struct abi_value {
 
 /* ncclshim's values, from abi_ours.c; NULL-terminated. */
 extern const abi_value ours[];
+
+/* clang-format on */
 
 #endif

@@ -24,7 +24,9 @@ char *cuda_fake_path(const char *variant) {
 }
 
 fake_cuda_log *cuda_fake_log(const char *path) { return loaded_symbol(path, "fake_log"); }
-fake_cuda_control *cuda_fake_control(const char *path) { return loaded_symbol(path, "fake_control"); }
+fake_cuda_control *cuda_fake_control(const char *path) {
+  return loaded_symbol(path, "fake_control");
+}
 
 void cuda_fake_reset(const char *path) {
   void *handle = dlopen(path, RTLD_NOW | RTLD_NOLOAD);

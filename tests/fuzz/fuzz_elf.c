@@ -25,12 +25,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   return 0;
 }
 
-static ncclshim_status check(const uint8_t *data, size_t size, unsigned long long file_size) {
+static ncshl_outcome check(const uint8_t *data, size_t size, unsigned long long file_size) {
   char reason[256];
   memset(reason, 'x', sizeof(reason));
-  ncclshim_status status = ncshl_elf_check_bytes(data, size, file_size, reason, sizeof(reason));
-  FUZZ_CHECK(status == NCCLSHIM_OK || status == NCCLSHIM_LOAD_FAILED, "status %d", status);
-  if (status != NCCLSHIM_OK) { /* the reason is written on refusal only */
+  ncshl_outcome status = ncshl_elf_check_bytes(data, size, file_size, reason, sizeof(reason));
+  FUZZ_CHECK(status == NCSHL_OK || status == NCSHL_UNLOADABLE, "status %d", status);
+  if (status != NCSHL_OK) { /* the reason is written on refusal only */
     FUZZ_CHECK(memchr(reason, '\0', sizeof(reason)) != NULL, "reason not terminated");
     FUZZ_CHECK(reason[0] != '\0', "a refusal without a reason");
   }
@@ -39,7 +39,7 @@ static ncclshim_status check(const uint8_t *data, size_t size, unsigned long lon
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   /* (1) the whole file */
-  ncclshim_status whole = check(data, size, size);
+  ncshl_outcome whole = check(data, size, size);
 
   /* (2) a prefix: the file is `extra` bytes longer than what was read */
   if (size >= 8) {
@@ -56,7 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     abort();
   }
   char reason[256];
-  ncclshim_status on_disk = ncshl_elf_check(file_path, reason, sizeof(reason));
+  ncshl_outcome on_disk = ncshl_elf_check(file_path, reason, sizeof(reason));
   FUZZ_CHECK(on_disk == whole, "the file check says %d (%s), the bytes check %d", on_disk, reason,
              whole);
   return 0;

@@ -97,13 +97,12 @@ static char *contain(const char *value) {
   return path;
 }
 
-static ncclshim_status refuse(void *context, void *handle, const char *path, char *reason,
-                              size_t size) {
+static int refuse(void *context, void *handle, const char *path, char *reason, size_t size) {
   (void)context;
   (void)handle;
   (void)path;
   snprintf(reason, size, "refused by the harness");
-  return NCCLSHIM_NOT_NCCL;
+  return 1;
 }
 
 static void check_places(void) {
@@ -126,16 +125,17 @@ static void check_search(const char *explicit_path, const char *override) {
   ncshl_found found;
   char summary[512];
   memset(summary, 'x', sizeof(summary));
-  ncclshim_status status = ncshl_search_run(&search, &trail, &found, summary, sizeof(summary));
-  FUZZ_CHECK(status != NCCLSHIM_OK && found.handle == NULL, "something was accepted");
+  ncshl_outcome outcome =
+      ncshl_search_run(&search, &trail, &found, summary, sizeof(summary)).outcome;
+  FUZZ_CHECK(outcome != NCSHL_OK && found.handle == NULL, "something was accepted");
   FUZZ_CHECK(memchr(summary, '\0', sizeof(summary)) != NULL, "summary not terminated");
   const char *used = explicit_path ? explicit_path : override && override[0] ? override : NULL;
   if (used != NULL) {
     FUZZ_CHECK(trail.count == 1, "an override was not used alone (%zu attempts)", trail.count);
     if (explicit_path == NULL && used[0] != '/')
-      FUZZ_CHECK(status == NCCLSHIM_INVALID_ARGUMENT, "relative override: status %d", status);
+      FUZZ_CHECK(outcome == NCSHL_BAD_REQUEST, "relative override: outcome %d", outcome);
     if (explicit_path != NULL && used[0] == '\0')
-      FUZZ_CHECK(status == NCCLSHIM_INVALID_ARGUMENT, "empty path: status %d", status);
+      FUZZ_CHECK(outcome == NCSHL_BAD_REQUEST, "empty path: outcome %d", outcome);
   } else {
     FUZZ_CHECK(trail.count >= 2, "the plain search tried %zu places", trail.count);
   }

@@ -1,13 +1,10 @@
-/* ncclshim-probe's --require values: parse_version (static in probe.c, reached by compiling
- * probe.c into this harness with its main renamed) and the capability names. A version is
+/* ncclshim-probe's --require values: probe_parse_version and the capability names. A version is
  * 0 (refused) or a packed version in range that formats back to text parsing to itself. */
 #include <string.h>
 
+#include "../../src/probe/parse_version.h"
 #include "fuzz.h"
-
-#define main probe_main
-#include "../../src/probe/probe.c"
-#undef main
+#include "ncclshim/ncclshim.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc;
@@ -17,7 +14,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char *text = fuzz_string(data, size);
-  int packed = parse_version(text);
+  int packed = probe_parse_version(text);
   if (packed != 0) {
     /* Only "X.Y" or "X.Y.Z" in decimal digits is a version (no sign, space or other byte). */
     size_t digits = strspn(text, "0123456789"), dots = 0;
@@ -30,7 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int major = packed / 10000, minor = packed / 100 % 100, patch = packed % 100;
     char again[32];
     snprintf(again, sizeof(again), "%d.%d.%d", major, minor, patch);
-    FUZZ_CHECK(parse_version(again) == packed, "\"%s\" -> %d -> \"%s\"", text, packed, again);
+    FUZZ_CHECK(probe_parse_version(again) == packed, "\"%s\" -> %d -> \"%s\"", text, packed, again);
   }
   int capability = ncclshim_capability_from_name(text);
   FUZZ_CHECK(capability >= -1 && capability < NCCLSHIM_CAPABILITY_COUNT, "capability %d",

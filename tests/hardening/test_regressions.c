@@ -51,19 +51,19 @@ static void test_elf_offset_wraps(void **state) {
   header(bytes, UINT64_MAX - sizeof(ElfW(Phdr)) + 1);
   assert_int_equal(
       ncshl_elf_check_bytes(bytes, sizeof(ElfW(Ehdr)), UINT64_MAX, reason, sizeof(reason)),
-      NCCLSHIM_LOAD_FAILED);
+      NCSHL_UNLOADABLE);
   assert_non_null(strstr(reason, "program header"));
   /* And wrapping past the end of the buffer instead. */
   header(bytes, UINT64_MAX - 8);
   assert_int_equal(
       ncshl_elf_check_bytes(bytes, sizeof(ElfW(Ehdr)), UINT64_MAX, reason, sizeof(reason)),
-      NCCLSHIM_LOAD_FAILED);
+      NCSHL_UNLOADABLE);
   assert_non_null(strstr(reason, "program header"));
   /* A table in range of a claimed size but past the bytes given: truncated, as before. */
   header(bytes, 4096);
   assert_int_equal(
       ncshl_elf_check_bytes(bytes, sizeof(ElfW(Ehdr)), 1 << 20, reason, sizeof(reason)),
-      NCCLSHIM_LOAD_FAILED);
+      NCSHL_UNLOADABLE);
   assert_non_null(strstr(reason, "truncated: program headers lie past the 64 bytes given"));
   free(bytes);
 }

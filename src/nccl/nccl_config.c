@@ -1,7 +1,7 @@
 /* Filling an ncclConfig_t for whichever NCCL is loaded, within the caller's struct size. */
 #include <string.h>
 
-#include "internal.h"
+#include "../internal.h"
 #include "nccl_handle.h"
 
 #define FIELD_KIND_INT 0

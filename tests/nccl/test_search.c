@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "support.h"
+#include "../support.h"
 
 static char *root;    /* scratch tree */
 static char *old_dir; /* holds libnccl.so.2 -> fake 2.21.5 */
@@ -113,8 +113,8 @@ static void test_environment_fails_loud(void **state) {
   expect_chosen(&s, "INVALID_ARGUMENT", "none", "none", NULL);
   assert_non_null(strstr(scenario_get(&s, "message"), "must be an absolute path"));
 
-  const char *empty[] = {env_entry("NCCLSHIM_NCCL_LIBRARY", ""), env_entry("LD_LIBRARY_PATH", old_dir),
-                         NULL};
+  const char *empty[] = {env_entry("NCCLSHIM_NCCL_LIBRARY", ""),
+                         env_entry("LD_LIBRARY_PATH", old_dir), NULL};
   run_scenario(&s, NULL, empty); /* empty means unset */
   expect_chosen(&s, "OK", "system-search", "2.21.5", "2.21.5");
 }
@@ -151,7 +151,8 @@ static void test_keeps_searching_past_old(void **state) {
                          "NCCL 2.21.5 is older than the 2.28.0"));
 
   /* And past a broken one. */
-  const char *broken[] = {env_entry("LD_LIBRARY_PATH", bad_dir), env_entry("NCCL_HOME", home), NULL};
+  const char *broken[] = {env_entry("LD_LIBRARY_PATH", bad_dir), env_entry("NCCL_HOME", home),
+                          NULL};
   run_scenario(&s, NULL, broken);
   expect_chosen(&s, "OK", "well-known-place", "2.28.9", "2.28.9");
   assert_non_null(strstr(find_attempt(&s, "MISSING_SYMBOLS"), "ncclAllReduce"));

@@ -38,10 +38,10 @@ static char *scan_build(const char *path) {
 }
 
 const char *ncclshim_nccl_build(ncclshim_nccl *nccl) {
-  if (nccl == NULL || nccl->path == NULL) return "";
+  if (nccl == NULL || nccl->core.path == NULL) return "";
   pthread_mutex_lock(&nccl->lazy_lock);
   if (nccl->build == NULL) {
-    nccl->build = scan_build(nccl->path);
+    nccl->build = scan_build(nccl->core.path);
     if (nccl->build == NULL) nccl->build = strdup("");
   }
   pthread_mutex_unlock(&nccl->lazy_lock);

@@ -4,38 +4,27 @@
 
 #include <pthread.h>
 
-#include "../loader/trail.h"
+#include "../handle.h"
 #include "ncclshim/ncclshim.h"
 
 struct ncclshim_nccl {
-  ncclshim_nccl_table table; /* first: the table handed out */
-  ncclshim_status status;
-  char *message;    /* one line: what was loaded, or why not */
-  int version;      /* packed; 0 when none */
-  int version_code; /* raw ncclGetVersion answer */
-  void *library;    /* dlopen handle; never dlclose'd once accepted */
-  char *path;
-  ncclshim_found_via via;
-  int preloaded;
+  ncclshim_handle core;      /* first: the lifecycle shared with the CUDA binding */
+  ncclshim_nccl_table table; /* what ncclshim_nccl_functions hands out */
+  int version;               /* packed; 0 when none */
+  int version_code;          /* raw ncclGetVersion answer */
   uint64_t capabilities;
   unsigned char present[NCCLSHIM_NCCL_FUNCTION_COUNT];
-  ncshl_trail trail;
   int min_version;
   pthread_mutex_t lazy_lock; /* guards what is read from the file on first request: */
   char *build;               /* the build tag */
   uint64_t file_hash;        /* the contents' hash, for the fingerprint */
   int file_hash_done;
-  struct ncclshim_nccl *next_open; /* registry of open handles, for stub messages */
 };
 
 /* The table every handle starts with: each entry reports that NCCL is not loaded. */
 extern const ncclshim_nccl_table ncclshim_absent_table;
 /* Fill the entries the library lacks with stubs that report the missing function. */
 void ncclshim_fill_missing(ncclshim_nccl *nccl);
-
-/* Registry of open handles, read by the stubs to say which library lacks what. */
-void ncclshim_registry_add(ncclshim_nccl *nccl);
-void ncclshim_registry_remove(ncclshim_nccl *nccl);
 
 /* Capabilities of a bound library, from its version and the functions found. */
 uint64_t ncclshim_compute_capabilities(const ncclshim_nccl *nccl);

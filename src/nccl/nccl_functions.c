@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "nccl_handle.h"
+#include "ncclshim/pp.h"
 
 #define NAME_(name, version, policy, returns, n, params) #name,
 #define VERSION_(name, version, policy, returns, n, params) version,
@@ -25,14 +26,29 @@ int ncclshim_nccl_function_required(enum ncclshim_nccl_function fn) {
   return (unsigned)fn < NCCLSHIM_NCCL_FUNCTION_COUNT ? function_required[fn] : 0;
 }
 
+enum { MAX_NEEDS = 6 };
 typedef struct capability {
   const char *name;
   int version;
-  enum ncclshim_nccl_function needs[3];
+  int count;
+  enum ncclshim_nccl_function needs[MAX_NEEDS];
 } capability;
 
-#define CAPABILITY_(id, name, version, f1, f2, f3) \
-  {name, version, {NCCLSHIM_FN_##f1, NCCLSHIM_FN_##f2, NCCLSHIM_FN_##f3}},
+/* A row's functions as list indexes, and how many there are (1 to MAX_NEEDS). */
+#define COUNT_(...) COUNT_N_(__VA_ARGS__, 6, 5, 4, 3, 2, 1, 0)
+#define COUNT_N_(a, b, c, d, e, f, n, ...) n
+#define NEEDS_(...) NCCLSHIM_PP_APPLY(NEEDS_N_, (COUNT_(__VA_ARGS__), __VA_ARGS__))
+#define NEEDS_N_(n, ...) NEEDS_CAT_(NEEDS_, n)(__VA_ARGS__)
+#define NEEDS_CAT_(a, n) a##n
+#define NEEDS_1(a) NCCLSHIM_FN_##a
+#define NEEDS_2(a, ...) NCCLSHIM_FN_##a, NEEDS_1(__VA_ARGS__)
+#define NEEDS_3(a, ...) NCCLSHIM_FN_##a, NEEDS_2(__VA_ARGS__)
+#define NEEDS_4(a, ...) NCCLSHIM_FN_##a, NEEDS_3(__VA_ARGS__)
+#define NEEDS_5(a, ...) NCCLSHIM_FN_##a, NEEDS_4(__VA_ARGS__)
+#define NEEDS_6(a, ...) NCCLSHIM_FN_##a, NEEDS_5(__VA_ARGS__)
+
+#define CAPABILITY_(id, name, version, ...) \
+  {name, version, COUNT_(__VA_ARGS__), {NEEDS_(__VA_ARGS__)}},
 static const capability capabilities[] = {NCCLSHIM_CAPABILITIES(CAPABILITY_)};
 
 const char *ncclshim_capability_name(ncclshim_capability cap) {
@@ -51,12 +67,12 @@ int ncclshim_capability_from_name(const char *name) {
 
 uint64_t ncclshim_compute_capabilities(const ncclshim_nccl *nccl) {
   uint64_t bits = 0;
-  if (nccl->status != NCCLSHIM_OK) return 0;
+  if (nccl->core.status != NCCLSHIM_OK) return 0;
   for (int i = 0; i < NCCLSHIM_CAPABILITY_COUNT; i++) {
     const capability *c = &capabilities[i];
-    if (nccl->version >= c->version && nccl->present[c->needs[0]] && nccl->present[c->needs[1]] &&
-        nccl->present[c->needs[2]])
-      bits |= NCCLSHIM_CAP_BIT(i);
+    int present = nccl->version >= c->version;
+    for (int j = 0; present && j < c->count; j++) present = nccl->present[c->needs[j]];
+    if (present) bits |= NCCLSHIM_CAP_BIT(i);
   }
   return bits;
 }
@@ -71,14 +87,14 @@ const char *ncclshim_nccl_capability_reason(const ncclshim_nccl *nccl, ncclshim_
   }
   const capability *c = &capabilities[cap];
   char need[16], have[16];
-  if (nccl == NULL || nccl->status != NCCLSHIM_OK) {
+  if (nccl == NULL || nccl->core.status != NCCLSHIM_OK) {
     snprintf(buf, size, "no NCCL is loaded");
   } else if (nccl->version < c->version) {
     snprintf(buf, size, "needs NCCL >= %s; loaded %s",
              ncclshim_format_version(c->version, need, sizeof(need)),
              ncclshim_format_version(nccl->version, have, sizeof(have)));
   } else {
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < c->count; i++) {
       if (!nccl->present[c->needs[i]]) {
         snprintf(buf, size, "the library lacks %s", function_names[c->needs[i]]);
         break;

@@ -79,7 +79,7 @@ const char *ncclshim_nccl_fingerprint(ncclshim_nccl *nccl, char *buf, size_t siz
   }
   pthread_mutex_lock(&nccl->lazy_lock);
   if (!nccl->file_hash_done) {
-    nccl->file_hash = hash_file(nccl->path);
+    nccl->file_hash = hash_file(nccl->core.path);
     nccl->file_hash_done = 1;
   }
   uint64_t file = nccl->file_hash;

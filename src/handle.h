@@ -1,0 +1,107 @@
+/* The life of a library handle, shared by the NCCL and CUDA bindings: the options check, the
+ * search, the accept step, the message, the debug lines, the registry of open handles, the
+ * default handle, close and the common accessors. A binding's handle struct starts with a
+ * ncclshim_handle (its first member, `core`) and adds only what is its own. */
+#ifndef NCCLSHIM_HANDLE_H
+#define NCCLSHIM_HANDLE_H
+
+#include <pthread.h>
+#include <stddef.h>
+
+#include "ncclshim/status.h"
+
+typedef struct ncclshim_handle ncclshim_handle;
+typedef struct ncclshim_binding ncclshim_binding;
+
+struct ncclshim_handle {
+  const ncclshim_binding *binding;
+  ncclshim_status status;
+  char *message; /* one line: what was loaded, or why not */
+  void *library; /* dlopen handle; never dlclose'd once accepted */
+  char *path;    /* the file mapped */
+  ncclshim_found_via via;
+  int preloaded;
+  ncclshim_attempt *attempts; /* the search trail, in the order tried */
+  size_t attempt_count;
+  int is_default;             /* the process-wide handle: close ignores it */
+  ncclshim_handle *next_open; /* the registry of open handles */
+};
+
+/* Which binding a handle belongs to, for the registry's readers. */
+typedef enum ncclshim_binding_kind {
+  NCCLSHIM_BINDING_NCCL,
+  NCCLSHIM_BINDING_CUDA
+} ncclshim_binding_kind;
+
+struct ncclshim_binding {
+  ncclshim_binding_kind kind;
+  const char *who;     /* prefix of the debug lines: "ncclshim", "ncclshim cuda" */
+  const char *env_var; /* the override variable */
+  const char *soname;
+  char **(*places)(void); /* well-known directories (see loader/search.h), or NULL */
+  /* Is this library the one wanted? OK, or the refusal with its reason. It writes the
+   * handle's own fields only when it accepts: a refused candidate leaves nothing behind. */
+  ncclshim_status (*accept)(ncclshim_handle *handle, void *library, const char *path, char *reason,
+                            size_t size);
+  /* The message of a success, after path and via are set. */
+  void (*describe)(const ncclshim_handle *handle, char *text, size_t size);
+};
+
+/* Copy the caller's size-first options struct over `defaults` (`size` bytes), after checking
+ * that `out` is set and that the caller's struct reaches `required` bytes. OK, or
+ * INVALID_ARGUMENT with a message naming `who` and `init_macro`. */
+ncclshim_status ncclshim_handle_options(void *defaults, size_t size, const void *given,
+                                        size_t required, const void *out, const char *who,
+                                        const char *init_macro);
+
+/* Search for the binding's library (`path`: the caller's, or NULL), fill `handle` with the
+ * outcome (the binding's accept step fills the rest), register it, print the debug lines
+ * when NCCLSHIM_DEBUG asks. Returns the handle's status. */
+ncclshim_status ncclshim_handle_open(ncclshim_handle *handle, const ncclshim_binding *binding,
+                                     const char *path);
+/* Unregister and free a handle (the whole struct that starts with it). */
+void ncclshim_handle_close(ncclshim_handle *handle);
+
+/* Every open handle is in one registry, which the "unavailable" stubs read to say what is
+ * loaded or why nothing is. Call visit on each open handle of that kind, newest first, under
+ * the registry's lock, until it returns non-zero. */
+void ncclshim_registry_visit(ncclshim_binding_kind kind,
+                             int (*visit)(const ncclshim_handle *handle, void *context),
+                             void *context);
+/* "no <what> is loaded (<why the newest failed open failed>)" into buf. */
+void ncclshim_registry_absent(ncclshim_binding_kind kind, const char *what, char *buf, size_t size);
+
+/* The process-wide handle of a binding, opened once on first use and never closed:
+ * `static TYPE *default_of(void)`. */
+#define NCCLSHIM_DEFAULT_HANDLE(type, open)                          \
+  static pthread_once_t default_once = PTHREAD_ONCE_INIT;            \
+  static type *default_handle;                                       \
+  static void open_default(void) {                                   \
+    open(NULL, &default_handle);                                     \
+    if (default_handle != NULL) default_handle->core.is_default = 1; \
+  }                                                                  \
+  static type *default_of(void) {                                    \
+    pthread_once(&default_once, open_default);                       \
+    return default_handle;                                           \
+  }
+
+/* The accessors every binding offers (PREFIX_status, _message, _path, _found_via,
+ * _preloaded, _attempt_count, _attempt), each safe on NULL (out of memory at first use). */
+#define NCCLSHIM_HANDLE_ACCESSORS(prefix, type)                                          \
+  ncclshim_status prefix##_status(const type *h) {                                       \
+    return h ? h->core.status : NCCLSHIM_OUT_OF_MEMORY;                                  \
+  }                                                                                      \
+  const char *prefix##_message(const type *h) {                                          \
+    return h && h->core.message ? h->core.message : "out of memory";                     \
+  }                                                                                      \
+  const char *prefix##_path(const type *h) { return h ? h->core.path : NULL; }           \
+  ncclshim_found_via prefix##_found_via(const type *h) {                                 \
+    return h ? h->core.via : NCCLSHIM_VIA_NONE;                                          \
+  }                                                                                      \
+  int prefix##_preloaded(const type *h) { return h ? h->core.preloaded : 0; }            \
+  size_t prefix##_attempt_count(const type *h) { return h ? h->core.attempt_count : 0; } \
+  const ncclshim_attempt *prefix##_attempt(const type *h, size_t index) {                \
+    return h && index < h->core.attempt_count ? &h->core.attempts[index] : NULL;         \
+  }
+
+#endif

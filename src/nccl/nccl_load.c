@@ -1,0 +1,175 @@
+/* The NCCL binding's part in the handle lifecycle: version first, then the table; the
+ * default handle; the accessors of its own fields. */
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../loader/dl.h"
+#include "../internal.h"
+#include "nccl_handle.h"
+
+/* The drop-in library exports this; a search that reaches it must not take it for NCCL. */
+#define DROPIN_MARKER "ncclshim_dropin_identity"
+
+/* Read and check the version before anything else is resolved. */
+static ncclshim_status check_version(int min_version, void *library, int *packed_out, int *code_out,
+                                     char *reason, size_t size) {
+  ncshl_fn symbol = ncshl_symbol(library, "ncclGetVersion");
+  if (symbol == NULL) {
+    snprintf(reason, size, "no ncclGetVersion: not an NCCL library");
+    return NCCLSHIM_NOT_NCCL;
+  }
+  int code = INT_MIN; /* a library that "succeeds" without writing is caught below */
+  int result = ((ncclshim_pfn_ncclGetVersion)symbol)(&code);
+  if (result != ncclSuccess) {
+    snprintf(reason, size, "ncclGetVersion failed: result %d (%s)", result,
+             ncclshim_nccl_result_string(result));
+    return NCCLSHIM_BAD_VERSION;
+  }
+  if (code == INT_MIN) {
+    snprintf(reason, size, "ncclGetVersion succeeded but wrote no version");
+    return NCCLSHIM_BAD_VERSION;
+  }
+  int major = 0;
+  int packed = ncclshim_decode_version(code, &major, NULL, NULL);
+  char have[16], need[16];
+  if (packed == 0) {
+    snprintf(reason, size, "ncclGetVersion answered %d, which is no NCCL version", code);
+    return NCCLSHIM_BAD_VERSION;
+  }
+  ncclshim_format_version(packed, have, sizeof(have));
+  if (major != 2) {
+    snprintf(reason, size, "NCCL %s has major version %d; ncclshim supports major version 2", have,
+             major);
+    return NCCLSHIM_WRONG_MAJOR;
+  }
+  if (packed < min_version) {
+    snprintf(reason, size, "NCCL %s is older than the %s asked for", have,
+             ncclshim_format_version(min_version, need, sizeof(need)));
+    return NCCLSHIM_VERSION_TOO_OLD;
+  }
+  *packed_out = packed;
+  *code_out = code;
+  return NCCLSHIM_OK;
+}
+
+/* Resolve every function through this library's handle. Refuses the library when required
+ * functions are missing; the table is only written once the library is accepted. */
+static ncclshim_status bind_functions(ncclshim_nccl *nccl, void *library, char *reason,
+                                      size_t size) {
+  ncshl_fn found[NCCLSHIM_NCCL_FUNCTION_COUNT];
+  int used = snprintf(reason, size, "lacks required functions:");
+  int missing_required = 0;
+  for (int i = 0; i < NCCLSHIM_NCCL_FUNCTION_COUNT; i++) {
+    found[i] = ncshl_symbol(library, ncclshim_nccl_function_name(i));
+    if (found[i] == NULL && ncclshim_nccl_function_required(i)) {
+      missing_required++;
+      if (used > 0 && (size_t)used < size)
+        used += snprintf(reason + used, size - (size_t)used, " %s", ncclshim_nccl_function_name(i));
+    }
+  }
+  if (missing_required) return NCCLSHIM_MISSING_SYMBOLS;
+  for (int i = 0; i < NCCLSHIM_NCCL_FUNCTION_COUNT; i++) nccl->present[i] = found[i] != NULL;
+#define BIND_(name, version, policy, returns, n, params) \
+  nccl->table.name = (ncclshim_pfn_##name)found[NCCLSHIM_FN_##name];
+  NCCLSHIM_NCCL_FUNCTIONS(BIND_)
+#undef BIND_
+  ncclshim_fill_missing(nccl);
+  reason[0] = '\0';
+  return NCCLSHIM_OK;
+}
+
+static ncclshim_status accept_nccl(ncclshim_handle *core, void *library, const char *path,
+                                   char *reason, size_t size) {
+  ncclshim_nccl *nccl = (ncclshim_nccl *)core;
+  (void)path;
+  if (ncshl_object(library, DROPIN_MARKER) != NULL) {
+    snprintf(reason, size, "this is ncclshim's drop-in library, not NCCL: skipped");
+    return NCCLSHIM_NOT_NCCL;
+  }
+  int packed = 0, code = 0;
+  ncclshim_status status = check_version(nccl->min_version, library, &packed, &code, reason, size);
+  if (status == NCCLSHIM_OK) status = bind_functions(nccl, library, reason, size);
+  if (status != NCCLSHIM_OK) return status;
+  nccl->version = packed;
+  nccl->version_code = code;
+  nccl->capabilities = ncclshim_compute_capabilities(nccl);
+  return NCCLSHIM_OK;
+}
+
+static void describe_success(const ncclshim_handle *core, char *text, size_t size) {
+  const ncclshim_nccl *nccl = (const ncclshim_nccl *)core;
+  char have[16];
+  snprintf(text, size, "NCCL %s from %s (%s%s)",
+           ncclshim_format_version(nccl->version, have, sizeof(have)), core->path,
+           ncclshim_found_via_name(core->via), core->preloaded ? ", already loaded" : "");
+}
+
+static const ncclshim_binding nccl_binding = {
+    .kind = NCCLSHIM_BINDING_NCCL,
+    .who = "ncclshim",
+    .env_var = "NCCLSHIM_NCCL_LIBRARY",
+    .soname = "libnccl.so.2",
+    .places = ncclshim_nccl_places,
+    .accept = accept_nccl,
+    .describe = describe_success,
+};
+
+ncclshim_status ncclshim_nccl_open(const ncclshim_nccl_options *options, ncclshim_nccl **out) {
+  ncclshim_nccl_options opts = NCCLSHIM_NCCL_OPTIONS_INIT;
+  ncclshim_status status = ncclshim_handle_options(
+      &opts, sizeof(opts), options, offsetof(ncclshim_nccl_options, min_version) + sizeof(int), out,
+      "ncclshim_nccl_open", "NCCLSHIM_NCCL_OPTIONS_INIT");
+  if (status != NCCLSHIM_OK) return status;
+  if (opts.min_version < 0)
+    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT,
+                         "ncclshim_nccl_open: min_version %d is negative", opts.min_version);
+  ncclshim_nccl *nccl = calloc(1, sizeof(*nccl));
+  if (nccl == NULL)
+    return ncclshim_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_nccl_open: out of memory");
+  nccl->table = ncclshim_absent_table;
+  nccl->min_version = opts.min_version;
+  pthread_mutex_init(&nccl->lazy_lock, NULL);
+  *out = nccl;
+  return ncclshim_handle_open(&nccl->core, &nccl_binding, opts.path);
+}
+
+void ncclshim_nccl_close(ncclshim_nccl *nccl) {
+  if (nccl == NULL || nccl->core.is_default) return;
+  free(nccl->build);
+  pthread_mutex_destroy(&nccl->lazy_lock);
+  ncclshim_handle_close(&nccl->core);
+}
+
+NCCLSHIM_DEFAULT_HANDLE(ncclshim_nccl, ncclshim_nccl_open)
+
+ncclshim_nccl *ncclshim_nccl_default(void) { return default_of(); }
+ncclshim_status ncclshim_init(void) { return ncclshim_nccl_status(default_of()); }
+int ncclshim_version(void) { return ncclshim_nccl_version(default_of()); }
+const ncclshim_nccl_table *ncclshim_table(void) { return ncclshim_nccl_functions(default_of()); }
+
+/* ---- Accessors: each is safe on NULL (out of memory at first use). ---- */
+
+NCCLSHIM_HANDLE_ACCESSORS(ncclshim_nccl, ncclshim_nccl)
+
+const ncclshim_nccl_table *ncclshim_nccl_functions(const ncclshim_nccl *nccl) {
+  return nccl ? &nccl->table : &ncclshim_absent_table;
+}
+int ncclshim_nccl_version(const ncclshim_nccl *nccl) { return nccl ? nccl->version : 0; }
+int ncclshim_nccl_version_code(const ncclshim_nccl *nccl) { return nccl ? nccl->version_code : 0; }
+uint64_t ncclshim_nccl_capabilities(const ncclshim_nccl *nccl) {
+  return nccl ? nccl->capabilities : 0;
+}
+int ncclshim_nccl_has(const ncclshim_nccl *nccl, ncclshim_capability cap) {
+  return (unsigned)cap < NCCLSHIM_CAPABILITY_COUNT &&
+         (ncclshim_nccl_capabilities(nccl) & NCCLSHIM_CAP_BIT(cap)) != 0;
+}
+int ncclshim_nccl_has_function(const ncclshim_nccl *nccl, enum ncclshim_nccl_function fn) {
+  return nccl && (unsigned)fn < NCCLSHIM_NCCL_FUNCTION_COUNT && nccl->present[fn];
+}
+int ncclshim_nccl_unexpectedly_missing(const ncclshim_nccl *nccl, enum ncclshim_nccl_function fn) {
+  return nccl && nccl->core.status == NCCLSHIM_OK && (unsigned)fn < NCCLSHIM_NCCL_FUNCTION_COUNT &&
+         !nccl->present[fn] && ncclshim_nccl_function_version(fn) <= nccl->version;
+}

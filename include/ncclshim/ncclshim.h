@@ -1,5 +1,21 @@
 /* ncclshim: load whatever NCCL is installed at run time, or report cleanly that none is.
  *
+ * The product, and where each part lives (headers here in include/ncclshim/, code in src/):
+ *   NCCL table          this header: the default handle (ncclshim_init, ncclshim_table) and
+ *                       explicit ones (ncclshim_nccl_open); the function list is
+ *                       nccl_functions.h, NCCL's types nccl_abi.h; code in src/nccl/
+ *   CUDA driver table   cuda.h (streams, events, memory, device facts; cuda_functions.h,
+ *                       cuda_abi.h); code in src/cuda/
+ *   communicators       comm.h: checked calls, non-blocking init, bounded waits, abort;
+ *                       src/comm/
+ *   symmetric memory    symmem.h: NCCL >= 2.28 windows; src/comm/
+ *   statuses, trails    status.h; src/status.c, and src/handle.c, the handle lifecycle the NCCL
+ *                       and CUDA bindings share over loader/ (dlopen, the search, the ELF check)
+ *   ncclshim-probe      the capability report, text and JSON; src/probe/
+ *   drop-in             libncclshim-nccl.so: NCCL's own names for programs built against
+ *                       nccl.h; src/dropin/
+ * docs/reference.md says how to build against each; docs/contributing.md how to extend them.
+ *
  *   ncclshim_init()            load the process-wide default NCCL once (thread-safe)
  *   ncclshim_version()         the loaded NCCL's version, 0 when none
  *   ncclshim_table()           its functions: ncclshim_table()->ncclAllReduce(...)
@@ -50,34 +66,35 @@ NCCLSHIM_API int ncclshim_nccl_function_required(enum ncclshim_nccl_function fn)
 
 /* ---- Capabilities ------------------------------------------------------------------ */
 
-/* X(ID, "name", unlocking version, function, function, function): the capability holds when
- * the loaded version is at least that and every named function was found. */
+/* X(ID, "name", unlocking version, function...): the capability holds when the loaded
+ * version is at least that and every named function (one to six) was found. New rows go at
+ * the end: a capability's number is its bit. */
 /* clang-format off */
 #define NCCLSHIM_CAPABILITIES(X) \
-  X(PREMUL_SUM,           "premul-sum",           21100, ncclRedOpCreatePreMulSum, ncclRedOpDestroy, ncclRedOpDestroy) \
-  X(LAST_ERROR,           "last-error",           21300, ncclGetLastError, ncclGetLastError, ncclGetLastError) \
+  X(PREMUL_SUM,           "premul-sum",           21100, ncclRedOpCreatePreMulSum, ncclRedOpDestroy) \
+  X(LAST_ERROR,           "last-error",           21300, ncclGetLastError) \
   X(NONBLOCKING_INIT,     "nonblocking-init",     21400, ncclCommInitRankConfig, ncclCommGetAsyncError, ncclCommFinalize) \
-  X(SPLIT,                "split",                21801, ncclCommSplit, ncclCommSplit, ncclCommSplit) \
-  X(MEM_ALLOC,            "mem-alloc",            21901, ncclMemAlloc, ncclMemFree, ncclMemFree) \
-  X(USER_BUFFER_REGISTER, "user-buffer-register", 21901, ncclCommRegister, ncclCommDeregister, ncclCommDeregister) \
-  X(GROUP_SIMULATE,       "group-simulate",       22203, ncclGroupSimulateEnd, ncclGroupSimulateEnd, ncclGroupSimulateEnd) \
-  X(SCALABLE_INIT,        "scalable-init",        22304, ncclCommInitRankScalable, ncclCommInitRankScalable, ncclCommInitRankScalable) \
-  X(FP8,                  "fp8",                  22403, ncclAllReduce, ncclAllReduce, ncclAllReduce) \
-  X(WINDOW_REGISTER,      "window-register",      22703, ncclCommWindowRegister, ncclCommWindowDeregister, ncclCommWindowDeregister) \
-  X(SHRINK,               "shrink",               22703, ncclCommShrink, ncclCommShrink, ncclCommShrink) \
+  X(SPLIT,                "split",                21801, ncclCommSplit) \
+  X(MEM_ALLOC,            "mem-alloc",            21901, ncclMemAlloc, ncclMemFree) \
+  X(USER_BUFFER_REGISTER, "user-buffer-register", 21901, ncclCommRegister, ncclCommDeregister) \
+  X(GROUP_SIMULATE,       "group-simulate",       22203, ncclGroupSimulateEnd) \
+  X(SCALABLE_INIT,        "scalable-init",        22304, ncclCommInitRankScalable) \
+  X(FP8,                  "fp8",                  22403, ncclAllReduce) \
+  X(WINDOW_REGISTER,      "window-register",      22703, ncclCommWindowRegister, ncclCommWindowDeregister) \
+  X(SHRINK,               "shrink",               22703, ncclCommShrink) \
   X(SYMMETRIC_MEMORY,     "symmetric-memory",     22800, ncclCommWindowRegister, ncclCommWindowDeregister, ncclMemAlloc) \
-  X(ALLTOALL,             "alltoall",             22803, ncclAlltoAll, ncclAlltoAll, ncclAlltoAll) \
-  X(GATHER,               "gather",               22803, ncclGather, ncclGather, ncclGather) \
-  X(SCATTER,              "scatter",              22803, ncclScatter, ncclScatter, ncclScatter) \
-  X(REVOKE,               "revoke",               22807, ncclCommRevoke, ncclCommRevoke, ncclCommRevoke) \
-  X(GROW,                 "grow",                 22902, ncclCommGrow, ncclCommGetUniqueId, ncclCommGrow) \
+  X(ALLTOALL,             "alltoall",             22803, ncclAlltoAll) \
+  X(GATHER,               "gather",               22803, ncclGather) \
+  X(SCATTER,              "scatter",              22803, ncclScatter) \
+  X(REVOKE,               "revoke",               22807, ncclCommRevoke) \
+  X(GROW,                 "grow",                 22902, ncclCommGrow, ncclCommGetUniqueId) \
   X(ONE_SIDED,            "one-sided",            22902, ncclPutSignal, ncclSignal, ncclWaitSignal) \
   X(SUSPEND,              "suspend",              22907, ncclCommSuspend, ncclCommResume, ncclCommMemStats) \
-  X(TIMEOUT_RESULT,       "timeout-result",       23003, ncclGetErrorString, ncclGetErrorString, ncclGetErrorString) \
+  X(TIMEOUT_RESULT,       "timeout-result",       23003, ncclGetErrorString) \
   X(PARAMS,               "params",               23003, ncclParamBind, ncclParamGetParameter, ncclParamDumpAll)
 /* clang-format on */
 
-#define NCCLSHIM_CAPABILITY_ENUM_(id, name, version, f1, f2, f3) NCCLSHIM_CAP_##id,
+#define NCCLSHIM_CAPABILITY_ENUM_(id, name, version, ...) NCCLSHIM_CAP_##id,
 typedef enum ncclshim_capability {
   NCCLSHIM_CAPABILITIES(NCCLSHIM_CAPABILITY_ENUM_) NCCLSHIM_CAPABILITY_COUNT
 } ncclshim_capability;

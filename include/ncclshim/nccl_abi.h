@@ -1,4 +1,4 @@
-/* NCCL's public ABI (2.18 -> 2.30.7), written from docs/nccl-abi facts, not from nccl.h.
+/* NCCL's public ABI (2.18 -> 2.30.7), written from the facts in docs/nccl-abi.md, not from nccl.h.
  *
  * Coexistence with the real nccl.h:
  *  - nccl.h included first (NCCL_H_ defined): its types are used as they are; this header adds

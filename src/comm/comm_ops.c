@@ -92,7 +92,9 @@ ncclshim_status ncclshim_comm_check(ncclshim_comm *comm, ncclResult_t result, co
   ncclshim_status status = waitable(comm, "ncclshim_comm_check", timeout_ms);
   if (status != NCCLSHIM_OK) return status;
   if (result == ncclSuccess) return NCCLSHIM_OK;
-  if (result != ncclInProgress) return ncclshim_nccl_check(comm->nccl, result, call);
+  if (result != ncclInProgress)
+    return name_the_wait(comm, ncclshim_nccl_check(comm->nccl, result, call), "",
+                         ncclshim_comm_get_state(comm), call ? call : "an NCCL call");
   return ncclshim_comm_wait_deadline(comm, ncclshim_deadline_ns(timeout_ms), timeout_ms);
 }
 

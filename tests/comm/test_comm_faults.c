@@ -105,6 +105,25 @@ static void test_peer_lost_reported(void **state) {
   }
 }
 
+/* After the loss NCCL may refuse the next collective outright: the message still names the
+ * communicator and the call. */
+static void test_enqueue_refused_after_loss(void **state) {
+  (void)state;
+  ncclshim_nccl *nccl = fake_open("2.28.9");
+  ncclshim_comm *comm = ready_comm(nccl, 1);
+  fake_inject("ncclAllReduce", ncclRemoteError, 1);
+  const ncclshim_nccl_table *t = ncclshim_nccl_functions(nccl);
+  ncclResult_t r =
+      t->ncclAllReduce(NULL, NULL, 0, ncclFloat32, ncclSum, ncclshim_comm_raw(comm), NULL);
+  assert_int_equal(ncclshim_comm_check(comm, r, "ncclAllReduce", DEADLINE_MS), NCCLSHIM_NCCL_ERROR);
+  assert_message(
+      "communicator rank 0 of 2 (ready), waiting for ncclAllReduce: ncclAllReduce "
+      "failed: ncclRemoteError (6)");
+  abort_within_deadline(comm, 50);
+  ncclshim_comm_free(comm);
+  ncclshim_nccl_close(nccl);
+}
+
 /* NVLink: nothing is ever reported; the deadline is the only detector. After the abort the
  * stream may stay busy (the fake's does): the wrapper refuses to wait on it, nothing hangs. */
 static void test_peer_lost_silently(void **state) {
@@ -221,6 +240,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_peer_lost_reported),
       cmocka_unit_test(test_peer_lost_silently),
+      cmocka_unit_test(test_enqueue_refused_after_loss),
       cmocka_unit_test(test_peer_lost_during_init),
       cmocka_unit_test(test_init_never_completes),
       cmocka_unit_test(test_peer_lost_with_window),

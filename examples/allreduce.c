@@ -47,6 +47,7 @@ static launcher find_launcher(void) {
       {"mpirun (Open MPI)", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
        "OMPI_COMM_WORLD_LOCAL_RANK", NULL},
       {"srun (Slurm)", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_STEP_ID"},
+      {"mpirun (MPICH, Hydra)", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", NULL},
   };
   launcher l = {NULL, -1, -1, -1};
   for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {

@@ -1,4 +1,6 @@
 /* Finishing a communicator's work within a deadline: init, operations, group ends, streams. */
+#include <stdio.h>
+
 #include "comm_internal.h"
 
 ncclshim_status ncclshim_comm_note(ncclshim_comm *comm, ncclshim_status status, ncclResult_t seen) {
@@ -42,12 +44,41 @@ static ncclshim_status waitable(ncclshim_comm *comm, const char *who, int timeou
   }
 }
 
+/* What a wait on a communicator in `state` is waiting for. */
+static const char *pending_in(ncclshim_comm_state state) {
+  switch (state) {
+  case NCCLSHIM_COMM_INITIALIZING:
+    return "its init";
+  case NCCLSHIM_COMM_FINALIZING:
+    return "ncclCommFinalize";
+  default:
+    return "its enqueued operations";
+  }
+}
+
+/* A wait that failed says which communicator it was, the state it was in (and went to), and
+ * what it waited for: with several communicators and a dead peer, the bare cause is not
+ * enough to act on. */
+static ncclshim_status name_the_wait(ncclshim_comm *comm, ncclshim_status status, const char *who,
+                                     ncclshim_comm_state before, const char *pending) {
+  if (status == NCCLSHIM_OK) return status;
+  char cause[1536];
+  snprintf(cause, sizeof(cause), "%s", ncclshim_last_error());
+  ncclshim_comm_state after = ncclshim_comm_get_state(comm);
+  return ncclshim_fail(status, "%s%scommunicator rank %d of %d (%s%s%s), waiting for %s: %s", who,
+                       who[0] ? ": " : "", comm->rank, comm->nranks,
+                       ncclshim_comm_state_name(before), after != before ? ", now " : "",
+                       after != before ? ncclshim_comm_state_name(after) : "", pending, cause);
+}
+
 ncclshim_status ncclshim_comm_wait_deadline(ncclshim_comm *comm, int64_t deadline_ns,
                                             int timeout_ms) {
+  ncclshim_comm_state before = ncclshim_comm_get_state(comm);
   ncclResult_t seen = ncclSuccess;
   ncclshim_status status =
       ncclshim_wait_until(comm->nccl, comm->comm, deadline_ns, timeout_ms, &seen);
-  return ncclshim_comm_note(comm, status, seen);
+  return name_the_wait(comm, ncclshim_comm_note(comm, status, seen), "", before,
+                       pending_in(before));
 }
 
 ncclshim_status ncclshim_comm_wait(ncclshim_comm *comm, int timeout_ms) {
@@ -61,7 +92,9 @@ ncclshim_status ncclshim_comm_check(ncclshim_comm *comm, ncclResult_t result, co
   ncclshim_status status = waitable(comm, "ncclshim_comm_check", timeout_ms);
   if (status != NCCLSHIM_OK) return status;
   if (result == ncclSuccess) return NCCLSHIM_OK;
-  if (result != ncclInProgress) return ncclshim_nccl_check(comm->nccl, result, call);
+  if (result != ncclInProgress)
+    return name_the_wait(comm, ncclshim_nccl_check(comm->nccl, result, call), "",
+                         ncclshim_comm_get_state(comm), call ? call : "an NCCL call");
   return ncclshim_comm_wait_deadline(comm, ncclshim_deadline_ns(timeout_ms), timeout_ms);
 }
 
@@ -91,6 +124,8 @@ ncclshim_status ncclshim_comm_wait_stream(ncclshim_comm *comm, const ncclshim_cu
   ncclshim_status status = waitable(comm, "ncclshim_comm_wait_stream", timeout_ms);
   if (status != NCCLSHIM_OK) return status;
   if (cuda == NULL) cuda = ncclshim_cuda_default();
+  ncclshim_comm_state before = ncclshim_comm_get_state(comm);
+  static const char who[] = "ncclshim_comm_wait_stream", pending[] = "the stream's work";
   ncclshim_backoff backoff = ncclshim_backoff_start(ncclshim_deadline_ns(timeout_ms));
   for (;;) {
     int idle = 0, busy = 0;
@@ -98,11 +133,14 @@ ncclshim_status ncclshim_comm_wait_stream(ncclshim_comm *comm, const ncclshim_cu
     if ((status = ncclshim_cuda_stream_query(cuda, stream, &idle)) != NCCLSHIM_OK) return status;
     if (idle) return NCCLSHIM_OK;
     status = ncclshim_poll(comm->nccl, comm->comm, &busy, &seen);
-    if (status != NCCLSHIM_OK) return ncclshim_comm_note(comm, status, seen);
+    if (status != NCCLSHIM_OK)
+      return name_the_wait(comm, ncclshim_comm_note(comm, status, seen), who, before, pending);
     if (!ncclshim_backoff_sleep(&backoff))
-      return ncclshim_fail(NCCLSHIM_TIMEOUT,
-                           "ncclshim_comm_wait_stream: the stream's work is still running after "
-                           "%d ms and the communicator reports no error",
-                           timeout_ms);
+      return name_the_wait(comm,
+                           ncclshim_fail(NCCLSHIM_TIMEOUT,
+                                         "still running after %d ms and the communicator "
+                                         "reports no error",
+                                         timeout_ms),
+                           who, before, pending);
   }
 }

@@ -43,6 +43,10 @@ void fake_async(int polls, int final_result) {
 void fake_abort_hang(int on) { FAKE(fake_nccl_int_fn, "fake_nccl_set_abort_hang")(on); }
 int fake_abort_returns(void) { return FAKE(fake_nccl_count_fn, "fake_nccl_abort_returns")(); }
 void fake_null_window(int on) { FAKE(fake_nccl_int_fn, "fake_nccl_set_null_window")(on); }
+void fake_peer_lost(int polls, int loss) {
+  FAKE(fake_nccl_async_fn, "fake_nccl_set_peer_lost")(polls, loss);
+}
+void fake_abort_delay(int ms) { FAKE(fake_nccl_int_fn, "fake_nccl_set_abort_delay")(ms); }
 void fake_last_error(const char *text) {
   FAKE(fake_nccl_text_fn, "fake_nccl_set_last_error")(text);
 }

@@ -19,6 +19,8 @@ void fake_async(int in_progress_polls, int final_result);
 void fake_abort_hang(int on);
 int fake_abort_returns(void);
 void fake_null_window(int on);
+void fake_peer_lost(int polls, int loss);
+void fake_abort_delay(int ms);
 void fake_last_error(const char *text);
 void fake_inject(const char *function, int result, int times);
 int fake_count(const char *function);

@@ -4,7 +4,8 @@
  * by a version script (gen_fake_map.c); ncclGetVersion's behaviour by FAKE_VERSION_MODE.
  * Switched on at run time (fake_nccl_set_live), a few functions also act like NCCL's (see
  * fake_nccl.h): communicators, blocking or not, ncclMemAlloc, windows, groups, and modes that
- * stay in progress, fail asynchronously, hang in abort or give a NULL window. */
+ * stay in progress, fail asynchronously, hang in abort or give a NULL window, and the faults
+ * between processes (a peer lost during a collective, an abort that takes its time). */
 #include <limits.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -107,6 +108,46 @@ static char windows[WINDOWS];
 static int next_window, group_depth, pending_count;
 static ncclshim_window_t *pending[MAX_PENDING]; /* windows NCCL has yet to fill in */
 
+/* ---- Faults between processes: a peer lost during a collective, a slow abort ----------- */
+/* A peer that dies while a collective runs: ncclCommGetAsyncError answers ncclSuccess (the
+ * kernel runs, nothing is wrong yet) for `peer_polls` more polls, then the loss (e.g.
+ * ncclRemoteError, as the socket transport reports it) on every later one. A slow abort:
+ * ncclCommAbort takes abort_delay_ms before it returns. */
+static atomic_int peer_polls = -1; /* < 0: no peer lost */
+static int peer_loss;
+static atomic_int abort_delay_ms;
+
+EXPORT void fake_nccl_set_peer_lost(int polls, int loss) {
+  peer_loss = loss;
+  atomic_store(&peer_polls, polls);
+}
+EXPORT void fake_nccl_set_abort_delay(int ms) { atomic_store(&abort_delay_ms, ms); }
+
+static void reset_faults(void) {
+  atomic_store(&peer_polls, -1);
+  atomic_store(&abort_delay_ms, 0);
+}
+
+/* 1 with *out set while the peer-lost script runs; 0 when it does not apply. */
+static int peer_lost_answer(ncclResult_t *out) {
+  int left = atomic_load(&peer_polls);
+  if (left < 0) return 0;
+  if (left > 0) {
+    atomic_fetch_sub(&peer_polls, 1);
+    *out = ncclSuccess;
+  } else {
+    *out = (ncclResult_t)peer_loss;
+  }
+  return 1;
+}
+
+static void slow_abort(void) {
+  int ms = atomic_load(&abort_delay_ms);
+  struct timespec delay = {ms / 1000, (long)(ms % 1000) * 1000000};
+  while (ms > 0 && nanosleep(&delay, &delay) != 0) {
+  }
+}
+
 static int function_index(const char *function) {
   for (int i = 0; i < NCCLSHIM_NCCL_FUNCTION_COUNT; i++)
     if (strcmp(names[i], function) == 0) return i;
@@ -130,6 +171,7 @@ EXPORT void fake_nccl_reset(void) {
   last_error_text[0] = '\0';
   fake_comm.blocking = 1;
   group_depth = pending_count = 0;
+  reset_faults();
 }
 EXPORT void fake_nccl_set_live(int on) { atomic_store(&live, on); }
 EXPORT int fake_nccl_count(const char *function) {
@@ -180,6 +222,7 @@ static ncclResult_t init_comm(ncclComm_t *out, const ncclConfig_t *config) {
 }
 
 static ncclResult_t async_error(ncclResult_t *out) {
+  if (peer_lost_answer(out)) return ncclSuccess;
   int left = atomic_load(&async_polls);
   if (left != 0) {
     if (left > 0) atomic_fetch_sub(&async_polls, 1);
@@ -192,6 +235,7 @@ static ncclResult_t async_error(ncclResult_t *out) {
 }
 
 static ncclResult_t hang_in_abort(void) {
+  slow_abort();
   struct timespec ms = {0, 1000000};
   while (atomic_load(&abort_hang)) nanosleep(&ms, NULL);
   atomic_fetch_add(&abort_returns, 1);

@@ -34,6 +34,11 @@ typedef int (*fake_nccl_count_fn)(void);             /* ncclGetVersion calls, or
  *                                     (n < 0: forever), then `final` on every later poll
  *   fake_nccl_set_abort_hang(on)      ncclCommAbort blocks while on (another thread may turn
  *                                     it off); fake_nccl_abort_returns() counts the returns
+ *   fake_nccl_set_peer_lost(n, loss) ncclCommGetAsyncError: ncclSuccess n more times (a
+ *                                     collective running), then `loss` on every later poll (a
+ *                                     peer that died); takes precedence over set_async
+ *   fake_nccl_set_abort_delay(ms)     ncclCommAbort takes ms before it returns (then hangs
+ *                                     as well if set_abort_hang is on)
  *   fake_nccl_set_null_window(on)     ncclCommWindowRegister succeeds and leaves *win as is
  *   fake_nccl_set_last_error(text)    what ncclGetLastError returns ("" for the default)
  *   fake_nccl_inject(fn, result, n)   the next n calls of fn (n < 0: all) return result and do

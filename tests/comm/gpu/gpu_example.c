@@ -26,7 +26,8 @@ typedef struct run {
 /* The environment without any launcher's variables, plus `extra` (NULL-terminated). */
 static char **environment(const char *const *extra) {
   static const char *const dropped[] = {
-      "RANK=", "WORLD_SIZE=", "LOCAL_RANK=", "OMPI_COMM_WORLD_", "SLURM_", "NCCL_COMM_ID=", NULL};
+      "RANK=",     "WORLD_SIZE=", "LOCAL_RANK=",      "OMPI_COMM_WORLD_", "SLURM_",
+      "PMI_RANK=", "PMI_SIZE=",   "MPI_LOCALRANKID=", "NCCL_COMM_ID=",    NULL};
   size_t n = 0, e = 0;
   while (environ[n]) n++;
   while (extra && extra[e]) e++;

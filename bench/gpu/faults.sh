@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Faults between processes on the GPU host (issue 14), in one command from the repository root:
+#   bash bench/gpu/faults.sh
+# Builds (or reuses) build-gpu/, then runs tests/comm/gpu/gpu_faults' killed-rank cases on
+# both NCCLs (system, pip wheel) over the default transports and over NCCL's sockets on
+# loopback, the example over sockets, and the example under torchrun and mpirun. Each step
+# has its own hard timeout and runs whatever the others did; a time budget (BUDGET_S, 330 s)
+# skips what is left rather than overrun. Writes ${OUT:-/tmp/out}/faults/: faults.csv (one
+# line per case), faults.md (the table), launchers.csv, messages.txt, a log per step.
+# Selection: NCCLS="sys pip", TRANSPORTS="default socket"; SYS_NCCL, PIP_NCCL: other paths.
+# NVLink multicast stays off.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+out=${OUT:-/tmp/out}/faults
+mkdir -p "$out"
+start=$SECONDS
+budget=${BUDGET_S:-330}
+sys_nccl=${SYS_NCCL:-/usr/lib/x86_64-linux-gnu/libnccl.so.2}
+pip_nccl=${PIP_NCCL:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2}
+nccl_lib() { if [ "$1" = sys ]; then echo "$sys_nccl"; else echo "$pip_nccl"; fi; }
+faults=build-gpu/tests/comm/gpu_faults
+example=build-gpu/examples/ncclshim-allreduce
+cases=(
+  "blocking collective fork" "blocking collective spawn"
+  "nonblocking collective fork" "nonblocking collective spawn"
+  "nonblocking init fork" "nonblocking init spawn"
+  "blocking windows fork" "nonblocking windows spawn"
+)
+header=case,comm,launch,transport,nccl,kill_point,phase,status,wait_ms,deadline_ms
+header+=,detected_after_kill_ms,abort_status,abort_ms,abort_deadline_ms,stream_after_abort
+header+=,drain_ms,allreduces,rank0_exit,rank1,orphans,result
+echo "$header" >"$out/faults.csv"
+echo "step,nccl,transport,exit,seconds,result" >"$out/launchers.csv"
+: >"$out/messages.txt"
+: >"$out/skipped.txt"
+: >"$out/orphans.txt"
+
+time_left() { echo $((budget - (SECONDS - start))); }
+transport_env() { [ "$1" = socket ] && echo "NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1"; }
+
+# Processes of ours still there after a step: listed, killed by pid, counted.
+orphans() {
+  local pids
+  pids=$(pgrep -f "$PWD/build-gpu/(tests/comm/gpu_faults|examples/ncclshim-allreduce)|/proc/self/exe --worker" || true)
+  [ -z "$pids" ] && return 0
+  echo "ORPHANS after $1: $(echo "$pids" | tr '\n' ' ')" | tee -a "$out/orphans.txt"
+  for pid in $pids; do kill -9 "$pid" 2>/dev/null; done
+  return 1
+}
+
+fault_case() { # NCCL TRANSPORT COMM POINT LAUNCH
+  local which=$1 tr=$2 name="$4-$3-$5"
+  local log="$out/case-$which-$tr-$name.log" t=$SECONDS
+  if [ "$(time_left)" -lt 45 ]; then
+    echo "$which $tr $name: skipped (time budget)" | tee -a "$out/skipped.txt"
+    return
+  fi
+  # shellcheck disable=SC2046
+  env $(transport_env "$tr") NCCLSHIM_NCCL_LIBRARY="$(nccl_lib "$which")" \
+    timeout -k 5 75 "$PWD/$faults" "$3" "$4" "$5" >"$log" 2>&1
+  local rc=$?
+  if grep -q '^FAULTS-CSV,' "$log"; then
+    grep '^FAULTS-CSV,' "$log" | sed 's/^FAULTS-CSV,//' >>"$out/faults.csv"
+  else
+    echo "$name,$3,$5,$tr,$which,$4,-,-,,,,,,,,,,,,,FAIL (exit $rc: $(grep -m1 -E 'FAIL|skip' "$log" | tr ',' ' '))" >>"$out/faults.csv"
+  fi
+  grep '^FAULTS-MSG,' "$log" >>"$out/messages.txt"
+  orphans "$which $tr $name" || echo "$name,$3,$5,$tr,$which,$4,-,-,,,,,,,,,,,,,FAIL (orphans)" >>"$out/faults.csv"
+  printf '%-4s %-8s %-32s exit %3d  %3ds  %s\n' "$which" "$tr" "$name" "$rc" $((SECONDS - t)) \
+    "$(grep -m1 -oE 'FAIL: .*|skip: .*' "$log" || echo PASS)"
+}
+
+launcher_step() { # NAME NCCL TRANSPORT COMMAND...
+  local name=$1 which=$2 tr=$3 t=$SECONDS
+  shift 3
+  if [ "$(time_left)" -lt 60 ]; then
+    echo "$name $which $tr: skipped (time budget)" | tee -a "$out/skipped.txt"
+    return
+  fi
+  # shellcheck disable=SC2046
+  env $(transport_env "$tr") NCCLSHIM_NCCL_LIBRARY="$(nccl_lib "$which")" \
+    timeout -k 5 170 "$@" >"$out/$name-$which-$tr.log" 2>&1
+  local rc=$? result=PASS
+  [ $rc -eq 77 ] && result=SKIP
+  [ $rc -ne 0 ] && [ $rc -ne 77 ] && result=FAIL
+  orphans "$name" || result="FAIL (orphans)"
+  echo "$name,$which,$tr,$rc,$((SECONDS - t)),$result" >>"$out/launchers.csv"
+  printf '%-4s %-8s %-32s exit %3d  %3ds  %s\n' "$which" "$tr" "$name" "$rc" $((SECONDS - t)) "$result"
+}
+
+echo "=== build ($(date -u +%T))"
+{ [ -f build-gpu/build.ninja ] || meson setup build-gpu; } >"$out/build.log" 2>&1
+ninja -C build-gpu >>"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
+orphans "the start" || true
+
+nccls=${NCCLS:-sys pip}
+for which in $nccls; do
+  for tr in ${TRANSPORTS:-default socket}; do
+    echo "=== killed ranks: $which NCCL, $tr transport ($(date -u +%T), $(time_left) s left)"
+    for c in "${cases[@]}"; do
+      # shellcheck disable=SC2086
+      fault_case "$which" "$tr" $c
+    done
+  done
+  if [ "$which" = "${nccls%% *}" ]; then
+    echo "=== the example over sockets and under launchers ($(date -u +%T), $(time_left) s left)"
+    launcher_step example-fork "$which" socket build-gpu/tests/comm/gpu_example "$PWD/$example" \
+      fork --count 262144 --iters 5 --timeout-ms 30000
+    launcher_step example-launcher "$which" socket build-gpu/tests/comm/gpu_example \
+      "$PWD/$example" launcher
+    launcher_step example-torchrun "$which" default bash tests/comm/gpu/launchers.sh \
+      "$PWD/$example" torchrun
+    launcher_step example-torchrun "$which" socket bash tests/comm/gpu/launchers.sh \
+      "$PWD/$example" torchrun
+    launcher_step example-mpirun "$which" default bash tests/comm/gpu/launchers.sh \
+      "$PWD/$example" mpirun
+  fi
+done
+
+echo "=== table ($(date -u +%T))"
+{
+  echo "| case | transport | NCCL | failure seen in | status | wait (ms) | detected after kill (ms, deadline $(sed -n 2p "$out/faults.csv" | cut -d, -f10)) | abort | abort (ms) | stream after abort | rank 0 exit | orphans | result |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+  tail -n +2 "$out/faults.csv" | awk -F, '{printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $4, $5, $7, $8, $9, $11, $12, $13, $15, $18, $20, $21}'
+  echo
+  echo "| step | NCCL | transport | exit | seconds | result |"
+  echo "|---|---|---|---|---|---|"
+  tail -n +2 "$out/launchers.csv" | awk -F, '{printf "| %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6}'
+} >"$out/faults.md"
+cat "$out/faults.md"
+pass=$(tail -n +2 "$out/faults.csv" | grep -c ',PASS$')
+total=$(tail -n +2 "$out/faults.csv" | wc -l)
+echo "=== summary: $pass of $total killed-rank cases passed; launchers: $(tail -n +2 "$out/launchers.csv" | cut -d, -f6 | sort | uniq -c | tr '\n' ' ')"
+echo "skipped for time: $(wc -l <"$out/skipped.txt"); orphans: $(wc -l <"$out/orphans.txt")"
+orphans "the end" && echo "no process of ours left"
+echo "total $((SECONDS - start)) s; files in $out"

@@ -1,0 +1,250 @@
+/* Faults between processes, on the fakes: the logic of the GPU suite's killed-rank cases
+ * (tests/comm/gpu/gpu_faults.c), so that CI covers it without GPUs.
+ *  - a peer lost while a collective runs and the transport reports it (sockets): the stream
+ *    wait ends early with NCCL_ERROR, the communicator is FAILED, only an abort releases it;
+ *  - the same where nothing is ever reported (NVLink: the kernel just waits): the stream wait
+ *    times out within its deadline + 10 %, and the abort ends it;
+ *  - a peer lost during a non-blocking init, and an init that never completes;
+ *  - a peer lost after both registered a symmetric window: the buffer is freed after the abort;
+ *  - an abort that takes its time, within its deadline and past it.
+ * Every failed wait's message names the communicator, its state and what was pending. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "comm_fakes.h"
+#include "ncclshim/symmem.h"
+
+enum { NOT_READY = 600, DEADLINE_MS = 300, SLACK_MS = DEADLINE_MS / 10 };
+
+static int setup(void **state) {
+  (void)state;
+  fake_cuda_capture(0, 0);
+  fake_cuda_query(0);
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  fake_cuda_query(0);
+  return 0;
+}
+
+/* A READY communicator, blocking or not. */
+static ncclshim_comm *ready_comm(ncclshim_nccl *nccl, int blocking) {
+  ncclshim_comm *comm = fake_comm(nccl, blocking);
+  assert_int_equal(ncclshim_comm_wait(comm, 1000), NCCLSHIM_OK);
+  assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_READY);
+  return comm;
+}
+
+/* All-reduces, each waited for on the stream, as the GPU test's ranks loop; the status of the
+ * first that does not finish. `busy_after` all-reduces finish, then the stream stays busy (the
+ * kernel waits for the dead peer). */
+static ncclshim_status loop_until_failure(ncclshim_comm *comm, int busy_after, int64_t *wait_ms) {
+  const ncclshim_nccl_table *t = ncclshim_nccl_functions(ncclshim_comm_library(comm));
+  for (int i = 0;; i++) {
+    if (i == busy_after) fake_cuda_query(NOT_READY);
+    ncclResult_t r =
+        t->ncclAllReduce(NULL, NULL, 0, ncclFloat32, ncclSum, ncclshim_comm_raw(comm), NULL);
+    ncclshim_status status = ncclshim_comm_check(comm, r, "ncclAllReduce", DEADLINE_MS);
+    if (status != NCCLSHIM_OK) return status;
+    int64_t start = now_ms();
+    status = ncclshim_comm_wait_stream(comm, NULL, NULL, DEADLINE_MS);
+    *wait_ms = now_ms() - start;
+    if (status != NCCLSHIM_OK) return status;
+    assert_true(i < busy_after); /* a busy stream never reads as idle */
+  }
+}
+
+/* Abort within its deadline (the fake's abort takes delay_ms); then every teardown call is a
+ * harmless no-op and nothing can be waited on. */
+static void abort_within_deadline(ncclshim_comm *comm, int delay_ms) {
+  fake_abort_delay(delay_ms);
+  int64_t start = now_ms();
+  assert_int_equal(ncclshim_comm_abort(comm, 10 * delay_ms), NCCLSHIM_OK);
+  int64_t took = now_ms() - start;
+  assert_true(took >= delay_ms && took < 5 * delay_ms); /* not the whole deadline */
+  assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_ABORTED);
+  assert_int_equal(ncclshim_comm_destroy(comm, 100), NCCLSHIM_OK);
+  assert_int_equal(ncclshim_comm_abort(comm, 100), NCCLSHIM_OK);
+  assert_int_equal(ncclshim_comm_wait_stream(comm, NULL, NULL, 100), NCCLSHIM_INVALID_ARGUMENT);
+  assert_message("the communicator is aborted");
+  assert_int_equal(fake_count("ncclCommAbort"), 1);
+  assert_int_equal(fake_count("ncclCommFinalize") + fake_count("ncclCommDestroy"), 0);
+  assert_null(ncclshim_comm_raw(comm));
+}
+
+/* Sockets: the peer's death reaches ncclCommGetAsyncError after a few polls. */
+static void test_peer_lost_reported(void **state) {
+  (void)state;
+  for (int blocking = 0; blocking <= 1; blocking++) {
+    ncclshim_nccl *nccl = fake_open("2.28.9");
+    ncclshim_comm *comm = ready_comm(nccl, blocking);
+    fake_peer_lost(40, ncclRemoteError);
+    fake_last_error("socket closed by peer 1");
+    int64_t waited = -1;
+    assert_int_equal(loop_until_failure(comm, 3, &waited), NCCLSHIM_NCCL_ERROR);
+    assert_true(waited >= 0 && waited < DEADLINE_MS); /* reported, not timed out */
+    assert_message(
+        "ncclshim_comm_wait_stream: communicator rank 0 of 2 (ready, now failed), "
+        "waiting for the stream's work: the communicator (asynchronous error) failed: "
+        "ncclRemoteError (6)");
+    assert_message("NCCL's last error: socket closed by peer 1");
+    assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_FAILED);
+    assert_null(ncclshim_comm_raw(comm));
+    assert_int_equal(ncclshim_comm_destroy(comm, 100), NCCLSHIM_NCCL_ERROR);
+    assert_message("only ncclshim_comm_abort can release it");
+    abort_within_deadline(comm, 50);
+    ncclshim_comm_free(comm);
+    ncclshim_nccl_close(nccl);
+  }
+}
+
+/* After the loss NCCL may refuse the next collective outright: the message still names the
+ * communicator and the call. */
+static void test_enqueue_refused_after_loss(void **state) {
+  (void)state;
+  ncclshim_nccl *nccl = fake_open("2.28.9");
+  ncclshim_comm *comm = ready_comm(nccl, 1);
+  fake_inject("ncclAllReduce", ncclRemoteError, 1);
+  const ncclshim_nccl_table *t = ncclshim_nccl_functions(nccl);
+  ncclResult_t r =
+      t->ncclAllReduce(NULL, NULL, 0, ncclFloat32, ncclSum, ncclshim_comm_raw(comm), NULL);
+  assert_int_equal(ncclshim_comm_check(comm, r, "ncclAllReduce", DEADLINE_MS), NCCLSHIM_NCCL_ERROR);
+  assert_message(
+      "communicator rank 0 of 2 (ready), waiting for ncclAllReduce: ncclAllReduce "
+      "failed: ncclRemoteError (6)");
+  abort_within_deadline(comm, 50);
+  ncclshim_comm_free(comm);
+  ncclshim_nccl_close(nccl);
+}
+
+/* NVLink: nothing is ever reported; the deadline is the only detector. After the abort the
+ * stream may stay busy (the fake's does): the wrapper refuses to wait on it, nothing hangs. */
+static void test_peer_lost_silently(void **state) {
+  (void)state;
+  for (int blocking = 0; blocking <= 1; blocking++) {
+    ncclshim_nccl *nccl = fake_open("2.28.9");
+    ncclshim_comm *comm = ready_comm(nccl, blocking);
+    fake_peer_lost(0, ncclSuccess);
+    int64_t waited = -1;
+    assert_int_equal(loop_until_failure(comm, 5, &waited), NCCLSHIM_TIMEOUT);
+    assert_true(waited >= DEADLINE_MS && waited <= DEADLINE_MS + SLACK_MS);
+    assert_message(
+        "ncclshim_comm_wait_stream: communicator rank 0 of 2 (ready), waiting for "
+        "the stream's work: still running after 300 ms and the communicator reports "
+        "no error");
+    assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_READY);
+    abort_within_deadline(comm, 100);
+    ncclshim_comm_free(comm);
+    ncclshim_nccl_close(nccl);
+  }
+}
+
+/* A peer lost during a non-blocking init: the init wait reports it and names the init. */
+static void test_peer_lost_during_init(void **state) {
+  (void)state;
+  ncclshim_nccl *nccl = fake_open("2.28.9");
+  fake_async(5, ncclSystemError);
+  ncclshim_comm *comm = fake_comm(nccl, 0);
+  int64_t start = now_ms();
+  assert_int_equal(ncclshim_comm_wait(comm, DEADLINE_MS), NCCLSHIM_NCCL_ERROR);
+  assert_true(now_ms() - start < DEADLINE_MS);
+  assert_message(
+      "communicator rank 0 of 2 (initializing, now failed), waiting for its init: "
+      "the communicator (asynchronous error) failed: ncclSystemError (2)");
+  assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_FAILED);
+  abort_within_deadline(comm, 50);
+  ncclshim_comm_free(comm);
+  ncclshim_nccl_close(nccl);
+}
+
+/* An init that never completes (the peer died before it connected, and NCCL keeps trying):
+ * TIMEOUT within 10 %, still INITIALIZING, and a slow abort ends it. */
+static void test_init_never_completes(void **state) {
+  (void)state;
+  ncclshim_nccl *nccl = fake_open("2.28.9");
+  fake_async(-1, ncclSuccess);
+  ncclshim_comm *comm = fake_comm(nccl, 0);
+  int64_t start = now_ms();
+  assert_int_equal(ncclshim_comm_wait(comm, DEADLINE_MS), NCCLSHIM_TIMEOUT);
+  int64_t waited = now_ms() - start;
+  assert_true(waited >= DEADLINE_MS && waited <= DEADLINE_MS + SLACK_MS);
+  assert_message(
+      "communicator rank 0 of 2 (initializing), waiting for its init: the "
+      "communicator is still in progress after 300 ms");
+  assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_INITIALIZING);
+  /* destroy waits for the init first, within its own deadline */
+  assert_int_equal(ncclshim_comm_destroy(comm, 50), NCCLSHIM_TIMEOUT);
+  assert_int_equal(fake_count("ncclCommFinalize"), 0);
+  abort_within_deadline(comm, 200);
+  ncclshim_comm_free(comm);
+  ncclshim_nccl_close(nccl);
+}
+
+/* After both ranks registered a symmetric window: the buffer cannot be freed while the
+ * communicator is FAILED (NCCL may still use it); after the abort only the memory is freed. */
+static void test_peer_lost_with_window(void **state) {
+  (void)state;
+  for (int blocking = 0; blocking <= 1; blocking++) {
+    ncclshim_nccl *nccl = fake_open("2.28.9");
+    ncclshim_comm *comm = ready_comm(nccl, blocking);
+    ncclshim_symmem *mem = NULL;
+    assert_int_equal(ncclshim_symmem_alloc(comm, 1 << 16, NULL, 1000, &mem), NCCLSHIM_OK);
+    assert_int_equal(fake_windows(), 1);
+    fake_peer_lost(10, ncclRemoteError);
+    int64_t waited = -1;
+    assert_int_equal(loop_until_failure(comm, 2, &waited), NCCLSHIM_NCCL_ERROR);
+    assert_int_equal(ncclshim_symmem_free(mem, 100), NCCLSHIM_INVALID_ARGUMENT);
+    assert_message("the communicator is failed, so the window cannot be deregistered");
+    assert_int_equal(fake_allocations(), 1);
+    abort_within_deadline(comm, 50);
+    ncclshim_comm_free(comm); /* the buffer keeps it alive */
+    assert_int_equal(ncclshim_symmem_free(mem, 100), NCCLSHIM_OK);
+    assert_int_equal(fake_allocations(), 0);
+    assert_int_equal(fake_count("ncclCommWindowDeregister"), 0);
+    ncclshim_nccl_close(nccl);
+  }
+}
+
+/* An abort slower than its deadline: TIMEOUT within 10 %, the wrapper may be freed at once,
+ * and NCCL's abort still returns on its thread later. */
+static void test_abort_slower_than_deadline(void **state) {
+  (void)state;
+  ncclshim_nccl *nccl = fake_open("2.28.9");
+  ncclshim_comm *comm = ready_comm(nccl, 0);
+  fake_abort_delay(2 * DEADLINE_MS);
+  int64_t start = now_ms();
+  assert_int_equal(ncclshim_comm_abort(comm, DEADLINE_MS), NCCLSHIM_TIMEOUT);
+  int64_t took = now_ms() - start;
+  assert_true(took >= DEADLINE_MS && took <= DEADLINE_MS + SLACK_MS);
+  assert_message("abort timed out after 300 ms: ncclCommAbort (rank 0 of 2) has not returned");
+  assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_ABORTING);
+  ncclshim_comm_free(comm);
+  assert_int_equal(fake_abort_returns(), 0);
+  int64_t deadline = now_ms() + 10 * DEADLINE_MS;
+  while (fake_abort_returns() == 0 && now_ms() < deadline) {
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
+  assert_int_equal(fake_abort_returns(), 1);
+  ncclshim_nccl_close(nccl);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_peer_lost_reported),
+      cmocka_unit_test(test_peer_lost_silently),
+      cmocka_unit_test(test_enqueue_refused_after_loss),
+      cmocka_unit_test(test_peer_lost_during_init),
+      cmocka_unit_test(test_init_never_completes),
+      cmocka_unit_test(test_peer_lost_with_window),
+      cmocka_unit_test(test_abort_slower_than_deadline),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -109,7 +109,7 @@ static void drain(gpu_rank *r, fault_report *report) {
 
 /* Rank 0 after the failure: check it, abort, drain, free, destroy. */
 static void recover(gpu_rank *r, ncclshim_comm *comm, buffers *b, ncclshim_status failure,
-                    fault_report *report) {
+                    int after_windows, fault_report *report) {
   report->status = failure;
   snprintf(report->message, sizeof(report->message), "%s", ncclshim_last_error());
   if (failure == NCCLSHIM_OK)
@@ -124,9 +124,16 @@ static void recover(gpu_rank *r, ncclshim_comm *comm, buffers *b, ncclshim_statu
   int64_t start = gpu_now_ms();
   report->abort_status = ncclshim_comm_abort(comm, ABORT_MS);
   report->abort_ms = gpu_now_ms() - start;
-  if (report->abort_status != NCCLSHIM_OK)
+  /* With symmetric windows over NVLink, NCCL 2.28's ncclCommAbort was seen not to return
+   * while the kernel waits for the dead peer (bench/results/h200x2/faults.md): then what
+   * ncclshim promises is to return TIMEOUT at its deadline and let the process go on. */
+  int abort_left_running = after_windows && report->abort_status == NCCLSHIM_TIMEOUT;
+  if (report->abort_status != NCCLSHIM_OK && !abort_left_running)
     PROBLEM(report, "the abort gave %s: %s", ncclshim_status_name(report->abort_status),
             ncclshim_last_error());
+  if (report->abort_ms > ABORT_MS + ABORT_MS / 10)
+    PROBLEM(report, "the abort took %lld ms for a %d ms deadline", (long long)report->abort_ms,
+            ABORT_MS);
   drain(r, report);
   if (strcmp(report->drained, "idle") == 0) {
     free_buffers(r, b, report);
@@ -160,7 +167,7 @@ int fault_rank(gpu_rank *r, const fault_case *c, int fd) {
     printf("rank %d: still alive after the loop (%s)\n", r->rank, ncclshim_status_name(status));
     return GPU_FAIL;
   }
-  recover(r, comm, &b, status, &report);
+  recover(r, comm, &b, status, c->point == KILL_AFTER_WINDOWS, &report);
   send_report(fd, &report);
   return report.passed ? GPU_PASS : GPU_FAIL;
 }

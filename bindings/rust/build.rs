@@ -10,6 +10,7 @@
 //!   2. `NCCLSHIM_BUILD_DIR`: a meson build tree of ncclshim (its `src/`);
 //!   3. `pkg-config --libs-only-L ncclshim` (an installed ncclshim);
 //!   4. the meson build tree `build/` of the checkout this crate sits in.
+//!
 //! The headers: `NCCLSHIM_INCLUDE_DIR`, else the checkout's `include/`, else
 //! `pkg-config --cflags-only-I ncclshim`. The C preprocessor is `$CC`, else `cc`.
 

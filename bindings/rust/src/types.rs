@@ -14,7 +14,7 @@ impl UniqueId {
     pub const BYTES: usize = 128;
 
     /// An id from bytes received from rank 0 (over a socket, a file, MPI, ...).
-    pub fn from_bytes(bytes: [u8; 128]) -> UniqueId {
+    pub const fn from_bytes(bytes: [u8; 128]) -> UniqueId {
         UniqueId(bytes)
     }
     /// The bytes to send to the other ranks.

@@ -1,0 +1,18 @@
+/* Read by build.rs through the C preprocessor (cc -E): one marked row per entry of ncclshim's
+ * X-macro lists, which build.rs turns into the crate's Rust declarations (OUT_DIR/lists.rs).
+ * Never compiled. */
+#include "ncclshim/cuda.h"
+#include "ncclshim/ncclshim.h"
+
+#define RS_PARAM_(type, name) rs_param type rs_named name
+#define RS_NCCL_(name, version, policy, returns, n, params) \
+  rs_row nccl name version policy returns NCCLSHIM_PP_EACH(n, RS_PARAM_, params) rs_end
+#define RS_CUDA_(name, ask, policy, abi, n, params) \
+  rs_row cuda name ask policy CU_RESULT NCCLSHIM_PP_EACH(n, RS_PARAM_, params) rs_end
+#define RS_CAPABILITY_(id, name, version, f1, f2, f3) rs_capability id name version rs_end
+#define RS_CONFIG_(id, field, kind, version) rs_config id field kind version rs_end
+
+NCCLSHIM_NCCL_FUNCTIONS(RS_NCCL_)
+NCCLSHIM_CUDA_FUNCTIONS(RS_CUDA_)
+NCCLSHIM_CAPABILITIES(RS_CAPABILITY_)
+NCCLSHIM_CONFIG_FIELDS(RS_CONFIG_)

@@ -1,0 +1,308 @@
+//! Rust declarations from the C preprocessor's expansion of `ffi_rows.c`: the function tables,
+//! their rows, the capabilities and the config fields. Used by build.rs, and by the tests
+//! (tests/ffi_drift.rs) to show that an unknown C type stops the build with a clear message.
+
+use std::fmt::Write as _;
+
+/// C spelling (after `const` and `*` are taken off) -> Rust spelling. The named types are
+/// declared with their C names in src/ffi.rs. A new C type in a list needs one line here (and
+/// its declaration in src/ffi.rs when it is not a plain C type).
+pub const C_TYPES: &[(&str, &str)] = &[
+    ("void", "c_void"),
+    ("char", "c_char"),
+    ("int", "c_int"),
+    ("unsigned int", "c_uint"),
+    ("unsigned char", "c_uchar"),
+    ("float", "f32"),
+    ("size_t", "usize"),
+    ("int8_t", "i8"),
+    ("int16_t", "i16"),
+    ("int32_t", "i32"),
+    ("int64_t", "i64"),
+    ("uint8_t", "u8"),
+    ("uint16_t", "u16"),
+    ("uint32_t", "u32"),
+    ("uint64_t", "u64"),
+    ("ncclResult_t", "ncclResult_t"),
+    ("ncclComm_t", "ncclComm_t"),
+    ("ncclUniqueId", "ncclUniqueId"),
+    ("ncclConfig_t", "ncclConfig_t"),
+    ("ncclDataType_t", "ncclDataType_t"),
+    ("ncclRedOp_t", "ncclRedOp_t"),
+    ("ncclScalarResidence_t", "ncclScalarResidence_t"),
+    ("ncclshim_window_t", "ncclshim_window_t"),
+    ("ncclshim_sim_info_t", "ncclshim_sim_info_t"),
+    ("ncclshim_wait_signal_desc_t", "ncclshim_wait_signal_desc_t"),
+    ("ncclshim_param_handle_t", "ncclshim_param_handle_t"),
+    ("cudaStream_t", "cudaStream_t"),
+    ("CUdevice", "CUdevice"),
+    ("CUdeviceptr", "CUdeviceptr"),
+    ("CUcontext", "CUcontext"),
+    ("CUstream", "CUstream"),
+    ("CUevent", "CUevent"),
+    ("CUuuid", "CUuuid"),
+    ("ncclshim_cu_result", "ncclshim_cu_result"),
+    (
+        "ncclshim_cu_device_attribute",
+        "ncclshim_cu_device_attribute",
+    ),
+    (
+        "ncclshim_cu_pointer_attribute",
+        "ncclshim_cu_pointer_attribute",
+    ),
+    (
+        "ncclshim_cu_stream_capture_status",
+        "ncclshim_cu_stream_capture_status",
+    ),
+];
+
+/// A row's `returns` kind -> the Rust return type ("" for none).
+pub const RETURN_KINDS: &[(&str, &str)] = &[
+    ("RESULT", " -> ncclResult_t"),
+    ("STRING", " -> *const c_char"),
+    ("VOID", ""),
+    ("CU_RESULT", " -> ncclshim_cu_result"),
+];
+
+const WHERE_TO_ADD: &str = "add it to C_TYPES in bindings/rust/build.rs \
+                            (and declare it in bindings/rust/src/ffi.rs if it is not a C type)";
+
+/// The C type `spelling` (e.g. "const char **") in Rust (`*mut *const c_char`).
+pub fn rust_type(spelling: &str, row: &str) -> Result<String, String> {
+    let stars = spelling.matches('*').count();
+    let spaced = spelling.replace('*', " * ");
+    let words: Vec<&str> = spaced.split_whitespace().collect();
+    if words.iter().skip_while(|w| **w != "*").any(|w| *w != "*") {
+        return Err(format!(
+            "C type `{spelling}` in row {row}: a qualifier after `*` is not supported"
+        ));
+    }
+    let is_const = words.first() == Some(&"const");
+    let base: Vec<&str> = words
+        .iter()
+        .copied()
+        .filter(|w| *w != "const" && *w != "*")
+        .collect();
+    let base = base.join(" ");
+    let rust = C_TYPES
+        .iter()
+        .find(|(c, _)| *c == base)
+        .map(|(_, r)| *r)
+        .ok_or_else(|| format!("unknown C type `{base}` in row {row}: {WHERE_TO_ADD}"))?;
+    if stars == 0 {
+        return Ok(rust.to_string()); // a top-level const is the callee's business
+    }
+    let mut t = format!("{} {rust}", if is_const { "*const" } else { "*mut" });
+    for _ in 1..stars {
+        t = format!("*mut {t}");
+    }
+    Ok(t)
+}
+
+/// The words of each `rs_<kind> ... rs_end` group of the preprocessed text.
+fn groups<'a>(text: &'a str, kind: &str) -> Vec<Vec<&'a str>> {
+    let mut found = Vec::new();
+    let mut current: Option<Vec<&str>> = None;
+    for word in text.split_whitespace() {
+        match (&mut current, word) {
+            (None, w) if w == kind => current = Some(Vec::new()),
+            (Some(_), "rs_end") => found.push(current.take().unwrap()),
+            (Some(words), w) => words.push(w),
+            (None, _) => {}
+        }
+    }
+    found
+}
+
+/// PREMUL_SUM -> PremulSum
+fn camel(id: &str) -> String {
+    id.split('_')
+        .map(|part| {
+            let lower = part.to_ascii_lowercase();
+            let mut chars = lower.chars();
+            chars
+                .next()
+                .map(|c| c.to_ascii_uppercase().to_string() + chars.as_str())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+fn version_text(packed: u32) -> String {
+    format!("{}.{}.{}", packed / 10000, packed / 100 % 100, packed % 100)
+}
+
+struct Row {
+    list: String,
+    name: String,
+    version: u32,
+    required: bool,
+    params: Vec<(String, String)>,
+    returns: String,
+}
+
+fn parse_rows(text: &str) -> Result<Vec<Row>, String> {
+    let mut rows = Vec::new();
+    for words in groups(text, "rs_row") {
+        let [list, name, version, policy, returns, rest @ ..] = words.as_slice() else {
+            return Err(format!("malformed row {words:?}"));
+        };
+        let row_name = format!("{name} of the {list} list");
+        let returns = RETURN_KINDS
+            .iter()
+            .find(|(k, _)| k == returns)
+            .map(|(_, r)| r.to_string())
+            .ok_or_else(|| format!("unknown return kind `{returns}` in row {row_name}: add it to RETURN_KINDS in bindings/rust/build.rs"))?;
+        let mut params = Vec::new();
+        let text = rest.join(" ");
+        for param in text
+            .split("rs_param")
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+        {
+            let (ty, pname) = param
+                .split_once(" rs_named ")
+                .ok_or_else(|| format!("malformed parameter `{param}` in row {row_name}"))?;
+            params.push((pname.trim().to_string(), rust_type(ty, &row_name)?));
+        }
+        rows.push(Row {
+            list: list.to_string(),
+            name: name.to_string(),
+            version: version
+                .parse()
+                .map_err(|_| format!("bad version in row {row_name}"))?,
+            required: *policy == "REQUIRED",
+            params,
+            returns,
+        });
+    }
+    Ok(rows)
+}
+
+fn table(out: &mut String, rows: &[Row], list: &str, c_name: &str, what: &str) {
+    let version_word = if list == "nccl" {
+        "first exported by NCCL"
+    } else {
+        "asked of the driver at ABI"
+    };
+    let _ = writeln!(
+        out,
+        "/// {what}: `{c_name}`, one field per row of the list, in its order."
+    );
+    let _ = writeln!(out, "/// Every entry is callable (never NULL); see the C header for what a missing function answers.");
+    let _ = writeln!(
+        out,
+        "#[repr(C)]\n#[allow(non_snake_case)]\npub struct {c_name} {{"
+    );
+    for row in rows.iter().filter(|r| r.list == list) {
+        let params: Vec<String> = row
+            .params
+            .iter()
+            .map(|(n, t)| format!("{n}: {t}"))
+            .collect();
+        let version = if list == "nccl" {
+            version_text(row.version)
+        } else {
+            row.version.to_string()
+        };
+        let _ = writeln!(
+            out,
+            "    /// `{}`, {version_word} {version}, {}.\n    pub {}: unsafe extern \"C\" fn({}){},",
+            row.name,
+            if row.required { "required" } else { "optional" },
+            row.name,
+            params.join(", "),
+            row.returns
+        );
+    }
+    let _ = writeln!(out, "}}\n");
+}
+
+pub fn generate(text: &str) -> Result<String, String> {
+    let rows = parse_rows(text)?;
+    let mut out =
+        String::from("// Generated by build.rs from ncclshim's X-macro lists: do not edit.\n\n");
+    table(
+        &mut out,
+        &rows,
+        "nccl",
+        "ncclshim_nccl_table",
+        "The NCCL function table",
+    );
+    table(
+        &mut out,
+        &rows,
+        "cuda",
+        "ncclshim_cuda_table",
+        "The CUDA driver function table",
+    );
+    for (list, konst) in [("nccl", "NCCL_FUNCTIONS"), ("cuda", "CUDA_FUNCTIONS")] {
+        let _ = writeln!(
+            out,
+            "/// The rows of the {list} list, in order: name, version, required."
+        );
+        let _ = writeln!(out, "pub const {konst}: &[FunctionRow] = &[");
+        for row in rows.iter().filter(|r| r.list == list) {
+            let _ = writeln!(
+                out,
+                "    FunctionRow {{ name: \"{}\", version: {}, required: {} }},",
+                row.name, row.version, row.required
+            );
+        }
+        let _ = writeln!(out, "];\n");
+    }
+
+    let caps = groups(text, "rs_capability");
+    let _ = writeln!(
+        out,
+        "/// A capability of the loaded NCCL (`NCCLSHIM_CAPABILITIES`); its value is its bit."
+    );
+    let _ = writeln!(out, "#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]\n#[non_exhaustive]\npub enum Capability {{");
+    for (i, cap) in caps.iter().enumerate() {
+        let [id, name, version] = cap.as_slice() else {
+            return Err(format!("malformed capability {cap:?}"));
+        };
+        let _ = writeln!(
+            out,
+            "    /// {name}: NCCL >= {}.\n    {} = {i},",
+            version_text(version.parse().unwrap_or(0)),
+            camel(id)
+        );
+    }
+    let _ = writeln!(out, "}}\n\nimpl Capability {{\n    /// Every capability, in the list's order.\n    pub const ALL: &'static [Capability] = &[");
+    for cap in &caps {
+        let _ = writeln!(out, "        Capability::{},", camel(cap[0]));
+    }
+    let _ = writeln!(out, "    ];\n}}\n");
+
+    let fields = groups(text, "rs_config");
+    let _ = writeln!(
+        out,
+        "/// A field of `ncclConfig_t` (`NCCLSHIM_CONFIG_FIELDS`)."
+    );
+    let _ = writeln!(out, "#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]\n#[non_exhaustive]\npub enum ConfigField {{");
+    for (i, field) in fields.iter().enumerate() {
+        let [id, name, kind, version] = field.as_slice() else {
+            return Err(format!("malformed config field {field:?}"));
+        };
+        let kind = if *kind == "PTR" { "a string" } else { "an int" };
+        let _ = writeln!(
+            out,
+            "    /// `{name}`, {kind}, honoured from NCCL {}.\n    {} = {i},",
+            version_text(version.parse().unwrap_or(0)),
+            camel(id)
+        );
+    }
+    let _ = writeln!(out, "}}\n\nimpl ConfigField {{\n    /// Whether the field holds a string (else an int).\n    pub fn is_string(self) -> bool {{\n        matches!(self, ");
+    let strings: Vec<String> = fields
+        .iter()
+        .filter(|f| f[2] == "PTR")
+        .map(|f| format!("ConfigField::{}", camel(f[0])))
+        .collect();
+    let _ = writeln!(
+        out,
+        "            {}\n        )\n    }}\n}}",
+        strings.join(" | ")
+    );
+    Ok(out)
+}

@@ -1,0 +1,379 @@
+//! Communicators whose every wait has a deadline.
+
+use std::ffi::{c_void, CString};
+use std::time::Duration;
+
+use crate::error::{check, Error, Result, Status};
+use crate::ffi;
+use crate::{millis, text, Capability, Cuda, DataType, Nccl, RedOp, Stream, UniqueId};
+
+/// How NCCL calls on a communicator behave.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Blocking {
+    /// Calls block until done (NCCL's default); init and finalize cannot be bounded.
+    Yes,
+    /// Calls return at once and finish in the background, so that every wait has a deadline
+    /// (NCCL 2.14+, the nonblocking-init capability).
+    No,
+}
+
+/// Where a communicator is in its life (`ncclshim_comm_state`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommState {
+    /// Non-blocking init started; [`Communicator::wait`] finishes it.
+    Initializing,
+    /// Usable.
+    Ready,
+    /// A destroy ran out of time while finalizing.
+    Finalizing,
+    /// NCCL reported an error: only an abort releases it.
+    Failed,
+    /// Finalized and destroyed.
+    Destroyed,
+    /// ncclCommAbort is still running on its thread.
+    Aborting,
+    /// ncclCommAbort returned.
+    Aborted,
+}
+
+impl CommState {
+    fn from_raw(raw: i32) -> CommState {
+        match raw {
+            0 => CommState::Initializing,
+            1 => CommState::Ready,
+            2 => CommState::Finalizing,
+            3 => CommState::Failed,
+            5 => CommState::Aborting,
+            6 => CommState::Aborted,
+            _ => CommState::Destroyed,
+        }
+    }
+}
+
+/// One rank of an NCCL communicator (`ncclshim_comm`), with a deadline on every wait.
+///
+/// Collectives are `unsafe`: their buffers are device addresses and the work runs on the GPU
+/// after the call returns, which Rust cannot check. Each call's result is checked and, on a
+/// non-blocking communicator, finished within [`Communicator::timeout`].
+///
+/// `Drop` tears down: a ready communicator is destroyed (collectively: every rank must drop
+/// or destroy its own) with a bounded wait, and aborted when that fails or times out; a
+/// failed one is aborted. Call [`Communicator::destroy`] or [`Communicator::abort`] to see
+/// the outcome.
+pub struct Communicator {
+    raw: *mut ffi::ncclshim_comm,
+    nccl: Nccl,
+    timeout: Duration,
+}
+
+// SAFETY: NCCL lets a communicator be used from any thread, one at a time. It is Send but not
+// Sync, so calls through &self never run concurrently; destroy and abort take &mut self so
+// that no SymmetricBuffer (which borrows it) outlives the teardown.
+unsafe impl Send for Communicator {}
+
+impl Communicator {
+    /// Rank `rank` of `nranks`, with the id every rank got, on this thread's current CUDA
+    /// device. Blocking: returns when every rank joined. Non-blocking: returns at once,
+    /// INITIALIZING; [`Communicator::wait`] before use, or use
+    /// [`Communicator::init_with_deadline`]. UNAVAILABLE for non-blocking on NCCL < 2.14.
+    pub fn init(
+        nccl: &Nccl,
+        nranks: i32,
+        id: &UniqueId,
+        rank: i32,
+        blocking: Blocking,
+    ) -> Result<Communicator> {
+        nccl.status()?;
+        let options = ffi::ncclshim_comm_options {
+            size: std::mem::size_of::<ffi::ncclshim_comm_options>(),
+            blocking: i32::from(blocking == Blocking::Yes),
+        };
+        let id = id.to_raw();
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: valid pointers for the call.
+        check(unsafe {
+            ffi::ncclshim_comm_init(nccl.raw(), nranks, &id, rank, &options, &mut raw)
+        })?;
+        Ok(Communicator {
+            raw,
+            nccl: nccl.clone(),
+            timeout: Duration::from_secs(60),
+        })
+    }
+
+    /// Non-blocking init (blocking where the NCCL predates 2.14) and a wait of at most
+    /// `deadline` for every rank to join. A rank that never comes gives TIMEOUT, and the
+    /// communicator is aborted (bounded by the same deadline) before this returns.
+    pub fn init_with_deadline(
+        nccl: &Nccl,
+        nranks: i32,
+        id: &UniqueId,
+        rank: i32,
+        deadline: Duration,
+    ) -> Result<Communicator> {
+        let blocking = if nccl.has(Capability::NonblockingInit) {
+            Blocking::No
+        } else {
+            Blocking::Yes
+        };
+        let mut comm = Communicator::init(nccl, nranks, id, rank, blocking)?;
+        comm.timeout = deadline;
+        if let Err(error) = comm.wait(deadline) {
+            let _ = comm.abort(deadline);
+            return Err(error);
+        }
+        Ok(comm)
+    }
+
+    /// The deadline of each operation's completion and of `Drop`'s teardown (60 s at first).
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+    /// Change it.
+    pub fn set_timeout(&mut self, timeout: Duration) {
+        self.timeout = timeout;
+    }
+    /// The state.
+    pub fn state(&self) -> CommState {
+        // SAFETY: accessor.
+        CommState::from_raw(unsafe { ffi::ncclshim_comm_state_of(self.raw) })
+    }
+    /// Its rank.
+    pub fn rank(&self) -> i32 {
+        // SAFETY: accessor.
+        unsafe { ffi::ncclshim_comm_rank(self.raw) }
+    }
+    /// The number of ranks.
+    pub fn size(&self) -> i32 {
+        // SAFETY: accessor.
+        unsafe { ffi::ncclshim_comm_size(self.raw) }
+    }
+    /// The NCCL it was made with.
+    pub fn nccl(&self) -> &Nccl {
+        &self.nccl
+    }
+    /// The wrapper, for [`crate::ffi`].
+    pub fn raw(&self) -> *mut ffi::ncclshim_comm {
+        self.raw
+    }
+    /// NCCL's `ncclComm_t` while READY, NULL otherwise (which NCCL refuses cleanly).
+    pub fn nccl_comm(&self) -> ffi::ncclComm_t {
+        // SAFETY: accessor.
+        unsafe { ffi::ncclshim_comm_raw(self.raw) }
+    }
+
+    /// Finish what is in flight (a non-blocking init, operations), at most `timeout`: Ok
+    /// (INITIALIZING becomes READY), NCCL_ERROR (an asynchronous error: FAILED, abort it),
+    /// TIMEOUT (nothing changes: wait again or abort).
+    pub fn wait(&self, timeout: Duration) -> Result<()> {
+        // SAFETY: ours.
+        check(unsafe { ffi::ncclshim_comm_wait(self.raw, millis(timeout)) })
+    }
+
+    /// Check the result of an NCCL call made on this communicator and finish it within
+    /// [`Communicator::timeout`].
+    pub fn check(&self, result: ffi::ncclResult_t, call: &str) -> Result<()> {
+        let call = CString::new(call).unwrap_or_default();
+        // SAFETY: ours; the wrapper's calls are not made concurrently (NCCL's rule, documented).
+        check(unsafe {
+            ffi::ncclshim_comm_check(self.raw, result, call.as_ptr(), millis(self.timeout))
+        })
+    }
+
+    /// Wait until `stream`'s work has finished, watching the communicator meanwhile (a peer
+    /// that died is an NCCL_ERROR here, not a hang), at most `timeout`.
+    pub fn wait_stream(&self, cuda: &Cuda, stream: Stream, timeout: Duration) -> Result<()> {
+        // SAFETY: ours; the stream's context must be current (documented by the C API).
+        check(unsafe {
+            ffi::ncclshim_comm_wait_stream(self.raw, cuda.raw(), stream.0, millis(timeout))
+        })
+    }
+
+    /// Finalize and destroy, collectively (every rank calls it), at most `timeout`: Ok
+    /// (DESTROYED), TIMEOUT (FINALIZING: destroy again or abort), NCCL_ERROR (FAILED: abort).
+    pub fn destroy(&mut self, timeout: Duration) -> Result<()> {
+        // SAFETY: ours.
+        check(unsafe { ffi::ncclshim_comm_destroy(self.raw, millis(timeout)) })
+    }
+
+    /// `ncclCommAbort` on a thread of its own, waited for at most `timeout` (local: no other
+    /// rank takes part). TIMEOUT when NCCL's abort itself hangs (its thread is left running).
+    pub fn abort(&mut self, timeout: Duration) -> Result<()> {
+        // SAFETY: ours.
+        check(unsafe { ffi::ncclshim_comm_abort(self.raw, millis(timeout)) })
+    }
+
+    fn ready(&self, dtype: DataType) -> Result<ffi::ncclComm_t> {
+        if dtype.is_fp8() {
+            self.nccl.require(Capability::Fp8, "fp8 data")?;
+        }
+        let comm = self.nccl_comm();
+        if comm.is_null() {
+            return Err(Error::new(
+                Status::InvalidArgument,
+                format!("the communicator is {:?}, not ready", self.state()),
+            ));
+        }
+        Ok(comm)
+    }
+
+    /// `ncclAllReduce` of `count` elements.
+    ///
+    /// # Safety
+    /// `send` and `recv` are device buffers of at least `count` elements of `dtype` (they may
+    /// be the same), valid until the work on `stream` completes.
+    pub unsafe fn all_reduce(
+        &self,
+        send: *const c_void,
+        recv: *mut c_void,
+        count: usize,
+        dtype: DataType,
+        op: RedOp,
+        stream: Stream,
+    ) -> Result<()> {
+        let comm = self.ready(dtype)?;
+        self.check(
+            (self.nccl.table().ncclAllReduce)(
+                send,
+                recv,
+                count,
+                dtype.raw(),
+                op.raw(),
+                comm,
+                stream.0,
+            ),
+            "ncclAllReduce",
+        )
+    }
+    /// `ncclBroadcast` of `count` elements from `root`.
+    ///
+    /// # Safety
+    /// As [`Communicator::all_reduce`]; `send` is read on the root only.
+    pub unsafe fn broadcast(
+        &self,
+        send: *const c_void,
+        recv: *mut c_void,
+        count: usize,
+        dtype: DataType,
+        root: i32,
+        stream: Stream,
+    ) -> Result<()> {
+        let comm = self.ready(dtype)?;
+        self.check(
+            (self.nccl.table().ncclBroadcast)(send, recv, count, dtype.raw(), root, comm, stream.0),
+            "ncclBroadcast",
+        )
+    }
+    /// `ncclAllGather`: `send_count` elements from each rank into `recv` (size × send_count).
+    ///
+    /// # Safety
+    /// Device buffers of those sizes, valid until the work on `stream` completes.
+    pub unsafe fn all_gather(
+        &self,
+        send: *const c_void,
+        recv: *mut c_void,
+        send_count: usize,
+        dtype: DataType,
+        stream: Stream,
+    ) -> Result<()> {
+        let comm = self.ready(dtype)?;
+        self.check(
+            (self.nccl.table().ncclAllGather)(send, recv, send_count, dtype.raw(), comm, stream.0),
+            "ncclAllGather",
+        )
+    }
+    /// `ncclReduceScatter`: `send` (size × recv_count) reduced, this rank's block into `recv`.
+    ///
+    /// # Safety
+    /// Device buffers of those sizes, valid until the work on `stream` completes.
+    pub unsafe fn reduce_scatter(
+        &self,
+        send: *const c_void,
+        recv: *mut c_void,
+        recv_count: usize,
+        dtype: DataType,
+        op: RedOp,
+        stream: Stream,
+    ) -> Result<()> {
+        let comm = self.ready(dtype)?;
+        self.check(
+            (self.nccl.table().ncclReduceScatter)(
+                send,
+                recv,
+                recv_count,
+                dtype.raw(),
+                op.raw(),
+                comm,
+                stream.0,
+            ),
+            "ncclReduceScatter",
+        )
+    }
+    /// `ncclSend` of `count` elements to `peer` (pair it with the peer's recv, in a group
+    /// when ranks exchange both ways).
+    ///
+    /// # Safety
+    /// A device buffer of `count` elements, valid until the work on `stream` completes.
+    pub unsafe fn send(
+        &self,
+        send: *const c_void,
+        count: usize,
+        dtype: DataType,
+        peer: i32,
+        stream: Stream,
+    ) -> Result<()> {
+        let comm = self.ready(dtype)?;
+        self.check(
+            (self.nccl.table().ncclSend)(send, count, dtype.raw(), peer, comm, stream.0),
+            "ncclSend",
+        )
+    }
+    /// `ncclRecv` of `count` elements from `peer`.
+    ///
+    /// # Safety
+    /// As [`Communicator::send`].
+    pub unsafe fn recv(
+        &self,
+        recv: *mut c_void,
+        count: usize,
+        dtype: DataType,
+        peer: i32,
+        stream: Stream,
+    ) -> Result<()> {
+        let comm = self.ready(dtype)?;
+        self.check(
+            (self.nccl.table().ncclRecv)(recv, count, dtype.raw(), peer, comm, stream.0),
+            "ncclRecv",
+        )
+    }
+}
+
+impl std::fmt::Debug for Communicator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // SAFETY: static name.
+        let state =
+            text(unsafe { ffi::ncclshim_comm_state_name(ffi::ncclshim_comm_state_of(self.raw)) });
+        write!(
+            f,
+            "Communicator(rank {} of {}, {state})",
+            self.rank(),
+            self.size()
+        )
+    }
+}
+
+impl Drop for Communicator {
+    fn drop(&mut self) {
+        let timeout = self.timeout;
+        let torn_down = match self.state() {
+            CommState::Destroyed | CommState::Aborted => true,
+            CommState::Failed | CommState::Aborting => false,
+            _ => self.destroy(timeout).is_ok(),
+        };
+        if !torn_down {
+            let _ = self.abort(timeout);
+        }
+        // SAFETY: ours, not used again; a running abort keeps what it needs.
+        unsafe { ffi::ncclshim_comm_free(self.raw) }
+    }
+}

@@ -1,0 +1,287 @@
+//! The CUDA driver through ncclshim: streams and events with the names an engine uses
+//! (`create_stream` ... `sync_stream`), device memory for tests and examples.
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::error::{check, Error, Result, Status};
+use crate::ffi;
+use crate::text;
+
+struct Handle {
+    raw: *mut ffi::ncclshim_cuda,
+    owned: bool,
+}
+
+// SAFETY: every ncclshim CUDA function is thread-safe; the handle is closed only when the
+// last clone is dropped.
+unsafe impl Send for Handle {}
+unsafe impl Sync for Handle {}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        if self.owned {
+            // SAFETY: ours, no clone left.
+            unsafe { ffi::ncclshim_cuda_close(self.raw) }
+        }
+    }
+}
+
+/// A CUDA driver (libcuda.so.1) bound by ncclshim, or the record of why none is. Loading never
+/// calls cuInit: call [`Cuda::init`] in the process that uses the GPU (after any fork).
+#[derive(Clone)]
+pub struct Cuda(Arc<Handle>);
+
+/// A CUDA stream (`CUstream`, the same object as `cudaStream_t`). A plain handle, like the
+/// engine's: destroy it with [`Cuda::destroy_stream`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stream(pub ffi::CUstream);
+
+/// A CUDA event (`CUevent`); destroy it with [`Cuda::destroy_event`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Event(pub ffi::CUevent);
+
+/// A device address (`CUdeviceptr`).
+pub type DevicePtr = ffi::CUdeviceptr;
+
+// SAFETY: CUDA streams and events may be used from any thread of the process.
+unsafe impl Send for Stream {}
+unsafe impl Sync for Stream {}
+unsafe impl Send for Event {}
+unsafe impl Sync for Event {}
+
+impl Stream {
+    /// The legacy default stream (NULL).
+    pub const DEFAULT: Stream = Stream(std::ptr::null_mut());
+}
+
+impl Cuda {
+    /// The process-wide driver handle, opened on first use (no cuInit).
+    pub fn default_handle() -> Cuda {
+        // SAFETY: no arguments; NULL only when out of memory, which every function accepts.
+        Cuda(Arc::new(Handle {
+            raw: unsafe { ffi::ncclshim_cuda_default() },
+            owned: false,
+        }))
+    }
+
+    /// Open the driver at `path` alone (no fallback), or with None the search
+    /// (`NCCLSHIM_CUDA_LIBRARY`, an already loaded libcuda.so.1, the system loader).
+    pub fn open(path: Option<&Path>) -> Result<Cuda> {
+        let path = path
+            .map(|p| CString::new(p.as_os_str().as_bytes()))
+            .transpose()
+            .map_err(|_| {
+                Error::new(
+                    Status::InvalidArgument,
+                    "the driver path contains a NUL byte",
+                )
+            })?;
+        let options = ffi::ncclshim_cuda_options {
+            size: std::mem::size_of::<ffi::ncclshim_cuda_options>(),
+            path: path.as_ref().map_or(std::ptr::null(), |p| p.as_ptr()),
+        };
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: valid options and out-pointer.
+        let status = unsafe { ffi::ncclshim_cuda_open(&options, &mut raw) };
+        if raw.is_null() {
+            return Err(Error::last(status));
+        }
+        let cuda = Cuda(Arc::new(Handle { raw, owned: true }));
+        cuda.status()?;
+        Ok(cuda)
+    }
+
+    /// The C handle, for [`crate::ffi`]; valid while this `Cuda` lives.
+    pub fn raw(&self) -> *mut ffi::ncclshim_cuda {
+        self.0.raw
+    }
+    /// Ok when a usable driver is bound, else why not.
+    pub fn status(&self) -> Result<()> {
+        // SAFETY: accessor.
+        let status = unsafe { ffi::ncclshim_cuda_status(self.raw()) };
+        if status == 0 {
+            Ok(())
+        } else {
+            Err(Error::new(Status::from_code(status), self.message()))
+        }
+    }
+    /// One line: the driver bound, or why none is usable.
+    pub fn message(&self) -> String {
+        // SAFETY: accessor.
+        text(unsafe { ffi::ncclshim_cuda_message(self.raw()) })
+    }
+    /// The driver file, when one is bound.
+    pub fn path(&self) -> Option<PathBuf> {
+        // SAFETY: accessor.
+        let p = unsafe { ffi::ncclshim_cuda_path(self.raw()) };
+        (!p.is_null()).then(|| PathBuf::from(text(p)))
+    }
+    /// The driver's version as (major, minor), None without one.
+    pub fn driver_version(&self) -> Option<(i32, i32)> {
+        let (mut major, mut minor) = (0, 0);
+        // SAFETY: accessor and out-pointers.
+        let v = unsafe { ffi::ncclshim_cuda_driver_version(self.raw(), &mut major, &mut minor) };
+        (v > 0).then_some((major, minor))
+    }
+    /// Whether the file found is the toolkit's link-time stub.
+    pub fn is_stub(&self) -> bool {
+        // SAFETY: accessor.
+        unsafe { ffi::ncclshim_cuda_is_stub(self.raw()) != 0 }
+    }
+    /// The driver's function table (calling an entry is `unsafe`).
+    pub fn table(&self) -> &ffi::ncclshim_cuda_table {
+        // SAFETY: never NULL; lives as long as the handle.
+        unsafe { &*ffi::ncclshim_cuda_functions(self.raw()) }
+    }
+
+    /// cuInit(0) in this process: DRIVER_UNAVAILABLE, NO_DEVICE, FORKED, CUDA_ERROR.
+    pub fn init(&self) -> Result<()> {
+        // SAFETY: the handle.
+        check(unsafe { ffi::ncclshim_cuda_init(self.raw()) })
+    }
+    /// The number of visible devices (after [`Cuda::init`]).
+    pub fn device_count(&self) -> Result<i32> {
+        let mut count = 0;
+        // SAFETY: out-pointer.
+        check(unsafe { ffi::ncclshim_cuda_device_count(self.raw(), &mut count) })?;
+        Ok(count)
+    }
+    /// Retain device `ordinal`'s primary context and make it current on this thread.
+    pub fn activate_device(&self, ordinal: i32) -> Result<()> {
+        // SAFETY: ctx may be NULL.
+        check(unsafe {
+            ffi::ncclshim_cuda_device_activate(self.raw(), ordinal, std::ptr::null_mut())
+        })
+    }
+    /// Release one retain of device `ordinal`'s primary context.
+    pub fn release_device(&self, ordinal: i32) -> Result<()> {
+        // SAFETY: plain values.
+        check(unsafe { ffi::ncclshim_cuda_device_release(self.raw(), ordinal) })
+    }
+
+    /// A non-blocking stream (no implicit sync with the legacy default stream) in the current
+    /// context.
+    pub fn create_stream(&self) -> Result<Stream> {
+        let mut stream = std::ptr::null_mut();
+        // SAFETY: out-pointer.
+        check(unsafe {
+            ffi::ncclshim_cuda_stream_create(
+                self.raw(),
+                ffi::NCCLSHIM_CU_STREAM_NON_BLOCKING,
+                &mut stream,
+            )
+        })?;
+        Ok(Stream(stream))
+    }
+    /// Destroy a stream; work already queued still completes.
+    pub fn destroy_stream(&self, stream: Stream) -> Result<()> {
+        // SAFETY: the driver validates the handle.
+        check(unsafe { ffi::ncclshim_cuda_stream_destroy(self.raw(), stream.0) })
+    }
+    /// An event without timing (the cheapest to record and wait on).
+    pub fn create_event(&self) -> Result<Event> {
+        let mut event = std::ptr::null_mut();
+        // SAFETY: out-pointer.
+        check(unsafe {
+            ffi::ncclshim_cuda_event_create(
+                self.raw(),
+                ffi::NCCLSHIM_CU_EVENT_DISABLE_TIMING,
+                &mut event,
+            )
+        })?;
+        Ok(Event(event))
+    }
+    /// Destroy an event (a pending record completes first).
+    pub fn destroy_event(&self, event: Event) -> Result<()> {
+        // SAFETY: the driver validates the handle; NULL is refused by ncclshim.
+        check(unsafe { ffi::ncclshim_cuda_event_destroy(self.raw(), event.0) })
+    }
+    /// Record `event` at the current end of `stream`'s work.
+    pub fn record_event(&self, event: Event, stream: Stream) -> Result<()> {
+        // SAFETY: handles validated by the driver.
+        check(unsafe { ffi::ncclshim_cuda_event_record(self.raw(), event.0, stream.0) })
+    }
+    /// Make later work on `stream` wait for `event`'s last record (the host does not block).
+    pub fn stream_wait_event(&self, stream: Stream, event: Event) -> Result<()> {
+        // SAFETY: handles validated by the driver.
+        check(unsafe { ffi::ncclshim_cuda_stream_wait_event(self.raw(), stream.0, event.0) })
+    }
+    /// Whether all work queued on `stream` has finished, without waiting: `Ok(false)` while
+    /// it runs (CUDA's 600, CUDA_ERROR_NOT_READY, is not an error).
+    pub fn stream_ready(&self, stream: Stream) -> Result<bool> {
+        let mut ready = 0;
+        // SAFETY: out-pointer.
+        check(unsafe { ffi::ncclshim_cuda_stream_query(self.raw(), stream.0, &mut ready) })?;
+        Ok(ready != 0)
+    }
+    /// Block until all work queued on `stream` has finished.
+    pub fn sync_stream(&self, stream: Stream) -> Result<()> {
+        // SAFETY: handle validated by the driver.
+        check(unsafe { ffi::ncclshim_cuda_stream_synchronize(self.raw(), stream.0) })
+    }
+
+    fn cu(&self, result: ffi::ncclshim_cu_result, call: &str) -> Result<()> {
+        if result == 0 {
+            return Ok(());
+        }
+        // SAFETY: static strings, any code.
+        let (name, what) = unsafe {
+            (
+                text(ffi::ncclshim_cuda_result_name(self.raw(), result)),
+                text(ffi::ncclshim_cuda_result_string(self.raw(), result)),
+            )
+        };
+        Err(Error::new(
+            Status::CudaError,
+            format!("{call} failed: {name} ({result}): {what}"),
+        ))
+    }
+
+    /// `cuMemAlloc`: `bytes` of device memory in the current context.
+    pub fn mem_alloc(&self, bytes: usize) -> Result<DevicePtr> {
+        let mut ptr = 0;
+        // SAFETY: out-pointer.
+        self.cu(
+            unsafe { (self.table().cuMemAlloc)(&mut ptr, bytes) },
+            "cuMemAlloc",
+        )?;
+        Ok(ptr)
+    }
+    /// `cuMemFree`.
+    ///
+    /// # Safety
+    /// `ptr` came from [`Cuda::mem_alloc`], is freed once and no work still uses it.
+    pub unsafe fn mem_free(&self, ptr: DevicePtr) -> Result<()> {
+        self.cu((self.table().cuMemFree)(ptr), "cuMemFree")
+    }
+    /// Copy `src` to device memory at `dst` (`cuMemcpyHtoD`, synchronous).
+    ///
+    /// # Safety
+    /// `dst` holds at least `size_of_val(src)` bytes of device memory.
+    pub unsafe fn copy_to_device<T: Copy>(&self, dst: DevicePtr, src: &[T]) -> Result<()> {
+        self.cu(
+            (self.table().cuMemcpyHtoD)(dst, src.as_ptr().cast(), std::mem::size_of_val(src)),
+            "cuMemcpyHtoD",
+        )
+    }
+    /// Copy device memory at `src` into `dst` (`cuMemcpyDtoH`, synchronous).
+    ///
+    /// # Safety
+    /// `src` holds at least `size_of_val(dst)` bytes, which are valid values of `T`.
+    pub unsafe fn copy_to_host<T: Copy>(&self, dst: &mut [T], src: DevicePtr) -> Result<()> {
+        self.cu(
+            (self.table().cuMemcpyDtoH)(dst.as_mut_ptr().cast(), src, std::mem::size_of_val(dst)),
+            "cuMemcpyDtoH",
+        )
+    }
+    /// Set `bytes` bytes at `dst` to `value` (`cuMemsetD8`).
+    ///
+    /// # Safety
+    /// `dst` holds at least `bytes` bytes of device memory.
+    pub unsafe fn memset(&self, dst: DevicePtr, value: u8, bytes: usize) -> Result<()> {
+        self.cu((self.table().cuMemsetD8)(dst, value, bytes), "cuMemsetD8")
+    }
+}

@@ -1,0 +1,194 @@
+//! One error type for the whole crate.
+
+use std::ffi::c_int;
+use std::fmt;
+
+use crate::ffi;
+
+/// ncclshim's status codes (`ncclshim_status`), with their stable values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Status {
+    /// Success.
+    Ok,
+    /// No candidate library file exists.
+    NotFound,
+    /// A file exists but dlopen or the ELF check refused it.
+    LoadFailed,
+    /// It loaded, but it is not the library asked for.
+    NotNccl,
+    /// Required functions are missing.
+    MissingSymbols,
+    /// Older than the minimum asked for.
+    VersionTooOld,
+    /// An NCCL major version other than 2.
+    WrongMajor,
+    /// The version query failed or answered nonsense.
+    BadVersion,
+    /// The caller passed something unusable.
+    InvalidArgument,
+    /// Out of memory.
+    OutOfMemory,
+    /// The loaded library lacks this function, config field or feature.
+    Unavailable,
+    /// No usable CUDA driver (absent, or the toolkit's stub).
+    DriverUnavailable,
+    /// A driver, but no CUDA device.
+    NoDevice,
+    /// A CUDA driver call failed.
+    CudaError,
+    /// An NCCL call failed.
+    NcclError,
+    /// A bounded wait ran out.
+    Timeout,
+    /// CUDA was initialised in a parent process and is used after fork.
+    Forked,
+    /// A code this crate does not know (a newer libncclshim).
+    Unknown(i32),
+}
+
+const STATUSES: [Status; 17] = [
+    Status::Ok,
+    Status::NotFound,
+    Status::LoadFailed,
+    Status::NotNccl,
+    Status::MissingSymbols,
+    Status::VersionTooOld,
+    Status::WrongMajor,
+    Status::BadVersion,
+    Status::InvalidArgument,
+    Status::OutOfMemory,
+    Status::Unavailable,
+    Status::DriverUnavailable,
+    Status::NoDevice,
+    Status::CudaError,
+    Status::NcclError,
+    Status::Timeout,
+    Status::Forked,
+];
+
+impl Status {
+    /// The status of a C code.
+    pub fn from_code(code: i32) -> Status {
+        usize::try_from(code)
+            .ok()
+            .and_then(|i| STATUSES.get(i).copied())
+            .unwrap_or(Status::Unknown(code))
+    }
+    /// Its C value.
+    pub fn code(self) -> i32 {
+        match self {
+            Status::Unknown(code) => code,
+            known => STATUSES.iter().position(|s| *s == known).unwrap_or(0) as i32,
+        }
+    }
+    /// "NOT_FOUND", as `ncclshim_status_name` spells it.
+    pub fn name(self) -> String {
+        // SAFETY: any value is accepted; the string is static.
+        crate::text(unsafe { ffi::ncclshim_status_name(self.code()) })
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+/// A failure: ncclshim's status and message and, when NCCL reported it, NCCL's result code,
+/// NCCL's text for it and NCCL's last error (`ncclGetLastError`, 2.13+).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    status: Status,
+    message: String,
+    nccl_result: Option<i32>,
+    nccl_text: Option<String>,
+    nccl_last_error: Option<String>,
+}
+
+/// `Result<T, ncclshim::Error>`.
+pub type Result<T> = std::result::Result<T, Error>;
+
+const LAST_ERROR: &str = "; NCCL's last error: ";
+
+impl Error {
+    /// An error with this status and message (no NCCL details).
+    pub fn new(status: Status, message: impl Into<String>) -> Error {
+        Error {
+            status,
+            message: message.into(),
+            nccl_result: None,
+            nccl_text: None,
+            nccl_last_error: None,
+        }
+    }
+
+    /// The calling thread's last ncclshim failure (`ncclshim_last_error`) with `status`. For
+    /// NCCL_ERROR the NCCL details are read from the message's documented form:
+    /// "CALL failed: NAME (CODE): TEXT; NCCL's last error: LAST".
+    pub(crate) fn last(status: c_int) -> Error {
+        // SAFETY: never NULL; the thread's own buffer.
+        let message = crate::text(unsafe { ffi::ncclshim_last_error() });
+        let mut error = Error::new(Status::from_code(status), message);
+        if error.status == Status::NcclError {
+            error.parse_nccl_details();
+        }
+        error
+    }
+
+    fn parse_nccl_details(&mut self) {
+        let Some((_, after)) = self.message.split_once(" failed: ") else {
+            return;
+        };
+        let (what, last) = match after.split_once(LAST_ERROR) {
+            Some((what, last)) => (what, Some(last.to_string())),
+            None => (after, None),
+        };
+        self.nccl_last_error = last;
+        if let Some(code) = what.strip_prefix("unknown result code ") {
+            self.nccl_result = code.trim().parse().ok();
+            self.nccl_text = Some(what.to_string());
+        } else if let Some((head, text)) = what.split_once("): ") {
+            self.nccl_result = head.rsplit_once(" (").and_then(|(_, c)| c.parse().ok());
+            self.nccl_text = Some(text.to_string());
+        }
+    }
+
+    /// ncclshim's status.
+    pub fn status(&self) -> Status {
+        self.status
+    }
+    /// The whole message, naming what failed and why.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+    /// NCCL's result code (`ncclResult_t`) when an NCCL call failed.
+    pub fn nccl_result(&self) -> Option<i32> {
+        self.nccl_result
+    }
+    /// NCCL's text for that result (`ncclGetErrorString`).
+    pub fn nccl_text(&self) -> Option<&str> {
+        self.nccl_text.as_deref()
+    }
+    /// NCCL's last error (`ncclGetLastError`), when the loaded NCCL has it and said something.
+    pub fn nccl_last_error(&self) -> Option<&str> {
+        self.nccl_last_error.as_deref()
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.status, self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// OK, or the thread's last error with that status.
+pub(crate) fn check(status: c_int) -> Result<()> {
+    if status == 0 {
+        Ok(())
+    } else {
+        Err(Error::last(status))
+    }
+}

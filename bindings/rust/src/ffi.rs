@@ -1,0 +1,467 @@
+//! The raw C API of libncclshim, for what the safe layer does not cover.
+//!
+//! The function tables (`ncclshim_nccl_table`, `ncclshim_cuda_table`), the rows of the lists,
+//! [`Capability`] and [`ConfigField`] are generated at build time from ncclshim's X-macro lists
+//! (see build.rs). The `ncclshim_*` functions and the types below are written from the headers
+//! in `include/ncclshim/`; the crate's tests compare them with the library's export list and
+//! the C structs' layout, so that a change on the C side fails a test. Everything here follows
+//! the C headers' documentation; every call is `unsafe`.
+#![allow(
+    non_camel_case_types,
+    non_snake_case,
+    non_upper_case_globals,
+    missing_docs
+)]
+
+pub use std::ffi::{c_char, c_int, c_uchar, c_uint, c_void};
+
+include!(concat!(env!("OUT_DIR"), "/lists.rs"));
+
+/// A row of a function list: its name, version (NCCL packed, or the driver ABI asked for) and
+/// whether a library without it is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FunctionRow {
+    /// "ncclAllReduce"
+    pub name: &'static str,
+    /// 20300 for NCCL 2.3.0; for the driver the `cudaVersion` asked of cuGetProcAddress
+    pub version: u32,
+    /// a library without it is refused
+    pub required: bool,
+}
+
+// ---- status.h ----------------------------------------------------------------------------
+
+/// `ncclshim_status` (stable values; see [`crate::Status`]).
+pub type ncclshim_status = c_int;
+/// `ncclshim_found_via`.
+pub type ncclshim_found_via = c_int;
+
+/// One candidate tried during a search.
+#[repr(C)]
+#[derive(Debug)]
+pub struct ncclshim_attempt {
+    pub candidate: *const c_char,
+    pub how: ncclshim_found_via,
+    pub result: ncclshim_status,
+    pub reason: *const c_char,
+}
+
+// ---- nccl_abi.h ---------------------------------------------------------------------------
+
+/// Opaque NCCL communicator.
+#[repr(C)]
+pub struct ncclComm {
+    _opaque: [u8; 0],
+}
+pub type ncclComm_t = *mut ncclComm;
+pub type ncclResult_t = c_int;
+pub type ncclDataType_t = c_int;
+pub type ncclRedOp_t = c_int;
+pub type ncclScalarResidence_t = c_int;
+
+/// Opaque CUDA objects, the same as the driver's.
+#[repr(C)]
+pub struct CUstream_st {
+    _opaque: [u8; 0],
+}
+#[repr(C)]
+pub struct CUevent_st {
+    _opaque: [u8; 0],
+}
+#[repr(C)]
+pub struct CUctx_st {
+    _opaque: [u8; 0],
+}
+pub type cudaStream_t = *mut CUstream_st;
+pub type CUstream = *mut CUstream_st;
+pub type CUevent = *mut CUevent_st;
+pub type CUcontext = *mut CUctx_st;
+pub type CUdevice = c_int;
+pub type CUdeviceptr = u64;
+pub type ncclshim_cu_result = c_int;
+pub type ncclshim_cu_device_attribute = c_int;
+pub type ncclshim_cu_pointer_attribute = c_int;
+pub type ncclshim_cu_stream_capture_status = c_int;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct CUuuid {
+    pub bytes: [c_char; 16],
+}
+
+/// `ncclUniqueId`: 128 opaque bytes, passed by value.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ncclUniqueId {
+    pub internal: [c_char; 128],
+}
+
+#[repr(C)]
+pub struct ncclWindow_vidmem {
+    _opaque: [u8; 0],
+}
+pub type ncclshim_window_t = *mut ncclWindow_vidmem;
+#[repr(C)]
+pub struct ncclSimInfo_v22200 {
+    pub size: usize,
+    pub magic: c_uint,
+    pub version: c_uint,
+    pub estimatedTime: f32,
+}
+pub type ncclshim_sim_info_t = ncclSimInfo_v22200;
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ncclshim_wait_signal_desc_t {
+    pub opCnt: c_int,
+    pub peer: c_int,
+    pub sigIdx: c_int,
+    pub ctx: c_int,
+}
+#[repr(C)]
+pub struct ncclshim_param_handle {
+    _opaque: [u8; 0],
+}
+pub type ncclshim_param_handle_t = *mut ncclshim_param_handle;
+
+/// `struct ncclshim_nccl_config`: the newest `ncclConfig_t` layout (2.30.7, 96 bytes).
+#[repr(C)]
+#[allow(non_snake_case)]
+#[derive(Clone, Copy, Debug)]
+pub struct ncclConfig_t {
+    pub size: usize,
+    pub magic: c_uint,
+    pub version: c_uint,
+    pub blocking: c_int,
+    pub cgaClusterSize: c_int,
+    pub minCTAs: c_int,
+    pub maxCTAs: c_int,
+    pub netName: *const c_char,
+    pub splitShare: c_int,
+    pub trafficClass: c_int,
+    pub commName: *const c_char,
+    pub collnetEnable: c_int,
+    pub CTAPolicy: c_int,
+    pub shrinkShare: c_int,
+    pub nvlsCTAs: c_int,
+    pub nChannelsPerNetPeer: c_int,
+    pub nvlinkCentricSched: c_int,
+    pub graphUsageMode: c_int,
+    pub numRmaCtx: c_int,
+    pub maxP2pPeers: c_int,
+    pub graphStreamOrdering: c_int,
+}
+
+pub const ncclSuccess: ncclResult_t = 0;
+pub const ncclInProgress: ncclResult_t = 7;
+
+// ---- ncclshim.h --------------------------------------------------------------------------
+
+/// Opaque handle of a loaded (or not found) NCCL.
+#[repr(C)]
+pub struct ncclshim_nccl {
+    _opaque: [u8; 0],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ncclshim_nccl_options {
+    pub size: usize,
+    pub path: *const c_char,
+    pub min_version: c_int,
+}
+
+// ---- cuda.h ------------------------------------------------------------------------------
+
+/// Opaque handle of a loaded (or not found) CUDA driver.
+#[repr(C)]
+pub struct ncclshim_cuda {
+    _opaque: [u8; 0],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ncclshim_cuda_options {
+    pub size: usize,
+    pub path: *const c_char,
+}
+
+pub const NCCLSHIM_CU_STREAM_DEFAULT: c_uint = 0;
+pub const NCCLSHIM_CU_STREAM_NON_BLOCKING: c_uint = 1;
+pub const NCCLSHIM_CU_EVENT_DEFAULT: c_uint = 0;
+pub const NCCLSHIM_CU_EVENT_DISABLE_TIMING: c_uint = 2;
+
+// ---- comm.h, symmem.h --------------------------------------------------------------------
+
+/// Opaque communicator wrapper.
+#[repr(C)]
+pub struct ncclshim_comm {
+    _opaque: [u8; 0],
+}
+/// Opaque symmetric buffer.
+#[repr(C)]
+pub struct ncclshim_symmem {
+    _opaque: [u8; 0],
+}
+pub type ncclshim_comm_state = c_int;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ncclshim_comm_options {
+    pub size: usize,
+    pub blocking: c_int,
+}
+
+#[link(name = "ncclshim")]
+extern "C" {
+    // status.h
+    pub fn ncclshim_status_name(status: ncclshim_status) -> *const c_char;
+    pub fn ncclshim_status_string(status: ncclshim_status) -> *const c_char;
+    pub fn ncclshim_found_via_name(via: ncclshim_found_via) -> *const c_char;
+    pub fn ncclshim_last_error() -> *const c_char;
+
+    // ncclshim.h
+    pub fn ncclshim_nccl_function_name(fn_: c_int) -> *const c_char;
+    pub fn ncclshim_nccl_function_version(fn_: c_int) -> c_int;
+    pub fn ncclshim_nccl_function_required(fn_: c_int) -> c_int;
+    pub fn ncclshim_capability_name(cap: c_int) -> *const c_char;
+    pub fn ncclshim_capability_version(cap: c_int) -> c_int;
+    pub fn ncclshim_capability_from_name(name: *const c_char) -> c_int;
+    pub fn ncclshim_library_version() -> *const c_char;
+    pub fn ncclshim_decode_version(
+        code: c_int,
+        major: *mut c_int,
+        minor: *mut c_int,
+        patch: *mut c_int,
+    ) -> c_int;
+    pub fn ncclshim_format_version(packed: c_int, buf: *mut c_char, size: usize) -> *const c_char;
+    pub fn ncclshim_nccl_open(
+        options: *const ncclshim_nccl_options,
+        out: *mut *mut ncclshim_nccl,
+    ) -> ncclshim_status;
+    pub fn ncclshim_nccl_close(nccl: *mut ncclshim_nccl);
+    pub fn ncclshim_nccl_default() -> *mut ncclshim_nccl;
+    pub fn ncclshim_nccl_status(nccl: *const ncclshim_nccl) -> ncclshim_status;
+    pub fn ncclshim_nccl_message(nccl: *const ncclshim_nccl) -> *const c_char;
+    pub fn ncclshim_nccl_functions(nccl: *const ncclshim_nccl) -> *const ncclshim_nccl_table;
+    pub fn ncclshim_nccl_version(nccl: *const ncclshim_nccl) -> c_int;
+    pub fn ncclshim_nccl_version_code(nccl: *const ncclshim_nccl) -> c_int;
+    pub fn ncclshim_nccl_path(nccl: *const ncclshim_nccl) -> *const c_char;
+    pub fn ncclshim_nccl_found_via(nccl: *const ncclshim_nccl) -> ncclshim_found_via;
+    pub fn ncclshim_nccl_preloaded(nccl: *const ncclshim_nccl) -> c_int;
+    pub fn ncclshim_nccl_build(nccl: *mut ncclshim_nccl) -> *const c_char;
+    pub fn ncclshim_nccl_capabilities(nccl: *const ncclshim_nccl) -> u64;
+    pub fn ncclshim_nccl_has(nccl: *const ncclshim_nccl, cap: c_int) -> c_int;
+    pub fn ncclshim_nccl_has_function(nccl: *const ncclshim_nccl, fn_: c_int) -> c_int;
+    pub fn ncclshim_nccl_unexpectedly_missing(nccl: *const ncclshim_nccl, fn_: c_int) -> c_int;
+    pub fn ncclshim_nccl_capability_reason(
+        nccl: *const ncclshim_nccl,
+        cap: c_int,
+        buf: *mut c_char,
+        size: usize,
+    ) -> *const c_char;
+    pub fn ncclshim_nccl_fingerprint(
+        nccl: *mut ncclshim_nccl,
+        buf: *mut c_char,
+        size: usize,
+    ) -> *const c_char;
+    pub fn ncclshim_nccl_attempt_count(nccl: *const ncclshim_nccl) -> usize;
+    pub fn ncclshim_nccl_attempt(
+        nccl: *const ncclshim_nccl,
+        index: usize,
+    ) -> *const ncclshim_attempt;
+    pub fn ncclshim_init() -> ncclshim_status;
+    pub fn ncclshim_version() -> c_int;
+    pub fn ncclshim_table() -> *const ncclshim_nccl_table;
+    pub fn ncclshim_nccl_config_init(config: *mut c_void, config_size: usize) -> ncclshim_status;
+    pub fn ncclshim_nccl_config_check(
+        nccl: *const ncclshim_nccl,
+        config_size: usize,
+        field: c_int,
+    ) -> ncclshim_status;
+    pub fn ncclshim_nccl_config_set_int(
+        nccl: *const ncclshim_nccl,
+        config: *mut c_void,
+        config_size: usize,
+        field: c_int,
+        value: c_int,
+    ) -> ncclshim_status;
+    pub fn ncclshim_nccl_config_set_str(
+        nccl: *const ncclshim_nccl,
+        config: *mut c_void,
+        config_size: usize,
+        field: c_int,
+        value: *const c_char,
+    ) -> ncclshim_status;
+    pub fn ncclshim_config_field_name(field: c_int) -> *const c_char;
+    pub fn ncclshim_nccl_result_string(result: c_int) -> *const c_char;
+
+    // cuda.h
+    pub fn ncclshim_cuda_function_name(fn_: c_int) -> *const c_char;
+    pub fn ncclshim_cuda_function_version(fn_: c_int) -> c_int;
+    pub fn ncclshim_cuda_function_required(fn_: c_int) -> c_int;
+    pub fn ncclshim_cuda_open(
+        options: *const ncclshim_cuda_options,
+        out: *mut *mut ncclshim_cuda,
+    ) -> ncclshim_status;
+    pub fn ncclshim_cuda_close(cuda: *mut ncclshim_cuda);
+    pub fn ncclshim_cuda_default() -> *mut ncclshim_cuda;
+    pub fn ncclshim_cuda_status(cuda: *const ncclshim_cuda) -> ncclshim_status;
+    pub fn ncclshim_cuda_message(cuda: *const ncclshim_cuda) -> *const c_char;
+    pub fn ncclshim_cuda_functions(cuda: *const ncclshim_cuda) -> *const ncclshim_cuda_table;
+    pub fn ncclshim_cuda_path(cuda: *const ncclshim_cuda) -> *const c_char;
+    pub fn ncclshim_cuda_found_via(cuda: *const ncclshim_cuda) -> ncclshim_found_via;
+    pub fn ncclshim_cuda_preloaded(cuda: *const ncclshim_cuda) -> c_int;
+    pub fn ncclshim_cuda_driver_version(
+        cuda: *const ncclshim_cuda,
+        major: *mut c_int,
+        minor: *mut c_int,
+    ) -> c_int;
+    pub fn ncclshim_cuda_format_version(
+        version: c_int,
+        buf: *mut c_char,
+        size: usize,
+    ) -> *const c_char;
+    pub fn ncclshim_cuda_is_stub(cuda: *const ncclshim_cuda) -> c_int;
+    pub fn ncclshim_cuda_bootstrap_used(cuda: *const ncclshim_cuda) -> c_int;
+    pub fn ncclshim_cuda_bootstrap_name(bootstrap: c_int) -> *const c_char;
+    pub fn ncclshim_cuda_has_function(cuda: *const ncclshim_cuda, fn_: c_int) -> c_int;
+    pub fn ncclshim_cuda_function_abi(cuda: *const ncclshim_cuda, fn_: c_int) -> c_int;
+    pub fn ncclshim_cuda_attempt_count(cuda: *const ncclshim_cuda) -> usize;
+    pub fn ncclshim_cuda_attempt(
+        cuda: *const ncclshim_cuda,
+        index: usize,
+    ) -> *const ncclshim_attempt;
+    pub fn ncclshim_cuda_init(cuda: *mut ncclshim_cuda) -> ncclshim_status;
+    pub fn ncclshim_cuda_result_name(cuda: *const ncclshim_cuda, result: c_int) -> *const c_char;
+    pub fn ncclshim_cuda_result_string(cuda: *const ncclshim_cuda, result: c_int) -> *const c_char;
+    pub fn ncclshim_cuda_device_count(
+        cuda: *const ncclshim_cuda,
+        count: *mut c_int,
+    ) -> ncclshim_status;
+    pub fn ncclshim_cuda_device_activate(
+        cuda: *const ncclshim_cuda,
+        ordinal: c_int,
+        ctx: *mut CUcontext,
+    ) -> ncclshim_status;
+    pub fn ncclshim_cuda_device_release(
+        cuda: *const ncclshim_cuda,
+        ordinal: c_int,
+    ) -> ncclshim_status;
+    pub fn ncclshim_cuda_stream_create(
+        cuda: *const ncclshim_cuda,
+        flags: c_uint,
+        stream: *mut CUstream,
+    ) -> ncclshim_status;
+    pub fn ncclshim_cuda_stream_destroy(
+        cuda: *const ncclshim_cuda,
+        stream: CUstream,
+    ) -> ncclshim_status;
+    pub fn ncclshim_cuda_stream_query(
+        cuda: *const ncclshim_cuda,
+        stream: CUstream,
+        ready: *mut c_int,
+    ) -> ncclshim_status;
+    pub fn ncclshim_cuda_stream_synchronize(
+        cuda: *const ncclshim_cuda,
+        stream: CUstream,
+    ) -> ncclshim_status;
+    pub fn ncclshim_cuda_stream_wait_event(
+        cuda: *const ncclshim_cuda,
+        stream: CUstream,
+        event: CUevent,
+    ) -> ncclshim_status;
+    pub fn ncclshim_cuda_event_create(
+        cuda: *const ncclshim_cuda,
+        flags: c_uint,
+        event: *mut CUevent,
+    ) -> ncclshim_status;
+    pub fn ncclshim_cuda_event_destroy(
+        cuda: *const ncclshim_cuda,
+        event: CUevent,
+    ) -> ncclshim_status;
+    pub fn ncclshim_cuda_event_record(
+        cuda: *const ncclshim_cuda,
+        event: CUevent,
+        stream: CUstream,
+    ) -> ncclshim_status;
+    pub fn ncclshim_cuda_support_name(support: c_int) -> *const c_char;
+    /// `info` points to an `ncclshim_cuda_device_info` whose `size` the caller set; the crate
+    /// does not mirror that struct (see [`crate::probe`]).
+    pub fn ncclshim_cuda_describe_device(
+        cuda: *const ncclshim_cuda,
+        ordinal: c_int,
+        info: *mut c_void,
+    ) -> ncclshim_status;
+
+    // comm.h
+    pub fn ncclshim_nccl_result_name(result: c_int) -> *const c_char;
+    pub fn ncclshim_nccl_check(
+        nccl: *mut ncclshim_nccl,
+        result: ncclResult_t,
+        call: *const c_char,
+    ) -> ncclshim_status;
+    pub fn ncclshim_nccl_wait(
+        nccl: *mut ncclshim_nccl,
+        comm: ncclComm_t,
+        timeout_ms: c_int,
+    ) -> ncclshim_status;
+    pub fn ncclshim_comm_state_name(state: ncclshim_comm_state) -> *const c_char;
+    pub fn ncclshim_comm_init(
+        nccl: *mut ncclshim_nccl,
+        nranks: c_int,
+        id: *const ncclUniqueId,
+        rank: c_int,
+        options: *const ncclshim_comm_options,
+        out: *mut *mut ncclshim_comm,
+    ) -> ncclshim_status;
+    pub fn ncclshim_comm_state_of(comm: *const ncclshim_comm) -> ncclshim_comm_state;
+    pub fn ncclshim_comm_raw(comm: *const ncclshim_comm) -> ncclComm_t;
+    pub fn ncclshim_comm_library(comm: *const ncclshim_comm) -> *mut ncclshim_nccl;
+    pub fn ncclshim_comm_rank(comm: *const ncclshim_comm) -> c_int;
+    pub fn ncclshim_comm_size(comm: *const ncclshim_comm) -> c_int;
+    pub fn ncclshim_comm_wait(comm: *mut ncclshim_comm, timeout_ms: c_int) -> ncclshim_status;
+    pub fn ncclshim_comm_check(
+        comm: *mut ncclshim_comm,
+        result: ncclResult_t,
+        call: *const c_char,
+        timeout_ms: c_int,
+    ) -> ncclshim_status;
+    pub fn ncclshim_comm_group_end(
+        nccl: *mut ncclshim_nccl,
+        comms: *const *mut ncclshim_comm,
+        count: c_int,
+        timeout_ms: c_int,
+    ) -> ncclshim_status;
+    pub fn ncclshim_comm_wait_stream(
+        comm: *mut ncclshim_comm,
+        cuda: *const ncclshim_cuda,
+        stream: CUstream,
+        timeout_ms: c_int,
+    ) -> ncclshim_status;
+    pub fn ncclshim_comm_destroy(comm: *mut ncclshim_comm, timeout_ms: c_int) -> ncclshim_status;
+    pub fn ncclshim_comm_abort(comm: *mut ncclshim_comm, timeout_ms: c_int) -> ncclshim_status;
+    pub fn ncclshim_comm_free(comm: *mut ncclshim_comm);
+
+    // symmem.h
+    pub fn ncclshim_symmem_alloc(
+        comm: *mut ncclshim_comm,
+        size: usize,
+        stream: cudaStream_t,
+        timeout_ms: c_int,
+        out: *mut *mut ncclshim_symmem,
+    ) -> ncclshim_status;
+    pub fn ncclshim_symmem_alloc_in_group(
+        comm: *mut ncclshim_comm,
+        size: usize,
+        stream: cudaStream_t,
+        out: *mut *mut ncclshim_symmem,
+    ) -> ncclshim_status;
+    pub fn ncclshim_symmem_complete(
+        mem: *mut ncclshim_symmem,
+        timeout_ms: c_int,
+    ) -> ncclshim_status;
+    pub fn ncclshim_symmem_ptr(mem: *const ncclshim_symmem) -> *mut c_void;
+    pub fn ncclshim_symmem_size(mem: *const ncclshim_symmem) -> usize;
+    pub fn ncclshim_symmem_window(mem: *const ncclshim_symmem) -> ncclshim_window_t;
+    pub fn ncclshim_symmem_free(mem: *mut ncclshim_symmem, timeout_ms: c_int) -> ncclshim_status;
+}

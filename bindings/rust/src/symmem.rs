@@ -1,0 +1,77 @@
+//! Symmetric memory (NCCL 2.28+): buffers registered as symmetric windows on a communicator.
+
+use std::ffi::c_void;
+use std::time::Duration;
+
+use crate::error::{check, Result};
+use crate::ffi;
+use crate::{millis, Communicator, Stream};
+
+/// A buffer from `ncclMemAlloc` registered as a symmetric window on a communicator
+/// (`ncclshim_symmem`), so that NCCL can run its symmetric kernels on it. Allocation and free
+/// are collective: every rank makes the same calls with the same size. On an NCCL without
+/// symmetric memory (before 2.28) allocation is refused with UNAVAILABLE and a message naming
+/// the version needed and the one loaded. It borrows its communicator, so it is freed before
+/// the communicator is torn down; `Drop` frees it within the communicator's [`Communicator::timeout`].
+pub struct SymmetricBuffer<'c> {
+    raw: *mut ffi::ncclshim_symmem,
+    comm: &'c Communicator,
+}
+
+impl<'c> SymmetricBuffer<'c> {
+    /// At least `bytes` bytes (rounded up to 4096), registered on `comm`, waiting at most
+    /// `timeout` for the registration; `stream` is the stream it will be used on (checked
+    /// for CUDA graph capture).
+    pub fn alloc(
+        comm: &'c Communicator,
+        bytes: usize,
+        stream: Stream,
+        timeout: Duration,
+    ) -> Result<SymmetricBuffer<'c>> {
+        comm.nccl().status()?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: a live communicator and a valid out-pointer.
+        check(unsafe {
+            ffi::ncclshim_symmem_alloc(comm.raw(), bytes, stream.0, millis(timeout), &mut raw)
+        })?;
+        Ok(SymmetricBuffer { raw, comm })
+    }
+
+    /// The device address (4096-aligned), for collectives on the communicator.
+    pub fn as_ptr(&self) -> *mut c_void {
+        // SAFETY: accessor.
+        unsafe { ffi::ncclshim_symmem_ptr(self.raw) }
+    }
+    /// The size registered: the size asked for rounded up to 4096.
+    pub fn len(&self) -> usize {
+        // SAFETY: accessor.
+        unsafe { ffi::ncclshim_symmem_size(self.raw) }
+    }
+    /// Never true: a buffer holds at least one page.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// NCCL's window (`ncclWindow_t`).
+    pub fn window(&self) -> ffi::ncclshim_window_t {
+        // SAFETY: accessor.
+        unsafe { ffi::ncclshim_symmem_window(self.raw) }
+    }
+
+    /// Deregister the window (collective, at most `timeout`) and free the memory. When
+    /// deregistration fails NCCL may still use the memory, so it is left allocated (leaked)
+    /// and the error returned.
+    pub fn free(mut self, timeout: Duration) -> Result<()> {
+        let raw = std::mem::replace(&mut self.raw, std::ptr::null_mut());
+        // SAFETY: ours; not used again.
+        check(unsafe { ffi::ncclshim_symmem_free(raw, millis(timeout)) })
+    }
+}
+
+impl Drop for SymmetricBuffer<'_> {
+    fn drop(&mut self) {
+        if !self.raw.is_null() {
+            // SAFETY: ours; NULL-safe in C as well.
+            let _ = unsafe { ffi::ncclshim_symmem_free(self.raw, millis(self.comm.timeout())) };
+        }
+    }
+}

@@ -1,0 +1,322 @@
+//! Communicators on the fake NCCL: blocking and non-blocking init, progress, asynchronous
+//! errors, deadlines, teardown in Drop, collectives, groups and the config builder.
+
+mod support;
+
+use std::ptr::{null, null_mut};
+use std::time::{Duration, Instant};
+
+use ncclshim::{
+    Blocking, CommState, Communicator, ConfigField, DataType, RedOp, Status, Stream, UniqueId,
+};
+use support::{lock, Fake};
+
+const ID: UniqueId = UniqueId::from_bytes([0x5a; 128]);
+const SECOND: Duration = Duration::from_secs(1);
+const REMOTE_ERROR: i32 = 6;
+
+#[test]
+fn blocking_init_is_ready_and_drop_destroys() {
+    let build = need_fakes!();
+    let _guard = lock();
+    let fake = Fake::open(&build, "2.28.9");
+    let comm = Communicator::init(&fake.nccl, 2, &ID, 1, Blocking::Yes).unwrap();
+    assert_eq!(comm.state(), CommState::Ready);
+    assert_eq!((comm.rank(), comm.size()), (1, 2));
+    assert!(!comm.nccl_comm().is_null());
+    drop(comm);
+    assert_eq!(fake.count("ncclCommFinalize"), 1);
+    assert_eq!(fake.count("ncclCommDestroy"), 1);
+    assert_eq!(fake.count("ncclCommAbort"), 0);
+}
+
+#[test]
+fn non_blocking_init_makes_progress_within_its_deadline() {
+    let build = need_fakes!();
+    let _guard = lock();
+    let fake = Fake::open(&build, "2.28.9");
+    fake.asynchronous(3, 0);
+    let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::No).unwrap();
+    assert_eq!(comm.state(), CommState::Initializing);
+    assert!(
+        comm.nccl_comm().is_null(),
+        "no raw communicator before it is ready"
+    );
+    let error = comm.wait(Duration::ZERO).unwrap_err();
+    assert_eq!(error.status(), Status::Timeout);
+    assert_eq!(comm.state(), CommState::Initializing);
+    comm.wait(SECOND).unwrap();
+    assert_eq!(comm.state(), CommState::Ready);
+}
+
+#[test]
+fn an_asynchronous_error_fails_the_communicator_and_drop_aborts_it() {
+    let build = need_fakes!();
+    let _guard = lock();
+    let fake = Fake::open(&build, "2.28.9");
+    fake.asynchronous(1, REMOTE_ERROR);
+    fake.last_error("peer 1 closed the connection");
+    let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::No).unwrap();
+    let error = comm.wait(SECOND).unwrap_err();
+    assert_eq!(error.status(), Status::NcclError);
+    assert_eq!(error.nccl_result(), Some(REMOTE_ERROR));
+    assert_eq!(
+        error.nccl_last_error(),
+        Some("peer 1 closed the connection")
+    );
+    assert_eq!(comm.state(), CommState::Failed);
+    drop(comm);
+    assert_eq!(fake.count("ncclCommAbort"), 1);
+    assert_eq!(
+        fake.count("ncclCommDestroy"),
+        0,
+        "a failed communicator is never finalized"
+    );
+}
+
+#[test]
+fn init_with_a_deadline_aborts_when_a_rank_never_comes() {
+    let build = need_fakes!();
+    let _guard = lock();
+    let fake = Fake::open(&build, "2.28.9");
+    fake.asynchronous(-1, 0);
+    let start = Instant::now();
+    let error = Communicator::init_with_deadline(&fake.nccl, 2, &ID, 0, Duration::from_millis(200))
+        .unwrap_err();
+    let took = start.elapsed();
+    assert_eq!(error.status(), Status::Timeout);
+    assert!(
+        took >= Duration::from_millis(200) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
+    assert_eq!(fake.count("ncclCommAbort"), 1);
+}
+
+#[test]
+fn non_blocking_needs_nccl_2_14() {
+    let build = need_fakes!();
+    let _guard = lock();
+    let fake = Fake::open(&build, "no-config"); // lacks ncclCommInitRankConfig
+    let error = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::No).unwrap_err();
+    assert_eq!(error.status(), Status::Unavailable);
+    // and init_with_deadline falls back to a blocking communicator
+    let comm = Communicator::init_with_deadline(&fake.nccl, 2, &ID, 0, SECOND).unwrap();
+    assert_eq!(comm.state(), CommState::Ready);
+}
+
+#[test]
+fn bad_arguments_are_errors() {
+    let build = need_fakes!();
+    let _guard = lock();
+    let fake = Fake::open(&build, "2.28.9");
+    for (nranks, rank) in [(0, 0), (2, 2), (2, -1)] {
+        let error = Communicator::init(&fake.nccl, nranks, &ID, rank, Blocking::Yes).unwrap_err();
+        assert_eq!(error.status(), Status::InvalidArgument, "{nranks} {rank}");
+    }
+}
+
+#[test]
+fn collectives_reach_nccl_and_their_errors_come_back() {
+    let build = need_fakes!();
+    let _guard = lock();
+    let fake = Fake::open(&build, "2.28.9");
+    let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::Yes).unwrap();
+    let s = Stream::DEFAULT;
+    // SAFETY: the fake touches no memory.
+    unsafe {
+        comm.all_reduce(null(), null_mut(), 8, DataType::Float32, RedOp::Sum, s)
+            .unwrap();
+        comm.broadcast(null(), null_mut(), 8, DataType::Float32, 0, s)
+            .unwrap();
+        comm.all_gather(null(), null_mut(), 8, DataType::Bfloat16, s)
+            .unwrap();
+        comm.reduce_scatter(null(), null_mut(), 8, DataType::Int64, RedOp::Max, s)
+            .unwrap();
+        comm.send(null(), 8, DataType::Uint8, 1, s).unwrap();
+        comm.recv(null_mut(), 8, DataType::Uint8, 1, s).unwrap();
+    }
+    for f in [
+        "ncclAllReduce",
+        "ncclBroadcast",
+        "ncclAllGather",
+        "ncclReduceScatter",
+        "ncclSend",
+        "ncclRecv",
+    ] {
+        assert_eq!(fake.count(f), 1, "{f}");
+    }
+    fake.inject("ncclAllReduce", 4, 1);
+    fake.last_error("AllReduce : invalid type 99");
+    // SAFETY: as above.
+    let error = unsafe { comm.all_reduce(null(), null_mut(), 8, DataType::Float32, RedOp::Sum, s) }
+        .unwrap_err();
+    assert_eq!(error.nccl_result(), Some(4));
+    assert_eq!(error.nccl_last_error(), Some("AllReduce : invalid type 99"));
+    assert!(
+        error.message().starts_with("ncclAllReduce failed"),
+        "{error}"
+    );
+}
+
+#[test]
+fn fp8_needs_nccl_2_24_and_a_failed_communicator_refuses_work() {
+    let build = need_fakes!();
+    let _guard = lock();
+    let fake = Fake::open(&build, "2.21.5");
+    let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::Yes).unwrap();
+    // SAFETY: refused before NCCL is called.
+    let error = unsafe {
+        comm.all_reduce(
+            null(),
+            null_mut(),
+            8,
+            DataType::Float8e4m3,
+            RedOp::Sum,
+            Stream::DEFAULT,
+        )
+    }
+    .unwrap_err();
+    assert_eq!(error.status(), Status::Unavailable);
+    assert!(error.message().contains("2.24.3"), "{error}");
+    assert_eq!(fake.count("ncclAllReduce"), 0);
+
+    let fake = Fake::open(&build, "2.28.9");
+    fake.asynchronous(0, REMOTE_ERROR);
+    let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::No).unwrap();
+    assert!(comm.wait(SECOND).is_err());
+    // SAFETY: refused before NCCL is called.
+    let error =
+        unsafe { comm.broadcast(null(), null_mut(), 8, DataType::Float32, 0, Stream::DEFAULT) }
+            .unwrap_err();
+    assert_eq!(error.status(), Status::InvalidArgument);
+    assert!(error.message().contains("Failed"), "{error}");
+}
+
+#[test]
+fn groups_start_and_end_around_the_work() {
+    let build = need_fakes!();
+    let _guard = lock();
+    let fake = Fake::open(&build, "2.28.9");
+    let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::Yes).unwrap();
+    let out = fake.nccl.group(&[&comm], SECOND, || {
+        // SAFETY: the fake touches no memory.
+        unsafe {
+            comm.send(null(), 4, DataType::Float32, 1, Stream::DEFAULT)?;
+            comm.recv(null_mut(), 4, DataType::Float32, 1, Stream::DEFAULT)?;
+        }
+        Ok(42)
+    });
+    assert_eq!(out.unwrap(), 42);
+    assert_eq!(
+        (fake.count("ncclGroupStart"), fake.count("ncclGroupEnd")),
+        (1, 1)
+    );
+    // the group is ended when the work fails, and the work's error is the one returned
+    let out: ncclshim::Result<()> = fake.nccl.group(&[&comm], SECOND, || {
+        Err(ncclshim::Error::new(Status::Timeout, "work failed"))
+    });
+    assert_eq!(out.unwrap_err().message(), "work failed");
+    assert_eq!(fake.count("ncclGroupEnd"), 2);
+    fake.inject("ncclGroupEnd", 5, 1);
+    assert_eq!(
+        fake.nccl
+            .group(&[&comm], SECOND, || Ok(()))
+            .unwrap_err()
+            .nccl_result(),
+        Some(5)
+    );
+}
+
+#[test]
+fn explicit_destroy_and_abort_leave_nothing_for_drop() {
+    let build = need_fakes!();
+    let _guard = lock();
+    let fake = Fake::open(&build, "2.28.9");
+    let mut comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::Yes).unwrap();
+    comm.destroy(SECOND).unwrap();
+    assert_eq!(comm.state(), CommState::Destroyed);
+    drop(comm);
+    assert_eq!(fake.count("ncclCommDestroy"), 1);
+    let mut comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::Yes).unwrap();
+    comm.abort(SECOND).unwrap();
+    assert_eq!(comm.state(), CommState::Aborted);
+    drop(comm);
+    assert_eq!(
+        (fake.count("ncclCommAbort"), fake.count("ncclCommDestroy")),
+        (1, 1)
+    );
+}
+
+#[test]
+fn the_config_builder_refuses_fields_the_nccl_would_ignore() {
+    let build = need_fakes!();
+    let _guard = lock();
+    let old = Fake::open(&build, "2.21.5");
+    let error = old.nccl.config().comm_name("experts").err().unwrap();
+    assert_eq!(error.status(), Status::Unavailable);
+    assert!(error.message().contains("commName"), "{error}");
+    assert!(old.nccl.config().blocking(false).is_ok());
+
+    let new = Fake::open(&build, "2.28.9");
+    let mut config = new
+        .nccl
+        .config()
+        .blocking(false)
+        .unwrap()
+        .comm_name("experts")
+        .unwrap()
+        .set_int(ConfigField::MinCtas, 4)
+        .unwrap();
+    let raw = config.raw();
+    assert_eq!((raw.blocking, raw.minCTAs, raw.maxCTAs), (0, 4, i32::MIN));
+    // SAFETY: set by the builder to a string the config owns.
+    assert_eq!(
+        unsafe { std::ffi::CStr::from_ptr(raw.commName) }
+            .to_str()
+            .unwrap(),
+        "experts"
+    );
+    assert!(!config.as_mut_ptr().is_null());
+    let error = new
+        .nccl
+        .config()
+        .set_str(ConfigField::Blocking, "0")
+        .err()
+        .unwrap();
+    assert_eq!(error.status(), Status::InvalidArgument);
+    assert_eq!(
+        new.nccl.config().comm_name("a\0b").err().unwrap().status(),
+        Status::InvalidArgument
+    );
+}
+
+#[test]
+fn a_raw_communicator_is_waited_for_through_the_handle() {
+    let build = need_fakes!();
+    let _guard = lock();
+    let fake = Fake::open(&build, "2.28.9");
+    let mut config = fake.nccl.config().blocking(false).unwrap();
+    let mut raw = null_mut();
+    let id = ID.to_raw();
+    fake.asynchronous(2, 0);
+    // SAFETY: valid pointers; the fake's communicator.
+    let result = unsafe {
+        (fake.nccl.table().ncclCommInitRankConfig)(&mut raw, 2, id, 0, config.as_mut_ptr())
+    };
+    fake.nccl
+        .check_nccl(result, "ncclCommInitRankConfig")
+        .unwrap();
+    assert_eq!(result, 7, "in progress");
+    // SAFETY: the fake's live communicator.
+    unsafe {
+        assert_eq!(
+            fake.nccl.wait(raw, Duration::ZERO).unwrap_err().status(),
+            Status::Timeout
+        );
+        fake.nccl.wait(raw, SECOND).unwrap();
+        assert_eq!(
+            fake.nccl.wait(null_mut(), SECOND).unwrap_err().status(),
+            Status::InvalidArgument
+        );
+    }
+}

@@ -1,0 +1,108 @@
+//! The CUDA driver on fake drivers: the engine's stream and event helpers, stream_ready's
+//! "not ready", memory, and absent, stub and device-less drivers.
+
+mod support;
+
+use ncclshim::{Cuda, Event, Status};
+use support::{fake_cuda, lock, symbol};
+
+#[repr(C)]
+struct FakeControl {
+    not_ready: i32,
+    failing_attribute: i32,
+}
+
+#[test]
+fn streams_and_events_with_the_engine_names() {
+    let build = need_fakes!();
+    let _guard = lock();
+    let (cuda, path) = fake_cuda(&build, "13.0");
+    assert_eq!(cuda.driver_version(), Some((13, 0)));
+    assert_eq!(
+        cuda.create_stream().unwrap_err().status(),
+        Status::CudaError,
+        "before cuInit"
+    );
+    cuda.init().unwrap();
+    assert_eq!(cuda.device_count().unwrap(), 2);
+    assert_eq!(
+        cuda.create_stream().unwrap_err().status(),
+        Status::CudaError,
+        "no current context"
+    );
+    cuda.activate_device(0).unwrap();
+    let stream = cuda.create_stream().unwrap();
+    let event = cuda.create_event().unwrap();
+    cuda.record_event(event, stream).unwrap();
+    cuda.stream_wait_event(stream, event).unwrap();
+    assert!(cuda.stream_ready(stream).unwrap());
+    // SAFETY: the fake's exported control block.
+    let control = unsafe { &mut *(symbol(&path, "fake_control") as *mut FakeControl) };
+    control.not_ready = 2; // cuStreamQuery answers 600 twice
+    assert!(!cuda.stream_ready(stream).unwrap());
+    assert!(!cuda.stream_ready(stream).unwrap());
+    assert!(cuda.stream_ready(stream).unwrap());
+    control.not_ready = 5;
+    cuda.sync_stream(stream).unwrap();
+    assert!(
+        cuda.stream_ready(stream).unwrap(),
+        "sync waited for the work"
+    );
+    cuda.destroy_event(event).unwrap();
+    assert_eq!(
+        cuda.destroy_event(Event(std::ptr::null_mut()))
+            .unwrap_err()
+            .status(),
+        Status::InvalidArgument
+    );
+    cuda.destroy_stream(stream).unwrap();
+    cuda.release_device(0).unwrap();
+}
+
+#[test]
+fn device_memory_round_trip() {
+    let build = need_fakes!();
+    let _guard = lock();
+    let (cuda, _) = fake_cuda(&build, "12.2");
+    cuda.init().unwrap();
+    cuda.activate_device(1).unwrap();
+    let data: Vec<f32> = (0..100).map(|i| i as f32 * 0.5).collect();
+    let ptr = cuda.mem_alloc(400).unwrap();
+    let mut back = vec![0f32; 100];
+    // SAFETY: 400 bytes allocated above.
+    unsafe {
+        cuda.copy_to_device(ptr, &data).unwrap();
+        cuda.copy_to_host(&mut back, ptr).unwrap();
+        assert_eq!(back, data);
+        cuda.memset(ptr, 0, 400).unwrap();
+        cuda.copy_to_host(&mut back, ptr).unwrap();
+        assert!(back.iter().all(|v| *v == 0.0));
+        cuda.mem_free(ptr).unwrap();
+    }
+    cuda.release_device(1).unwrap();
+}
+
+#[test]
+fn absent_stub_and_deviceless_drivers_are_errors() {
+    let build = need_fakes!();
+    let _guard = lock();
+    assert_eq!(
+        Cuda::open(Some("/nonexistent/libcuda.so.1".as_ref()))
+            .err()
+            .unwrap()
+            .status(),
+        Status::NotFound
+    );
+    let stub = Cuda::open(Some(&support::fake_cuda_path(&build, "stub")))
+        .err()
+        .unwrap();
+    assert_eq!(stub.status(), Status::DriverUnavailable);
+    let (cuda, _) = fake_cuda(&build, "no-device");
+    let error = cuda.init().unwrap_err();
+    assert_eq!(error.status(), Status::NoDevice);
+    assert!(!error.message().is_empty());
+    let not_cuda = Cuda::open(Some(&support::fake_cuda_path(&build, "not-cuda")))
+        .err()
+        .unwrap();
+    assert_eq!(not_cuda.status(), Status::NotNccl);
+}

@@ -1,0 +1,318 @@
+//! The Rust declarations against the C side: the library's export list, the C structs'
+//! layout and enum values (compiled with the C compiler here), the generated tables' rows,
+//! and the build script's refusal of a C type it does not know.
+
+use std::ffi::CStr;
+use std::mem::size_of;
+use std::path::PathBuf;
+use std::process::Command;
+
+use ncclshim::ffi;
+use ncclshim::{Capability, ConfigField, DataType, RedOp, Status};
+
+#[allow(dead_code)]
+#[path = "../gen_lists.rs"]
+mod build_script;
+
+fn checkout() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+#[test]
+fn every_export_is_declared_and_every_declaration_exported() {
+    let symbols = checkout().join("abi/libncclshim.symbols");
+    let Ok(list) = std::fs::read_to_string(&symbols) else {
+        eprintln!(
+            "skipped: {} not found (not in an ncclshim checkout)",
+            symbols.display()
+        );
+        return;
+    };
+    let exported: Vec<&str> = list
+        .lines()
+        .filter_map(|l| l.split_once("@@"))
+        .map(|(name, _)| name)
+        .collect();
+    assert!(exported.len() > 50, "{} names only", exported.len());
+    let ffi_rs =
+        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/ffi.rs"))
+            .unwrap();
+    let declared: Vec<&str> = ffi_rs
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("pub fn "))
+        .filter_map(|l| l.split_once('(').map(|(name, _)| name))
+        .collect();
+    for name in &exported {
+        assert!(
+            declared.contains(name),
+            "{name} is exported by libncclshim but not declared in src/ffi.rs"
+        );
+    }
+    for name in &declared {
+        assert!(
+            exported.contains(name),
+            "src/ffi.rs declares {name}, which libncclshim does not export"
+        );
+    }
+}
+
+#[test]
+fn generated_rows_match_the_library() {
+    assert_eq!(
+        ffi::NCCL_FUNCTIONS.len() * size_of::<usize>(),
+        size_of::<ffi::ncclshim_nccl_table>()
+    );
+    assert_eq!(
+        ffi::CUDA_FUNCTIONS.len() * size_of::<usize>(),
+        size_of::<ffi::ncclshim_cuda_table>()
+    );
+    for (i, row) in ffi::NCCL_FUNCTIONS.iter().enumerate() {
+        let i = i as i32;
+        // SAFETY: any index is accepted; static strings.
+        unsafe {
+            assert_eq!(
+                CStr::from_ptr(ffi::ncclshim_nccl_function_name(i))
+                    .to_str()
+                    .unwrap(),
+                row.name
+            );
+            assert_eq!(
+                ffi::ncclshim_nccl_function_version(i) as u32,
+                row.version,
+                "{}",
+                row.name
+            );
+            assert_eq!(
+                ffi::ncclshim_nccl_function_required(i) != 0,
+                row.required,
+                "{}",
+                row.name
+            );
+        }
+    }
+    for (i, row) in ffi::CUDA_FUNCTIONS.iter().enumerate() {
+        let i = i as i32;
+        // SAFETY: as above.
+        unsafe {
+            assert_eq!(
+                CStr::from_ptr(ffi::ncclshim_cuda_function_name(i))
+                    .to_str()
+                    .unwrap(),
+                row.name
+            );
+            assert_eq!(
+                ffi::ncclshim_cuda_function_version(i) as u32,
+                row.version,
+                "{}",
+                row.name
+            );
+        }
+    }
+    // one past the end is unknown to the library: the lists have the same length
+    // SAFETY: as above.
+    let past = unsafe {
+        CStr::from_ptr(ffi::ncclshim_nccl_function_name(
+            ffi::NCCL_FUNCTIONS.len() as i32
+        ))
+    };
+    assert_eq!(past.to_str().unwrap(), "(unknown function)");
+}
+
+#[test]
+fn status_names_match_their_codes() {
+    let expected = [
+        "OK",
+        "NOT_FOUND",
+        "LOAD_FAILED",
+        "NOT_NCCL",
+        "MISSING_SYMBOLS",
+        "VERSION_TOO_OLD",
+        "WRONG_MAJOR",
+        "BAD_VERSION",
+        "INVALID_ARGUMENT",
+        "OUT_OF_MEMORY",
+        "UNAVAILABLE",
+        "DRIVER_UNAVAILABLE",
+        "NO_DEVICE",
+        "CUDA_ERROR",
+        "NCCL_ERROR",
+        "TIMEOUT",
+        "FORKED",
+    ];
+    for (code, name) in expected.iter().enumerate() {
+        let status = Status::from_code(code as i32);
+        assert_eq!(status.name(), *name);
+        assert_eq!(status.code(), code as i32);
+        let debug = format!("{status:?}");
+        assert_eq!(
+            debug.chars().filter(|c| c.is_uppercase()).count(),
+            name.split('_').count(),
+            "{debug} vs {name}"
+        );
+    }
+    assert_eq!(Status::from_code(99), Status::Unknown(99));
+    assert_eq!(ConfigField::CommName.name(), "commName");
+    assert!(ConfigField::NetName.is_string() && !ConfigField::Blocking.is_string());
+}
+
+/// A C program printing what the Rust side must agree with, one "name value" per line.
+const LAYOUT_C: &str = r#"
+#include <stddef.h>
+#include <stdio.h>
+#include "ncclshim/comm.h"
+#include "ncclshim/symmem.h"
+#define P(name, value) printf("%s %zu\n", name, (size_t)(value))
+int main(void) {
+  P("nccl_table", sizeof(ncclshim_nccl_table));
+  P("cuda_table", sizeof(ncclshim_cuda_table));
+  P("nccl_table.ncclAllReduce", offsetof(ncclshim_nccl_table, ncclAllReduce));
+  P("cuda_table.cuMemAlloc", offsetof(ncclshim_cuda_table, cuMemAlloc));
+  P("config", sizeof(ncclConfig_t));
+  P("config.commName", offsetof(ncclConfig_t, commName));
+  P("config.graphStreamOrdering", offsetof(ncclConfig_t, graphStreamOrdering));
+  P("unique_id", sizeof(ncclUniqueId));
+  P("nccl_options", sizeof(ncclshim_nccl_options));
+  P("nccl_options.min_version", offsetof(ncclshim_nccl_options, min_version));
+  P("cuda_options", sizeof(ncclshim_cuda_options));
+  P("comm_options", sizeof(ncclshim_comm_options));
+  P("attempt", sizeof(ncclshim_attempt));
+  P("attempt.reason", offsetof(ncclshim_attempt, reason));
+  P("uuid", sizeof(CUuuid));
+  P("wait_signal_desc", sizeof(ncclshim_wait_signal_desc_t));
+  P("sim_info", sizeof(ncclshim_sim_info_t));
+  P("capabilities", NCCLSHIM_CAPABILITY_COUNT);
+  P("config_fields", NCCLSHIM_CONFIG_FIELD_COUNT);
+  P("ncclFloat32", ncclFloat32);
+  P("ncclBfloat16", ncclBfloat16);
+  P("ncclFloat8e5m2", ncclFloat8e5m2);
+  P("ncclAvg", ncclAvg);
+  P("ncclMax", ncclMax);
+  P("stream_non_blocking", NCCLSHIM_CU_STREAM_NON_BLOCKING);
+  P("event_disable_timing", NCCLSHIM_CU_EVENT_DISABLE_TIMING);
+  P("in_progress", ncclInProgress);
+  return 0;
+}
+"#;
+
+#[test]
+fn c_layout_and_values_match() {
+    let include = checkout().join("include");
+    if !include.join("ncclshim/comm.h").exists() {
+        eprintln!("skipped: not in an ncclshim checkout");
+        return;
+    }
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let (source, program) = (dir.join("layout.c"), dir.join("layout"));
+    std::fs::write(&source, LAYOUT_C).unwrap();
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let built = Command::new(&cc)
+        .args(["-std=c11", "-Wall", "-Werror", "-I"])
+        .arg(&include)
+        .arg(&source)
+        .arg("-o")
+        .arg(&program)
+        .status();
+    assert!(
+        built.map(|s| s.success()).unwrap_or(false),
+        "{cc} could not build the layout program"
+    );
+    let out = Command::new(&program).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let c = |name: &str| -> usize {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(' ')))
+            .unwrap_or_else(|| panic!("{name} not printed"))
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(c("nccl_table"), size_of::<ffi::ncclshim_nccl_table>());
+    assert_eq!(c("cuda_table"), size_of::<ffi::ncclshim_cuda_table>());
+    assert_eq!(
+        c("nccl_table.ncclAllReduce"),
+        std::mem::offset_of!(ffi::ncclshim_nccl_table, ncclAllReduce)
+    );
+    assert_eq!(
+        c("cuda_table.cuMemAlloc"),
+        std::mem::offset_of!(ffi::ncclshim_cuda_table, cuMemAlloc)
+    );
+    assert_eq!(c("config"), size_of::<ffi::ncclConfig_t>());
+    assert_eq!(
+        c("config.commName"),
+        std::mem::offset_of!(ffi::ncclConfig_t, commName)
+    );
+    assert_eq!(
+        c("config.graphStreamOrdering"),
+        std::mem::offset_of!(ffi::ncclConfig_t, graphStreamOrdering)
+    );
+    assert_eq!(c("unique_id"), size_of::<ffi::ncclUniqueId>());
+    assert_eq!(c("unique_id"), ncclshim::UniqueId::BYTES);
+    assert_eq!(c("nccl_options"), size_of::<ffi::ncclshim_nccl_options>());
+    assert_eq!(
+        c("nccl_options.min_version"),
+        std::mem::offset_of!(ffi::ncclshim_nccl_options, min_version)
+    );
+    assert_eq!(c("cuda_options"), size_of::<ffi::ncclshim_cuda_options>());
+    assert_eq!(c("comm_options"), size_of::<ffi::ncclshim_comm_options>());
+    assert_eq!(c("attempt"), size_of::<ffi::ncclshim_attempt>());
+    assert_eq!(
+        c("attempt.reason"),
+        std::mem::offset_of!(ffi::ncclshim_attempt, reason)
+    );
+    assert_eq!(c("uuid"), size_of::<ffi::CUuuid>());
+    assert_eq!(
+        c("wait_signal_desc"),
+        size_of::<ffi::ncclshim_wait_signal_desc_t>()
+    );
+    assert_eq!(c("sim_info"), size_of::<ffi::ncclshim_sim_info_t>());
+    assert_eq!(c("capabilities"), Capability::ALL.len());
+    assert_eq!(
+        c("config_fields"),
+        ConfigField::GraphStreamOrdering as usize + 1
+    );
+    assert_eq!(c("ncclFloat32"), DataType::Float32.raw() as usize);
+    assert_eq!(c("ncclBfloat16"), DataType::Bfloat16.raw() as usize);
+    assert_eq!(c("ncclFloat8e5m2"), DataType::Float8e5m2.raw() as usize);
+    assert_eq!(c("ncclAvg"), RedOp::Avg.raw() as usize);
+    assert_eq!(c("ncclMax"), RedOp::Max.raw() as usize);
+    assert_eq!(
+        c("stream_non_blocking"),
+        ffi::NCCLSHIM_CU_STREAM_NON_BLOCKING as usize
+    );
+    assert_eq!(
+        c("event_disable_timing"),
+        ffi::NCCLSHIM_CU_EVENT_DISABLE_TIMING as usize
+    );
+    assert_eq!(c("in_progress"), ffi::ncclInProgress as usize);
+}
+
+#[test]
+fn the_build_script_names_an_unknown_c_type_and_where_to_add_it() {
+    let error =
+        build_script::rust_type("ncclTeam_t", "ncclTeamWorld of the nccl list").unwrap_err();
+    assert!(error.contains("unknown C type `ncclTeam_t`"), "{error}");
+    assert!(
+        error.contains("ncclTeamWorld") && error.contains("C_TYPES in bindings/rust/build.rs"),
+        "{error}"
+    );
+    let row = "rs_row nccl ncclTeamWorld 22900 OPTIONAL RESULT rs_param ncclComm_t rs_named comm rs_param ncclTeam_t * rs_named team rs_end";
+    assert!(build_script::generate(row)
+        .unwrap_err()
+        .contains("`ncclTeam_t`"));
+    let kind =
+        "rs_row nccl ncclTeamWorld 22900 OPTIONAL TEAM rs_param ncclComm_t rs_named comm rs_end";
+    assert!(build_script::generate(kind)
+        .unwrap_err()
+        .contains("unknown return kind `TEAM`"));
+}
+
+#[test]
+fn the_build_script_translates_pointers_and_const() {
+    let t = |c: &str| build_script::rust_type(c, "test").unwrap();
+    assert_eq!(t("int"), "c_int");
+    assert_eq!(t("const ncclComm_t"), "ncclComm_t");
+    assert_eq!(t("const void *"), "*const c_void");
+    assert_eq!(t("void **"), "*mut *mut c_void");
+    assert_eq!(t("const char ***"), "*mut *mut *const c_char");
+    assert_eq!(t("unsigned int"), "c_uint");
+    assert!(build_script::rust_type("char *const *", "test").is_err());
+}

@@ -1,0 +1,135 @@
+//! Symmetric memory on the fake NCCL: allocation, the 2.28 gate, NCCL's NULL-window quirk,
+//! registration finished on a non-blocking communicator, graph capture, and ncclMemAlloc.
+
+mod support;
+
+use std::time::Duration;
+
+use ncclshim::{Blocking, Communicator, Status, Stream, SymmetricBuffer, UniqueId};
+use support::{lock, symbol, Fake};
+
+const ID: UniqueId = UniqueId::from_bytes([7; 128]);
+const SECOND: Duration = Duration::from_secs(1);
+
+/// The fake driver that answers cuStreamIsCapturing as told, as the default driver (the
+/// capture check uses ncclshim's default handle). Set before any test of this file loads it.
+fn capture_driver(build: &std::path::Path, result: i32, status: i32) {
+    let path = build.join("tests/comm/libfake-cuda-capture.so");
+    static SET: std::sync::Once = std::sync::Once::new();
+    SET.call_once(|| std::env::set_var("NCCLSHIM_CUDA_LIBRARY", &path));
+    ncclshim::Cuda::default_handle().status().unwrap();
+    // SAFETY: the fake's exported ints.
+    unsafe {
+        *(symbol(&path, "fake_capture_result") as *mut i32) = result;
+        *(symbol(&path, "fake_capture_status") as *mut i32) = status;
+    }
+}
+
+#[test]
+fn a_buffer_is_allocated_registered_and_freed() {
+    let build = need_fakes!();
+    let _guard = lock();
+    capture_driver(&build, 0, 0);
+    let fake = Fake::open(&build, "2.28.9");
+    let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::Yes).unwrap();
+    {
+        let buffer = SymmetricBuffer::alloc(&comm, 5000, Stream::DEFAULT, SECOND).unwrap();
+        assert_eq!(buffer.len(), 8192);
+        assert_eq!(buffer.as_ptr() as usize % 4096, 0);
+        assert!(!buffer.window().is_null());
+        assert_eq!((fake.allocations(), fake.windows()), (1, 1));
+    }
+    assert_eq!(
+        (fake.allocations(), fake.windows()),
+        (0, 0),
+        "Drop deregisters and frees"
+    );
+    let buffer = SymmetricBuffer::alloc(&comm, 1, Stream::DEFAULT, SECOND).unwrap();
+    buffer.free(SECOND).unwrap();
+    assert_eq!(fake.allocations(), 0);
+}
+
+#[test]
+fn symmetric_memory_needs_nccl_2_28() {
+    let build = need_fakes!();
+    let _guard = lock();
+    let fake = Fake::open(&build, "2.27.3");
+    let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::Yes).unwrap();
+    let error = SymmetricBuffer::alloc(&comm, 4096, Stream::DEFAULT, SECOND)
+        .err()
+        .unwrap();
+    assert_eq!(error.status(), Status::Unavailable);
+    assert!(
+        error.message().contains("2.28.0") && error.message().contains("2.27.3"),
+        "{error}"
+    );
+    assert_eq!(
+        fake.count("ncclMemAlloc"),
+        0,
+        "refused before anything is allocated"
+    );
+}
+
+#[test]
+fn success_with_a_null_window_is_an_error_and_nothing_leaks() {
+    let build = need_fakes!();
+    let _guard = lock();
+    capture_driver(&build, 0, 0);
+    let fake = Fake::open(&build, "2.28.9");
+    fake.null_window(true);
+    let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::Yes).unwrap();
+    let error = SymmetricBuffer::alloc(&comm, 4096, Stream::DEFAULT, SECOND)
+        .err()
+        .unwrap();
+    assert_eq!(error.status(), Status::NcclError);
+    assert!(error.message().contains("window"), "{error}");
+    assert_eq!(fake.allocations(), 0);
+}
+
+#[test]
+fn registration_on_a_non_blocking_communicator_is_finished() {
+    let build = need_fakes!();
+    let _guard = lock();
+    capture_driver(&build, 0, 0);
+    let fake = Fake::open(&build, "2.28.9");
+    let comm = Communicator::init_with_deadline(&fake.nccl, 2, &ID, 0, SECOND).unwrap();
+    let buffer = SymmetricBuffer::alloc(&comm, 4096, Stream::DEFAULT, SECOND).unwrap();
+    assert!(!buffer.window().is_null());
+    fake.asynchronous(-1, 0); // deregistration never finishes: free times out, memory kept
+    let error = buffer.free(Duration::from_millis(50)).unwrap_err();
+    assert_eq!(error.status(), Status::Timeout);
+    assert_eq!(fake.allocations(), 1);
+}
+
+#[test]
+fn a_capturing_stream_is_refused() {
+    let build = need_fakes!();
+    let _guard = lock();
+    capture_driver(&build, 0, 1); // CU_STREAM_CAPTURE_STATUS_ACTIVE
+    let fake = Fake::open(&build, "2.28.9");
+    let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::Yes).unwrap();
+    let error = SymmetricBuffer::alloc(&comm, 4096, Stream::DEFAULT, SECOND)
+        .err()
+        .unwrap();
+    capture_driver(&build, 0, 0);
+    assert_eq!(error.status(), Status::InvalidArgument);
+    assert!(error.message().contains("capturing"), "{error}");
+    assert_eq!(fake.allocations(), 0);
+}
+
+#[test]
+fn nccl_mem_alloc_and_free_are_gated_by_version() {
+    let build = need_fakes!();
+    let _guard = lock();
+    let fake = Fake::open(&build, "2.28.9");
+    let ptr = fake.nccl.nccl_mem_alloc(100).unwrap();
+    assert!(!ptr.is_null());
+    assert_eq!(fake.allocations(), 1);
+    // SAFETY: from nccl_mem_alloc, freed once.
+    unsafe { fake.nccl.nccl_mem_free(ptr).unwrap() };
+    assert_eq!(fake.allocations(), 0);
+    let old = Fake::open(&build, "2.18.5");
+    let error = old.nccl.nccl_mem_alloc(100).unwrap_err();
+    assert_eq!(error.status(), Status::Unavailable);
+    assert!(error.message().contains("2.19.1"), "{error}");
+}

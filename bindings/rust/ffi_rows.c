@@ -9,7 +9,7 @@
   rs_row nccl name version policy returns NCCLSHIM_PP_EACH(n, RS_PARAM_, params) rs_end
 #define RS_CUDA_(name, ask, policy, abi, n, params) \
   rs_row cuda name ask policy CU_RESULT NCCLSHIM_PP_EACH(n, RS_PARAM_, params) rs_end
-#define RS_CAPABILITY_(id, name, version, f1, f2, f3) rs_capability id name version rs_end
+#define RS_CAPABILITY_(id, name, version, ...) rs_capability id name version rs_end
 #define RS_CONFIG_(id, field, kind, version) rs_config id field kind version rs_end
 
 NCCLSHIM_NCCL_FUNCTIONS(RS_NCCL_)

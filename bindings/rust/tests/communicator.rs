@@ -153,7 +153,8 @@ fn collectives_reach_nccl_and_their_errors_come_back() {
     assert_eq!(error.nccl_result(), Some(4));
     assert_eq!(error.nccl_last_error(), Some("AllReduce : invalid type 99"));
     assert!(
-        error.message().starts_with("ncclAllReduce failed"),
+        error.message().starts_with("communicator rank 0 of 2")
+            && error.message().contains("ncclAllReduce failed"),
         "{error}"
     );
 }

@@ -10,7 +10,8 @@
 # build installs any, and SHA256SUMS of every file. Beside the archive: <archive>.sha256.
 # Reproducible: the same sources and SOURCE_DATE_EPOCH (default: the last commit's time) give
 # the same bytes, whatever the checkout's and the build's directories. Every binary passes
-# abi/check_glibc_policy.py (baseline glibc 2.17) before it is packed.
+# abi/check_glibc_policy.py (baseline glibc 2.17) before it is packed. Progress goes to
+# stderr, the archive's path to stdout.
 set -euo pipefail
 
 arch=${1:-}
@@ -55,9 +56,9 @@ for pc in "$tree"/lib/pkgconfig/*.pc; do
 done
 
 # Policy first, on the binaries as linked; then strip, keeping the debug info by build-id.
-READELF=${tool_prefix}readelf python3 "$src/abi/check_glibc_policy.py" --bind-now \
+READELF=${tool_prefix}readelf python3 "$src/abi/check_glibc_policy.py" --bind-now >&2 \
   "$tree/lib/libncclshim.so.$version"
-READELF=${tool_prefix}readelf python3 "$src/abi/check_glibc_policy.py" \
+READELF=${tool_prefix}readelf python3 "$src/abi/check_glibc_policy.py" >&2 \
   "$tree/lib/libncclshim-nccl.so.$version" "$tree/bin/ncclshim-probe"
 for elf in "$tree/lib/libncclshim.so.$version" "$tree/lib/libncclshim-nccl.so.$version" \
   "$tree/bin/ncclshim-probe"; do

@@ -97,12 +97,12 @@ cmake_consumers() {
 probe() {
   local out
   "${run[@]}" "$tree/bin/ncclshim-probe" --no-devices -v &&
-    out=$("${run[@]}" "$tree/bin/ncclshim-probe" --json --no-devices) &&
-    echo "$out" && python3 -c '
+    out=$("${run[@]}" "$tree/bin/ncclshim-probe" --json --no-devices) && python3 -c '
 import json, sys
 doc = json.loads(sys.argv[1])
 assert doc["nccl"]["version"] == "2.28.9", doc["nccl"]
-assert doc["ncclshim"]["version"] == sys.argv[2], doc["ncclshim"]' "$out" "$version"
+assert doc["ncclshim"]["version"] == sys.argv[2], doc["ncclshim"]
+print("probe JSON: ncclshim %s, NCCL %s" % (sys.argv[2], doc["nccl"]["version"]))' "$out" "$version"
 }
 
 step "pkg-config consumers" pkg_config_consumers

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "text.h"
+
 static const char usage[] =
     "usage: ncclshim-probe [--json] [-v] [--no-devices] [--library PATH] [--require X]...\n"
     "\n"
@@ -140,10 +142,12 @@ int main(int argc, char **argv) {
     else
       probe_print_text(&p, stdout);
     fflush(stdout);
-    for (int i = 0; i < p.requirement_count; i++)
-      if (!p.requirements[i].met)
-        fprintf(stderr, "ncclshim-probe: requirement not met: %s: %s\n", p.requirements[i].text,
-                p.requirements[i].reason);
+    for (int i = 0; i < p.requirement_count; i++) {
+      if (p.requirements[i].met) continue;
+      fprintf(stderr, "ncclshim-probe: requirement not met: %s: ", p.requirements[i].text);
+      text_put(stderr, p.requirements[i].reason, 0); /* may hold a path */
+      fputc('\n', stderr);
+    }
     status = p.unmet ? 1 : 0;
   }
   ncclshim_nccl_close(p.nccl); /* ignores the default handle */

@@ -266,6 +266,16 @@ class HostileText(unittest.TestCase):
         self.assertIn(b"x\\nNCCL: 9.9.9\\n  path:       /forged\\r\\x1b[2J\\x9b\\x7f\\\\.so", out)
         out.decode("utf-8")  # strict: no byte that is not UTF-8
 
+    def test_requirement_line_escaped(self):
+        name = self.dir + b"/y\nncclshim-probe: all requirements met\n.so"
+        with open(name, "wb") as f:
+            f.write(b"not an ELF file")
+        proc = probe("--library", name, "--require", "2.18", raw=True)
+        self.assertEqual(proc.returncode, 1)
+        lines = proc.stderr.split(b"\n")
+        self.assertEqual(len([l for l in lines if l]), 1, proc.stderr)
+        self.assertIn(b"y\\nncclshim-probe: all requirements met\\n.so", lines[0])
+
     def test_c1_controls_and_utf8(self):
         name = self.dir + "/é\u009b\u0085€.so".encode()
         out = self.run_text(name)

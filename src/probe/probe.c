@@ -1,62 +1,38 @@
 /* ncclshim-probe: what NCCL and CUDA driver this machine offers, and what they can do.
- * Exit status: 0 report made and requirements met; 1 a requirement unmet; 2 usage error. */
+ * Exit status: 0 report made and requirements met; 1 a requirement unmet; 2 usage error or
+ * the probe could not run. */
 #include "probe.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "parse_version.h"
+#include "text.h"
 
 static const char usage[] =
     "usage: ncclshim-probe [--json] [-v] [--no-devices] [--library PATH] [--require X]...\n"
     "\n"
     "Reports the NCCL and CUDA driver that ncclshim finds: where, how, which version, what\n"
-    "they can do, and (with a driver) every GPU.\n"
+    "they can do, whether the driver can run that NCCL, and (with a driver) every GPU.\n"
     "\n"
-    "  --json          one JSON document instead of text\n"
+    "  --json          one JSON document instead of text (keys: man ncclshim-probe)\n"
     "  -v, --verbose   add every place searched, with the reason for each\n"
     "  --no-devices    skip the GPU queries (they need cuInit)\n"
-    "  --library PATH  use this NCCL file alone (as NCCLSHIM_NCCL_LIBRARY does)\n"
-    "  --require X     X is a version (2.28, 2.28.3) or a capability (symmetric-memory);\n"
+    "  --library PATH  use this NCCL file alone, as NCCLSHIM_NCCL_LIBRARY does; a relative\n"
+    "                  PATH is taken from the current directory\n"
+    "  --require X     X is a version (2.28, 2.28.3), a capability (symmetric-memory) or\n"
+    "                  driver-compatible (the driver supports NCCL's CUDA build);\n"
     "                  repeatable; an unmet one makes the exit status 1\n"
     "  -h, --help      this text\n"
     "\n"
-    "Exit status: 0 report made and requirements met; 1 a requirement unmet; 2 usage error.\n";
+    "Exit status: 0 report made and requirements met; 1 a requirement unmet; 2 usage error\n"
+    "or the probe could not run.\n";
 
 static int usage_error(const char *fmt, const char *arg) {
   fprintf(stderr, "ncclshim-probe: ");
   fprintf(stderr, fmt, arg);
   fprintf(stderr, "\n\n%s", usage);
   return 2;
-}
-
-typedef struct requirement {
-  const char *text;
-  int version;    /* packed, or 0 */
-  int capability; /* or -1 */
-} requirement;
-
-/* Prints one line per unmet requirement; returns how many. */
-static int check_requirements(const probe *p, const requirement *reqs, int count) {
-  int unmet = 0;
-  char have[16], why[256];
-  for (int i = 0; i < count; i++) {
-    int found = ncclshim_nccl_status(p->nccl) == NCCLSHIM_OK;
-    if (reqs[i].version) {
-      if (!found || ncclshim_nccl_version(p->nccl) < reqs[i].version) {
-        fprintf(stderr, "ncclshim-probe: requirement not met: NCCL >= %s; %s%s\n", reqs[i].text,
-                found ? "found " : "no NCCL: ",
-                found ? ncclshim_format_version(ncclshim_nccl_version(p->nccl), have, sizeof(have))
-                      : ncclshim_nccl_message(p->nccl));
-        unmet++;
-      }
-    } else if (!ncclshim_nccl_has(p->nccl, reqs[i].capability)) {
-      fprintf(stderr, "ncclshim-probe: requirement not met: %s: %s\n", reqs[i].text,
-              ncclshim_nccl_capability_reason(p->nccl, reqs[i].capability, why, sizeof(why)));
-      unmet++;
-    }
-  }
-  return unmet;
 }
 
 static void query_devices(probe *p) {
@@ -86,19 +62,31 @@ static void query_devices(probe *p) {
   }
 }
 
-int main(int argc, char **argv) {
-  probe p = {.query_devices = 1};
-  int json = 0, nreqs = 0;
-  const char *library = NULL;
-  requirement *reqs = calloc((size_t)argc, sizeof(*reqs));
+/* --library PATH, made absolute against the current directory as a command line's paths
+ * are: the loader, like NCCLSHIM_NCCL_LIBRARY, takes only absolute paths. Returns a string
+ * to free, or NULL with the reason printed. */
+static char *absolute_library(const char *path) {
+  if (path[0] == '/' || path[0] == '\0') return strdup(path); /* empty: the loader says why */
+  char *cwd = getcwd(NULL, 0), *joined = NULL;
+  if (cwd == NULL || asprintf(&joined, "%s/%s", cwd, path) < 0) {
+    fprintf(stderr, "ncclshim-probe: cannot make --library '%s' absolute: %s\n", path,
+            cwd == NULL ? "the current directory is unreadable" : "out of memory");
+    joined = NULL;
+  }
+  free(cwd);
+  return joined;
+}
+
+/* Reads the command line into p and *library. Returns -1 to go on, else the exit status. */
+static int parse_arguments(int argc, char **argv, probe *p, int *json, char **library) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "--json") == 0) {
-      json = 1;
+      *json = 1;
     } else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
-      p.verbose = 1;
+      p->verbose = 1;
     } else if (strcmp(a, "--no-devices") == 0) {
-      p.query_devices = 0;
+      p->query_devices = 0;
     } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       fputs(usage, stdout);
       return 0;
@@ -106,37 +94,65 @@ int main(int argc, char **argv) {
       if (i + 1 >= argc) return usage_error("%s needs a value", a);
       const char *value = argv[++i];
       if (strcmp(a, "--library") == 0) {
-        library = value;
-        continue;
-      }
-      reqs[nreqs] =
-          (requirement){value, probe_parse_version(value), ncclshim_capability_from_name(value)};
-      if (reqs[nreqs].version == 0 && reqs[nreqs].capability < 0)
+        free(*library);
+        if ((*library = absolute_library(value)) == NULL) return 2;
+      } else if (probe_parse_requirement(value, &p->requirements[p->requirement_count])) {
+        p->requirement_count++;
+      } else {
         return usage_error(
-            "unknown requirement '%s': give a version (2.28, 2.28.3) or a capability name "
-            "(see the report)",
+            "unknown requirement '%s': give a version (2.28, 2.28.3), a "
+            "capability name (see the report) or driver-compatible",
             value);
-      nreqs++;
+      }
     } else {
       return usage_error("unknown option '%s'", a);
     }
   }
+  return -1;
+}
 
+static void gather(probe *p, const char *library) {
   if (library != NULL) {
     ncclshim_nccl_options options = NCCLSHIM_NCCL_OPTIONS_INIT;
     options.path = library;
-    ncclshim_nccl_open(&options, &p.nccl);
+    ncclshim_nccl_open(&options, &p->nccl);
   } else {
-    p.nccl = ncclshim_nccl_default();
+    p->nccl = ncclshim_nccl_default();
   }
-  p.cuda = ncclshim_cuda_default();
-  query_devices(&p);
-  ncclshim_nccl_fingerprint(p.nccl, p.fingerprint, sizeof(p.fingerprint));
+  p->cuda = ncclshim_cuda_default();
+  query_devices(p);
+  ncclshim_nccl_fingerprint(p->nccl, p->fingerprint, sizeof(p->fingerprint));
+  probe_check_driver(p);
+  probe_check_requirements(p);
+}
 
-  if (json)
-    probe_print_json(&p, stdout);
-  else
-    probe_print_text(&p, stdout);
-  fflush(stdout);
-  return check_requirements(&p, reqs, nreqs) ? 1 : 0;
+int main(int argc, char **argv) {
+  probe p = {.query_devices = 1};
+  int json = 0, status;
+  char *library = NULL;
+  p.requirements = calloc((size_t)argc, sizeof(*p.requirements));
+  if (p.requirements == NULL) {
+    fprintf(stderr, "ncclshim-probe: out of memory\n");
+    return 2;
+  }
+  if ((status = parse_arguments(argc, argv, &p, &json, &library)) < 0) {
+    gather(&p, library);
+    if (json)
+      probe_print_json(&p, stdout);
+    else
+      probe_print_text(&p, stdout);
+    fflush(stdout);
+    for (int i = 0; i < p.requirement_count; i++) {
+      if (p.requirements[i].met) continue;
+      fprintf(stderr, "ncclshim-probe: requirement not met: %s: ", p.requirements[i].text);
+      text_put(stderr, p.requirements[i].reason, 0); /* may hold a path */
+      fputc('\n', stderr);
+    }
+    status = p.unmet ? 1 : 0;
+  }
+  ncclshim_nccl_close(p.nccl); /* ignores the default handle */
+  free(p.devices);
+  free(p.requirements);
+  free(library);
+  return status;
 }

@@ -14,9 +14,8 @@ static void attempts(FILE *out, const ncclshim_attempt *(*get)(const void *, siz
     const ncclshim_attempt *a = get(handle, i);
     fprintf(out, "%s{\"candidate\": ", i ? ", " : "");
     json_string(out, a->candidate);
-    fprintf(out,
-            ", \"how\": \"%s\", \"result\": \"%s\", \"reason\": ", ncclshim_found_via_name(a->how),
-            ncclshim_status_name(a->result));
+    fprintf(out, ", \"found_via\": \"%s\", \"status\": \"%s\", \"reason\": ",
+            ncclshim_found_via_name(a->how), ncclshim_status_name(a->result));
     json_string(out, a->reason);
     fputc('}', out);
   }
@@ -30,14 +29,15 @@ static const ncclshim_attempt *cuda_attempt(const void *h, size_t i) {
   return ncclshim_cuda_attempt(h, i);
 }
 
-/* Functions of the list the library lacks: all, or only those its version should have. */
-static void function_list(FILE *out, ncclshim_nccl *nccl, int unexpected_only) {
+/* Functions of the list the library lacks: those of later releases than the one loaded, or
+ * those its version should have (a broken or customised build). */
+static void function_list(FILE *out, ncclshim_nccl *nccl, int unexpected) {
   fputc('[', out);
   int first = 1;
   for (int fn = 0; ncclshim_nccl_status(nccl) == NCCLSHIM_OK && fn < NCCLSHIM_NCCL_FUNCTION_COUNT;
        fn++) {
-    int listed = unexpected_only ? ncclshim_nccl_unexpectedly_missing(nccl, fn)
-                                 : !ncclshim_nccl_has_function(nccl, fn);
+    int listed = !ncclshim_nccl_has_function(nccl, fn) &&
+                 (ncclshim_nccl_unexpectedly_missing(nccl, fn) != 0) == unexpected;
     if (!listed) continue;
     fprintf(out, "%s\"%s\"", first ? "" : ", ", ncclshim_nccl_function_name(fn));
     first = 0;
@@ -70,9 +70,9 @@ static void nccl_object(probe *p, FILE *out) {
     fprintf(out, "%s\"%s\"", first ? "" : ", ", ncclshim_capability_name(c));
     first = 0;
   }
-  fprintf(out, "], \"missing_symbols\": ");
+  fprintf(out, "], \"newer_than_loaded\": ");
   function_list(out, nccl, 0);
-  fprintf(out, ", \"unexpected_missing\": ");
+  fprintf(out, ", \"unexpectedly_missing\": ");
   function_list(out, nccl, 1);
   fprintf(out, ", ");
   attempts(out, nccl_attempt, nccl, ncclshim_nccl_attempt_count(nccl));
@@ -148,11 +148,48 @@ static void cuda_object(probe *p, FILE *out) {
   fputc('}', out);
 }
 
+/* The CUDA version in the driver's encoding as "13.0", or null for 0. */
+static void cuda_version(FILE *out, int version) {
+  char text[16];
+  json_string(out, version > 0 ? ncclshim_cuda_format_version(version, text, sizeof(text)) : NULL);
+}
+
+static void driver_object(const probe *p, FILE *out) {
+  fprintf(out, "\"driver_compatibility\": {\"verdict\": \"%s\", \"nccl_build_cuda\": ",
+          probe_driver_verdict_name(p->driver.verdict));
+  cuda_version(out, p->driver.nccl_cuda);
+  fprintf(out, ", \"driver_cuda\": ");
+  cuda_version(out, p->driver.driver_cuda);
+  fprintf(out, ", \"reason\": ");
+  json_string(out, p->driver.reason);
+  fputc('}', out);
+}
+
+static void requirements_array(const probe *p, FILE *out) {
+  static const char *const kinds[] = {"version", "capability", "driver"};
+  fprintf(out, "\"requirements\": [");
+  for (int i = 0; i < p->requirement_count; i++) {
+    const probe_requirement *r = &p->requirements[i];
+    fprintf(out, "%s{\"requirement\": ", i ? ", " : "");
+    json_string(out, r->text);
+    fprintf(out, ", \"kind\": \"%s\", \"met\": %s, \"reason\": ", kinds[r->kind],
+            r->met ? "true" : "false");
+    json_string(out, r->reason);
+    fputc('}', out);
+  }
+  fprintf(out, "], \"requirements_met\": %s", p->unmet ? "false" : "true");
+}
+
 void probe_print_json(probe *p, FILE *out) {
-  fprintf(out, "{\"ncclshim\": {\"version\": \"%s\"}, ", ncclshim_library_version());
+  fprintf(out, "{\"schema_version\": %d, \"ncclshim\": {\"version\": \"%s\"}, ",
+          PROBE_JSON_SCHEMA_VERSION, ncclshim_library_version());
   nccl_object(p, out);
   fputs(", ", out);
   cuda_object(p, out);
+  fputs(", ", out);
+  driver_object(p, out);
+  fputs(", ", out);
+  requirements_array(p, out);
   fprintf(out, ", \"fingerprint\": ");
   json_string(out, p->fingerprint);
   fputs("}\n", out);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "probe.h"
+#include "text.h"
 
 const char *probe_fact_text(const probe *p, ncclshim_cuda_fact fact, char *buf, size_t size) {
   if (fact.support == NCCLSHIM_CUDA_SUPPORTED) return "yes";
@@ -16,8 +17,11 @@ static void print_trail(FILE *out, const ncclshim_attempt *(*get)(const void *, 
   fprintf(out, "  searched:\n");
   for (size_t i = 0; i < count; i++) {
     const ncclshim_attempt *a = get(handle, i);
-    fprintf(out, "    %-16s %-40s %s%s%s\n", ncclshim_found_via_name(a->how), a->candidate,
-            ncclshim_status_name(a->result), a->reason[0] ? ": " : "", a->reason);
+    fprintf(out, "    %-16s ", ncclshim_found_via_name(a->how));
+    text_put(out, a->candidate, 40);
+    fprintf(out, " %s%s", ncclshim_status_name(a->result), a->reason[0] ? ": " : "");
+    text_put(out, a->reason, 0);
+    fputc('\n', out);
   }
 }
 
@@ -32,12 +36,16 @@ static void print_nccl(probe *p, FILE *out) {
   ncclshim_nccl *nccl = p->nccl;
   char version[16], need[16], why[256];
   if (ncclshim_nccl_status(nccl) != NCCLSHIM_OK) {
-    fprintf(out, "NCCL: not available (%s)\n", ncclshim_nccl_message(nccl));
+    fprintf(out, "NCCL: not available (");
+    text_put(out, ncclshim_nccl_message(nccl), 0);
+    fprintf(out, ")\n");
   } else {
-    fprintf(out, "NCCL: %s%s\n",
-            ncclshim_format_version(ncclshim_nccl_version(nccl), version, sizeof(version)),
-            ncclshim_nccl_build(nccl));
-    fprintf(out, "  path:       %s\n", ncclshim_nccl_path(nccl));
+    fprintf(out, "NCCL: %s",
+            ncclshim_format_version(ncclshim_nccl_version(nccl), version, sizeof(version)));
+    text_put(out, ncclshim_nccl_build(nccl), 0);
+    fprintf(out, "\n  path:       ");
+    text_put(out, ncclshim_nccl_path(nccl), 0);
+    fputc('\n', out);
     fprintf(out, "  found via:  %s%s\n", ncclshim_found_via_name(ncclshim_nccl_found_via(nccl)),
             ncclshim_nccl_preloaded(nccl) ? " (already loaded in this process)" : "");
     fprintf(out, "  capabilities:\n");
@@ -65,12 +73,16 @@ static void print_device(probe *p, FILE *out, const probe_device *d) {
   const ncclshim_cuda_device_info *i = &d->info;
   char b1[64], b2[64], b3[64], b4[64], b5[64];
   if (d->status != NCCLSHIM_OK) {
-    fprintf(out, "  GPU %d: description failed (%s)\n", i->ordinal, ncclshim_last_error());
+    fprintf(out, "  GPU %d: description failed (", i->ordinal);
+    text_put(out, ncclshim_last_error(), 0);
+    fprintf(out, ")\n");
     return;
   }
-  fprintf(out, "  GPU %d: %s, compute capability %d.%d, %d SMs, %.1f GiB, PCI %08x:%02x:%02x.0\n",
-          i->ordinal, i->name, i->cc_major, i->cc_minor, i->multiprocessors,
-          (double)i->total_memory / (1u << 30), i->pci_domain, i->pci_bus, i->pci_device);
+  fprintf(out, "  GPU %d: ", i->ordinal);
+  text_put(out, i->name, 0);
+  fprintf(out, ", compute capability %d.%d, %d SMs, %.1f GiB, PCI %08x:%02x:%02x.0\n", i->cc_major,
+          i->cc_minor, i->multiprocessors, (double)i->total_memory / (1u << 30), i->pci_domain,
+          i->pci_bus, i->pci_device);
   fprintf(out, "         VMM %s, POSIX fd %s, fabric %s, multicast %s, GPUDirect RDMA %s\n",
           probe_fact_text(p, i->vmm, b1, sizeof(b1)),
           probe_fact_text(p, i->posix_fd_handle, b2, sizeof(b2)),
@@ -89,12 +101,16 @@ static void print_cuda(probe *p, FILE *out) {
   ncclshim_cuda *cuda = p->cuda;
   char version[16];
   if (ncclshim_cuda_status(cuda) != NCCLSHIM_OK) {
-    fprintf(out, "CUDA driver: not available (%s)\n", ncclshim_cuda_message(cuda));
+    fprintf(out, "CUDA driver: not available (");
+    text_put(out, ncclshim_cuda_message(cuda), 0);
+    fprintf(out, ")\n");
   } else {
     fprintf(out, "CUDA driver: %s\n",
             ncclshim_cuda_format_version(ncclshim_cuda_driver_version(cuda, NULL, NULL), version,
                                          sizeof(version)));
-    fprintf(out, "  path:       %s\n", ncclshim_cuda_path(cuda));
+    fprintf(out, "  path:       ");
+    text_put(out, ncclshim_cuda_path(cuda), 0);
+    fputc('\n', out);
   }
   if (p->devices_skipped != NULL) {
     fprintf(out, "  devices:    %s\n", p->devices_skipped);
@@ -109,5 +125,7 @@ void probe_print_text(probe *p, FILE *out) {
   fprintf(out, "ncclshim %s\n", ncclshim_library_version());
   print_nccl(p, out);
   print_cuda(p, out);
+  fprintf(out, "driver vs NCCL: %s (%s)\n", probe_driver_verdict_name(p->driver.verdict),
+          p->driver.reason);
   fprintf(out, "fingerprint: %s\n", p->fingerprint);
 }

@@ -2,7 +2,9 @@
 """Packaging checks (issue 9). One check per run:
 
     packaging.py install           `meson install --destdir`: files, links, SONAMEs, headers
-                                   that compile alone, .pc files, the probe, the CMake files
+                                   that compile alone, .pc files, the CMake files, the probe
+                                   (run with no LD_LIBRARY_PATH, from the tree and from a
+                                   moved copy) and its man page
     packaging.py meson-subproject  tests/packaging/meson-consumer with ncclshim as its
                                    subproject (subprojects/ncclshim -> this checkout)
     packaging.py meson-pkgconfig   the same project against the installed tree, pkg-config
@@ -76,6 +78,7 @@ class Tree:
         self.lib = self.staged(os.path.join(options["prefix"], options["libdir"]))
         self.include = self.staged(os.path.join(options["prefix"], options["includedir"]))
         self.bin = self.staged(os.path.join(options["prefix"], options["bindir"]))
+        self.mandir = self.staged(os.path.join(options["prefix"], options["mandir"]))
         self.pkgconfig = os.path.join(self.lib, "pkgconfig")
         self.cmake = os.path.join(self.lib, "cmake", "ncclshim")
 
@@ -145,13 +148,42 @@ def check_install(tmp):
         check(os.path.isfile(os.path.join(tree.cmake, name)), "%s not installed in %s"
               % (name, tree.cmake))
 
+    check_installed_probe(tree, tmp)
+
+
+def check_installed_probe(tree, tmp):
+    """The probe finds the tree's library through its RUNPATH, with no LD_LIBRARY_PATH, also
+    after the whole tree is moved; its man page is installed."""
     probe = os.path.join(tree.bin, "ncclshim-probe")
     check(os.access(probe, os.X_OK), "%s is not installed" % probe)
-    out = run([probe, "--json", "--no-devices", "--library", FAKE_NCCL],
-              env=base_env(LD_LIBRARY_PATH=tree.lib))
-    doc = json.loads(out)
-    check(doc["nccl"]["version"] == "2.28.9" and doc["ncclshim"]["version"] == VERSION,
-          "installed probe reported %s" % out)
+    runpath = dynamic(probe, "RUNPATH")
+    check(len(runpath) == 1 and runpath[0].startswith("$ORIGIN/"),
+          "installed probe: RUNPATH %s, expected one $ORIGIN-relative entry" % runpath)
+    check(os.path.realpath(runpath[0].replace("$ORIGIN", tree.bin)) ==
+          os.path.realpath(tree.lib), "installed probe: RUNPATH %s does not lead from %s to %s"
+          % (runpath[0], tree.bin, tree.lib))
+    moved = os.path.join(tmp, "moved")
+    shutil.copytree(tree.destdir, moved, symlinks=True)
+    for root in (tree.destdir, moved):
+        here = os.path.join(root, os.path.relpath(probe, tree.destdir))
+        lib = os.path.join(root, os.path.relpath(tree.lib, tree.destdir))
+        # ld.so's own account of where libncclshim.so.0 came from.
+        trace = run([here], env=base_env(LD_TRACE_LOADED_OBJECTS="1"))
+        used = [line.split("=>")[1].split("(")[0].strip() for line in trace.splitlines()
+                if "libncclshim.so" in line and "=>" in line]
+        check(len(used) == 1 and os.path.realpath(used[0]) ==
+              os.path.realpath(os.path.join(lib, "libncclshim.so.%s" % MAJOR)),
+              "%s loads libncclshim from %s, not from %s" % (here, used, lib))
+        out = run([here, "--json", "--no-devices", "--library", FAKE_NCCL], env=base_env())
+        doc = json.loads(out)
+        check(doc["nccl"]["version"] == "2.28.9" and doc["ncclshim"]["version"] == VERSION,
+              "installed probe reported %s" % out)
+
+    path = os.path.join(tree.mandir, "man1", "ncclshim-probe.1")
+    check(os.path.isfile(path), "man page %s is not installed" % path)
+    with open(path, encoding="utf-8") as f:
+        check(f.read().startswith(".TH NCCLSHIM-PROBE 1"), "%s is not the probe's man page"
+              % path)
 
 
 # ---- Consumers ----------------------------------------------------------------------

@@ -1,17 +1,27 @@
 #!/usr/bin/env python3
-"""ncclshim-probe against the fake NCCLs: its JSON parses and says the right thing, its exit
-codes follow --require, bad options give usage and exit 2, and hostile paths still give valid
-JSON. Each run gets exactly the environment given, and no NCCL or libcuda of the machine's own.
-   test_probe.py PROBE FAKE_DIR HIDE_AUDIT"""
+"""ncclshim-probe against the fake NCCLs and fake drivers: its JSON parses and says the right
+thing, its exit codes follow --require, bad options give usage and exit 2, hostile paths still
+give valid JSON and cannot forge a line of the text report, and the man page and reference
+document every option and JSON key it has. Each run gets exactly the environment given, and
+no NCCL or libcuda of the machine's own.
+   test_probe.py PROBE FAKE_DIR HIDE_AUDIT CUDA_FAKE_DIR MAN_PAGE REFERENCE_MD
+With PROBE_VALGRIND set (valgrind and its options), every probe runs under it and a memcheck
+error or a definite leak fails the test."""
 import glob
 import json
 import os
+import re
+import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
 import unittest
 
-PROBE, FAKE_DIR, HIDE_AUDIT = sys.argv[1], sys.argv[2], sys.argv[3]
+PROBE, FAKE_DIR, HIDE_AUDIT, CUDA_FAKE_DIR, MAN_PAGE, REFERENCE = map(os.path.abspath,
+                                                                      sys.argv[1:7])
+VALGRIND = shlex.split(os.environ.get("PROBE_VALGRIND", ""))
+VALGRIND_FAILED = 99  # valgrind's exit status on an error; the probe's own are 0, 1, 2
 
 
 def interpreter():
@@ -25,17 +35,49 @@ def fake(variant):
     return os.path.join(FAKE_DIR, "libfake-nccl-%s.so" % variant)
 
 
-def probe(*args, env=None, raw=False):
-    # No ld.so cache, and system-wide NCCL and libcuda hidden (tests/hide_system.c).
+def fake_cuda(variant):
+    return os.path.join(CUDA_FAKE_DIR, "libfake-cuda-%s.so" % variant)
+
+
+# The loader's default directories: ld.so --inhibit-cache still searches them.
+DEFAULT_DIRS = ["/lib", "/usr/lib", "/lib64", "/usr/lib64", "/lib/x86_64-linux-gnu",
+                "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu"]
+
+
+def installed_in_default_dirs():
+    return [p for d in DEFAULT_DIRS for p in glob.glob(os.path.join(d, "lib*.so*"))
+            if os.path.basename(p).startswith(("libnccl.so", "libcuda.so"))]
+
+
+def probe(*args, env=None, raw=False, cwd=None):
+    # No ld.so cache, and system-wide NCCL and libcuda hidden (tests/hide_system.c). valgrind
+    # cannot run an audit module (its libc copy frees what valgrind's malloc allocated), so
+    # under valgrind only the cache is left out; main() makes sure nothing else is there.
     cmd = [interpreter(), "--inhibit-cache", "--audit", HIDE_AUDIT, PROBE, *args]
-    proc = subprocess.run(cmd, env=env or {}, capture_output=True)
+    log = None
+    if VALGRIND:
+        log = tempfile.NamedTemporaryFile(prefix="probe-valgrind-", suffix=".log", delete=False)
+        log.close()
+        cmd = VALGRIND + ["--error-exitcode=%d" % VALGRIND_FAILED, "--log-file=" + log.name,
+                          interpreter(), "--inhibit-cache", PROBE, *args]
+    proc = subprocess.run(cmd, env=env or {}, capture_output=True, cwd=cwd)
+    if log is not None:
+        with open(log.name, encoding="utf-8", errors="replace") as f:
+            report = f.read()
+        os.unlink(log.name)
+        # The summaries go to the test's log, where .ci/run counts them.
+        for line in report.splitlines():
+            if "ERROR SUMMARY" in line or "definitely lost:" in line:
+                print(line, flush=True)
+        if proc.returncode == VALGRIND_FAILED or "ERROR SUMMARY: 0 errors" not in report:
+            raise AssertionError("valgrind on probe %s:\n%s" % (" ".join(map(str, args)), report))
     if raw:
         return proc
     return proc.returncode, proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8")
 
 
-def probe_json(*args, env=None):
-    code, out, err = probe("--json", *args, env=env)
+def probe_json(*args, env=None, cwd=None):
+    code, out, err = probe("--json", *args, env=env, cwd=cwd)
     return code, json.loads(out), err
 
 
@@ -53,9 +95,12 @@ class Json(unittest.TestCase):
         self.assertFalse(nccl["preloaded"])
         self.assertIn("symmetric-memory", nccl["capabilities"])
         self.assertNotIn("grow", nccl["capabilities"])
-        self.assertIn("ncclCommGrow", nccl["missing_symbols"])
-        self.assertEqual(nccl["unexpected_missing"], [])
-        self.assertEqual([a["result"] for a in nccl["attempts"]], ["OK"])
+        self.assertIn("ncclCommGrow", nccl["newer_than_loaded"])
+        self.assertEqual(nccl["unexpectedly_missing"], [])
+        self.assertEqual([a["status"] for a in nccl["attempts"]], ["OK"])
+        self.assertEqual([a["found_via"] for a in nccl["attempts"]], ["explicit"])
+        self.assertEqual(doc["schema_version"], 2)
+        self.assertEqual((doc["requirements"], doc["requirements_met"]), ([], True))
         self.assertEqual(doc["ncclshim"]["version"], "0.1.0")
         self.assertTrue(doc["fingerprint"].startswith("nccl2.28.9-f"))
         self.assertFalse(doc["cuda"]["found"])
@@ -68,7 +113,7 @@ class Json(unittest.TestCase):
         self.assertEqual(doc["nccl"]["status"], "NOT_FOUND")
         self.assertIsNone(doc["nccl"]["path"])
         self.assertIsNone(doc["nccl"]["version"])
-        hows = [a["how"] for a in doc["nccl"]["attempts"]]
+        hows = [a["found_via"] for a in doc["nccl"]["attempts"]]
         self.assertEqual(hows[:2], ["already-loaded", "system-search"])
         self.assertTrue(doc["fingerprint"].startswith("none-e"))
 
@@ -76,7 +121,10 @@ class Json(unittest.TestCase):
         code, doc, _ = probe_json(env={"NCCLSHIM_NCCL_LIBRARY": fake("missing-optional")})
         self.assertEqual(code, 0)
         self.assertEqual(doc["nccl"]["found_via"], "environment")
-        self.assertEqual(doc["nccl"]["unexpected_missing"], ["ncclCommWindowRegister"])
+        # Missing although 2.28.9 should have it: listed as such, not as merely newer.
+        self.assertEqual(doc["nccl"]["unexpectedly_missing"], ["ncclCommWindowRegister"])
+        self.assertNotIn("ncclCommWindowRegister", doc["nccl"]["newer_than_loaded"])
+        self.assertIn("ncclCommGrow", doc["nccl"]["newer_than_loaded"])
         self.assertNotIn("window-register", doc["nccl"]["capabilities"])
 
     def test_too_old_and_broken(self):
@@ -87,7 +135,11 @@ class Json(unittest.TestCase):
         self.assertEqual(doc["nccl"]["found_via"], "system-search")
         code, doc, err = probe_json("--require", "2.28", env={"LD_LIBRARY_PATH": lib})
         self.assertEqual(code, 1)
-        self.assertIn("requirement not met: NCCL >= 2.28; found 2.21.5", err)
+        self.assertIn("requirement not met: 2.28: needs NCCL >= 2.28.0; loaded 2.21.5", err)
+        self.assertEqual(doc["requirements"], [{
+            "requirement": "2.28", "kind": "version", "met": False,
+            "reason": "needs NCCL >= 2.28.0; loaded 2.21.5"}])
+        self.assertFalse(doc["requirements_met"])
         _, doc, _ = probe_json("--library", fake("missing-required"))
         self.assertEqual(doc["nccl"]["status"], "MISSING_SYMBOLS")
         self.assertIn("ncclAllReduce", doc["nccl"]["message"])
@@ -163,5 +215,199 @@ class Requirements(unittest.TestCase):
         self.assertIn("Exit status: 0 report made", out)
 
 
+class RelativeLibrary(unittest.TestCase):
+    """--library takes a path relative to the current directory and hands the loader an
+    absolute one, which is all NCCLSHIM_NCCL_LIBRARY accepts."""
+
+    def test_bare_and_dotted_names(self):
+        for name in ("libfake-nccl-2.28.9.so", "./libfake-nccl-2.28.9.so"):
+            code, doc, _ = probe_json("--library", name, cwd=FAKE_DIR)
+            self.assertEqual(code, 0, name)
+            self.assertEqual(doc["nccl"]["status"], "OK", name)
+            self.assertEqual(doc["nccl"]["found_via"], "explicit", name)
+            candidate = doc["nccl"]["attempts"][0]["candidate"]
+            self.assertTrue(os.path.isabs(candidate), candidate)
+            self.assertEqual(os.path.realpath(candidate), os.path.realpath(fake("2.28.9")))
+
+    def test_environment_still_refuses_relative(self):
+        _, doc, _ = probe_json(env={"NCCLSHIM_NCCL_LIBRARY": "libfake-nccl-2.28.9.so"},
+                               cwd=FAKE_DIR)
+        self.assertEqual(doc["nccl"]["status"], "INVALID_ARGUMENT")
+
+    def test_missing_relative_file_names_the_absolute_path(self):
+        _, doc, _ = probe_json("--library", "no-such-nccl.so", cwd=FAKE_DIR)
+        self.assertNotEqual(doc["nccl"]["status"], "OK")
+        self.assertEqual(doc["nccl"]["attempts"][0]["candidate"],
+                         os.path.join(FAKE_DIR, "no-such-nccl.so"))
+
+
+class HostileText(unittest.TestCase):
+    """Control characters of a path cannot forge lines of the text report (issue 18, 7)."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp().encode()
+        self.addCleanup(shutil.rmtree, self.dir)
+
+    def run_text(self, name, *args):
+        os.makedirs(os.path.dirname(name), exist_ok=True)
+        shutil.copy(fake("2.28.9"), name)
+        proc = probe("-v", "--library", name, *args, raw=True)
+        self.assertEqual(proc.returncode, 0)
+        return proc.stdout
+
+    def test_newline_does_not_forge_a_line(self):
+        name = self.dir + b"/x\nNCCL: 9.9.9\n  path:       /forged\r\x1b[2J\x9b\x7f\\.so"
+        out = self.run_text(name)
+        lines = out.split(b"\n")
+        self.assertEqual([l for l in lines if l.startswith(b"NCCL:")], [b"NCCL: 2.28.9"])
+        self.assertFalse([l for l in lines if l.startswith(b"  path:       /forged")])
+        for byte in b"\r\x1b\x9b\x7f":
+            self.assertNotIn(bytes([byte]), out)
+        self.assertIn(b"x\\nNCCL: 9.9.9\\n  path:       /forged\\r\\x1b[2J\\x9b\\x7f\\\\.so", out)
+        out.decode("utf-8")  # strict: no byte that is not UTF-8
+
+    def test_requirement_line_escaped(self):
+        name = self.dir + b"/y\nncclshim-probe: all requirements met\n.so"
+        with open(name, "wb") as f:
+            f.write(b"not an ELF file")
+        proc = probe("--library", name, "--require", "2.18", raw=True)
+        self.assertEqual(proc.returncode, 1)
+        lines = proc.stderr.split(b"\n")
+        self.assertEqual(len([l for l in lines if l]), 1, proc.stderr)
+        self.assertIn(b"y\\nncclshim-probe: all requirements met\\n.so", lines[0])
+
+    def test_c1_controls_and_utf8(self):
+        name = self.dir + "/é\u009b\u0085€.so".encode()
+        out = self.run_text(name)
+        self.assertIn("é\\u009b\\u0085€.so".encode(), out)
+        self.assertNotIn("\u009b".encode(), out)
+
+
+class Driver(unittest.TestCase):
+    """NCCL's +cudaX.Y build tag against the driver's CUDA version, with fake drivers."""
+
+    def run_pair(self, nccl, driver, *args):
+        env = {"NCCLSHIM_CUDA_LIBRARY": fake_cuda(driver)} if driver else {}
+        return probe_json("--no-devices", "--library", fake(nccl), "--require",
+                          "driver-compatible", *args, env=env)
+
+    def test_verdicts(self):
+        cases = [  # nccl, driver, verdict, met
+            ("cuda13.0", "13.0", "ok", True),
+            ("cuda12.9", "13.0", "ok", True),
+            ("cuda12.9", "12.2", "minor-older", True),
+            ("cuda13.0", "12.2", "too-old", False),
+            ("cuda12.9", "11.2", "too-old", False),
+            ("2.28.9", "13.0", "unknown", False),   # no build tag
+            ("cuda13.0", None, "unknown", False),   # no driver
+        ]
+        for nccl, driver, verdict, met in cases:
+            with self.subTest(nccl=nccl, driver=driver):
+                code, doc, err = self.run_pair(nccl, driver)
+                check = doc["driver_compatibility"]
+                self.assertEqual(check["verdict"], verdict)
+                self.assertEqual(code, 0 if met else 1)
+                self.assertEqual(doc["requirements_met"], met)
+                self.assertEqual(doc["requirements"][0]["kind"], "driver")
+                self.assertEqual(doc["requirements"][0]["met"], met)
+                self.assertEqual(doc["requirements"][0]["reason"], check["reason"])
+                self.assertEqual(check["driver_cuda"], driver)
+                build = nccl[4:] if nccl.startswith("cuda") else None
+                self.assertEqual(check["nccl_build_cuda"], build)
+                self.assertEqual(doc["nccl"]["build"], "+" + nccl if build else "")
+                self.assertEqual("requirement not met" in err, not met)
+
+    def test_too_old_says_so_in_text(self):
+        env = {"NCCLSHIM_CUDA_LIBRARY": fake_cuda("12.2")}
+        code, out, err = probe("--no-devices", "--library", fake("cuda13.0"), env=env)
+        self.assertEqual(code, 0)  # nothing required: a report, not a verdict
+        self.assertIn("NCCL: 2.28.9+cuda13.0", out)
+        self.assertRegex(out, r"driver vs NCCL: too-old \(the driver supports CUDA 12\.2, NCCL "
+                              r"was built with 13\.0: communicator init will fail")
+
+
+class RequirementResults(unittest.TestCase):
+    def test_each_requirement_in_json(self):
+        code, doc, err = probe_json("--require", "2.28", "--require", "revoke", "--require",
+                                    "grow", "--library", fake("2.28.9"))
+        self.assertEqual(code, 1)
+        self.assertEqual([(r["requirement"], r["kind"], r["met"]) for r in doc["requirements"]],
+                         [("2.28", "version", True), ("revoke", "capability", True),
+                          ("grow", "capability", False)])
+        self.assertEqual(doc["requirements"][0]["reason"], "needs NCCL >= 2.28.0; loaded 2.28.9")
+        self.assertIn("needs NCCL >= 2.29.2; loaded 2.28.9", doc["requirements"][2]["reason"])
+        self.assertFalse(doc["requirements_met"])
+        self.assertEqual(err.count("requirement not met"), 1)
+
+    def test_without_nccl(self):
+        code, doc, _ = probe_json("--require", "2.18")
+        self.assertEqual(code, 1)
+        self.assertFalse(doc["requirements"][0]["met"])
+        self.assertIn("no NCCL", doc["requirements"][0]["reason"])
+
+
+def json_keys(value, into):
+    if isinstance(value, dict):
+        for k, v in value.items():
+            into.add(k)
+            json_keys(v, into)
+    elif isinstance(value, list):
+        for v in value:
+            json_keys(v, into)
+    return into
+
+
+class Documentation(unittest.TestCase):
+    """Every JSON key the probe writes, every option and exit status it has, is in the man
+    page; every key also in docs/reference.md."""
+
+    @classmethod
+    def setUpClass(cls):
+        docs = [probe_json("--library", fake("cuda13.0"), "--require", "2.28", "--require",
+                           "driver-compatible", env={"NCCLSHIM_CUDA_LIBRARY": fake_cuda("12.2")})[1],
+                probe_json()[1]]
+        cls.keys = set()
+        for doc in docs:
+            json_keys(doc, cls.keys)
+        with open(MAN_PAGE, encoding="utf-8") as f:
+            cls.man = f.read().replace("\\-", "-").replace("\\e", "\\")
+        with open(REFERENCE, encoding="utf-8") as f:
+            cls.reference = f.read()
+
+    def test_enough_keys_seen(self):
+        # The fake driver has devices: their keys are among those checked.
+        self.assertTrue({"pci_bus_id", "p2p", "requirements", "verdict"} <= self.keys)
+
+    def test_keys_in_man_page(self):
+        missing = sorted(k for k in self.keys if not re.search(r"\b%s\b" % k, self.man))
+        self.assertEqual(missing, [], "keys the man page does not document")
+
+    def test_keys_in_reference(self):
+        missing = sorted(k for k in self.keys
+                         if not re.search(r"`(?:[a-z_]+\.)?%s`" % k, self.reference))
+        self.assertEqual(missing, [], "keys docs/reference.md does not document")
+
+    def test_options_and_exit_codes_in_man_page(self):
+        _, usage, _ = probe("--help")
+        options = set(re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", usage))
+        self.assertTrue({"--json", "--library", "--require", "-v", "--help"} <= options)
+        missing = sorted(o for o in options if o not in self.man)
+        self.assertEqual(missing, [], "options the man page does not document")
+        exits = re.search(r"\.SH EXIT STATUS\n(.*?)\n\.SH", self.man, re.S).group(1)
+        self.assertEqual(re.findall(r"^\.B (\d)$", exits, re.M), ["0", "1", "2"])
+
+    def test_man_page_renders_cleanly(self):
+        groff = shutil.which("groff")
+        if groff is None:
+            self.skipTest("no groff")
+        proc = subprocess.run([groff, "-man", "-ww", "-z", MAN_PAGE], capture_output=True,
+                              text=True)
+        self.assertEqual((proc.returncode, proc.stderr), (0, ""))
+
+
 if __name__ == "__main__":
+    if VALGRIND and installed_in_default_dirs():
+        print("skipped: under valgrind the machine's own %s cannot be hidden"
+              % installed_in_default_dirs())
+        sys.exit(77)
     unittest.main(argv=[sys.argv[0]], verbosity=2)

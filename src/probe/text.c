@@ -1,0 +1,39 @@
+#include "text.h"
+
+#include "utf8.h"
+
+/* Writes one character of s (n bytes, n from utf8_length) escaped; returns the columns used. */
+static int put_escaped(FILE *out, const unsigned char *s, int n) {
+  if (n == 0) return fprintf(out, "\\x%02x", s[0]);
+  if (n == 2 && s[0] == 0xc2 && s[1] < 0xa0) return fprintf(out, "\\u%04x", s[1]); /* C1 */
+  if (n > 1) {
+    fwrite(s, 1, (size_t)n, out);
+    return 1;
+  }
+  switch (s[0]) {
+  case '\\':
+    return fprintf(out, "\\\\");
+  case '\n':
+    return fprintf(out, "\\n");
+  case '\t':
+    return fprintf(out, "\\t");
+  case '\r':
+    return fprintf(out, "\\r");
+  default:
+    break;
+  }
+  if (s[0] < 0x20 || s[0] == 0x7f) return fprintf(out, "\\x%02x", s[0]);
+  fputc(s[0], out);
+  return 1;
+}
+
+void text_put(FILE *out, const char *text, int width) {
+  const unsigned char *s = (const unsigned char *)(text ? text : "(none)");
+  int used = 0;
+  while (*s) {
+    int n = utf8_length(s);
+    used += put_escaped(out, s, n);
+    s += n ? n : 1;
+  }
+  for (; used < width; used++) fputc(' ', out);
+}

@@ -28,7 +28,9 @@ def fake(variant):
 def probe(*args, env=None, raw=False):
     # No ld.so cache, and system-wide NCCL and libcuda hidden (tests/hide_system.c).
     cmd = [interpreter(), "--inhibit-cache", "--audit", HIDE_AUDIT, PROBE, *args]
-    proc = subprocess.run(cmd, env=env or {}, capture_output=True)
+    # ncclshim reads the ld.so cache itself: inhibited too, as ld.so's is.
+    proc = subprocess.run(cmd, env={"NCCLSHIM_LD_CACHE": "/dev/null", **(env or {})},
+                          capture_output=True)
     if raw:
         return proc
     return proc.returncode, proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8")
@@ -57,7 +59,7 @@ class Json(unittest.TestCase):
         self.assertEqual(nccl["unexpected_missing"], [])
         self.assertEqual([a["result"] for a in nccl["attempts"]], ["OK"])
         self.assertEqual(doc["ncclshim"]["version"], "0.1.0")
-        self.assertTrue(doc["fingerprint"].startswith("nccl2.28.9-f"))
+        self.assertTrue(doc["fingerprint"].startswith("nccl2.28.9-b"))
         self.assertFalse(doc["cuda"]["found"])
         self.assertEqual(doc["cuda"]["devices"], [])
 
@@ -69,7 +71,7 @@ class Json(unittest.TestCase):
         self.assertIsNone(doc["nccl"]["path"])
         self.assertIsNone(doc["nccl"]["version"])
         hows = [a["how"] for a in doc["nccl"]["attempts"]]
-        self.assertEqual(hows[:2], ["already-loaded", "system-search"])
+        self.assertEqual(hows[:3], ["already-loaded", "ld-cache", "system-search"])
         self.assertTrue(doc["fingerprint"].startswith("none-e"))
 
     def test_environment_and_unexpected(self):
@@ -84,7 +86,7 @@ class Json(unittest.TestCase):
         os.symlink(fake("2.21.5"), os.path.join(lib, "libnccl.so.2"))
         _, doc, _ = probe_json(env={"LD_LIBRARY_PATH": lib})
         self.assertEqual(doc["nccl"]["version"], "2.21.5")
-        self.assertEqual(doc["nccl"]["found_via"], "system-search")
+        self.assertEqual(doc["nccl"]["found_via"], "library-path")
         code, doc, err = probe_json("--require", "2.28", env={"LD_LIBRARY_PATH": lib})
         self.assertEqual(code, 1)
         self.assertIn("requirement not met: NCCL >= 2.28; found 2.21.5", err)

@@ -147,11 +147,10 @@ static ncclshim_status check_second_copy(ncclshim_handle *core, const char *path
   for (size_t i = 0; i < count && !same; i++) same = same_file(mapped[i].path, path);
   if (!same) {
     char text[1024];
-    snprintf(text, sizeof(text), "%s", census_text(mapped, count, text, sizeof(text)));
     snprintf(reason, size,
              "another NCCL is mapped in this process (%s): a second one is refused "
              "(refuse_second_copy or NCCLSHIM_REFUSE_SECOND_NCCL)",
-             text);
+             census_text(mapped, count, text, sizeof(text)));
   }
   ncclshim_nccl_entries_free(mapped, count);
   return same ? NCCLSHIM_OK : NCCLSHIM_SECOND_COPY;
@@ -225,6 +224,16 @@ static const ncclshim_binding nccl_binding = {
     .describe = describe_success,
 };
 
+/* Fill zeroed storage from checked options and search. */
+static ncclshim_status open_into(ncclshim_nccl *nccl, const ncclshim_nccl_options *opts) {
+  nccl->table = ncclshim_absent_table;
+  nccl->min_version = opts->min_version;
+  nccl->refuse_second_copy =
+      opts->refuse_second_copy ? 1 : ncclshim_env_flag("NCCLSHIM_REFUSE_SECOND_NCCL");
+  pthread_mutex_init(&nccl->lazy_lock, NULL);
+  return ncclshim_handle_open(&nccl->core, &nccl_binding, opts->path);
+}
+
 ncclshim_status ncclshim_nccl_open(const ncclshim_nccl_options *options, ncclshim_nccl **out) {
   ncclshim_nccl_options opts = NCCLSHIM_NCCL_OPTIONS_INIT;
   ncclshim_status status = ncclshim_handle_options(
@@ -237,13 +246,8 @@ ncclshim_status ncclshim_nccl_open(const ncclshim_nccl_options *options, ncclshi
   ncclshim_nccl *nccl = calloc(1, sizeof(*nccl));
   if (nccl == NULL)
     return ncclshim_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_nccl_open: out of memory");
-  nccl->table = ncclshim_absent_table;
-  nccl->min_version = opts.min_version;
-  nccl->refuse_second_copy =
-      opts.refuse_second_copy ? 1 : ncclshim_env_flag("NCCLSHIM_REFUSE_SECOND_NCCL");
-  pthread_mutex_init(&nccl->lazy_lock, NULL);
   *out = nccl;
-  return ncclshim_handle_open(&nccl->core, &nccl_binding, opts.path);
+  return open_into(nccl, &opts);
 }
 
 void ncclshim_nccl_close(ncclshim_nccl *nccl) {
@@ -254,7 +258,22 @@ void ncclshim_nccl_close(ncclshim_nccl *nccl) {
   ncclshim_handle_close(&nccl->core);
 }
 
-NCCLSHIM_DEFAULT_HANDLE(ncclshim_nccl, ncclshim_nccl_open)
+/* The default handle lives in the library's static storage, not on the heap, so that a program
+ * that dlcloses libncclshim gets it back with the library's pages (about 1.1 KB a cycle
+ * before). The strings it points to stay: docs/loader.md says why. */
+static ncclshim_nccl default_storage;
+static pthread_once_t default_once = PTHREAD_ONCE_INIT;
+
+static void open_default(void) {
+  const ncclshim_nccl_options opts = NCCLSHIM_NCCL_OPTIONS_INIT;
+  default_storage.core.is_default = 1;
+  open_into(&default_storage, &opts);
+}
+
+static ncclshim_nccl *default_of(void) {
+  pthread_once(&default_once, open_default);
+  return &default_storage;
+}
 
 ncclshim_nccl *ncclshim_nccl_default(void) { return default_of(); }
 ncclshim_status ncclshim_init(void) { return ncclshim_nccl_status(default_of()); }

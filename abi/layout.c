@@ -37,6 +37,7 @@ static void caller_structs(void) {
   FIELD(ncclshim_nccl_options, size);
   FIELD(ncclshim_nccl_options, path);
   FIELD(ncclshim_nccl_options, min_version);
+  FIELD(ncclshim_nccl_options, refuse_second_copy);
   FIELD(ncclshim_cuda_options, size);
   FIELD(ncclshim_cuda_options, path);
   FIELD(ncclshim_comm_options, size);
@@ -70,6 +71,12 @@ static void other_structs(void) {
   FIELD(ncclshim_attempt, how);
   FIELD(ncclshim_attempt, result);
   FIELD(ncclshim_attempt, reason);
+  FIELD(ncclshim_nccl_entry, path);
+  FIELD(ncclshim_nccl_entry, version);
+  FIELD(ncclshim_nccl_entry, how);
+  FIELD(ncclshim_nccl_entry, mapped);
+  FIELD(ncclshim_nccl_entry, in_program);
+  FIELD(ncclshim_nccl_entry, chosen);
   FIELD(ncclshim_cuda_fact, support);
   FIELD(ncclshim_cuda_fact, result);
   SIZE(ncclshim_cuda_fact);
@@ -95,12 +102,16 @@ static void enums(void) {
   VALUE(NCCLSHIM_NCCL_ERROR);
   VALUE(NCCLSHIM_TIMEOUT);
   VALUE(NCCLSHIM_FORKED);
+  VALUE(NCCLSHIM_SECOND_COPY);
   VALUE(NCCLSHIM_VIA_NONE);
   VALUE(NCCLSHIM_VIA_EXPLICIT);
   VALUE(NCCLSHIM_VIA_ENVIRONMENT);
   VALUE(NCCLSHIM_VIA_PRELOADED);
   VALUE(NCCLSHIM_VIA_SYSTEM);
   VALUE(NCCLSHIM_VIA_WELL_KNOWN);
+  VALUE(NCCLSHIM_VIA_LIBRARY_PATH);
+  VALUE(NCCLSHIM_VIA_ACTIVE_ENV);
+  VALUE(NCCLSHIM_VIA_LD_CACHE);
   VALUE(NCCLSHIM_CUDA_BOOTSTRAP_NONE);
   VALUE(NCCLSHIM_CUDA_BOOTSTRAP_DLSYM);
   VALUE(NCCLSHIM_CUDA_BOOTSTRAP_PROC_ADDRESS);

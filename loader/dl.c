@@ -1,6 +1,7 @@
 #include "dl.h"
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,4 +46,31 @@ ncshl_fn ncshl_symbol(void *handle, const char *symbol) {
   ncshl_fn fn;
   memcpy(&fn, &address, sizeof(fn)); /* object pointer to function pointer, without a cast */
   return fn;
+}
+
+static char *map_path(const struct link_map *map) {
+  /* The program's own entry has no name. */
+  const char *name = map->l_name && map->l_name[0] ? map->l_name : "/proc/self/exe";
+  char *resolved = realpath(name, NULL);
+  return resolved ? resolved : strdup(name);
+}
+
+ncshl_definition ncshl_define(void *handle, const char *symbol, void **address, char **definer) {
+  if (definer != NULL) *definer = NULL;
+  *address = ncshl_object(handle, symbol);
+  if (*address == NULL) return NCSHL_DEFINED_NOWHERE;
+  Dl_info info;
+  const ElfW(Sym) *entry = NULL;
+  if (dladdr1(*address, &info, (void **)&entry, RTLD_DL_SYMENT) == 0 || entry == NULL ||
+      info.dli_saddr != *address)
+    return NCSHL_DEFINED_UNPLACED;
+  int type = ELF64_ST_TYPE(entry->st_info);
+  if (type != STT_FUNC && type != STT_GNU_IFUNC) return NCSHL_DEFINED_DATA;
+  struct link_map *own = NULL, *defining = NULL;
+  if (definer != NULL && dlinfo(handle, RTLD_DI_LINKMAP, &own) == 0 &&
+      dladdr1(*address, &info, (void **)&defining, RTLD_DL_LINKMAP) != 0 && defining != NULL &&
+      defining != own)
+    *definer = map_path(defining);
+  dlerror();
+  return NCSHL_DEFINED_FUNCTION;
 }

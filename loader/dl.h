@@ -18,4 +18,18 @@ char *ncshl_mapped_path(void *handle);
 ncshl_fn ncshl_symbol(void *handle, const char *symbol);
 void *ncshl_object(void *handle, const char *symbol);
 
+/* What `symbol`, as resolved through `handle`, turned out to be. */
+typedef enum ncshl_definition {
+  NCSHL_DEFINED_NOWHERE, /* not found */
+  NCSHL_DEFINED_FUNCTION,
+  NCSHL_DEFINED_DATA,    /* a variable: calling it would jump into data */
+  NCSHL_DEFINED_UNPLACED /* an address in no mapped object: a thread-local variable */
+} ncshl_definition;
+
+/* Resolve `symbol` through `handle` and say what it is (dladdr1 and the symbol's ELF type).
+ * *address gets its address (or NULL). When it is defined by another object than the one the
+ * handle maps (a library that only links the real one), *definer gets that object's path,
+ * malloc'd; otherwise NULL. `definer` may be NULL when only the kind is wanted. */
+ncshl_definition ncshl_define(void *handle, const char *symbol, void **address, char **definer);
+
 #endif

@@ -123,6 +123,11 @@ ncshl_outcome ncshl_elf_check(const char *path, char *reason, size_t size) {
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     int err = errno;
+    if (err == ENAMETOOLONG) { /* no file can have that name: an absence, not a broken file */
+      snprintf(reason, size, "cannot open: the path is too long to name a file (%zu characters)",
+               strlen(path));
+      return NCSHL_ABSENT;
+    }
     snprintf(reason, size, "cannot open: %s", strerror(err));
     return err == ENOENT || err == ENOTDIR ? NCSHL_ABSENT : NCSHL_UNLOADABLE;
   }

@@ -8,7 +8,8 @@
 #include "outcome.h"
 
 /* NCSHL_OK when `path` is a readable ELF shared object for this machine whose loadable segments
- * all lie inside the file. NCSHL_ABSENT when there is no such file; NCSHL_UNLOADABLE otherwise,
+ * all lie inside the file. NCSHL_ABSENT when there is no such file (also when the path is too
+ * long to name one); NCSHL_UNLOADABLE otherwise,
  * with the reason written to `reason`. */
 ncshl_outcome ncshl_elf_check(const char *path, char *reason, size_t size);
 

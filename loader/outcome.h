@@ -12,13 +12,17 @@ typedef enum ncshl_outcome {
   NCSHL_NO_MEMORY    /* the trail could not be kept */
 } ncshl_outcome;
 
-/* The steps of a search, in the order they run. */
+/* The steps of a search. They run in the order EXPLICIT, ENVIRONMENT, LOADED, LIBRARY_PATH,
+ * ACTIVE_ENV, LD_CACHE, SYSTEM, PLACE; the numbers are stable (new steps were appended). */
 typedef enum ncshl_step {
   NCSHL_STEP_EXPLICIT = 1, /* a path given by the caller */
   NCSHL_STEP_ENVIRONMENT,  /* a path in the override variable */
   NCSHL_STEP_LOADED,       /* already mapped in the process */
-  NCSHL_STEP_SYSTEM,       /* the dynamic loader's search for the SONAME */
-  NCSHL_STEP_PLACE         /* one of the caller's well-known directories */
+  NCSHL_STEP_SYSTEM,       /* the dynamic loader's own search for the SONAME */
+  NCSHL_STEP_PLACE,        /* one of the caller's well-known directories */
+  NCSHL_STEP_LIBRARY_PATH, /* a directory of LD_LIBRARY_PATH */
+  NCSHL_STEP_ACTIVE_ENV,   /* a directory of the active environment (the caller's list) */
+  NCSHL_STEP_LD_CACHE      /* a file the ld.so cache registers under the SONAME */
 } ncshl_step;
 
 #endif

@@ -7,6 +7,8 @@
 
 #include "dl.h"
 #include "elf_check.h"
+#include "ld_cache.h"
+#include "objects.h"
 
 enum { REASON_SIZE = 1024 };
 
@@ -56,9 +58,9 @@ static ncshl_verdict offer(run *r, void *handle, const char *candidate, ncshl_st
   int refusal = r->search->accept(r->search->context, handle, path ? path : candidate, reason,
                                   sizeof(reason));
   if (refusal == 0) {
-    char where[REASON_SIZE];
-    snprintf(where, sizeof(where), "%s%s", preloaded ? "already loaded from " : "mapped ",
-             path ? path : candidate);
+    char where[2 * REASON_SIZE];
+    snprintf(where, sizeof(where), "%s%s%s%s", preloaded ? "already loaded from " : "mapped ",
+             path ? path : candidate, reason[0] ? "; " : "", reason);
     *r->found = (ncshl_found){handle, path ? path : strdup(candidate), step, preloaded};
     return record(r, candidate, step, (ncshl_verdict){NCSHL_OK, 0}, where);
   }
@@ -71,14 +73,31 @@ static ncshl_verdict offer(run *r, void *handle, const char *candidate, ncshl_st
   return record(r, candidate, step, (ncshl_verdict){NCSHL_REFUSED, refusal}, reason);
 }
 
-/* Try one file path: the ELF check first, then dlopen. */
+/* 1 when the file at `path` is already mapped in the process. */
+static int already_mapped(const char *path) {
+  void *handle = ncshl_open_loaded(path);
+  if (handle == NULL) return 0;
+  dlclose(handle); /* drops only the reference just taken */
+  return 1;
+}
+
+/* Try one file path: the ELF check first, then (for an override) the caller's check, then
+ * dlopen. */
 static ncshl_verdict try_file(run *r, const char *path, ncshl_step step) {
+  /* A file reached by two steps (a directory in two variables) is tried once. */
+  for (size_t i = 0; i < r->trail->count; i++)
+    if (strcmp(r->trail->items[i].candidate, path) == 0) return absent;
   char reason[REASON_SIZE];
   ncshl_outcome checked = ncshl_elf_check(path, reason, sizeof(reason));
   if (checked != NCSHL_OK) return record(r, path, step, (ncshl_verdict){checked, 0}, reason);
+  int preloaded = already_mapped(path);
+  if (!preloaded && step <= NCSHL_STEP_ENVIRONMENT && r->search->before_override != NULL) {
+    int refusal = r->search->before_override(r->search->context, path, reason, sizeof(reason));
+    if (refusal != 0) return record(r, path, step, (ncshl_verdict){NCSHL_REFUSED, refusal}, reason);
+  }
   void *handle = ncshl_open(path, 0, reason, sizeof(reason));
   if (handle == NULL) return record(r, path, step, (ncshl_verdict){NCSHL_UNLOADABLE, 0}, reason);
-  return offer(r, handle, path, step, 0);
+  return offer(r, handle, path, step, preloaded);
 }
 
 /* A caller's path names a file: "libfoo.so" means ./libfoo.so, never a library search. */
@@ -114,38 +133,42 @@ static ncshl_verdict search_overrides(run *r, int *used) {
   return absent;
 }
 
-static ncshl_verdict search_places(run *r) {
+/* Step 3 beyond the SONAME: another mapped object that defines the identity symbol (a copy
+ * under another name, or one linked into the program), reused through its own handle. */
+static ncshl_verdict search_mapped(run *r) {
   const ncshl_search *s = r->search;
-  void *handle = ncshl_open_loaded(s->soname);
-  if (handle != NULL) {
-    if (offer(r, handle, s->soname, NCSHL_STEP_LOADED, 1).outcome == NCSHL_OK)
-      return (ncshl_verdict){NCSHL_OK, 0};
-  } else {
-    record(r, s->soname, NCSHL_STEP_LOADED, absent, "not loaded in this process");
+  ncshl_mapped *objects, *impostors = NULL;
+  size_t count, impostor_count = 0;
+  ncshl_verdict verdict = absent;
+  if (s->identity_symbol == NULL || ncshl_objects_defining(s->identity_symbol, &objects, &count))
+    return verdict;
+  if (s->impostor_symbol != NULL)
+    ncshl_objects_defining(s->impostor_symbol, &impostors, &impostor_count);
+  for (size_t i = 0; i < count && verdict.outcome != NCSHL_OK; i++) {
+    int impostor = 0;
+    for (size_t j = 0; j < impostor_count; j++)
+      impostor |= strcmp(impostors[j].path, objects[i].path) == 0;
+    if (objects[i].kind != NCSHL_SYMBOL_FUNCTION || impostor) continue;
+    void *handle =
+        objects[i].is_program ? dlopen(NULL, RTLD_NOW) : ncshl_open_loaded(objects[i].path);
+    dlerror();
+    if (handle != NULL) verdict = offer(r, handle, objects[i].path, NCSHL_STEP_LOADED, 1);
   }
+  ncshl_objects_free(objects, count);
+  ncshl_objects_free(impostors, impostor_count);
+  return verdict;
+}
 
-  char reason[REASON_SIZE];
-  handle = ncshl_open(s->soname, 0, reason, sizeof(reason));
-  if (handle != NULL) {
-    if (offer(r, handle, s->soname, NCSHL_STEP_SYSTEM, 0).outcome == NCSHL_OK)
-      return (ncshl_verdict){NCSHL_OK, 0};
-  } else {
-    /* glibc says "cannot open shared object file" both for absence and for a broken file
-     * whose name it found; only the former is an absence. */
-    ncshl_outcome outcome = strstr(reason, "No such file") ? NCSHL_ABSENT : NCSHL_UNLOADABLE;
-    record(r, s->soname, NCSHL_STEP_SYSTEM, (ncshl_verdict){outcome, 0}, reason);
-  }
-
-  char **dirs = s->dirs ? s->dirs() : NULL;
+/* Try `soname` in each directory of a list (freed here) until one is accepted. */
+static ncshl_verdict search_dirs(run *r, char **dirs, ncshl_step step) {
   ncshl_verdict verdict = absent;
   for (size_t i = 0; dirs != NULL && dirs[i] != NULL; i++) {
     if (verdict.outcome != NCSHL_OK) {
-      size_t length = strlen(dirs[i]) + strlen(s->soname) + 2;
+      size_t length = strlen(dirs[i]) + strlen(r->search->soname) + 2;
       char *path = malloc(length);
       if (path != NULL) {
-        snprintf(path, length, "%s/%s", dirs[i], s->soname);
-        if (try_file(r, path, NCSHL_STEP_PLACE).outcome == NCSHL_OK)
-          verdict = (ncshl_verdict){NCSHL_OK, 0};
+        snprintf(path, length, "%s/%s", dirs[i], r->search->soname);
+        if (try_file(r, path, step).outcome == NCSHL_OK) verdict = (ncshl_verdict){NCSHL_OK, 0};
         free(path);
       } else {
         r->out_of_memory = 1;
@@ -155,6 +178,78 @@ static ncshl_verdict search_places(run *r) {
   }
   free(dirs);
   return verdict;
+}
+
+char **ncshl_library_path_dirs(void) {
+  const char *value = secure_getenv("LD_LIBRARY_PATH");
+  if (value == NULL || value[0] == '\0') return NULL;
+  size_t count = 1;
+  for (const char *c = value; *c; c++) count += *c == ':' || *c == ';';
+  char **dirs = calloc(count + 1, sizeof(char *));
+  if (dirs == NULL) return NULL;
+  size_t n = 0;
+  for (const char *start = value; n < count;) {
+    size_t length = strcspn(start, ":;");
+    if (length > 0 && start[0] == '/' && memchr(start, '$', length) == NULL)
+      dirs[n++] = strndup(start, length);
+    if (start[length] == '\0') break;
+    start += length + 1;
+  }
+  return dirs;
+}
+
+static ncshl_verdict search_ld_cache(run *r) {
+  const ncshl_search *s = r->search;
+  char **files = ncshl_ld_cache_lookup(s->ld_cache, s->soname);
+  if (files == NULL) {
+    r->out_of_memory = 1;
+    return absent;
+  }
+  ncshl_verdict verdict = absent;
+  if (files[0] == NULL) {
+    char reason[REASON_SIZE];
+    snprintf(reason, sizeof(reason), "no %s registered in %s", s->soname, s->ld_cache);
+    record(r, s->ld_cache, NCSHL_STEP_LD_CACHE, absent, reason);
+  }
+  for (size_t i = 0; files[i] != NULL; i++) {
+    if (verdict.outcome != NCSHL_OK &&
+        try_file(r, files[i], NCSHL_STEP_LD_CACHE).outcome == NCSHL_OK)
+      verdict = (ncshl_verdict){NCSHL_OK, 0};
+    free(files[i]);
+  }
+  free(files);
+  return verdict;
+}
+
+static ncshl_verdict search_places(run *r) {
+  const ncshl_search *s = r->search;
+  const ncshl_verdict ok = {NCSHL_OK, 0};
+  void *handle = ncshl_open_loaded(s->soname);
+  if (handle != NULL) {
+    if (offer(r, handle, s->soname, NCSHL_STEP_LOADED, 1).outcome == NCSHL_OK) return ok;
+  } else {
+    record(r, s->soname, NCSHL_STEP_LOADED, absent, "not loaded in this process");
+  }
+  if (search_mapped(r).outcome == NCSHL_OK) return ok;
+  if (s->read_library_path &&
+      search_dirs(r, ncshl_library_path_dirs(), NCSHL_STEP_LIBRARY_PATH).outcome == NCSHL_OK)
+    return ok;
+  if (s->environment != NULL &&
+      search_dirs(r, s->environment(), NCSHL_STEP_ACTIVE_ENV).outcome == NCSHL_OK)
+    return ok;
+  if (s->ld_cache != NULL && search_ld_cache(r).outcome == NCSHL_OK) return ok;
+
+  char reason[REASON_SIZE];
+  handle = ncshl_open(s->soname, 0, reason, sizeof(reason));
+  if (handle != NULL) {
+    if (offer(r, handle, s->soname, NCSHL_STEP_SYSTEM, 0).outcome == NCSHL_OK) return ok;
+  } else {
+    /* glibc says "cannot open shared object file" both for absence and for a broken file
+     * whose name it found; only the former is an absence. */
+    ncshl_outcome outcome = strstr(reason, "No such file") ? NCSHL_ABSENT : NCSHL_UNLOADABLE;
+    record(r, s->soname, NCSHL_STEP_SYSTEM, (ncshl_verdict){outcome, 0}, reason);
+  }
+  return s->dirs != NULL ? search_dirs(r, s->dirs(), NCSHL_STEP_PLACE) : absent;
 }
 
 /* "libnccl.so.2 was not found; searched: this process, the system loader ..., /opt/x/lib" */
@@ -167,6 +262,8 @@ static void describe_not_found(const ncshl_search *search, const ncshl_trail *tr
     const char *place = a->step == NCSHL_STEP_LOADED ? "this process (already loaded)"
                         : a->step == NCSHL_STEP_SYSTEM
                             ? "the system loader (LD_LIBRARY_PATH, ld.so cache)"
+                        : a->step == NCSHL_STEP_LD_CACHE && a->outcome == NCSHL_ABSENT
+                            ? "the ld.so cache"
                             : shown(a->candidate, buf, sizeof(buf));
     used += snprintf(summary + used, size - (size_t)used, "%s %s", i ? "," : "", place);
   }

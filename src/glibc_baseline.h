@@ -37,6 +37,8 @@ NCCLSHIM_GLIBC_PIN(dlsym, NCCLSHIM_GLIBC_2_2_5);
 NCCLSHIM_GLIBC_PIN(dlclose, NCCLSHIM_GLIBC_2_2_5);
 NCCLSHIM_GLIBC_PIN(dlerror, NCCLSHIM_GLIBC_2_2_5);
 NCCLSHIM_GLIBC_PIN(dlinfo, NCCLSHIM_GLIBC_2_3_3);
+NCCLSHIM_GLIBC_PIN(dladdr, NCCLSHIM_GLIBC_2_2_5);
+NCCLSHIM_GLIBC_PIN(dladdr1, NCCLSHIM_GLIBC_2_3_3);
 
 /* In libpthread.so.0 up to glibc 2.33. */
 NCCLSHIM_GLIBC_PIN(pthread_create, NCCLSHIM_GLIBC_2_2_5);
@@ -46,7 +48,8 @@ NCCLSHIM_GLIBC_PIN(pthread_getspecific, NCCLSHIM_GLIBC_2_2_5);
 NCCLSHIM_GLIBC_PIN(pthread_setspecific, NCCLSHIM_GLIBC_2_2_5);
 NCCLSHIM_GLIBC_PIN(pthread_condattr_setclock, NCCLSHIM_GLIBC_2_3_3);
 
-/* glibc 2.33 added fstat as a function (GLIBC_2.33); 2.17 has only __fxstat64, whose first
+/* glibc 2.33 added fstat and stat as functions (GLIBC_2.33); 2.17 has only __fxstat64 and
+ * __xstat64, whose first
  * argument is the layout of struct stat the caller expects: 1 on x86-64, 0 on aarch64. With
  * LP64, struct stat and struct stat64 are the same. The macro follows <sys/stat.h>, included
  * above, so the declarations there keep their own names. */
@@ -61,6 +64,14 @@ static inline int ncclshim_glibc_fstat(int fd, struct stat *st) {
   return ncclshim_glibc_fxstat64(NCCLSHIM_GLIBC_STAT_LAYOUT, fd, st);
 }
 #define fstat ncclshim_glibc_fstat
+extern int ncclshim_glibc_xstat64(int layout, const char *path,
+                                  struct stat *st) __asm__("__xstat64");
+NCCLSHIM_GLIBC_PIN(__xstat64, NCCLSHIM_GLIBC_2_2_5);
+static inline int ncclshim_glibc_stat(const char *path, struct stat *st) {
+  return ncclshim_glibc_xstat64(NCCLSHIM_GLIBC_STAT_LAYOUT, path, st);
+}
+/* Function-like, so that `struct stat` keeps its name. */
+#define stat(path, st) ncclshim_glibc_stat(path, st)
 
 #endif /* glibc on x86-64 or aarch64 */
 #endif /* NCCLSHIM_GLIBC_BASELINE_H */

@@ -29,7 +29,9 @@ ncclshim_status ncclshim_handle_options(void *defaults, size_t size, const void 
 /* The loader's words in ncclshim's: its steps are numbered as ncclshim_found_via is. */
 #define SAME_(step, via) ((int)NCSHL_STEP_##step == (int)NCCLSHIM_VIA_##via)
 _Static_assert(SAME_(EXPLICIT, EXPLICIT) && SAME_(ENVIRONMENT, ENVIRONMENT) &&
-                   SAME_(LOADED, PRELOADED) && SAME_(SYSTEM, SYSTEM) && SAME_(PLACE, WELL_KNOWN),
+                   SAME_(LOADED, PRELOADED) && SAME_(SYSTEM, SYSTEM) && SAME_(PLACE, WELL_KNOWN) &&
+                   SAME_(LIBRARY_PATH, LIBRARY_PATH) && SAME_(ACTIVE_ENV, ACTIVE_ENV) &&
+                   SAME_(LD_CACHE, LD_CACHE),
                "search steps and ncclshim_found_via disagree");
 
 static ncclshim_status status_of(ncshl_outcome outcome, int refusal) {
@@ -71,6 +73,16 @@ static int accept_candidate(void *context, void *library, const char *path, char
   return (int)handle->binding->accept(handle, library, path, reason, size);
 }
 
+static int check_override(void *context, const char *path, char *reason, size_t size) {
+  ncclshim_handle *handle = context;
+  return (int)handle->binding->before_override(handle, path, reason, size);
+}
+
+const char *ncclshim_ld_cache_file(void) {
+  const char *value = secure_getenv("NCCLSHIM_LD_CACHE");
+  return value != NULL && value[0] == '/' ? value : "/etc/ld.so.cache";
+}
+
 static void print_debug(const ncclshim_handle *handle) {
   const char *who = handle->binding->who;
   for (size_t i = 0; i < handle->attempt_count; i++) {
@@ -89,6 +101,12 @@ ncclshim_status ncclshim_handle_open(ncclshim_handle *handle, const ncclshim_bin
       .env_var = binding->env_var,
       .soname = binding->soname,
       .dirs = binding->places,
+      .identity_symbol = binding->identity_symbol,
+      .impostor_symbol = binding->impostor_symbol,
+      .environment = binding->environment_places,
+      .read_library_path = binding->read_library_path,
+      .ld_cache = binding->read_library_path ? ncclshim_ld_cache_file() : NULL,
+      .before_override = binding->before_override ? check_override : NULL,
       .accept = accept_candidate,
       .context = handle,
   };
@@ -105,6 +123,11 @@ ncclshim_status ncclshim_handle_open(ncclshim_handle *handle, const ncclshim_bin
     /* Accepted and mapped: the library stays, whatever else failed. */
     handle->library = found.handle;
     handle->path = found.path;
+    if (handle->defined_in != NULL) {
+      handle->opened = found.path;
+      handle->path = handle->defined_in;
+      handle->defined_in = NULL;
+    }
     handle->via = (ncclshim_found_via)found.step;
     handle->preloaded = found.preloaded;
   }
@@ -140,6 +163,8 @@ void ncclshim_handle_close(ncclshim_handle *handle) {
   free(handle->attempts);
   free(handle->message);
   free(handle->path);
+  free(handle->opened);
+  free(handle->defined_in);
   free(handle);
 }
 

@@ -16,9 +16,11 @@ typedef struct ncclshim_binding ncclshim_binding;
 struct ncclshim_handle {
   const ncclshim_binding *binding;
   ncclshim_status status;
-  char *message; /* one line: what was loaded, or why not */
-  void *library; /* dlopen handle; never dlclose'd once accepted */
-  char *path;    /* the file mapped */
+  char *message;    /* one line: what was loaded, or why not */
+  void *library;    /* dlopen handle; never dlclose'd once accepted */
+  char *path;       /* the file that defines the library's functions */
+  char *opened;     /* the file opened, when another one defines them (a wrapper); else NULL */
+  char *defined_in; /* set by the binding's accept step for such a wrapper: becomes `path` */
   ncclshim_found_via via;
   int preloaded;
   ncclshim_attempt *attempts; /* the search trail, in the order tried */
@@ -39,8 +41,17 @@ struct ncclshim_binding {
   const char *env_var; /* the override variable */
   const char *soname;
   char **(*places)(void); /* well-known directories (see loader/search.h), or NULL */
+  /* The NCCL search's extra steps (loader/search.h); NULL/0 for a binding without them. */
+  const char *identity_symbol;        /* a function only the library defines */
+  const char *impostor_symbol;        /* defined by look-alikes that are never reused */
+  char **(*environment_places)(void); /* the active environment's directories */
+  int read_library_path;              /* LD_LIBRARY_PATH and the ld.so cache, read here */
+  /* Before an override file is mapped: OK, or a refusal with its reason. */
+  ncclshim_status (*before_override)(ncclshim_handle *handle, const char *path, char *reason,
+                                     size_t size);
   /* Is this library the one wanted? OK, or the refusal with its reason. It writes the
-   * handle's own fields only when it accepts: a refused candidate leaves nothing behind. */
+   * handle's own fields only when it accepts: a refused candidate leaves nothing behind. On
+   * success, a non-empty reason is a note kept in the trail. */
   ncclshim_status (*accept)(ncclshim_handle *handle, void *library, const char *path, char *reason,
                             size_t size);
   /* The message of a success, after path and via are set. */
@@ -59,6 +70,10 @@ ncclshim_status ncclshim_handle_options(void *defaults, size_t size, const void 
  * when NCCLSHIM_DEBUG asks. Returns the handle's status. */
 ncclshim_status ncclshim_handle_open(ncclshim_handle *handle, const ncclshim_binding *binding,
                                      const char *path);
+/* The ld.so cache file the searches read: NCCLSHIM_LD_CACHE when set to an absolute path
+ * (tests point it at a cache of their own, or at /dev/null), else glibc's /etc/ld.so.cache. */
+const char *ncclshim_ld_cache_file(void);
+
 /* Unregister and free a handle (the whole struct that starts with it). */
 void ncclshim_handle_close(ncclshim_handle *handle);
 

@@ -17,5 +17,7 @@ int ncclshim_nccl_result_known(int result);
 
 /* 1 when NCCLSHIM_DEBUG asks for the search trail on stderr. */
 int ncclshim_debug_enabled(void);
+/* 1 when the variable is set (secure_getenv) to anything but "" or "0". */
+int ncclshim_env_flag(const char *name);
 
 #endif

@@ -24,7 +24,8 @@
   X(CUDA_ERROR, "a CUDA driver call failed")                                    \
   X(NCCL_ERROR, "an NCCL call failed")                                          \
   X(TIMEOUT, "the wait ran past its deadline")                                  \
-  X(FORKED, "state from before fork() was used in the child process")
+  X(FORKED, "state from before fork() was used in the child process")           \
+  X(SECOND_COPY, "another NCCL is already mapped in this process")
 
 #define STATUS_NAME_(id, text) #id,
 #define STATUS_TEXT_(id, text) text,
@@ -41,8 +42,9 @@ const char *ncclshim_status_string(ncclshim_status status) {
 }
 
 const char *ncclshim_found_via_name(ncclshim_found_via via) {
-  static const char *const names[] = {"none",           "explicit",      "environment",
-                                      "already-loaded", "system-search", "well-known-place"};
+  static const char *const names[] = {"none",           "explicit",           "environment",
+                                      "already-loaded", "system-search",      "well-known-place",
+                                      "library-path",   "active-environment", "ld-cache"};
   return (unsigned)via < sizeof(names) / sizeof(names[0]) ? names[via] : "unknown";
 }
 
@@ -93,7 +95,9 @@ ncclshim_status ncclshim_fail(ncclshim_status status, const char *format, ...) {
   return status;
 }
 
-int ncclshim_debug_enabled(void) {
-  const char *value = secure_getenv("NCCLSHIM_DEBUG");
+int ncclshim_env_flag(const char *name) {
+  const char *value = secure_getenv(name);
   return value != NULL && value[0] != '\0' && strcmp(value, "0") != 0;
 }
+
+int ncclshim_debug_enabled(void) { return ncclshim_env_flag("NCCLSHIM_DEBUG"); }

@@ -161,7 +161,16 @@ void run_program(scenario *s, const char *helper, const char *const *args, const
   posix_spawn_file_actions_adddup2(&actions, pipefd[1], STDOUT_FILENO);
   posix_spawn_file_actions_addclose(&actions, pipefd[0]);
   pid_t pid;
-  int rc = posix_spawn(&pid, argv[0], &actions, NULL, (char *const *)argv, (char *const *)env);
+  /* ncclshim reads the ld.so cache itself: inhibit that as well, unless the test chose one. */
+  const char *envp[256];
+  int envc = 0, has_cache = 0;
+  for (int i = 0; env != NULL && env[i] != NULL && envc < 254; i++) {
+    has_cache |= strncmp(env[i], "NCCLSHIM_LD_CACHE=", 18) == 0;
+    envp[envc++] = env[i];
+  }
+  if (!has_cache) envp[envc++] = "NCCLSHIM_LD_CACHE=/dev/null";
+  envp[envc] = NULL;
+  int rc = posix_spawn(&pid, argv[0], &actions, NULL, (char *const *)argv, (char *const *)envp);
   posix_spawn_file_actions_destroy(&actions);
   close(pipefd[1]);
   if (rc != 0) DIE("posix_spawn: %s", strerror(rc));

@@ -126,13 +126,17 @@ NCCLSHIM_API const char *ncclshim_format_version(int packed, char *buf, size_t s
 typedef struct ncclshim_nccl ncclshim_nccl;
 
 typedef struct ncclshim_nccl_options {
-  size_t size;      /* sizeof(ncclshim_nccl_options): lets the struct grow */
-  const char *path; /* the library file; NULL: NCCLSHIM_NCCL_LIBRARY, then the search */
-  int min_version;  /* packed (22800 = 2.28.0); older candidates are refused and the search
-                       goes on. 0: any 2.x */
+  size_t size;            /* sizeof(ncclshim_nccl_options): lets the struct grow */
+  const char *path;       /* the library file; NULL: NCCLSHIM_NCCL_LIBRARY, then the search */
+  int min_version;        /* packed (22800 = 2.28.0); older candidates are refused and the search
+                             goes on. 0: any 2.x */
+  int refuse_second_copy; /* 1: a path (here or NCCLSHIM_NCCL_LIBRARY) naming another file
+                             than an NCCL already mapped in the process is refused with
+                             SECOND_COPY before it is mapped. 0: NCCLSHIM_REFUSE_SECOND_NCCL
+                             decides; by default it is mapped, with a warning in the message */
 } ncclshim_nccl_options;
 #define NCCLSHIM_NCCL_OPTIONS_INIT \
-  { sizeof(ncclshim_nccl_options), NULL, 0 }
+  { sizeof(ncclshim_nccl_options), NULL, 0, 0 }
 
 /* Search, open and bind an NCCL (search order: docs/reference.md). options: NULL for
  * NCCLSHIM_NCCL_OPTIONS_INIT. A path given here or in NCCLSHIM_NCCL_LIBRARY is used alone:
@@ -140,7 +144,8 @@ typedef struct ncclshim_nccl_options {
  * Returns OK, or why no candidate was accepted: NOT_FOUND, LOAD_FAILED, NOT_NCCL,
  * MISSING_SYMBOLS, VERSION_TOO_OLD, WRONG_MAJOR, BAD_VERSION (the first refused candidate's
  * reason), INVALID_ARGUMENT (out NULL, options->size too small, min_version negative, an
- * empty path, a relative NCCLSHIM_NCCL_LIBRARY), OUT_OF_MEMORY.
+ * empty path, a relative NCCLSHIM_NCCL_LIBRARY), SECOND_COPY (refuse_second_copy, above),
+ * OUT_OF_MEMORY.
  * *out is left untouched only when out is NULL, options is unusable (size, min_version) or
  * memory runs out; otherwise it is set - also when the search failed - to a handle that
  * describes the outcome (the trail, the reason) and whose table is callable either way.
@@ -169,7 +174,9 @@ NCCLSHIM_API const ncclshim_nccl_table *ncclshim_nccl_functions(const ncclshim_n
 NCCLSHIM_API int ncclshim_nccl_version(const ncclshim_nccl *nccl);
 /* The raw ncclGetVersion code, 0 when none. */
 NCCLSHIM_API int ncclshim_nccl_version_code(const ncclshim_nccl *nccl);
-/* Absolute path of the file actually mapped, NULL when none. */
+/* Absolute path of the file that defines the NCCL functions, NULL when none. For a library
+ * that only links NCCL (a wrapper with DT_NEEDED libnccl.so.2), that NCCL's file, not the
+ * wrapper's (the trail names the wrapper). */
 NCCLSHIM_API const char *ncclshim_nccl_path(const ncclshim_nccl *nccl);
 /* The search step that found the loaded library; NCCLSHIM_VIA_NONE when none. */
 NCCLSHIM_API ncclshim_found_via ncclshim_nccl_found_via(const ncclshim_nccl *nccl);
@@ -200,19 +207,63 @@ NCCLSHIM_API const char *ncclshim_nccl_capability_reason(const ncclshim_nccl *nc
                                                          size_t size);
 
 /* A short string for ranks to compare before creating a communicator (equal strings: same
- * NCCL version, same library file contents, same capabilities, same NCCL_* settings other
- * than NCCL_DEBUG*). "nccl2.28.9-f<file hash>-c<capability bits>-e<environment hash>", or
- * "none-e<environment hash>" without NCCL. The file is hashed once per handle (a full read:
- * tens of milliseconds for a 200 MB library); the environment at every call. Written into
- * buf of `size` bytes (64 is enough; cut to fit, always terminated; nothing written when
- * size is 0). Returns buf. Thread-safe (the hash runs once under the handle's lock), but the
- * environment must not change meanwhile (setenv is not thread-safe anyway). */
+ * NCCL version, same library build, same capabilities, same NCCL_* settings other than
+ * NCCL_DEBUG*). "nccl2.28.9-b<build-id>-s<file size>-c<capability bits>-e<environment hash>"
+ * when the library carries a GNU build-id note (read from the mapped image: no file is
+ * read); "nccl2.28.9-f<content hash>-c<capability bits>-e<environment hash>" for one without
+ * (the whole file is hashed once per handle: tens of milliseconds for a 200 MB library);
+ * "none-e<environment hash>" without NCCL. The environment is hashed at every call. Written
+ * into buf of `size` bytes (64 is enough; cut to fit, always terminated; nothing written
+ * when size is 0). Returns buf. Thread-safe (lazy work runs once under the handle's lock),
+ * but the environment must not change meanwhile (setenv is not thread-safe anyway). */
 NCCLSHIM_API const char *ncclshim_nccl_fingerprint(ncclshim_nccl *nccl, char *buf, size_t size);
+/* The same with the content hash whatever the library carries: a check of the bytes
+ * ("nccl2.28.9-f<content hash>-c...-e..."), which reads the whole file once per handle. */
+NCCLSHIM_API const char *ncclshim_nccl_fingerprint_content(ncclshim_nccl *nccl, char *buf,
+                                                           size_t size);
 
 /* The search trail, in the order tried: how many candidates were tried, and the index-th
  * (NULL when index >= the count). Each record lives as long as the handle. */
 NCCLSHIM_API size_t ncclshim_nccl_attempt_count(const ncclshim_nccl *nccl);
 NCCLSHIM_API const ncclshim_attempt *ncclshim_nccl_attempt(const ncclshim_nccl *nccl, size_t index);
+
+/* ---- Every NCCL in the process, and every NCCL on the machine ---------------------- */
+
+/* One NCCL library: mapped in the process (the census) or visible to the search (the list).
+ * Owned by ncclshim, reached through the pointers below; new fields are only appended. */
+typedef struct ncclshim_nccl_entry {
+  const char *path;       /* absolute; for NCCL linked into the program, the program's file */
+  int version;            /* packed; 0 when unknown */
+  ncclshim_found_via how; /* census: NCCLSHIM_VIA_PRELOADED; list: the first search step
+                             that reaches the file */
+  int mapped;             /* 1 when mapped in this process */
+  int in_program;         /* 1 when linked into the executable itself (statically) */
+  int chosen;             /* 1 for the library the handle uses */
+} ncclshim_nccl_entry;
+
+/* The census taken when the handle was opened: every object mapped in the process that
+ * defines the function ncclGetVersion (whatever its file name, the executable included;
+ * ncclshim's drop-in left out), the chosen one marked. More than one is a hazard: each NCCL
+ * has its own communicators, threads and NCCL_* settings, and a communicator of one is
+ * garbage to the other; the handle's message then carries a warning naming them. The count,
+ * and the index-th entry (NULL when index >= the count); entries live as long as the handle. */
+NCCLSHIM_API size_t ncclshim_nccl_census_count(const ncclshim_nccl *nccl);
+NCCLSHIM_API const ncclshim_nccl_entry *ncclshim_nccl_census_entry(const ncclshim_nccl *nccl,
+                                                                   size_t index);
+
+/* Every NCCL the search can see now, without loading any: the census, then each file of
+ * the search's steps (LD_LIBRARY_PATH, the active environment, the ld.so cache, the
+ * well-known places) that passes the ELF check, each file once (by real path), with the
+ * version its banner states (read from the file's .rodata section, a few hundred KB).
+ * `chosen` (or NULL) marks its library. OK, INVALID_ARGUMENT (out NULL) or OUT_OF_MEMORY.
+ * Free with ncclshim_nccl_list_free. */
+typedef struct ncclshim_nccl_list ncclshim_nccl_list;
+NCCLSHIM_API ncclshim_status ncclshim_nccl_list_visible(const ncclshim_nccl *chosen,
+                                                        ncclshim_nccl_list **out);
+NCCLSHIM_API size_t ncclshim_nccl_list_count(const ncclshim_nccl_list *list);
+NCCLSHIM_API const ncclshim_nccl_entry *ncclshim_nccl_list_entry(const ncclshim_nccl_list *list,
+                                                                 size_t index);
+NCCLSHIM_API void ncclshim_nccl_list_free(ncclshim_nccl_list *list);
 
 /* ---- The default handle, volk-style -------------------------------------------------- */
 

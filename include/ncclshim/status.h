@@ -32,7 +32,9 @@ typedef enum ncclshim_status {
   NCCLSHIM_CUDA_ERROR = 13,         /* a CUDA driver call failed */
   NCCLSHIM_NCCL_ERROR = 14,         /* an NCCL call failed */
   NCCLSHIM_TIMEOUT = 15,            /* a bounded wait ran out */
-  NCCLSHIM_FORKED = 16              /* state initialised in a parent process used after fork */
+  NCCLSHIM_FORKED = 16,             /* state initialised in a parent process used after fork */
+  NCCLSHIM_SECOND_COPY = 17 /* another NCCL is mapped in the process, and the caller asked to
+                               refuse mapping a second one */
 } ncclshim_status;
 
 /* "NOT_FOUND", ... ; "UNKNOWN" for a value outside the enum. Static string; thread-safe. */
@@ -44,15 +46,19 @@ NCCLSHIM_API const char *ncclshim_status_string(ncclshim_status status);
 /* How a candidate library was found. */
 typedef enum ncclshim_found_via {
   NCCLSHIM_VIA_NONE = 0,
-  NCCLSHIM_VIA_EXPLICIT = 1,    /* a path given through the API */
-  NCCLSHIM_VIA_ENVIRONMENT = 2, /* a path given through NCCLSHIM_*_LIBRARY */
-  NCCLSHIM_VIA_PRELOADED = 3,   /* already mapped in this process */
-  NCCLSHIM_VIA_SYSTEM = 4,      /* the dynamic loader's search for the SONAME */
-  NCCLSHIM_VIA_WELL_KNOWN = 5   /* one of the documented install locations */
+  NCCLSHIM_VIA_EXPLICIT = 1,     /* a path given through the API */
+  NCCLSHIM_VIA_ENVIRONMENT = 2,  /* a path given through NCCLSHIM_*_LIBRARY */
+  NCCLSHIM_VIA_PRELOADED = 3,    /* already mapped in this process */
+  NCCLSHIM_VIA_SYSTEM = 4,       /* the dynamic loader's search for the SONAME */
+  NCCLSHIM_VIA_WELL_KNOWN = 5,   /* one of the documented install locations */
+  NCCLSHIM_VIA_LIBRARY_PATH = 6, /* a directory of LD_LIBRARY_PATH */
+  NCCLSHIM_VIA_ACTIVE_ENV = 7,   /* the active Python or conda environment */
+  NCCLSHIM_VIA_LD_CACHE = 8      /* a file the ld.so cache registers under the SONAME */
 } ncclshim_found_via;
 
-/* "none", "explicit", "environment", "already-loaded", "system-search", "well-known-place";
- * "unknown" for a value outside the enum. Static string; thread-safe. */
+/* "none", "explicit", "environment", "already-loaded", "system-search", "well-known-place",
+ * "library-path", "active-environment", "ld-cache"; "unknown" for a value outside the enum.
+ * Static string; thread-safe. */
 NCCLSHIM_API const char *ncclshim_found_via_name(ncclshim_found_via via);
 
 /* One candidate tried during a search, in order. Strings live as long as their handle. */

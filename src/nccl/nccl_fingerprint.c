@@ -1,6 +1,10 @@
-/* A short string that ranks compare before creating a communicator: the NCCL version, a hash
- * of the library file's contents, the capability bits, and a hash of the NCCL_* variables
- * that change NCCL's behaviour (all of them except the NCCL_DEBUG* family). */
+/* A short string that ranks compare before creating a communicator: the NCCL version, what
+ * identifies the library's build, the capability bits, and a hash of the NCCL_* variables that
+ * change NCCL's behaviour (all of them except the NCCL_DEBUG* family). The build is told by its
+ * GNU build-id note, read from the mapped image, and the file's size (a stat): no read of the
+ * file, which is meant for every rank of a job at start-up, on a shared file system at that.
+ * A library without a build-id, or a caller asking for a check of the bytes, gets a hash of
+ * the whole file instead. */
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -10,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../../loader/objects.h"
 #include "nccl_handle.h"
 
 extern char **environ;
@@ -70,13 +75,8 @@ static uint32_t hash_environment(void) {
   return (uint32_t)(h ^ (h >> 32));
 }
 
-const char *ncclshim_nccl_fingerprint(ncclshim_nccl *nccl, char *buf, size_t size) {
-  if (size == 0) return buf;
-  uint32_t env = hash_environment();
-  if (ncclshim_nccl_status(nccl) != NCCLSHIM_OK) {
-    snprintf(buf, size, "none-e%08" PRIx32, env);
-    return buf;
-  }
+/* The content hash, once per handle. */
+static uint64_t content_hash(ncclshim_nccl *nccl) {
   pthread_mutex_lock(&nccl->lazy_lock);
   if (!nccl->file_hash_done) {
     nccl->file_hash = hash_file(nccl->core.path);
@@ -84,9 +84,40 @@ const char *ncclshim_nccl_fingerprint(ncclshim_nccl *nccl, char *buf, size_t siz
   }
   uint64_t file = nccl->file_hash;
   pthread_mutex_unlock(&nccl->lazy_lock);
+  return file;
+}
+
+enum { BUILD_ID_SHOWN = 8 }; /* bytes of the build-id in the string: 64 bits */
+
+static const char *fingerprint(ncclshim_nccl *nccl, char *buf, size_t size, int content) {
+  if (size == 0) return buf;
+  uint32_t env = hash_environment();
+  if (ncclshim_nccl_status(nccl) != NCCLSHIM_OK) {
+    snprintf(buf, size, "none-e%08" PRIx32, env);
+    return buf;
+  }
   char version[16];
-  snprintf(buf, size, "nccl%s-f%016" PRIx64 "-c%" PRIx64 "-e%08" PRIx32,
-           ncclshim_format_version(nccl->version, version, sizeof(version)), file,
-           nccl->capabilities, env);
+  ncclshim_format_version(nccl->version, version, sizeof(version));
+  unsigned char id[BUILD_ID_SHOWN];
+  size_t id_length = content ? 0 : ncshl_build_id(nccl->get_version, id, sizeof(id));
+  struct stat st;
+  if (id_length > 0 && stat(nccl->core.path, &st) == 0) {
+    char hex[2 * BUILD_ID_SHOWN + 1] = "";
+    size_t shown = id_length < sizeof(id) ? id_length : sizeof(id);
+    for (size_t i = 0; i < shown; i++) snprintf(hex + 2 * i, 3, "%02x", id[i]);
+    snprintf(buf, size, "nccl%s-b%s-s%llx-c%" PRIx64 "-e%08" PRIx32, version, hex,
+             (unsigned long long)st.st_size, nccl->capabilities, env);
+  } else {
+    snprintf(buf, size, "nccl%s-f%016" PRIx64 "-c%" PRIx64 "-e%08" PRIx32, version,
+             content_hash(nccl), nccl->capabilities, env);
+  }
   return buf;
+}
+
+const char *ncclshim_nccl_fingerprint(ncclshim_nccl *nccl, char *buf, size_t size) {
+  return fingerprint(nccl, buf, size, 0);
+}
+
+const char *ncclshim_nccl_fingerprint_content(ncclshim_nccl *nccl, char *buf, size_t size) {
+  return fingerprint(nccl, buf, size, 1);
 }

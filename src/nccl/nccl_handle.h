@@ -15,6 +15,10 @@ struct ncclshim_nccl {
   uint64_t capabilities;
   unsigned char present[NCCLSHIM_NCCL_FUNCTION_COUNT];
   int min_version;
+  int refuse_second_copy;
+  void *get_version;           /* its ncclGetVersion: where the library lies in memory */
+  ncclshim_nccl_entry *census; /* every NCCL mapped when it was opened */
+  size_t census_count;
   pthread_mutex_t lazy_lock; /* guards what is read from the file on first request: */
   char *build;               /* the build tag */
   uint64_t file_hash;        /* the contents' hash, for the fingerprint */
@@ -29,8 +33,23 @@ void ncclshim_fill_missing(ncclshim_nccl *nccl);
 /* Capabilities of a bound library, from its version and the functions found. */
 uint64_t ncclshim_compute_capabilities(const ncclshim_nccl *nccl);
 
-/* Well-known install directories, from the environment and the running prefix: a malloc'd
- * NULL-terminated array of malloc'd strings (the loader's search frees it). */
+/* Install directories as malloc'd NULL-terminated arrays of malloc'd strings (the loader's
+ * search frees them): the active environment's (VIRTUAL_ENV, CONDA_PREFIX, the running
+ * program's prefix), and the well-known places (NCCL_HOME, CUDA_HOME). */
+char **ncclshim_nccl_environment_places(void);
 char **ncclshim_nccl_places(void);
+
+/* Every NCCL mapped in the process now (see ncclshim_nccl_census_count), the one whose
+ * ncclGetVersion is `chosen` marked (its version, `chosen_version`, is not asked again); each
+ * other one's version asked from its own ncclGetVersion. 0, or -1 when out of memory. */
+int ncclshim_nccl_take_census(const void *chosen, int chosen_version, ncclshim_nccl_entry **entries,
+                              size_t *count);
+void ncclshim_nccl_entries_free(ncclshim_nccl_entry *entries, size_t count);
+
+/* The version and "+cudaX.Y" tag of NCCL's banner ("NCCL version 2.28.9+cuda13.0") in the
+ * file at `path`, read from its .rodata section (the whole file when it has no section
+ * table). Returns the packed version, 0 when no banner was found; *tag (may be NULL) gets a
+ * malloc'd tag, "" when the banner has none, NULL when none was found. */
+int ncclshim_nccl_read_banner(const char *path, char **tag);
 
 #endif

@@ -2,6 +2,7 @@
  * default handle; the accessors of its own fields. */
 #include <dlfcn.h>
 #include <limits.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,16 +14,38 @@
 /* The drop-in library exports this; a search that reaches it must not take it for NCCL. */
 #define DROPIN_MARKER "ncclshim_dropin_identity"
 
-/* Read and check the version before anything else is resolved. */
-static ncclshim_status check_version(int min_version, void *library, int *packed_out, int *code_out,
-                                     char *reason, size_t size) {
-  ncshl_fn symbol = ncshl_symbol(library, "ncclGetVersion");
-  if (symbol == NULL) {
+/* ncclGetVersion through the library's handle, checked to be a function before it is called:
+ * a variable of that name would be jumped into. OK with its address, or NOT_NCCL. *definer
+ * gets the file that really defines it when that is not the file opened. */
+static ncclshim_status find_get_version(void *library, void **address, char **definer, char *reason,
+                                        size_t size) {
+  switch (ncshl_define(library, "ncclGetVersion", address, definer)) {
+  case NCSHL_DEFINED_FUNCTION:
+    return NCCLSHIM_OK;
+  case NCSHL_DEFINED_NOWHERE:
     snprintf(reason, size, "no ncclGetVersion: not an NCCL library");
-    return NCCLSHIM_NOT_NCCL;
+    break;
+  case NCSHL_DEFINED_DATA:
+    snprintf(reason, size,
+             "ncclGetVersion is a variable, not a function: not an NCCL library "
+             "(never called)");
+    break;
+  case NCSHL_DEFINED_UNPLACED:
+    snprintf(reason, size,
+             "ncclGetVersion lies in no mapped object (a thread-local variable), "
+             "not a function: not an NCCL library (never called)");
+    break;
   }
+  return NCCLSHIM_NOT_NCCL;
+}
+
+/* Read and check the version before anything else is resolved. */
+static ncclshim_status check_version(int min_version, void *symbol, int *packed_out, int *code_out,
+                                     char *reason, size_t size) {
   int code = INT_MIN; /* a library that "succeeds" without writing is caught below */
-  int result = ((ncclshim_pfn_ncclGetVersion)symbol)(&code);
+  ncclshim_pfn_ncclGetVersion get_version;
+  memcpy(&get_version, &symbol, sizeof(get_version)); /* object pointer to function pointer */
+  int result = get_version(&code);
   if (result != ncclSuccess) {
     snprintf(reason, size, "ncclGetVersion failed: result %d (%s)", result,
              ncclshim_nccl_result_string(result));
@@ -46,8 +69,13 @@ static ncclshim_status check_version(int min_version, void *library, int *packed
     return NCCLSHIM_WRONG_MAJOR;
   }
   if (packed < min_version) {
-    snprintf(reason, size, "NCCL %s is older than the %s asked for", have,
-             ncclshim_format_version(min_version, need, sizeof(need)));
+    /* A minimum beyond any 2.x (INT_MAX, say) is named as the number it is. */
+    if (min_version >= 30000)
+      snprintf(reason, size, "NCCL %s is older than min_version %d, which no NCCL 2.x meets", have,
+               min_version);
+    else
+      snprintf(reason, size, "NCCL %s is older than the %s asked for", have,
+               ncclshim_format_version(min_version, need, sizeof(need)));
     return NCCLSHIM_VERSION_TOO_OLD;
   }
   *packed_out = packed;
@@ -63,7 +91,12 @@ static ncclshim_status bind_functions(ncclshim_nccl *nccl, void *library, char *
   int used = snprintf(reason, size, "lacks required functions:");
   int missing_required = 0;
   for (int i = 0; i < NCCLSHIM_NCCL_FUNCTION_COUNT; i++) {
-    found[i] = ncshl_symbol(library, ncclshim_nccl_function_name(i));
+    /* Only a function is bound: an entry of the table that jumped into data would crash. */
+    void *address = NULL;
+    found[i] = NULL;
+    if (ncshl_define(library, ncclshim_nccl_function_name(i), &address, NULL) ==
+        NCSHL_DEFINED_FUNCTION)
+      memcpy(&found[i], &address, sizeof(address));
     if (found[i] == NULL && ncclshim_nccl_function_required(i)) {
       missing_required++;
       if (used > 0 && (size_t)used < size)
@@ -81,30 +114,99 @@ static ncclshim_status bind_functions(ncclshim_nccl *nccl, void *library, char *
   return NCCLSHIM_OK;
 }
 
+/* "2.28.9 at /path (chosen), 2.28.3 at /other" into text; returns text. */
+static const char *census_text(const ncclshim_nccl_entry *entries, size_t count, char *text,
+                               size_t size) {
+  int used = 0;
+  text[0] = '\0';
+  for (size_t i = 0; i < count && used >= 0 && (size_t)used < size; i++) {
+    char version[16];
+    used += snprintf(text + used, size - (size_t)used, "%s%s at %s%s%s", i ? ", " : "",
+                     ncclshim_format_version(entries[i].version, version, sizeof(version)),
+                     entries[i].path, entries[i].in_program ? " (linked into the program)" : "",
+                     entries[i].chosen ? " (chosen)" : "");
+  }
+  return text;
+}
+
+static int same_file(const char *a, const char *b) {
+  struct stat sa, sb;
+  return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* An override naming another file than an NCCL already mapped: refused when asked, so that
+ * a second NCCL is never mapped; otherwise the census after loading warns. */
+static ncclshim_status check_second_copy(ncclshim_handle *core, const char *path, char *reason,
+                                         size_t size) {
+  ncclshim_nccl *nccl = (ncclshim_nccl *)core;
+  if (!nccl->refuse_second_copy) return NCCLSHIM_OK;
+  ncclshim_nccl_entry *mapped;
+  size_t count;
+  if (ncclshim_nccl_take_census(NULL, 0, &mapped, &count) != 0) return NCCLSHIM_OUT_OF_MEMORY;
+  int same = count == 0;
+  for (size_t i = 0; i < count && !same; i++) same = same_file(mapped[i].path, path);
+  if (!same) {
+    char text[1024];
+    snprintf(reason, size,
+             "another NCCL is mapped in this process (%s): a second one is refused "
+             "(refuse_second_copy or NCCLSHIM_REFUSE_SECOND_NCCL)",
+             census_text(mapped, count, text, sizeof(text)));
+  }
+  ncclshim_nccl_entries_free(mapped, count);
+  return same ? NCCLSHIM_OK : NCCLSHIM_SECOND_COPY;
+}
+
 static ncclshim_status accept_nccl(ncclshim_handle *core, void *library, const char *path,
                                    char *reason, size_t size) {
   ncclshim_nccl *nccl = (ncclshim_nccl *)core;
-  (void)path;
   if (ncshl_object(library, DROPIN_MARKER) != NULL) {
     snprintf(reason, size, "this is ncclshim's drop-in library, not NCCL: skipped");
     return NCCLSHIM_NOT_NCCL;
   }
+  void *get_version = NULL;
+  char *definer = NULL;
   int packed = 0, code = 0;
-  ncclshim_status status = check_version(nccl->min_version, library, &packed, &code, reason, size);
+  ncclshim_status status = find_get_version(library, &get_version, &definer, reason, size);
+  if (status == NCCLSHIM_OK)
+    status = check_version(nccl->min_version, get_version, &packed, &code, reason, size);
   if (status == NCCLSHIM_OK) status = bind_functions(nccl, library, reason, size);
-  if (status != NCCLSHIM_OK) return status;
+  if (status != NCCLSHIM_OK) {
+    free(definer);
+    return status;
+  }
+  if (ncclshim_nccl_take_census(get_version, packed, &nccl->census, &nccl->census_count) != 0) {
+    free(definer);
+    snprintf(reason, size, "out of memory");
+    return NCCLSHIM_OUT_OF_MEMORY;
+  }
   nccl->version = packed;
   nccl->version_code = code;
   nccl->capabilities = ncclshim_compute_capabilities(nccl);
+  nccl->get_version = get_version;
+  if (definer != NULL) {
+    snprintf(reason, size, "%s only links NCCL: its functions are defined in %s", path, definer);
+    core->defined_in = definer;
+  }
   return NCCLSHIM_OK;
 }
 
 static void describe_success(const ncclshim_handle *core, char *text, size_t size) {
   const ncclshim_nccl *nccl = (const ncclshim_nccl *)core;
   char have[16];
-  snprintf(text, size, "NCCL %s from %s (%s%s)",
-           ncclshim_format_version(nccl->version, have, sizeof(have)), core->path,
-           ncclshim_found_via_name(core->via), core->preloaded ? ", already loaded" : "");
+  int used =
+      snprintf(text, size, "NCCL %s from %s (%s%s%s%s)",
+               ncclshim_format_version(nccl->version, have, sizeof(have)), core->path,
+               ncclshim_found_via_name(core->via),
+               core->preloaded && core->via != NCCLSHIM_VIA_PRELOADED ? ", already loaded" : "",
+               core->opened ? ", through " : "", core->opened ? core->opened : "");
+  if (nccl->census_count > 1 && used > 0 && (size_t)used < size) {
+    char copies[1024];
+    snprintf(text + used, size - (size_t)used,
+             "; WARNING: %zu NCCLs are mapped in this process (%s): a communicator of one is "
+             "garbage to another",
+             nccl->census_count,
+             census_text(nccl->census, nccl->census_count, copies, sizeof(copies)));
+  }
 }
 
 static const ncclshim_binding nccl_binding = {
@@ -113,9 +215,24 @@ static const ncclshim_binding nccl_binding = {
     .env_var = "NCCLSHIM_NCCL_LIBRARY",
     .soname = "libnccl.so.2",
     .places = ncclshim_nccl_places,
+    .identity_symbol = "ncclGetVersion",
+    .impostor_symbol = DROPIN_MARKER,
+    .environment_places = ncclshim_nccl_environment_places,
+    .read_library_path = 1,
+    .before_override = check_second_copy,
     .accept = accept_nccl,
     .describe = describe_success,
 };
+
+/* Fill zeroed storage from checked options and search. */
+static ncclshim_status open_into(ncclshim_nccl *nccl, const ncclshim_nccl_options *opts) {
+  nccl->table = ncclshim_absent_table;
+  nccl->min_version = opts->min_version;
+  nccl->refuse_second_copy =
+      opts->refuse_second_copy ? 1 : ncclshim_env_flag("NCCLSHIM_REFUSE_SECOND_NCCL");
+  pthread_mutex_init(&nccl->lazy_lock, NULL);
+  return ncclshim_handle_open(&nccl->core, &nccl_binding, opts->path);
+}
 
 ncclshim_status ncclshim_nccl_open(const ncclshim_nccl_options *options, ncclshim_nccl **out) {
   ncclshim_nccl_options opts = NCCLSHIM_NCCL_OPTIONS_INIT;
@@ -129,21 +246,34 @@ ncclshim_status ncclshim_nccl_open(const ncclshim_nccl_options *options, ncclshi
   ncclshim_nccl *nccl = calloc(1, sizeof(*nccl));
   if (nccl == NULL)
     return ncclshim_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_nccl_open: out of memory");
-  nccl->table = ncclshim_absent_table;
-  nccl->min_version = opts.min_version;
-  pthread_mutex_init(&nccl->lazy_lock, NULL);
   *out = nccl;
-  return ncclshim_handle_open(&nccl->core, &nccl_binding, opts.path);
+  return open_into(nccl, &opts);
 }
 
 void ncclshim_nccl_close(ncclshim_nccl *nccl) {
   if (nccl == NULL || nccl->core.is_default) return;
   free(nccl->build);
+  ncclshim_nccl_entries_free(nccl->census, nccl->census_count);
   pthread_mutex_destroy(&nccl->lazy_lock);
   ncclshim_handle_close(&nccl->core);
 }
 
-NCCLSHIM_DEFAULT_HANDLE(ncclshim_nccl, ncclshim_nccl_open)
+/* The default handle lives in the library's static storage, not on the heap, so that a program
+ * that dlcloses libncclshim gets it back with the library's pages (about 1.1 KB a cycle
+ * before). The strings it points to stay: docs/loader.md says why. */
+static ncclshim_nccl default_storage;
+static pthread_once_t default_once = PTHREAD_ONCE_INIT;
+
+static void open_default(void) {
+  const ncclshim_nccl_options opts = NCCLSHIM_NCCL_OPTIONS_INIT;
+  default_storage.core.is_default = 1;
+  open_into(&default_storage, &opts);
+}
+
+static ncclshim_nccl *default_of(void) {
+  pthread_once(&default_once, open_default);
+  return &default_storage;
+}
 
 ncclshim_nccl *ncclshim_nccl_default(void) { return default_of(); }
 ncclshim_status ncclshim_init(void) { return ncclshim_nccl_status(default_of()); }
@@ -172,4 +302,10 @@ int ncclshim_nccl_has_function(const ncclshim_nccl *nccl, enum ncclshim_nccl_fun
 int ncclshim_nccl_unexpectedly_missing(const ncclshim_nccl *nccl, enum ncclshim_nccl_function fn) {
   return nccl && nccl->core.status == NCCLSHIM_OK && (unsigned)fn < NCCLSHIM_NCCL_FUNCTION_COUNT &&
          !nccl->present[fn] && ncclshim_nccl_function_version(fn) <= nccl->version;
+}
+size_t ncclshim_nccl_census_count(const ncclshim_nccl *nccl) {
+  return nccl ? nccl->census_count : 0;
+}
+const ncclshim_nccl_entry *ncclshim_nccl_census_entry(const ncclshim_nccl *nccl, size_t index) {
+  return nccl && index < nccl->census_count ? &nccl->census[index] : NULL;
 }

@@ -3,6 +3,7 @@
 
 #include "json.h"
 #include "probe.h"
+#include "report_census.h"
 
 static void key(FILE *out, const char *name) { fprintf(out, "\"%s\": ", name); }
 
@@ -76,6 +77,8 @@ static void nccl_object(probe *p, FILE *out) {
   function_list(out, nccl, 1);
   fprintf(out, ", ");
   attempts(out, nccl_attempt, nccl, ncclshim_nccl_attempt_count(nccl));
+  fputs(", ", out);
+  probe_json_census(p, out);
   fputc('}', out);
 }
 

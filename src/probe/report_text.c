@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "probe.h"
+#include "report_census.h"
 #include "text.h"
 
 const char *probe_fact_text(const probe *p, ncclshim_cuda_fact fact, char *buf, size_t size) {
@@ -65,6 +66,7 @@ static void print_nccl(probe *p, FILE *out) {
               ncclshim_nccl_function_name(fn));
     }
     if (unexpected) fprintf(out, " (a broken or customised build)\n");
+    probe_text_census(p, out);
   }
   if (p->verbose) print_trail(out, nccl_attempt, nccl, ncclshim_nccl_attempt_count(nccl));
 }
@@ -124,6 +126,7 @@ static void print_cuda(probe *p, FILE *out) {
 void probe_print_text(probe *p, FILE *out) {
   fprintf(out, "ncclshim %s\n", ncclshim_library_version());
   print_nccl(p, out);
+  probe_text_visible(p, out);
   print_cuda(p, out);
   fprintf(out, "driver vs NCCL: %s (%s)\n", probe_driver_verdict_name(p->driver.verdict),
           p->driver.reason);

@@ -120,7 +120,11 @@ static void check_places(void) {
 }
 
 static void check_search(const char *explicit_path, const char *override) {
-  ncshl_search search = {explicit_path, names[0], SONAME, ncclshim_nccl_places, refuse, NULL};
+  ncshl_search search = {.explicit_path = explicit_path,
+                         .env_var = names[0],
+                         .soname = SONAME,
+                         .dirs = ncclshim_nccl_places,
+                         .accept = refuse};
   ncshl_trail trail = {0};
   ncshl_found found;
   char summary[512];

@@ -17,17 +17,21 @@
 #ifdef WITH_INTERNALS
 #include <stdlib.h>
 
+char **ncclshim_nccl_environment_places(void);
 char **ncclshim_nccl_places(void);
 int ncclshim_debug_enabled(void);
 
+/* The active environment's directories, then the well-known places, as one numbered list. */
 static void print_internals(void) {
-  char **places = ncclshim_nccl_places();
+  char **lists[] = {ncclshim_nccl_environment_places(), ncclshim_nccl_places()};
   size_t count = 0;
-  for (size_t i = 0; places != NULL && places[i] != NULL; i++, count++) {
-    printf("place.%zu=%s\n", i, places[i]);
-    free(places[i]);
+  for (size_t l = 0; l < 2; l++) {
+    for (size_t i = 0; lists[l] != NULL && lists[l][i] != NULL; i++, count++) {
+      printf("place.%zu=%s\n", count, lists[l][i]);
+      free(lists[l][i]);
+    }
+    free(lists[l]);
   }
-  free(places);
   printf("places=%zu\n", count);
   printf("debug_enabled=%d\n", ncclshim_debug_enabled());
 }

@@ -75,7 +75,7 @@ static void expect_honoured(const scenario *s) {
   assert_string_equal(scenario_get(s, "debug_enabled"), "1");
   assert_true(hs_count_lines(s, "ncclshim: ") > 0);
   assert_true(hs_count_lines(s, "ncclshim cuda: ") > 0);
-  /* home/lib, conda/lib, cuda/lib64, cuda/lib, the wheel directory */
+  /* the wheel directory, conda/lib (the active environment), home/lib, cuda/lib64, cuda/lib */
   int ours = 0;
   for (int i = 0; i < atoi(scenario_get(s, "places")); i++) {
     char key[32];

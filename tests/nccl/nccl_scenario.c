@@ -1,5 +1,8 @@
 /* Runs one NCCL search in a fresh process and prints the outcome as key=value lines, for the
- * search tests. Arguments: [--preload FILE] [--path FILE] [--min VERSION] [--call]. */
+ * search tests. Arguments: [--preload FILE] [--path FILE] [--min VERSION] [--refuse] [--call]
+ * [--list] [--mapped FILE]: --refuse sets refuse_second_copy, --list prints every NCCL
+ * visible, --mapped says at the end whether FILE is mapped in the process. Also built with a
+ * fake NCCL linked into the program (nccl_scenario_static). */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +12,8 @@
 
 int main(int argc, char **argv) {
   ncclshim_nccl_options options = NCCLSHIM_NCCL_OPTIONS_INIT;
-  int call = 0, use_default = 1;
+  int call = 0, use_default = 1, list = 0;
+  const char *mapped = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--preload") == 0 && i + 1 < argc) {
       if (dlopen(argv[++i], RTLD_NOW | RTLD_LOCAL) == NULL) {
@@ -22,6 +26,13 @@ int main(int argc, char **argv) {
     } else if (strcmp(argv[i], "--min") == 0 && i + 1 < argc) {
       options.min_version = atoi(argv[++i]);
       use_default = 0;
+    } else if (strcmp(argv[i], "--refuse") == 0) {
+      options.refuse_second_copy = 1;
+      use_default = 0;
+    } else if (strcmp(argv[i], "--mapped") == 0 && i + 1 < argc) {
+      mapped = argv[++i];
+    } else if (strcmp(argv[i], "--list") == 0) {
+      list = 1;
     } else if (strcmp(argv[i], "--call") == 0) {
       call = 1;
     } else {
@@ -49,6 +60,27 @@ int main(int argc, char **argv) {
     printf("attempt.%zu=%s|%s|%s|%s\n", i, ncclshim_found_via_name(a->how),
            ncclshim_status_name(a->result), a->candidate, a->reason);
   }
+  char fingerprint[128];
+  printf("fingerprint=%s\n", ncclshim_nccl_fingerprint(nccl, fingerprint, sizeof(fingerprint)));
+  printf("census=%zu\n", ncclshim_nccl_census_count(nccl));
+  for (size_t i = 0; i < ncclshim_nccl_census_count(nccl); i++) {
+    const ncclshim_nccl_entry *e = ncclshim_nccl_census_entry(nccl, i);
+    printf("census.%zu=%s|%d|%d|%s\n", i,
+           ncclshim_format_version(e->version, version, sizeof(version)), e->in_program, e->chosen,
+           e->path);
+  }
+  if (list) {
+    ncclshim_nccl_list *visible = NULL;
+    printf("list_status=%s\n", ncclshim_status_name(ncclshim_nccl_list_visible(nccl, &visible)));
+    printf("visible=%zu\n", ncclshim_nccl_list_count(visible));
+    for (size_t i = 0; i < ncclshim_nccl_list_count(visible); i++) {
+      const ncclshim_nccl_entry *e = ncclshim_nccl_list_entry(visible, i);
+      printf("visible.%zu=%s|%s|%d|%d|%s\n", i, ncclshim_found_via_name(e->how),
+             ncclshim_format_version(e->version, version, sizeof(version)), e->mapped, e->chosen,
+             e->path);
+    }
+    ncclshim_nccl_list_free(visible);
+  }
   if (call) {
     int result = ncclshim_nccl_functions(nccl)->ncclAllReduce(NULL, NULL, 0, ncclFloat32, ncclSum,
                                                               NULL, NULL);
@@ -56,6 +88,10 @@ int main(int argc, char **argv) {
     printf("call_message=%s\n", ncclshim_last_error());
     printf("error_string=%s\n",
            ncclshim_nccl_functions(nccl)->ncclGetErrorString(ncclInvalidUsage));
+  }
+  if (mapped != NULL) {
+    void *handle = dlopen(mapped, RTLD_NOW | RTLD_NOLOAD);
+    printf("mapped=%d\n", handle != NULL);
   }
   return 0;
 }

@@ -68,7 +68,7 @@ static void test_no_nccl(void **state) {
   assert_non_null(strstr(find_attempt(&s, "system-search"), "cannot open shared object file"));
   assert_non_null(strstr(scenario_get(&s, "message"),
                          "libnccl.so.2 was not found; searched: this process (already loaded), "
-                         "the system loader"));
+                         "the ld.so cache, the system loader"));
   assert_string_equal(scenario_get(&s, "call_result"), "5"); /* ncclInvalidUsage */
   assert_non_null(strstr(scenario_get(&s, "call_message"), "ncclAllReduce: no NCCL is loaded"));
   assert_non_null(strstr(scenario_get(&s, "error_string"), "invalid usage"));
@@ -79,7 +79,7 @@ static void test_system_search(void **state) {
   scenario s;
   const char *env[] = {env_entry("LD_LIBRARY_PATH", old_dir), NULL};
   run_scenario(&s, NULL, env);
-  expect_chosen(&s, "OK", "system-search", "2.21.5", "2.21.5");
+  expect_chosen(&s, "OK", "library-path", "2.21.5", "2.21.5");
   assert_string_equal(scenario_get(&s, "preloaded"), "0");
 }
 
@@ -116,7 +116,7 @@ static void test_environment_fails_loud(void **state) {
   const char *empty[] = {env_entry("NCCLSHIM_NCCL_LIBRARY", ""),
                          env_entry("LD_LIBRARY_PATH", old_dir), NULL};
   run_scenario(&s, NULL, empty); /* empty means unset */
-  expect_chosen(&s, "OK", "system-search", "2.21.5", "2.21.5");
+  expect_chosen(&s, "OK", "library-path", "2.21.5", "2.21.5");
 }
 
 static void test_api_beats_environment(void **state) {
@@ -147,7 +147,7 @@ static void test_keeps_searching_past_old(void **state) {
   const char *env[] = {env_entry("LD_LIBRARY_PATH", old_dir), env_entry("NCCL_HOME", home), NULL};
   run_scenario(&s, args, env);
   expect_chosen(&s, "OK", "well-known-place", "2.28.9", "2.28.9");
-  assert_non_null(strstr(find_attempt(&s, "system-search|VERSION_TOO_OLD"),
+  assert_non_null(strstr(find_attempt(&s, "library-path|VERSION_TOO_OLD"),
                          "NCCL 2.21.5 is older than the 2.28.0"));
 
   /* And past a broken one. */
@@ -175,7 +175,7 @@ static void test_well_known_places(void **state) {
   char *conda = install("conda", "lib", "2.27.3");
   const char *e1[] = {env_entry("CONDA_PREFIX", conda), NULL};
   run_scenario(&s, NULL, e1);
-  expect_chosen(&s, "OK", "well-known-place", "2.27.3", "2.27.3");
+  expect_chosen(&s, "OK", "active-environment", "2.27.3", "2.27.3");
 
   char *cuda = install("cuda", "lib64", "2.28.3");
   const char *e2[] = {env_entry("CUDA_HOME", cuda), NULL};
@@ -185,12 +185,15 @@ static void test_well_known_places(void **state) {
   char *venv = install("venv", "lib/python3.12/site-packages/nvidia/nccl/lib", "2.30.7");
   const char *e3[] = {env_entry("VIRTUAL_ENV", venv), NULL};
   run_scenario(&s, NULL, e3);
-  expect_chosen(&s, "OK", "well-known-place", "2.30.7", "2.30.7");
+  expect_chosen(&s, "OK", "active-environment", "2.30.7", "2.30.7");
 
-  /* NCCL_HOME comes before CONDA_PREFIX. */
+  /* The active environment (CONDA_PREFIX) comes before NCCL_HOME, a well-known place. */
   char *home = install("home2", "lib", "2.21.5");
   const char *e4[] = {env_entry("CONDA_PREFIX", conda), env_entry("NCCL_HOME", home), NULL};
   run_scenario(&s, NULL, e4);
+  expect_chosen(&s, "OK", "active-environment", "2.27.3", "2.27.3");
+  const char *e4b[] = {env_entry("NCCL_HOME", home), NULL};
+  run_scenario(&s, NULL, e4b);
   expect_chosen(&s, "OK", "well-known-place", "2.21.5", "2.21.5");
 
   /* A relative directory is never searched. */

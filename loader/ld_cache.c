@@ -1,0 +1,100 @@
+/* The cache's format is glibc's (elf/cache.c and sysdeps/generic/dl-cache.h): a header, an
+ * array of entries, and the strings the entries point into. */
+#include "ld_cache.h"
+
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define NEW_MAGIC "glibc-ld.so.cache1.1" /* magic and version, 20 bytes */
+#define OLD_MAGIC "ld.so-1.7.0"          /* the pre-2.32 format, followed by the new one */
+enum {
+  NEW_HEADER = 48, /* magic+version, nlibs, len_strings, flags, padding, extension, unused */
+  NEW_ENTRY = 24,  /* flags, key, value, osversion, hwcap */
+  OLD_HEADER = 16, /* magic, padding, nlibs */
+  OLD_ENTRY = 12,  /* flags, key, value */
+  MAX_CACHE = 64 << 20
+};
+
+static uint32_t word(const unsigned char *p) {
+  uint32_t v;
+  memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+/* Where the new-format header lies, or SIZE_MAX. */
+static size_t new_header_offset(const unsigned char *data, size_t size) {
+  if (size >= NEW_HEADER && memcmp(data, NEW_MAGIC, sizeof(NEW_MAGIC) - 1) == 0) return 0;
+  if (size < OLD_HEADER || memcmp(data, OLD_MAGIC, sizeof(OLD_MAGIC) - 1) != 0) return SIZE_MAX;
+  uint64_t offset = OLD_HEADER + (uint64_t)word(data + 12) * OLD_ENTRY;
+  offset = (offset + 7) & ~(uint64_t)7; /* aligned for the new header's 64-bit fields */
+  if (offset > size || size - offset < NEW_HEADER ||
+      memcmp(data + offset, NEW_MAGIC, sizeof(NEW_MAGIC) - 1) != 0)
+    return SIZE_MAX;
+  return (size_t)offset;
+}
+
+/* A NUL-terminated string at `offset` of the `size` bytes from `base`, or NULL. */
+static const char *string_at(const unsigned char *base, size_t size, uint32_t offset) {
+  if (offset >= size || memchr(base + offset, '\0', size - offset) == NULL) return NULL;
+  return (const char *)base + offset;
+}
+
+static int add_path(char ***list, size_t *count, const char *path) {
+  for (size_t i = 0; i < *count; i++)
+    if (strcmp((*list)[i], path) == 0) return 0;
+  char **grown = realloc(*list, (*count + 2) * sizeof(char *));
+  if (grown == NULL) return -1;
+  *list = grown;
+  if ((grown[*count] = strdup(path)) == NULL) return -1;
+  grown[++*count] = NULL;
+  return 0;
+}
+
+static int collect(const unsigned char *data, size_t size, const char *soname, char ***list,
+                   size_t *count) {
+  size_t at = new_header_offset(data, size);
+  if (at == SIZE_MAX) return 0;
+  /* Strings are addressed from the start of the new header. */
+  const unsigned char *base = data + at;
+  size_t span = size - at;
+  uint32_t nlibs = word(base + 20);
+  if (nlibs > (span - NEW_HEADER) / NEW_ENTRY) return 0;
+  for (uint32_t i = 0; i < nlibs; i++) {
+    const unsigned char *entry = base + NEW_HEADER + (size_t)i * NEW_ENTRY;
+    const char *key = string_at(base, span, word(entry + 4));
+    const char *value = string_at(base, span, word(entry + 8));
+    if (key && value && value[0] == '/' && strcmp(key, soname) == 0 &&
+        add_path(list, count, value) != 0)
+      return -1;
+  }
+  return 0;
+}
+
+char **ncshl_ld_cache_lookup(const char *cache_path, const char *soname) {
+  char **list = calloc(1, sizeof(char *));
+  size_t count = 0;
+  if (list == NULL) return NULL;
+  int fd = open(cache_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return list;
+  struct stat st;
+  int failed = 0;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && st.st_size <= MAX_CACHE) {
+    void *data = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (data != MAP_FAILED) {
+      failed = collect(data, (size_t)st.st_size, soname, &list, &count) != 0;
+      munmap(data, (size_t)st.st_size);
+    }
+  }
+  close(fd);
+  if (failed) {
+    for (size_t i = 0; i < count; i++) free(list[i]);
+    free(list);
+    return NULL;
+  }
+  return list;
+}

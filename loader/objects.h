@@ -1,0 +1,34 @@
+/* The objects mapped in this process, read from memory (dl_iterate_phdr): which of them define
+ * a given symbol in their dynamic symbol table, and the GNU build-id note of the one holding an
+ * address. Nothing is opened, loaded or read from a file, so that a census of the process costs
+ * microseconds and cannot change what it counts. */
+#ifndef NCCLSHIM_LOADER_OBJECTS_H
+#define NCCLSHIM_LOADER_OBJECTS_H
+
+#include <stddef.h>
+
+/* What a dynamic symbol is. */
+typedef enum ncshl_symbol_kind {
+  NCSHL_SYMBOL_FUNCTION, /* STT_FUNC or STT_GNU_IFUNC */
+  NCSHL_SYMBOL_DATA,     /* a variable, or a symbol of no type */
+  NCSHL_SYMBOL_TLS       /* a thread-local variable */
+} ncshl_symbol_kind;
+
+typedef struct ncshl_mapped {
+  char *path;     /* absolute and symlink-free where possible; the program's own for it */
+  int is_program; /* the executable itself (a library linked statically into it) */
+  void *address;  /* where the symbol lies (NULL for a thread-local one) */
+  ncshl_symbol_kind kind;
+} ncshl_mapped;
+
+/* Every mapped object whose own dynamic symbol table defines `symbol`, in the loader's order
+ * (the program first). Returns 0 with a malloc'd array in *objects (NULL when none), or -1 when
+ * out of memory. */
+int ncshl_objects_defining(const char *symbol, ncshl_mapped **objects, size_t *count);
+void ncshl_objects_free(ncshl_mapped *objects, size_t count);
+
+/* The GNU build-id of the mapped object that holds `address`: its length in bytes (0 when the
+ * object has none or no object holds the address), with up to `size` bytes copied to `id`. */
+size_t ncshl_build_id(const void *address, unsigned char *id, size_t size);
+
+#endif

@@ -1,0 +1,102 @@
+/* Every NCCL the search can see, for people choosing between the two or three a machine often
+ * has: the census of the process, then each file of the search's steps, each once, with the
+ * version its banner states. Nothing is loaded. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../loader/elf_check.h"
+#include "../../loader/ld_cache.h"
+#include "../../loader/search.h"
+#include "../handle.h"
+#include "../internal.h"
+#include "nccl_handle.h"
+
+struct ncclshim_nccl_list {
+  ncclshim_nccl_entry *items;
+  size_t count;
+  int out_of_memory;
+};
+
+static const char soname[] = "libnccl.so.2";
+
+static void add(ncclshim_nccl_list *list, const char *file, ncclshim_found_via how,
+                const ncclshim_nccl *chosen) {
+  char reason[256];
+  if (ncshl_elf_check(file, reason, sizeof(reason)) != NCSHL_OK) return;
+  char *path = realpath(file, NULL);
+  if (path == NULL) return;
+  for (size_t i = 0; i < list->count; i++) {
+    if (strcmp(list->items[i].path, path) == 0) { /* seen in an earlier step, or mapped */
+      free(path);
+      return;
+    }
+  }
+  int version = ncclshim_nccl_read_banner(path, NULL);
+  ncclshim_nccl_entry *grown = realloc(list->items, (list->count + 1) * sizeof(*grown));
+  if (grown == NULL) {
+    free(path);
+    list->out_of_memory = 1;
+    return;
+  }
+  list->items = grown;
+  const char *chosen_path = ncclshim_nccl_path(chosen);
+  list->items[list->count++] = (ncclshim_nccl_entry){
+      .path = path,
+      .version = version,
+      .how = how,
+      .chosen = chosen_path != NULL && strcmp(chosen_path, path) == 0,
+  };
+}
+
+/* soname in each directory of a list (freed here). */
+static void add_dirs(ncclshim_nccl_list *list, char **dirs, ncclshim_found_via how,
+                     const ncclshim_nccl *chosen) {
+  for (size_t i = 0; dirs != NULL && dirs[i] != NULL; i++) {
+    char file[PATH_MAX];
+    if (snprintf(file, sizeof(file), "%s/%s", dirs[i], soname) < (int)sizeof(file))
+      add(list, file, how, chosen);
+    free(dirs[i]);
+  }
+  free(dirs);
+}
+
+ncclshim_status ncclshim_nccl_list_visible(const ncclshim_nccl *chosen, ncclshim_nccl_list **out) {
+  if (out == NULL)
+    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "ncclshim_nccl_list_visible: out is NULL");
+  ncclshim_nccl_list *list = calloc(1, sizeof(*list));
+  if (list == NULL ||
+      ncclshim_nccl_take_census(chosen ? chosen->get_version : NULL, chosen ? chosen->version : 0,
+                                &list->items, &list->count)) {
+    free(list);
+    return ncclshim_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_nccl_list_visible: out of memory");
+  }
+  add_dirs(list, ncshl_library_path_dirs(), NCCLSHIM_VIA_LIBRARY_PATH, chosen);
+  add_dirs(list, ncclshim_nccl_environment_places(), NCCLSHIM_VIA_ACTIVE_ENV, chosen);
+  char **files = ncshl_ld_cache_lookup(ncclshim_ld_cache_file(), soname);
+  for (size_t i = 0; files != NULL && files[i] != NULL; i++) {
+    add(list, files[i], NCCLSHIM_VIA_LD_CACHE, chosen);
+    free(files[i]);
+  }
+  free(files);
+  add_dirs(list, ncclshim_nccl_places(), NCCLSHIM_VIA_WELL_KNOWN, chosen);
+  if (list->out_of_memory) {
+    ncclshim_nccl_list_free(list);
+    return ncclshim_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_nccl_list_visible: out of memory");
+  }
+  *out = list;
+  return NCCLSHIM_OK;
+}
+
+size_t ncclshim_nccl_list_count(const ncclshim_nccl_list *list) { return list ? list->count : 0; }
+
+const ncclshim_nccl_entry *ncclshim_nccl_list_entry(const ncclshim_nccl_list *list, size_t index) {
+  return list && index < list->count ? &list->items[index] : NULL;
+}
+
+void ncclshim_nccl_list_free(ncclshim_nccl_list *list) {
+  if (list == NULL) return;
+  ncclshim_nccl_entries_free(list->items, list->count);
+  free(list);
+}

@@ -3,9 +3,25 @@
  * through the drop-in exactly once; with no NCCL or only the drop-in itself on the search
  * path, calls fail cleanly and say what was searched. */
 #include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "ncclshim/ncclshim.h"
+
+/* The drop-in carries its own copy of ncclshim: the message of a function the loaded NCCL
+ * lacks is not libncclshim's ncclshim_last_error but comes back once, from the drop-in's
+ * ncclGetLastError. The generic checks read it from here, which keeps it for a second look. */
+static char dropin_message[2048];
+static const char *dropin_last_error(void) {
+  const char *text = ncclGetLastError(NULL);
+  if (strcmp(text, "fake NCCL string") != 0)
+    snprintf(dropin_message, sizeof(dropin_message), "%s", text);
+  return dropin_message;
+}
+#define ncclshim_last_error dropin_last_error
 #include "../forward_check.h"
+#undef ncclshim_last_error
 
 #define FORWARD_TAG plain_
 #define FORWARD_CALLEE(name) name
@@ -53,6 +69,18 @@ static void test_nccl_calls_itself(void **state) {
   assert_string_equal(fake_last_call(fake)->function, "ncclGroupStart");
 }
 
+/* A function the loaded NCCL lacks: ncclshim's stub answers, and the thread's next
+ * ncclGetLastError says why, once; the one after is NCCL's own again. */
+static void test_missing_function_message(void **state) {
+  (void)state;
+  ncclComm_t comm = NULL;
+  assert_int_equal(ncclCommGrow(NULL, 2, NULL, 0, &comm, NULL), ncclInvalidArgument);
+  const char *message = ncclGetLastError(NULL);
+  if (strstr(message, "ncclCommGrow needs NCCL >= 2.29.2") == NULL)
+    fail_msg("message: %s", message);
+  assert_string_equal(ncclGetLastError(NULL), "fake NCCL string");
+}
+
 static void expect_user(const char *const *env, const char *status_text) {
   scenario s;
   run_program(&s, getenv("DROPIN_USER"), NULL, env);
@@ -96,9 +124,8 @@ static void test_never_loads_itself(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_lazy_then_forwards),
-      cmocka_unit_test(test_nccl_calls_itself),
-      cmocka_unit_test(test_no_nccl),
+      cmocka_unit_test(test_lazy_then_forwards),       cmocka_unit_test(test_nccl_calls_itself),
+      cmocka_unit_test(test_missing_function_message), cmocka_unit_test(test_no_nccl),
       cmocka_unit_test(test_never_loads_itself),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -22,6 +22,7 @@ static const char *dropin_last_error(void) {
 #define ncclshim_last_error dropin_last_error
 #include "../forward_check.h"
 #undef ncclshim_last_error
+#include "dropin_tests.h"
 
 #define FORWARD_TAG plain_
 #define FORWARD_CALLEE(name) name
@@ -33,6 +34,7 @@ FORWARD_DEFINE
 FORWARD_DEFINE
 
 static char *fake;
+static char *self; /* this program, run again for the recording pass */
 
 static void test_lazy_then_forwards(void **state) {
   (void)state;
@@ -122,11 +124,34 @@ static void test_never_loads_itself(void **state) {
   expect_user(via_copy, "ncclshim's drop-in library, not NCCL");
 }
 
-int main(void) {
+/* The forwarding check again, in a fresh process with the recorder on: the recording
+ * wrappers pass every argument and return value through unchanged. */
+static void test_forwards_while_recording(void **state) {
+  (void)state;
+  char *dir = scratch_dir();
+  const char *args[] = {"forward", NULL};
+  const char *env[] = {env_entry("NCCLSHIM_NCCL_LIBRARY", getenv("NCCLSHIM_NCCL_LIBRARY")),
+                       "NCCLSHIM_RECORD=16", env_entry("NCCLSHIM_RECORD_DIR", dir), NULL};
+  scenario s;
+  run_program(&s, self, args, env);
+  if (s.exit_code != 0) fail_msg("%s", s.output);
+  /* Every call returned ncclRemoteError: the recorder dumped. */
+  assert_int_equal(dump_count(dir), 1);
+}
+
+int main(int argc, char **argv) {
+  self = realpath("/proc/self/exe", NULL);
+  const struct CMUnitTest forward[] = {cmocka_unit_test(test_lazy_then_forwards)};
+  if (argc == 2 && strcmp(argv[1], "forward") == 0)
+    return cmocka_run_group_tests_name("forward", forward, NULL, NULL);
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_lazy_then_forwards),       cmocka_unit_test(test_nccl_calls_itself),
-      cmocka_unit_test(test_missing_function_message), cmocka_unit_test(test_no_nccl),
+      cmocka_unit_test(test_lazy_then_forwards),
+      cmocka_unit_test(test_nccl_calls_itself),
+      cmocka_unit_test(test_missing_function_message),
+      cmocka_unit_test(test_no_nccl),
       cmocka_unit_test(test_never_loads_itself),
+      cmocka_unit_test(test_forwards_while_recording),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  int failed = cmocka_run_group_tests_name("dropin", tests, NULL, NULL);
+  return failed | run_interpose_tests() | run_recorder_tests();
 }

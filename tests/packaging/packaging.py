@@ -2,7 +2,8 @@
 """Packaging checks (issue 9). One check per run:
 
     packaging.py install           `meson install --destdir`: files, links, SONAMEs, headers
-                                   that compile alone, .pc files, the probe, the CMake files
+                                   that compile alone, .pc files, the probe, the recorder's
+                                   compare command, the CMake files
     packaging.py meson-subproject  tests/packaging/meson-consumer with ncclshim as its
                                    subproject (subprojects/ncclshim -> this checkout)
     packaging.py meson-pkgconfig   the same project against the installed tree, pkg-config
@@ -116,7 +117,10 @@ def check_install(tmp):
     needed = [n for n in dynamic(lib, "NEEDED") if not n.startswith(("libc.so", "libdl.so",
                                                                      "libpthread.so"))]
     check(not needed, "libncclshim.so links more than libc: %s" % needed)
-    check_library(tree, "ncclshim-nccl")
+    dropin = check_library(tree, "ncclshim-nccl")
+    needed = [n for n in dynamic(dropin, "NEEDED") if not n.startswith(("libc.so", "libdl.so",
+                                                                        "libpthread.so"))]
+    check(not needed, "libncclshim-nccl.so (one file) links more than libc: %s" % needed)
 
     # Every public header, and nothing else; each compiles alone from the installed tree.
     public = sorted(os.path.basename(h) for h in glob.glob(
@@ -144,6 +148,10 @@ def check_install(tmp):
     for name in ["ncclshimConfig.cmake", "ncclshimConfigVersion.cmake"]:
         check(os.path.isfile(os.path.join(tree.cmake, name)), "%s not installed in %s"
               % (name, tree.cmake))
+
+    compare = os.path.join(tree.bin, "ncclshim-record-compare")
+    check(os.access(compare, os.X_OK), "%s is not installed" % compare)
+    check("which rank is behind" in run([compare, "--help"]), "ncclshim-record-compare --help")
 
     probe = os.path.join(tree.bin, "ncclshim-probe")
     check(os.access(probe, os.X_OK), "%s is not installed" % probe)

@@ -3,6 +3,7 @@
  * through the drop-in exactly once; with no NCCL or only the drop-in itself on the search
  * path, calls fail cleanly and say what was searched. */
 #include <dlfcn.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,11 +140,45 @@ static void test_forwards_while_recording(void **state) {
   assert_int_equal(dump_count(dir), 1);
 }
 
+/* In a fresh process (`both`): libncclshim opens an NCCL by a path no search reaches; the
+ * drop-in's own loader then finds it mapped and reuses it. */
+static int count_fakes(struct dl_phdr_info *info, size_t size, void *count) {
+  (void)size;
+  if (strstr(info->dlpi_name, "libfake-nccl") != NULL) ++*(int *)count;
+  return 0;
+}
+
+static int both_in_one_process(const char *path) {
+  ncclshim_nccl_options options = NCCLSHIM_NCCL_OPTIONS_INIT;
+  options.path = path;
+  ncclshim_nccl *nccl = NULL;
+  printf("open=%s\n", ncclshim_status_name(ncclshim_nccl_open(&options, &nccl)));
+  int version = 0;
+  ncclResult_t result = ncclGetVersion(&version); /* the drop-in's first call */
+  int mapped = 0;
+  dl_iterate_phdr(count_fakes, &mapped);
+  printf("dropin_result=%d\ndropin_version=%d\nmapped=%d\n", result, version, mapped);
+  return 0;
+}
+
+static void test_one_nccl_with_both(void **state) {
+  (void)state;
+  const char *args[] = {"both", fake_path("2.30.7"), NULL}, *env[] = {NULL};
+  scenario s;
+  run_program(&s, self, args, env);
+  assert_int_equal(s.exit_code, 0);
+  assert_string_equal(scenario_get(&s, "open"), "OK");
+  assert_string_equal(scenario_get(&s, "dropin_result"), "0");
+  assert_string_equal(scenario_get(&s, "dropin_version"), "23007");
+  assert_string_equal(scenario_get(&s, "mapped"), "1");
+}
+
 int main(int argc, char **argv) {
   self = realpath("/proc/self/exe", NULL);
   const struct CMUnitTest forward[] = {cmocka_unit_test(test_lazy_then_forwards)};
   if (argc == 2 && strcmp(argv[1], "forward") == 0)
     return cmocka_run_group_tests_name("forward", forward, NULL, NULL);
+  if (argc == 3 && strcmp(argv[1], "both") == 0) return both_in_one_process(argv[2]);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_lazy_then_forwards),
       cmocka_unit_test(test_nccl_calls_itself),
@@ -151,6 +186,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_no_nccl),
       cmocka_unit_test(test_never_loads_itself),
       cmocka_unit_test(test_forwards_while_recording),
+      cmocka_unit_test(test_one_nccl_with_both),
   };
   int failed = cmocka_run_group_tests_name("dropin", tests, NULL, NULL);
   return failed | run_interpose_tests() | run_recorder_tests();

@@ -49,8 +49,12 @@ char *read_dump(const char *dir, char **name) {
   char *found = find_dumps(dir, &count);
   if (count != 1) fail_msg("%d dumps in %s, expected one", count, dir);
   char *path = join(dir, found);
-  if (name != NULL) *name = found;
+  if (name != NULL)
+    *name = found;
+  else
+    free(found);
   FILE *f = fopen(path, "r");
+  free(path);
   assert_non_null(f);
   static char text[1 << 16];
   size_t got = fread(text, 1, sizeof(text) - 1, f);
@@ -134,6 +138,8 @@ static void test_records_once(void **state) {
   assert_int_equal(count_lines(dump, bcast), 1);
   assert_int_equal(count_lines(dump, inner), 0);
   assert_int_equal(count_lines(dump, exit_header), 1);
+  free(name);
+  free(dump);
 }
 
 int run_interpose_tests(void) {

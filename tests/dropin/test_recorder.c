@@ -47,6 +47,7 @@ static void test_sequence_numbers(void **state) {
                    1);
   assert_int_equal(lines(dump, "\"function\":\"ncclCommInitRank\"", "\"rank\":1", "\"result\":0"),
                    1);
+  free(dump);
 }
 
 /* NCCLSHIM_RECORD=4 keeps the last four. */
@@ -59,6 +60,7 @@ static void test_last_n(void **state) {
   assert_int_equal(lines(dump, "\"seq\":7,", "", ""), 1);
   assert_int_equal(lines(dump, "\"seq\":10,", "", ""), 1);
   assert_int_equal(lines(dump, "\"kind\":\"header\"", "\"capacity\":4,\"calls\":11,", ""), 1);
+  free(dump);
 }
 
 static void test_dump_on_error(void **state) {
@@ -72,6 +74,7 @@ static void test_dump_on_error(void **state) {
   assert_int_equal(lines(dump, "\"seq\":3,", "\"result\":3,\"result_name\":\"ncclInternalError\"",
                          "\"op_name\":\"ncclMax\""),
                    1);
+  free(dump);
 }
 
 /* Reported three times, dumped once; the polls that reported nothing are not recorded. */
@@ -86,6 +89,7 @@ static void test_dump_on_async_error(void **state) {
   assert_int_equal(lines(dump, "\"kind\":\"comm\"", "\"async_error\":6", ""), 1);
   assert_int_equal(lines(dump, "\"kind\":\"call\"", "\"function\":\"ncclCommGetAsyncError\"", ""),
                    1);
+  free(dump);
 }
 
 static void test_dump_on_signal(void **state) {
@@ -98,6 +102,7 @@ static void test_dump_on_signal(void **state) {
   snprintf(expected, sizeof(expected), "\"reason\":\"signal\",\"signal\":%d,", SIGUSR1);
   assert_int_equal(lines(dump, expected, "", ""), 1);
   assert_int_equal(lines(dump, "\"function\":\"ncclAllReduce\"", "\"seq\":2,", ""), 1);
+  free(dump);
 }
 
 static char *child_comm_id(const char *dump) {
@@ -117,11 +122,15 @@ static void test_split(void **state) {
   const char *args[] = {"split", NULL};
   char *first = read_dump(record(&s, "100", args, "NCCLSHIM_RECORD_AT_EXIT=1"), NULL);
   char *second = read_dump(record(&s, "100", args, "NCCLSHIM_RECORD_AT_EXIT=1"), NULL);
-  char *id = child_comm_id(first);
-  assert_string_equal(id, child_comm_id(second));
+  char *id = child_comm_id(first), *again = child_comm_id(second);
+  assert_string_equal(id, again);
   assert_int_equal(lines(first, id, "\"kind\":\"call\"", "\"seq\":2,"), 1);
   assert_int_equal(lines(first, "\"kind\":\"comm\"", "\"last_seq\":1,", ""), 1); /* the parent */
   assert_int_equal(lines(first, "\"kind\":\"comm\"", id, "\"last_seq\":2,"), 1);
+  free(id);
+  free(again);
+  free(first);
+  free(second);
 }
 
 static void test_off_by_default(void **state) {

@@ -1,16 +1,21 @@
 /* libncclshim-nccl: NCCL's own function names (and pnccl profiling aliases), each forwarding
- * to the process-wide ncclshim table, so that a program built against nccl.h links here
- * instead of libnccl and runs on whatever NCCL is installed.
+ * to the NCCL that ncclshim's loader finds, so that a program built against nccl.h links here
+ * instead of libnccl and runs on whatever NCCL is installed, or runs under it unchanged with
+ * LD_PRELOAD (docs/dropin.md).
  *
  * Nothing happens at load time. The first call loads NCCL (once, thread-safely); after that
  * each call costs one load of a cached table pointer and an indirect jump. With no NCCL every
  * call returns ncclSystemError, and ncclGetErrorString / ncclGetLastError say what was
- * searched. */
+ * searched. With NCCLSHIM_RECORD set, the cached table is the flight recorder's. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 
+#include "../internal.h"
 #include "../nccl/nccl_stub_set.h"
+#include "dropin.h"
+#include "record.h"
+#include "select.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -20,7 +25,7 @@ EXPORT const char ncclshim_dropin_identity[] = "ncclshim drop-in NCCL library";
 /* Names here must not collide with any parameter name of the list. */
 static _Atomic(const ncclshim_nccl_table *) cached;
 
-/* Without NCCL, every entry returns ncclSystemError and keeps the search's summary. */
+/* ---- No NCCL: every entry returns ncclSystemError and keeps the search's summary. ---- */
 static char absent_summary[2048];
 
 static const char *absent_message(void) { return absent_summary; }
@@ -34,13 +39,54 @@ static void absent_note(enum ncclshim_nccl_function fn) { (void)fn; }
 NCCLSHIM_NCCL_FUNCTIONS(ABSENT_)
 static const ncclshim_nccl_table absent_table = {NCCLSHIM_NCCL_FUNCTIONS(ABSENT_ENTRY_)};
 
+/* ---- NCCL loaded: its own entries, except two kinds. A function it lacks answers with
+ * ncclshim's stub, whose message ("ncclX needs NCCL >= 2.27.3 ...") the thread's next
+ * ncclGetLastError returns once, in place of NCCL's. ---- */
+static const ncclshim_nccl_table *loaded_table;
+static ncclshim_nccl_table forwarding;
+static __thread int message_unread NCCLSHIM_THREAD_MODEL;
+
+#define UNAVAILABLE_(name, version, policy, returns, n, params)                       \
+  static NCCLSHIM_RETURNS(returns) unavailable_##name NCCLSHIM_PP_PARAMS(n, params) { \
+    message_unread = 1;                                                               \
+    NCCLSHIM_RETURN_IF_VALUE(returns) loaded_table->name NCCLSHIM_PP_ARGS(n, params); \
+  }
+NCCLSHIM_NCCL_FUNCTIONS(UNAVAILABLE_)
+
+static const char *last_error(ncclComm_t comm) {
+  if (message_unread) {
+    message_unread = 0;
+    return ncclshim_last_error();
+  }
+  return loaded_table->ncclGetLastError(comm);
+}
+
+static void build_forwarding(const ncclshim_nccl *nccl) {
+  loaded_table = ncclshim_nccl_functions(nccl);
+#define FORWARDING_(name, version, policy, returns, n, params)                                \
+  forwarding.name = ncclshim_nccl_has_function(nccl, NCCLSHIM_FN_##name) ? loaded_table->name \
+                                                                         : unavailable_##name;
+  NCCLSHIM_NCCL_FUNCTIONS(FORWARDING_)
+#undef FORWARDING_
+  forwarding.ncclGetLastError = last_error;
+}
+
 static void load(void) {
   ncclshim_nccl *nccl = ncclshim_nccl_default();
-  const ncclshim_nccl_table *table = ncclshim_nccl_functions(nccl);
+  const ncclshim_nccl_table *table = &absent_table;
   if (ncclshim_nccl_status(nccl) != NCCLSHIM_OK) {
     snprintf(absent_summary, sizeof(absent_summary), "ncclshim drop-in: no usable NCCL (%s)",
              ncclshim_nccl_message(nccl));
-    table = &absent_table;
+  } else {
+    build_forwarding(nccl);
+    table = &forwarding;
+    ncclshim_dropin_report(nccl);
+    if (ncclshim_rec_start(ncclshim_nccl_version_code(nccl))) table = ncclshim_rec_table(table);
+    if (ncclshim_debug_enabled()) {
+      char text[PATH_MAX + 256];
+      ncclshim_rec_describe(text, sizeof(text));
+      fprintf(stderr, "ncclshim drop-in: flight recorder: %s\n", text);
+    }
   }
   atomic_store_explicit(&cached, table, memory_order_release);
 }
@@ -58,12 +104,11 @@ static inline const ncclshim_nccl_table *current_table(void) {
   return __builtin_expect(t != NULL, 1) ? t : first_table();
 }
 
-#define FORWARD_RESULT(call) return call;
-#define FORWARD_STRING(call) return call;
-#define FORWARD_VOID(call) call;
-#define EXPORT_(name, version, policy, returns, n, params)                                 \
-  EXPORT NCCLSHIM_RETURNS(returns)                                                         \
-  name NCCLSHIM_PP_PARAMS(n, params){FORWARD_##returns(                                    \
-      current_table()->name NCCLSHIM_PP_ARGS(n, params))} EXPORT NCCLSHIM_RETURNS(returns) \
-      p##name NCCLSHIM_PP_PARAMS(n, params) __attribute__((alias(#name)));
+#define EXPORT_(name, version, policy, returns, n, params)                               \
+  EXPORT NCCLSHIM_RETURNS(returns)                                                       \
+  name NCCLSHIM_PP_PARAMS(n, params) {                                                   \
+    NCCLSHIM_RETURN_IF_VALUE(returns) current_table()->name NCCLSHIM_PP_ARGS(n, params); \
+  }                                                                                      \
+  EXPORT NCCLSHIM_RETURNS(returns) p##name NCCLSHIM_PP_PARAMS(n, params)                 \
+      __attribute__((alias(#name)));
 NCCLSHIM_NCCL_FUNCTIONS(EXPORT_)

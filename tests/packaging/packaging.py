@@ -2,9 +2,10 @@
 """Packaging checks (issue 9). One check per run:
 
     packaging.py install           `meson install --destdir`: files, links, SONAMEs, headers
-                                   that compile alone, .pc files, the CMake files, the probe
-                                   (run with no LD_LIBRARY_PATH, from the tree and from a
-                                   moved copy) and its man page
+                                   that compile alone, .pc files, the CMake files, the
+                                   recorder's compare command, the probe (run with no
+                                   LD_LIBRARY_PATH, from the tree and from a moved copy) and
+                                   its man page
     packaging.py meson-subproject  tests/packaging/meson-consumer with ncclshim as its
                                    subproject (subprojects/ncclshim -> this checkout)
     packaging.py meson-pkgconfig   the same project against the installed tree, pkg-config
@@ -119,7 +120,10 @@ def check_install(tmp):
     needed = [n for n in dynamic(lib, "NEEDED") if not n.startswith(("libc.so", "libdl.so",
                                                                      "libpthread.so"))]
     check(not needed, "libncclshim.so links more than libc: %s" % needed)
-    check_library(tree, "ncclshim-nccl")
+    dropin = check_library(tree, "ncclshim-nccl")
+    needed = [n for n in dynamic(dropin, "NEEDED") if not n.startswith(("libc.so", "libdl.so",
+                                                                        "libpthread.so"))]
+    check(not needed, "libncclshim-nccl.so (one file) links more than libc: %s" % needed)
 
     # Every public header, and nothing else; each compiles alone from the installed tree.
     public = sorted(os.path.basename(h) for h in glob.glob(
@@ -147,6 +151,10 @@ def check_install(tmp):
     for name in ["ncclshimConfig.cmake", "ncclshimConfigVersion.cmake"]:
         check(os.path.isfile(os.path.join(tree.cmake, name)), "%s not installed in %s"
               % (name, tree.cmake))
+
+    compare = os.path.join(tree.bin, "ncclshim-record-compare")
+    check(os.access(compare, os.X_OK), "%s is not installed" % compare)
+    check("which rank is behind" in run([compare, "--help"]), "ncclshim-record-compare --help")
 
     check_installed_probe(tree, tmp)
 

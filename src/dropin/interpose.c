@@ -1,0 +1,40 @@
+/* How the drop-in stands to the NCCL it forwards to. Under LD_PRELOAD over a program linked
+ * to libnccl.so.2 (or loaded beside a library that is), the program's NCCL is mapped before
+ * the first call, so the loader's first step reuses that mapping: the drop-in interposes on
+ * it, and NCCL's names resolve to the drop-in first. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include "../internal.h"
+#include "dropin.h"
+
+static int same_file(const char *a, const char *b) {
+  struct stat x, y;
+  return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+void ncclshim_dropin_report(const ncclshim_nccl *nccl) {
+  const char *path = ncclshim_nccl_path(nccl);
+  /* The next definition of an NCCL name after the drop-in's, in the global scope. */
+  void *next = dlsym(RTLD_NEXT, "ncclGetVersion");
+  Dl_info info;
+  if (next != NULL && dladdr(next, &info) && info.dli_fname != NULL &&
+      !same_file(info.dli_fname, path))
+    fprintf(stderr,
+            "ncclshim drop-in: warning: two NCCLs in this process: the program's %s and %s, "
+            "which the drop-in loaded (%s) and forwards to\n",
+            info.dli_fname, path, ncclshim_found_via_name(ncclshim_nccl_found_via(nccl)));
+  if (!ncclshim_debug_enabled()) return;
+  char version[16];
+  ncclshim_format_version(ncclshim_nccl_version(nccl), version, sizeof(version));
+  if (ncclshim_nccl_preloaded(nccl))
+    fprintf(stderr,
+            "ncclshim drop-in: interposing: NCCL %s from %s was already loaded in this "
+            "process; every call to NCCL's names goes through the drop-in to it (no second "
+            "copy)\n",
+            version, path);
+  else
+    fprintf(stderr, "ncclshim drop-in: forwarding to NCCL %s from %s (%s)\n", version, path,
+            ncclshim_found_via_name(ncclshim_nccl_found_via(nccl)));
+}

@@ -1,0 +1,56 @@
+/* The flight recorder of the drop-in (off unless NCCLSHIM_RECORD=N): the last N NCCL calls of
+ * the process in a lock-free ring, with a sequence number per communicator, dumped as JSON
+ * lines on an error, an asynchronous error, a chosen signal or at exit (docs/dropin.md).
+ *
+ * Each recording wrapper (record_calls.c) fills an ncclshim_rec_call from its arguments, then
+ * brackets the real call with ncclshim_rec_begin and ncclshim_rec_end. */
+#ifndef NCCLSHIM_DROPIN_RECORD_H
+#define NCCLSHIM_DROPIN_RECORD_H
+
+#include <stdint.h>
+
+#include "ncclshim/ncclshim.h"
+
+/* "No value" for the int fields of a call (root, peer, rank, ...). */
+#define NCCLSHIM_REC_NONE INT32_MIN
+/* The result of a call that returns no ncclResult_t, and of one that has not returned. */
+#define NCCLSHIM_REC_NO_RESULT (INT32_MIN + 1)
+#define NCCLSHIM_REC_PENDING (INT32_MIN + 2)
+
+typedef struct ncclshim_rec_comm ncclshim_rec_comm;
+
+/* One call, as its wrapper sees it. Unset fields keep NCCLSHIM_REC_NONE / NULL. */
+typedef struct ncclshim_rec_call {
+  int fn;                  /* enum ncclshim_nccl_function */
+  int is_op;               /* takes a stream: an operation, numbered per communicator */
+  int is_query;            /* a pure query (version, rank, async error): recorded only on error */
+  const void *comm;        /* the communicator it acts on */
+  ncclComm_t *comm_out;    /* where it writes a new communicator (init, split, ...) */
+  const void *uid;         /* the ncclUniqueId a new communicator is made from */
+  ncclResult_t *async_out; /* ncclCommGetAsyncError's answer */
+  uint64_t count;
+  int has_count;
+  int datatype, op, root, peer, rank, nranks, color;
+  const void *stream;
+  /* Filled by ncclshim_rec_begin: */
+  int skip;       /* NCCL calling its own name, inside a recorded call: not recorded */
+  uint64_t index; /* its place in the ring, plus one (0: not in the ring) */
+} ncclshim_rec_call;
+
+/* The table of recording wrappers, each calling `real`'s entry (record_calls.c). */
+const ncclshim_nccl_table *ncclshim_rec_table(const ncclshim_nccl_table *real);
+
+/* Read NCCLSHIM_RECORD*, allocate the ring, install the signal handler. 1 when recording;
+ * 0 when off or refused (a message on stderr says why). `version` is NCCL's, for the dumps. */
+int ncclshim_rec_start(int nccl_version);
+/* "the last N calls; dumps to PATTERN on ..." for the debug line. */
+void ncclshim_rec_describe(char *text, size_t size);
+
+void ncclshim_rec_begin(ncclshim_rec_call *call);
+void ncclshim_rec_end(ncclshim_rec_call *call, int result);
+
+/* Write the dump now (async-signal-safe). `why` names the trigger; `fn` (or -1) and `value`
+ * detail it: the failing function and its result, the signal number. */
+void ncclshim_rec_dump(const char *why, int fn, int value);
+
+#endif

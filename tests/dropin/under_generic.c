@@ -1,0 +1,48 @@
+/* The NCCL under the drop-in in the interposer tests (with under_nccl.c): a libnccl.so.2 that
+ * a test program links directly. Here every function of the list, weak, counting its calls
+ * and returning ncclSuccess (or what under_fail chose); under_nccl.c replaces a few. */
+#include <string.h>
+
+#include "under.h"
+
+#define NAME_(name, version, policy, returns, n, params) #name,
+static const char *const names[] = {NCCLSHIM_NCCL_FUNCTIONS(NAME_)};
+static int calls[NCCLSHIM_NCCL_FUNCTION_COUNT];
+static int failing[NCCLSHIM_NCCL_FUNCTION_COUNT];
+
+static int index_of(const char *function) {
+  for (int i = 0; i < NCCLSHIM_NCCL_FUNCTION_COUNT; i++)
+    if (strcmp(names[i], function) == 0) return i;
+  return -1;
+}
+
+UNDER_EXPORT int under_calls(const char *function) {
+  int i = index_of(function);
+  return i < 0 ? -1 : calls[i];
+}
+
+UNDER_EXPORT void under_fail(const char *function, int result) {
+  int i = index_of(function);
+  if (i >= 0) failing[i] = result;
+}
+
+/* Count the call; what it returns (the failure chosen, once). */
+ncclResult_t under_answer(int fn) {
+  calls[fn]++;
+  int result = failing[fn];
+  failing[fn] = ncclSuccess;
+  return (ncclResult_t)result;
+}
+
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#define DONE_RESULT(name) return under_answer(NCCLSHIM_FN_##name);
+#define DONE_STRING(name)           \
+  under_answer(NCCLSHIM_FN_##name); \
+  return "under NCCL string";
+#define DONE_VOID(name) under_answer(NCCLSHIM_FN_##name);
+#define WEAK_(name, version, policy, returns, n, params)                                         \
+  UNDER_EXPORT __attribute__((weak)) NCCLSHIM_RETURNS(returns) name NCCLSHIM_PP_PARAMS(n,        \
+                                                                                       params) { \
+    DONE_##returns(name)                                                                         \
+  }
+NCCLSHIM_NCCL_FUNCTIONS(WEAK_)

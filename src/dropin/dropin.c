@@ -61,6 +61,8 @@ static inline const ncclshim_nccl_table *current_table(void) {
 #define FORWARD_RESULT(call) return call;
 #define FORWARD_STRING(call) return call;
 #define FORWARD_VOID(call) call;
+#define FORWARD_INT(call) return call;
+#define FORWARD_TEAM(call) return call;
 #define EXPORT_(name, version, policy, returns, n, params)                                 \
   EXPORT NCCLSHIM_RETURNS(returns)                                                         \
   name NCCLSHIM_PP_PARAMS(n, params){FORWARD_##returns(                                    \

@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 
+#define NCCLSHIM_DECLARE_DEVICE_API /* the device API's names, as the drop-in exports them */
 #include "../forward_check.h"
 
 #define FORWARD_TAG plain_

@@ -74,7 +74,8 @@ def preprocess(cxx, release_dir, defines=()):
             ["-I", release_dir, "-idirafter", stand_ins, "-x", "c++", "-"]
         for _ in range(20):
             run = subprocess.run(cmd, input=source, capture_output=True, text=True)
-            missing = re.search(r"fatal error: ([\w./-]+): No such file", run.stderr)
+            missing = re.search(r"fatal error: '?([\w./-]+)'?(?:: No such file| file not found)",
+                                run.stderr)  # gcc's and clang's wording
             if run.returncode == 0 or missing is None or not defines:
                 break
             path = os.path.join(stand_ins, missing.group(1))

@@ -82,6 +82,13 @@ static void other_structs(void) {
   SIZE(ncclshim_cuda_fact);
   SIZE(CUuuid);
   VALUE(NCCLSHIM_CUDA_MAX_PEERS);
+  /* NCCL's by-value device-API structs, as ncclshim declares them: frozen. */
+  FIELD(ncclshim_team_t, nRanks);
+  FIELD(ncclshim_team_t, rank);
+  FIELD(ncclshim_team_t, stride);
+  SIZE(ncclshim_team_t);
+  FIELD(ncclshim_multimem_handle_t, mcBasePtr);
+  SIZE(ncclshim_multimem_handle_t);
 }
 
 static void enums(void) {

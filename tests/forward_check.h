@@ -55,11 +55,23 @@ static void check_unavailable(const char *name, int version, const char *path) {
 #define CHECK_RETURN_RESULT(value) assert_int_equal(value, ncclRemoteError);
 #define CHECK_RETURN_STRING(value) assert_string_equal(value, "fake NCCL string");
 #define CHECK_RETURN_VOID(value)
+#define CHECK_RETURN_INT(value) assert_int_equal(value, ncclRemoteError);
+#define CHECK_RETURN_TEAM(value)                       \
+  assert_int_equal((value).nRanks, ncclRemoteError);   \
+  assert_int_equal((value).rank, ncclRemoteError + 1); \
+  assert_int_equal((value).stride, ncclRemoteError + 2);
 #define CHECK_MISSING_RESULT(value) assert_int_equal(value, ncclInvalidArgument);
 #define CHECK_MISSING_STRING(value) assert_ptr_equal(value, ncclshim_last_error());
 #define CHECK_MISSING_VOID(value)
+#define CHECK_MISSING_INT(value) assert_int_equal(value, -1);
+#define CHECK_MISSING_TEAM(value)      \
+  assert_int_equal((value).nRanks, 0); \
+  assert_int_equal((value).rank, -1);  \
+  assert_int_equal((value).stride, 0);
 #define CALL_RESULT(expr) ncclResult_t fwd_ret = expr;
 #define CALL_STRING(expr) const char *fwd_ret = expr;
+#define CALL_INT(expr) int fwd_ret = expr;
+#define CALL_TEAM(expr) ncclshim_team_t fwd_ret = expr;
 #define CALL_VOID(expr) \
   expr;                 \
   int fwd_ret = 0;      \

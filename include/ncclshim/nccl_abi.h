@@ -29,6 +29,28 @@ typedef struct ncclshim_wait_signal_desc {             /* ncclWaitSignalDesc_t (
 } ncclshim_wait_signal_desc_t;
 typedef struct ncclshim_param_handle *ncclshim_param_handle_t; /* ncclParamHandle_t (2.30.3+) */
 
+/* The device API's host functions (nccl_device.h, 2.28.3+). NCCL changes most of its structs
+ * between releases, so ncclshim declares those as incomplete types and only ever forwards
+ * pointers to them; never dereference one. Only the two structs passed by value are spelled
+ * out, with NCCL's layout: ncclTeam_t and ncclMultimemHandle_t. */
+typedef struct ncclshim_team { /* ncclTeam_t: three ints, returned and passed by value */
+  int nRanks;
+  int rank;
+  int stride;
+} ncclshim_team_t;
+typedef struct ncclshim_multimem_handle { /* ncclMultimemHandle_t (2.29.2+), by value */
+  void *mcBasePtr;
+} ncclshim_multimem_handle_t;
+typedef struct ncclshim_dev_comm_requirements ncclshim_dev_comm_requirements_t;
+typedef struct ncclshim_dev_comm ncclshim_dev_comm_t;
+typedef struct ncclshim_dev_resource_requirements ncclshim_dev_resource_requirements_t;
+typedef struct ncclshim_lsa_barrier_handle ncclshim_lsa_barrier_handle_t;
+typedef struct ncclshim_gin_barrier_handle ncclshim_gin_barrier_handle_t;
+typedef struct ncclshim_lla2a_handle ncclshim_lla2a_handle_t;
+typedef struct ncclshim_comm_properties ncclshim_comm_properties_t;
+typedef struct ncclshim_gin_outbox_handle ncclshim_gin_outbox_handle_t;
+typedef struct ncclshim_gin_inbox_a2a_handle ncclshim_gin_inbox_a2a_handle_t;
+
 /* The newest ncclConfig_t layout (2.30.7, 96 bytes), always available under ncclshim's tag. */
 struct ncclshim_nccl_config {
   size_t size;

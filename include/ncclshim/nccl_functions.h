@@ -1,16 +1,26 @@
-/* The one list of NCCL host functions (nccl.h, 2.18 -> 2.30.7). Everything else is generated
- * from it: the table's fields, the name strings, loading, the "unavailable" stubs and the
- * drop-in library's exports. Adding a function is one line.
+/* The one list of NCCL host functions (nccl.h and nccl_device.h, 2.18 -> 2.30.7). Everything
+ * else is generated from it: the table's fields, the name strings, loading, the "unavailable"
+ * stubs and the drop-in library's exports. Adding a function is one line.
  *
  * X(name, first_version, policy, returns, nparams, ((type, name), ...))
  *   first_version  the release that first exported it, as MAJOR*10000 + MINOR*100 + PATCH
  *                  (20300 = "already in 2.3", the oldest release anyone still meets)
  *   policy         REQUIRED: a table without it is refused (MISSING_SYMBOLS);
- *                  OPTIONAL: missing means that function (and its capability) is unavailable
- *   returns        RESULT (ncclResult_t), STRING (const char *) or VOID
+ *                  OPTIONAL: missing means that function (and its capability) is unavailable;
+ *                  DEVICE: OPTIONAL, and declared by nccl_device.h rather than nccl.h (the
+ *                  device API's host functions), so ncclshim standing in for nccl.h does not
+ *                  declare its NCCL prototype
+ *   returns        RESULT (ncclResult_t), STRING (const char *), VOID, INT (int) or TEAM
+ *                  (ncclshim_team_t, NCCL's ncclTeam_t: three ints by value)
  *
- * The device-API host functions of nccl_device.h (ncclDevCommCreate, ncclTeam*, ...) are left
- * out on purpose: NCCL gives them no ABI promise between releases. */
+ * An "unavailable" entry (no NCCL, or a library without the function) returns
+ * ncclInvalidUsage / ncclInvalidArgument for RESULT, the message for STRING, -1 for INT (no
+ * rank or slot count is negative) and the empty team {nRanks 0, rank -1, stride 0} for TEAM;
+ * each leaves a message for ncclshim_last_error().
+ *
+ * The device API's rows forward pointers to NCCL's structs without reading them (their layout
+ * changes between releases: nccl_abi.h declares them incomplete); ncclTeam_t and
+ * ncclMultimemHandle_t pass by value with NCCL's layout. */
 #ifndef NCCLSHIM_NCCL_FUNCTIONS_H
 #define NCCLSHIM_NCCL_FUNCTIONS_H
 
@@ -82,13 +92,33 @@
   X(ncclParamGet,              23003, OPTIONAL, RESULT, 4, ((ncclshim_param_handle_t, handle), (void *, out), (int, maxLen), (int *, len))) \
   X(ncclParamGetParameter,     23003, OPTIONAL, RESULT, 3, ((const char *, key), (const char **, value), (int *, valueLen))) \
   X(ncclParamGetAllParameterKeys, 23003, OPTIONAL, RESULT, 2, ((const char ***, table), (int *, len))) \
-  X(ncclParamDumpAll,          23003, OPTIONAL, VOID,   0, ())
+  X(ncclParamDumpAll,          23003, OPTIONAL, VOID,   0, ()) \
+  X(ncclDevCommCreate,         22803, DEVICE,   RESULT, 3, ((ncclComm_t, comm), (const ncclshim_dev_comm_requirements_t *, reqs), (ncclshim_dev_comm_t *, outDevComm))) \
+  X(ncclDevCommDestroy,        22803, DEVICE,   RESULT, 2, ((ncclComm_t, comm), (const ncclshim_dev_comm_t *, devComm))) \
+  X(ncclTeamWorld,             22803, DEVICE,   TEAM,   1, ((ncclComm_t, comm))) \
+  X(ncclTeamLsa,               22803, DEVICE,   TEAM,   1, ((ncclComm_t, comm))) \
+  X(ncclTeamRail,              22803, DEVICE,   TEAM,   1, ((ncclComm_t, comm))) \
+  X(ncclTeamRankToWorld,       22803, DEVICE,   INT,    3, ((ncclComm_t, comm), (ncclshim_team_t, team), (int, rank))) \
+  X(ncclTeamRankToLsa,         22803, DEVICE,   INT,    3, ((ncclComm_t, comm), (ncclshim_team_t, team), (int, rank))) \
+  X(ncclLsaBarrierCreateRequirement, 22803, DEVICE, RESULT, 4, ((ncclshim_team_t, team), (int, nBarriers), (ncclshim_lsa_barrier_handle_t *, outHandle), (ncclshim_dev_resource_requirements_t *, outReq))) \
+  X(ncclLLA2ACalcSlots,        22803, DEVICE,   INT,    2, ((int, maxElts), (int, maxEltSize))) \
+  X(ncclLLA2ACreateRequirement, 22803, DEVICE,  RESULT, 4, ((int, nBlocks), (int, nSlots), (ncclshim_lla2a_handle_t *, outHandle), (ncclshim_dev_resource_requirements_t *, outReq))) \
+  X(ncclGinBarrierCreateRequirement, 22807, DEVICE, RESULT, 5, ((ncclComm_t, comm), (ncclshim_team_t, team), (int, nBarriers), (ncclshim_gin_barrier_handle_t *, outHandle), (ncclshim_dev_resource_requirements_t *, outReq))) \
+  X(ncclCommQueryProperties,   22902, DEVICE,   RESULT, 2, ((ncclComm_t, comm), (ncclshim_comm_properties_t *, props))) \
+  X(ncclGetLsaDevicePointer,   22902, DEVICE,   RESULT, 4, ((ncclshim_window_t, window), (size_t, offset), (int, lsaRank), (void **, outPtr))) \
+  X(ncclGetLsaMultimemDevicePointer, 22902, DEVICE, RESULT, 3, ((ncclshim_window_t, window), (size_t, offset), (void **, outPtr))) \
+  X(ncclGetMultimemDevicePointer, 22902, DEVICE, RESULT, 4, ((ncclshim_window_t, window), (size_t, offset), (ncclshim_multimem_handle_t, multimem), (void **, outPtr))) \
+  X(ncclGetPeerDevicePointer,  22902, DEVICE,   RESULT, 4, ((ncclshim_window_t, window), (size_t, offset), (int, peer), (void **, outPtr))) \
+  X(ncclGinOutboxCreateRequirement, 23003, DEVICE, RESULT, 4, ((int, nBlocks), (int, size_log2), (ncclshim_gin_outbox_handle_t *, outHandle), (ncclshim_dev_resource_requirements_t *, outReq))) \
+  X(ncclGinInboxA2ACreateRequirement, 23003, DEVICE, RESULT, 5, ((ncclshim_team_t, peers), (int, nBlocks), (int, size_log2), (ncclshim_gin_inbox_a2a_handle_t *, outHandle), (ncclshim_dev_resource_requirements_t *, outReq)))
 /* clang-format on */
 
-/* Return types of the three kinds. */
+/* Return types of the five kinds. */
 #define NCCLSHIM_RETURNS_RESULT ncclResult_t
 #define NCCLSHIM_RETURNS_STRING const char *
 #define NCCLSHIM_RETURNS_VOID void
+#define NCCLSHIM_RETURNS_INT int
+#define NCCLSHIM_RETURNS_TEAM ncclshim_team_t
 #define NCCLSHIM_RETURNS(kind) NCCLSHIM_RETURNS_##kind
 
 /* The function-pointer type of one row: NCCLSHIM_NCCL_PFN(ncclAllReduce). */
@@ -107,13 +137,38 @@ enum ncclshim_nccl_function {
 #define NCCLSHIM_NCCL_PROTOTYPE_(name, version, policy, returns, n, params) \
   NCCLSHIM_RETURNS(returns) name NCCLSHIM_PP_PARAMS(n, params);             \
   NCCLSHIM_RETURNS(returns) p##name NCCLSHIM_PP_PARAMS(n, params);
+/* The same for the rows nccl.h declares; nothing for nccl_device.h's (DEVICE), whose real
+ * declarations use NCCL's own struct types and would clash with ncclshim's. */
+#define NCCLSHIM_NCCL_H_PROTOTYPE_REQUIRED NCCLSHIM_NCCL_PROTOTYPE_
+#define NCCLSHIM_NCCL_H_PROTOTYPE_OPTIONAL NCCLSHIM_NCCL_PROTOTYPE_
+#define NCCLSHIM_NCCL_H_PROTOTYPE_DEVICE(...)
+#define NCCLSHIM_NCCL_H_PROTOTYPE_(name, version, policy, returns, n, params) \
+  NCCLSHIM_NCCL_H_PROTOTYPE_##policy(name, version, policy, returns, n, params)
 
 #ifdef NCCLSHIM_PROVIDES_NCCL_H
 /* Standing in for nccl.h: the same prototypes. */
 #ifdef __cplusplus
 extern "C" {
 #endif
-NCCLSHIM_NCCL_FUNCTIONS(NCCLSHIM_NCCL_PROTOTYPE_)
+NCCLSHIM_NCCL_FUNCTIONS(NCCLSHIM_NCCL_H_PROTOTYPE_)
+#ifdef __cplusplus
+}
+#endif
+#endif
+
+/* The device API's host functions by NCCL's names, with ncclshim's types: for code that calls
+ * them through the drop-in without nccl_device.h. Define NCCLSHIM_DECLARE_DEVICE_API before
+ * the first include; never together with nccl_device.h, whose types differ in spelling. */
+#ifdef NCCLSHIM_DECLARE_DEVICE_API
+#define NCCLSHIM_NCCL_DEVICE_PROTOTYPE_REQUIRED(...)
+#define NCCLSHIM_NCCL_DEVICE_PROTOTYPE_OPTIONAL(...)
+#define NCCLSHIM_NCCL_DEVICE_PROTOTYPE_DEVICE NCCLSHIM_NCCL_PROTOTYPE_
+#define NCCLSHIM_NCCL_DEVICE_PROTOTYPE_(name, version, policy, returns, n, params) \
+  NCCLSHIM_NCCL_DEVICE_PROTOTYPE_##policy(name, version, policy, returns, n, params)
+#ifdef __cplusplus
+extern "C" {
+#endif
+NCCLSHIM_NCCL_FUNCTIONS(NCCLSHIM_NCCL_DEVICE_PROTOTYPE_)
 #ifdef __cplusplus
 }
 #endif

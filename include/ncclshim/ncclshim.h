@@ -91,7 +91,9 @@ NCCLSHIM_API int ncclshim_nccl_function_required(enum ncclshim_nccl_function fn)
   X(ONE_SIDED,            "one-sided",            22902, ncclPutSignal, ncclSignal, ncclWaitSignal) \
   X(SUSPEND,              "suspend",              22907, ncclCommSuspend, ncclCommResume, ncclCommMemStats) \
   X(TIMEOUT_RESULT,       "timeout-result",       23003, ncclGetErrorString) \
-  X(PARAMS,               "params",               23003, ncclParamBind, ncclParamGetParameter, ncclParamDumpAll)
+  X(PARAMS,               "params",               23003, ncclParamBind, ncclParamGetParameter, ncclParamDumpAll) \
+  X(DEVICE_API,           "device-api",           22803, ncclDevCommCreate, ncclDevCommDestroy, ncclTeamWorld, ncclTeamLsa, ncclTeamRankToWorld, ncclLsaBarrierCreateRequirement) \
+  X(DEVICE_POINTERS,      "device-pointers",      22902, ncclCommQueryProperties, ncclGetLsaDevicePointer, ncclGetPeerDevicePointer)
 /* clang-format on */
 
 #define NCCLSHIM_CAPABILITY_ENUM_(id, name, version, ...) NCCLSHIM_CAP_##id,

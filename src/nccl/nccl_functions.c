@@ -10,6 +10,7 @@
 #define REQUIRED_(name, version, policy, returns, n, params) NCCLSHIM_IS_##policy,
 #define NCCLSHIM_IS_REQUIRED 1
 #define NCCLSHIM_IS_OPTIONAL 0
+#define NCCLSHIM_IS_DEVICE 0
 static const char *const function_names[] = {NCCLSHIM_NCCL_FUNCTIONS(NAME_)};
 static const int function_versions[] = {NCCLSHIM_NCCL_FUNCTIONS(VERSION_)};
 static const unsigned char function_required[] = {NCCLSHIM_NCCL_FUNCTIONS(REQUIRED_)};

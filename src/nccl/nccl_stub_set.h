@@ -1,7 +1,9 @@
 /* Sets of "unavailable" entries for the NCCL table, generated from the function list and
  * parametrised by what they answer. A set named S is made of, for every function ncclX:
  *   S_ncclX(...)   calls S_note(NCCLSHIM_FN_ncclX), which leaves a message, and returns
- *                  S_result (ncclResult_t functions), S_text() (string functions) or nothing;
+ *                  S_result (ncclResult_t functions), S_text() (string functions), nothing,
+ *                  -1 (int functions: no rank or slot count is negative) or the empty team
+ *                  {0, -1, 0} (ncclTeam_t functions: no ranks, and no rank of ours in it);
  *   S_table        a table of them.
  * The caller defines S_note, S_result and S_text, then expands, for S = absent:
  *   #define ABSENT_(...) NCCLSHIM_NCCL_STUB(absent, __VA_ARGS__)
@@ -16,6 +18,9 @@
 #define NCCLSHIM_NCCL_STUB_RETURN_RESULT(set) return set##_result;
 #define NCCLSHIM_NCCL_STUB_RETURN_STRING(set) return set##_text();
 #define NCCLSHIM_NCCL_STUB_RETURN_VOID(set)
+#define NCCLSHIM_NCCL_STUB_RETURN_INT(set) return -1;
+#define NCCLSHIM_NCCL_STUB_RETURN_TEAM(set) \
+  return (ncclshim_team_t){.nRanks = 0, .rank = -1, .stride = 0};
 
 #define NCCLSHIM_NCCL_STUB(set, name, version, policy, returns, n, params)      \
   static NCCLSHIM_RETURNS(returns) set##_##name NCCLSHIM_PP_PARAMS(n, params) { \

@@ -1,6 +1,8 @@
 /* The real nccl.h first, then ncclshim's header: every value, size and offset the real
- * header defines must equal ncclshim's, and every function it declares must have the
- * signature of ncclshim's list (a redeclaration with other types would not compile). */
+ * header defines must equal ncclshim's. Compiled as C (abi_check_values_c) and, through
+ * abi_real_cxx.cc, as C++ (abi_check_values_cxx). Function signatures are compared by ABI in
+ * abi_signatures.cc: a redeclaration here would also fail on a type that is only spelled
+ * differently (ncclWindow_t's struct tag in 2.27, ncclCommMemStats' enum in 2.29). */
 #include <nccl.h>
 
 #include "ncclshim/ncclshim.h"
@@ -14,9 +16,18 @@
 #error "nccl.h came first: ncclshim must use its types"
 #endif
 
-/* Redeclare every function with ncclshim's types: a mismatch is a compile error. Functions
- * newer than this nccl.h are simply declared here for the first time. */
-NCCLSHIM_NCCL_FUNCTIONS(NCCLSHIM_NCCL_PROTOTYPE_)
+#ifndef ABI_CHECK_VALUES
+#define ABI_CHECK_VALUES abi_check_values_c
+#define ABI_LANGUAGE "C11"
+#endif
+
+/* ncclBfloat16 is declared by nccl.h 2.18-2.23 only where cuda_bf16.h says bfloat16 exists
+ * (C++, not C); later releases declare it always. */
+#if defined(__CUDA_BF16_TYPES_EXIST__) || NCCL_VERSION_CODE >= 22403
+#define ABI_BFLOAT16(X) X(ncclBfloat16)
+#else
+#define ABI_BFLOAT16(X)
+#endif
 
 /* The layout size of each nccl.h generation (facts §6.2). */
 static long long expected_config_size(int v) {
@@ -25,9 +36,10 @@ static long long expected_config_size(int v) {
 
 #define CONFIG_OFFSET(f) {"ncclConfig_t." #f, (long long)offsetof(ncclConfig_t, f)},
 static const abi_value real[] = {
-    ABI_COMMON(ABI_VALUE) ABI_SIZE(ncclConfig_t) CONFIG_OFFSET(size) CONFIG_OFFSET(magic)
-        CONFIG_OFFSET(version) CONFIG_OFFSET(blocking) CONFIG_OFFSET(cgaClusterSize) CONFIG_OFFSET(
-            minCTAs) CONFIG_OFFSET(maxCTAs) CONFIG_OFFSET(netName) CONFIG_OFFSET(splitShare)
+    ABI_COMMON(ABI_VALUE) ABI_BFLOAT16(ABI_VALUE) ABI_SIZE(ncclConfig_t) CONFIG_OFFSET(
+        size) CONFIG_OFFSET(magic) CONFIG_OFFSET(version) CONFIG_OFFSET(blocking)
+        CONFIG_OFFSET(cgaClusterSize) CONFIG_OFFSET(minCTAs) CONFIG_OFFSET(maxCTAs) CONFIG_OFFSET(
+            netName) CONFIG_OFFSET(splitShare)
 #if NCCL_VERSION_CODE >= 22600
             CONFIG_OFFSET(trafficClass)
 #endif
@@ -69,11 +81,11 @@ static const abi_value real[] = {
 #endif
 };
 
-int main(void) {
+int ABI_CHECK_VALUES(void) {
   int failures = 0;
   size_t count = sizeof(real) / sizeof(real[0]);
-  printf("real nccl.h %d.%d.%d (NCCL_VERSION_CODE %d): %zu values\n", NCCL_MAJOR, NCCL_MINOR,
-         NCCL_PATCH, NCCL_VERSION_CODE, count);
+  printf("real nccl.h %d.%d.%d (NCCL_VERSION_CODE %d), %s: %zu values\n", NCCL_MAJOR, NCCL_MINOR,
+         NCCL_PATCH, NCCL_VERSION_CODE, ABI_LANGUAGE, count);
   for (size_t i = 0; i < count; i++) {
     const abi_value *match = NULL;
     for (const abi_value *o = ours; o->name != NULL; o++)
@@ -98,6 +110,5 @@ int main(void) {
     printf("MISMATCH ncclshim_nccl_config layout\n");
     failures++;
   }
-  printf("%s: %d mismatches\n", failures ? "FAIL" : "PASS", failures);
-  return failures ? 1 : 0;
+  return failures;
 }

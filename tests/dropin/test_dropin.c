@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define NCCLSHIM_DECLARE_DEVICE_API /* the device API's names, as the drop-in exports them */
 #include "ncclshim/ncclshim.h"
 
 /* The drop-in carries its own copy of ncclshim: the message of a function the loaded NCCL

@@ -40,6 +40,10 @@ ncclResult_t under_answer(int fn) {
   under_answer(NCCLSHIM_FN_##name); \
   return "under NCCL string";
 #define DONE_VOID(name) under_answer(NCCLSHIM_FN_##name);
+#define DONE_INT(name) return (int)under_answer(NCCLSHIM_FN_##name);
+#define DONE_TEAM(name)             \
+  under_answer(NCCLSHIM_FN_##name); \
+  return (ncclshim_team_t){0, 0, 0};
 #define WEAK_(name, version, policy, returns, n, params)                                         \
   UNDER_EXPORT __attribute__((weak)) NCCLSHIM_RETURNS(returns) name NCCLSHIM_PP_PARAMS(n,        \
                                                                                        params) { \

@@ -320,6 +320,23 @@ static const char *string_answer(int fn) {
   return fake_string;
 }
 
+/* ---- The device API's int and ncclTeam_t answers ------------------------------------- */
+
+/* Chosen by the test through fake_nccl_set_result, like a RESULT function's answer: an int
+ * function returns that value, a team function {value, value + 1, value + 2}. */
+static int int_answer(int fn) {
+  atomic_fetch_add(&calls_of[fn], 1);
+  return next_result;
+}
+
+static ncclshim_team_t team_answer(int fn) {
+  atomic_fetch_add(&calls_of[fn], 1);
+  return (ncclshim_team_t){
+      .nRanks = next_result, .rank = next_result + 1, .stride = next_result + 2};
+}
+
+/* ---- Generated entry points ------------------------------------------------------------ */
+
 #define RECORD_(type, name) record(&name, sizeof(name));
 #define ADDRESS_(type, name) (const void *)&name,
 #define FINISH_RESULT(name, n, params)                                      \
@@ -327,6 +344,8 @@ static const char *string_answer(int fn) {
   return answer(NCCLSHIM_FN_##name, args_);
 #define FINISH_STRING(name, n, params) return string_answer(NCCLSHIM_FN_##name);
 #define FINISH_VOID(name, n, params) atomic_fetch_add(&calls_of[NCCLSHIM_FN_##name], 1);
+#define FINISH_INT(name, n, params) return int_answer(NCCLSHIM_FN_##name);
+#define FINISH_TEAM(name, n, params) return team_answer(NCCLSHIM_FN_##name);
 #define FAKE_(name, version, policy, returns, n, params)                 \
   EXPORT NCCLSHIM_RETURNS(returns)                                       \
   name NCCLSHIM_PP_PARAMS(n, params) {                                   \

@@ -16,8 +16,10 @@ typedef struct fake_nccl_call {
 
 /* Exported by every fake (resolve with dlsym): */
 typedef const fake_nccl_call *(*fake_nccl_last_call_fn)(void);
-typedef void (*fake_nccl_set_result_fn)(int result); /* what RESULT functions return next */
-typedef int (*fake_nccl_count_fn)(void);             /* ncclGetVersion calls, or all calls */
+/* What RESULT functions return next; int functions (the device API's ncclTeamRankToWorld,
+ * ...) return the same value, ncclTeam_t functions {result, result + 1, result + 2}. */
+typedef void (*fake_nccl_set_result_fn)(int result);
+typedef int (*fake_nccl_count_fn)(void); /* ncclGetVersion calls, or all calls */
 
 /* Behaviour, for the communicator tests; all of it off until fake_nccl_set_live(1) and after
  * fake_nccl_reset(), except injections and the call counts, which work in either mode.

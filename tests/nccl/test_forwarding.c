@@ -40,6 +40,10 @@ static void test_2_28_9(void **state) {
   (void)state;
   forward_all("2.28.9", 22809);
 }
+static void test_2_29_7(void **state) {
+  (void)state;
+  forward_all("2.29.7", 22907);
+}
 static void test_2_30(void **state) {
   (void)state;
   forward_all("2.30.7", 23007);
@@ -61,13 +65,16 @@ static void test_capabilities(void **state) {
        {NCCLSHIM_CAP_SCALABLE_INIT, NCCLSHIM_CAP_WINDOW_REGISTER, -1}},
       {"2.27.3",
        {NCCLSHIM_CAP_WINDOW_REGISTER, NCCLSHIM_CAP_SHRINK, NCCLSHIM_CAP_FP8, -1},
-       {NCCLSHIM_CAP_SYMMETRIC_MEMORY, NCCLSHIM_CAP_ALLTOALL, -1}},
+       {NCCLSHIM_CAP_SYMMETRIC_MEMORY, NCCLSHIM_CAP_DEVICE_API, -1}},
       {"2.28.3",
-       {NCCLSHIM_CAP_SYMMETRIC_MEMORY, NCCLSHIM_CAP_ALLTOALL, NCCLSHIM_CAP_SCATTER, -1},
-       {NCCLSHIM_CAP_REVOKE, -1}},
+       {NCCLSHIM_CAP_SYMMETRIC_MEMORY, NCCLSHIM_CAP_ALLTOALL, NCCLSHIM_CAP_DEVICE_API, -1},
+       {NCCLSHIM_CAP_REVOKE, NCCLSHIM_CAP_DEVICE_POINTERS, -1}},
       {"2.28.9",
-       {NCCLSHIM_CAP_SYMMETRIC_MEMORY, NCCLSHIM_CAP_REVOKE, -1},
-       {NCCLSHIM_CAP_TIMEOUT_RESULT, NCCLSHIM_CAP_GROW, -1}},
+       {NCCLSHIM_CAP_SYMMETRIC_MEMORY, NCCLSHIM_CAP_REVOKE, NCCLSHIM_CAP_DEVICE_API, -1},
+       {NCCLSHIM_CAP_TIMEOUT_RESULT, NCCLSHIM_CAP_GROW, NCCLSHIM_CAP_DEVICE_POINTERS, -1}},
+      {"2.29.7",
+       {NCCLSHIM_CAP_DEVICE_API, NCCLSHIM_CAP_DEVICE_POINTERS, NCCLSHIM_CAP_SUSPEND, -1},
+       {NCCLSHIM_CAP_PARAMS, -1}},
       {"2.30.7",
        {NCCLSHIM_CAP_TIMEOUT_RESULT, NCCLSHIM_CAP_PARAMS, NCCLSHIM_CAP_SUSPEND, -1},
        {-1}},
@@ -138,10 +145,15 @@ static void test_two_handles(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_2_18),         cmocka_unit_test(test_2_21),
-      cmocka_unit_test(test_2_27),         cmocka_unit_test(test_2_28_3),
-      cmocka_unit_test(test_2_28_9),       cmocka_unit_test(test_2_30),
-      cmocka_unit_test(test_capabilities), cmocka_unit_test(test_unexpected_missing),
+      cmocka_unit_test(test_2_18),
+      cmocka_unit_test(test_2_21),
+      cmocka_unit_test(test_2_27),
+      cmocka_unit_test(test_2_28_3),
+      cmocka_unit_test(test_2_28_9),
+      cmocka_unit_test(test_2_29_7),
+      cmocka_unit_test(test_2_30),
+      cmocka_unit_test(test_capabilities),
+      cmocka_unit_test(test_unexpected_missing),
       cmocka_unit_test(test_two_handles),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

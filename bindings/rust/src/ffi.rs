@@ -123,6 +123,68 @@ pub struct ncclshim_param_handle {
 }
 pub type ncclshim_param_handle_t = *mut ncclshim_param_handle;
 
+/// `ncclTeam_t` (device API, 2.28.3+): three ints, returned and passed by value.
+#[repr(C)]
+#[allow(non_snake_case)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ncclshim_team_t {
+    pub nRanks: c_int,
+    pub rank: c_int,
+    pub stride: c_int,
+}
+/// `ncclMultimemHandle_t` (2.29.2+), passed by value.
+#[repr(C)]
+#[allow(non_snake_case)]
+#[derive(Clone, Copy, Debug)]
+pub struct ncclshim_multimem_handle_t {
+    pub mcBasePtr: *mut c_void,
+}
+#[repr(C)]
+pub struct ncclshim_dev_comm_requirements {
+    _opaque: [u8; 0],
+}
+pub type ncclshim_dev_comm_requirements_t = ncclshim_dev_comm_requirements;
+#[repr(C)]
+pub struct ncclshim_dev_comm {
+    _opaque: [u8; 0],
+}
+pub type ncclshim_dev_comm_t = ncclshim_dev_comm;
+#[repr(C)]
+pub struct ncclshim_dev_resource_requirements {
+    _opaque: [u8; 0],
+}
+pub type ncclshim_dev_resource_requirements_t = ncclshim_dev_resource_requirements;
+#[repr(C)]
+pub struct ncclshim_lsa_barrier_handle {
+    _opaque: [u8; 0],
+}
+pub type ncclshim_lsa_barrier_handle_t = ncclshim_lsa_barrier_handle;
+#[repr(C)]
+pub struct ncclshim_gin_barrier_handle {
+    _opaque: [u8; 0],
+}
+pub type ncclshim_gin_barrier_handle_t = ncclshim_gin_barrier_handle;
+#[repr(C)]
+pub struct ncclshim_lla2a_handle {
+    _opaque: [u8; 0],
+}
+pub type ncclshim_lla2a_handle_t = ncclshim_lla2a_handle;
+#[repr(C)]
+pub struct ncclshim_comm_properties {
+    _opaque: [u8; 0],
+}
+pub type ncclshim_comm_properties_t = ncclshim_comm_properties;
+#[repr(C)]
+pub struct ncclshim_gin_outbox_handle {
+    _opaque: [u8; 0],
+}
+pub type ncclshim_gin_outbox_handle_t = ncclshim_gin_outbox_handle;
+#[repr(C)]
+pub struct ncclshim_gin_inbox_a2a_handle {
+    _opaque: [u8; 0],
+}
+pub type ncclshim_gin_inbox_a2a_handle_t = ncclshim_gin_inbox_a2a_handle;
+
 /// `struct ncclshim_nccl_config`: the newest `ncclConfig_t` layout (2.30.7, 96 bytes).
 #[repr(C)]
 #[allow(non_snake_case)]
@@ -168,6 +230,25 @@ pub struct ncclshim_nccl_options {
     pub size: usize,
     pub path: *const c_char,
     pub min_version: c_int,
+    pub refuse_second_copy: c_int,
+}
+
+/// One NCCL library: mapped in the process (the census) or visible to the search (the list).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ncclshim_nccl_entry {
+    pub path: *const c_char,
+    pub version: c_int,
+    pub how: ncclshim_found_via,
+    pub mapped: c_int,
+    pub in_program: c_int,
+    pub chosen: c_int,
+}
+
+/// Opaque list made by `ncclshim_nccl_list_visible`.
+#[repr(C)]
+pub struct ncclshim_nccl_list {
+    _opaque: [u8; 0],
 }
 
 // ---- cuda.h ------------------------------------------------------------------------------
@@ -259,6 +340,26 @@ extern "C" {
         buf: *mut c_char,
         size: usize,
     ) -> *const c_char;
+    pub fn ncclshim_nccl_fingerprint_content(
+        nccl: *mut ncclshim_nccl,
+        buf: *mut c_char,
+        size: usize,
+    ) -> *const c_char;
+    pub fn ncclshim_nccl_census_count(nccl: *const ncclshim_nccl) -> usize;
+    pub fn ncclshim_nccl_census_entry(
+        nccl: *const ncclshim_nccl,
+        index: usize,
+    ) -> *const ncclshim_nccl_entry;
+    pub fn ncclshim_nccl_list_visible(
+        chosen: *const ncclshim_nccl,
+        out: *mut *mut ncclshim_nccl_list,
+    ) -> ncclshim_status;
+    pub fn ncclshim_nccl_list_count(list: *const ncclshim_nccl_list) -> usize;
+    pub fn ncclshim_nccl_list_entry(
+        list: *const ncclshim_nccl_list,
+        index: usize,
+    ) -> *const ncclshim_nccl_entry;
+    pub fn ncclshim_nccl_list_free(list: *mut ncclshim_nccl_list);
     pub fn ncclshim_nccl_fingerprint(
         nccl: *mut ncclshim_nccl,
         buf: *mut c_char,

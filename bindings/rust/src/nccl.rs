@@ -78,6 +78,7 @@ impl Nccl {
             size: std::mem::size_of::<ffi::ncclshim_nccl_options>(),
             path: path.as_ref().map_or(std::ptr::null(), |p| p.as_ptr()),
             min_version: min_version.map_or(0, |v| v.packed() as i32),
+            refuse_second_copy: 0,
         };
         let mut raw = std::ptr::null_mut();
         // SAFETY: options and out are valid for the call.

@@ -35,7 +35,7 @@ fn the_real_nccl_loads_with_its_capabilities() {
     );
     assert!(nccl.has(Capability::NonblockingInit));
     assert!(
-        nccl.fingerprint().starts_with(&format!("nccl{version}-f")),
+        nccl.fingerprint().starts_with(&format!("nccl{version}-b")),
         "{}",
         nccl.fingerprint()
     );

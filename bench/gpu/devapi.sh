@@ -63,8 +63,11 @@ run_release() {
   for way in table dropin direct; do
     local exe="$bin/devapi-$name-$way" log="$out/devapi-$name-$way.log"
     # GIN's GDAKI transport is not used: leave out its headers (doca), which some installs lack.
-    local flags=(-std=c++17 -O2 -arch=sm_90 -DNCCL_GIN_GDAKI_ENABLE=0 -isystem "$inc" -Iinclude
+    local flags=(-std=c++17 -O2 -arch=sm_90 -DNCCL_GIN_GDAKI_ENABLE=0 -Iinclude
       tests/gpu_devapi/devapi.cu -o "$exe" -ldl -lpthread)
+    # /usr/include is searched already; naming it again (-isystem) reorders the C++ headers'
+    # #include_next <math.h> past it, and the build fails.
+    [ "$inc" = /usr/include ] || flags+=(-isystem "$inc")
     case $way in
     table) flags+=(-DVIA_TABLE -Lbuild-devapi/src -lncclshim -Xlinker -rpath="$PWD/build-devapi/src") ;;
     dropin) flags+=(-DVIA_DROPIN -Lbuild-devapi/src/dropin -lncclshim-nccl

@@ -112,7 +112,8 @@ step_torch() {
   local crc=$?
   cat "$dir/compare.txt"
   local ok_ranks interposing
-  ok_ranks=$(grep -c "all-reduce ok" "$dir/run.log")
+  # The ranks print at once: their lines can share one line of the log.
+  ok_ranks=$(grep -o "rank [0-9]*: all-reduce ok" "$dir/run.log" | sort -u | wc -l)
   interposing=$(grep -c "ncclshim drop-in: interposing" "$dir/run.log")
   if [ $rc -eq 0 ] && [ "$ok_ranks" = 2 ] && [ "$interposing" -ge 2 ] &&
     [ "$(cat "$dir"/ncclshim-record-*.jsonl | grep -c '"function":"ncclAllReduce"')" -ge 40 ]; then
@@ -147,12 +148,17 @@ PY
 
 { date -u; nvidia-smi --query-gpu=index,name,driver_version --format=csv; ls -l $sys_nccl $pip_nccl; } \
   >"$out/machine.txt" 2>&1
-step_build
-hang linked "$out/stop-linked"
-hang preload-sys "$out/stop-sys" "$dropin"
-hang preload-pip "$out/stop-pip" "$dropin"
-step_preload
-step_torch
-step_cost
+# STEPS="build torch" runs those alone (a rerun); all by default.
+steps=" ${STEPS:-build hang preload torch cost} "
+want() { [[ $steps == *" $1 "* ]]; }
+want build && step_build
+if want hang; then
+  hang linked "$out/stop-linked"
+  hang preload-sys "$out/stop-sys" "$dropin"
+  hang preload-pip "$out/stop-pip" "$dropin"
+fi
+want preload && step_preload
+want torch && step_torch
+want cost && step_cost
 echo "=== summary"
 printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"

@@ -1,11 +1,14 @@
 #include "gpu_common.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -107,7 +110,7 @@ int gpu_wait_child(int pid, int limit_ms, const char *what) {
   return WEXITSTATUS(status);
 }
 
-static int read_all(int fd, void *data, size_t size) {
+int gpu_read_all(int fd, void *data, size_t size) {
   for (size_t done = 0; done < size;) {
     ssize_t n = read(fd, (char *)data + done, size - done);
     if (n < 0 && errno == EINTR) continue;
@@ -132,7 +135,7 @@ int gpu_run_ranks(int nranks, gpu_rank_fn fn, void *arg, int limit_s) {
       for (int j = 0; j < i; j++) close(fds[j]);
       gpu_rank r = {.rank = i, .nranks = nranks};
       int rc = GPU_FAIL;
-      if (read_all(p[0], &r.id, sizeof(r.id)) != 0)
+      if (gpu_read_all(p[0], &r.id, sizeof(r.id)) != 0)
         printf("rank %d: FAIL no unique id from the parent\n", i);
       else if ((rc = gpu_open(&r, i)) == GPU_PASS)
         rc = fn(&r, arg);
@@ -197,4 +200,16 @@ int gpu_expect(gpu_rank *r, const void *device, size_t count, const char *what,
   GPU_CHECK(r, bad == count, "%s: element %zu is %g, expected %g", what, bad, (double)seen,
             (double)expected(r->nranks, bad));
   return GPU_PASS;
+}
+
+int gpu_free_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t size = sizeof(addr);
+  int port = -1;
+  if (fd >= 0 && bind(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0 &&
+      getsockname(fd, (struct sockaddr *)&addr, &size) == 0)
+    port = ntohs(addr.sin_port);
+  if (fd >= 0) close(fd);
+  return port;
 }

@@ -43,6 +43,10 @@ int gpu_wait_child(int pid, int limit_ms, const char *what);
 
 /* Milliseconds on CLOCK_MONOTONIC. */
 int64_t gpu_now_ms(void);
+/* Read exactly `size` bytes (EINTR retried); 0, or -1 on EOF or error. */
+int gpu_read_all(int fd, void *data, size_t size);
+/* A loopback port nothing listens on right now (the kernel's choice for port 0); -1 on error. */
+int gpu_free_port(void);
 
 /* Print "rank R: FAIL ..." with ncclshim's last message and return GPU_FAIL from the
  * enclosing function. */

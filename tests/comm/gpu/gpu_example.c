@@ -3,13 +3,10 @@
  *   gpu_example EXAMPLE launcher         two processes started independently, as a launcher
  *                                        would, meeting at NCCL_COMM_ID=127.0.0.1:<port>
  * Each run must end within its limit, exit 0 and report its results as checked. */
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "gpu_common.h"
@@ -83,21 +80,8 @@ static int fork_mode(const char *example, int gpus, int argc, char **argv) {
   return finish(&r, "the example, forking", needle) ? GPU_PASS : GPU_FAIL;
 }
 
-/* A port nothing listens on right now (the kernel's choice for port 0). */
-static int free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t size = sizeof(addr);
-  int port = -1;
-  if (fd >= 0 && bind(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0 &&
-      getsockname(fd, (struct sockaddr *)&addr, &size) == 0)
-    port = ntohs(addr.sin_port);
-  if (fd >= 0) close(fd);
-  return port;
-}
-
 static int launcher_mode(const char *example) {
-  int port = free_port();
+  int port = gpu_free_port();
   if (port < 0) return GPU_FAIL;
   char comm_id[64];
   snprintf(comm_id, sizeof(comm_id), "NCCL_COMM_ID=127.0.0.1:%d", port);

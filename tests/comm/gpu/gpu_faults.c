@@ -9,15 +9,12 @@
  * Prints "FAULTS-CSV,..." (the figures) and "FAULTS-MSG,..." (rank 0's message) for
  * bench/gpu/faults.sh. NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 in the environment make NCCL use
  * its socket transport over loopback, as between nodes. Exit 0 pass, 1 fail, 77 skipped. */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,16 +39,6 @@ static int parse(char **args, fault_case *c) {
   return c->blocking && c->point == KILL_IN_INIT ? -1 : 0; /* a blocking init has no bound */
 }
 
-static int read_all(int fd, void *data, size_t size) {
-  for (size_t done = 0; done < size;) {
-    ssize_t n = read(fd, (char *)data + done, size - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return -1;
-    done += (size_t)n;
-  }
-  return 0;
-}
-
 /* A started program (spawn): its rank and report pipe come as arguments, the id from
  * NCCL_COMM_ID through ncclGetUniqueId. */
 static int worker_main(char **argv) {
@@ -63,19 +50,6 @@ static int worker_main(char **argv) {
   int rc = fault_rank(&r, &c, fd);
   fflush(stdout);
   return rc;
-}
-
-/* A port nothing listens on right now (the kernel's choice for port 0). */
-static int free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t size = sizeof(addr);
-  int port = -1;
-  if (fd >= 0 && bind(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0 &&
-      getsockname(fd, (struct sockaddr *)&addr, &size) == 0)
-    port = ntohs(addr.sin_port);
-  if (fd >= 0) close(fd);
-  return port;
 }
 
 typedef struct ranks {
@@ -107,7 +81,7 @@ static void child(const fault_case *c, const char *self, int rank, int report_fd
   }
   gpu_rank r = {.rank = rank, .nranks = 2};
   int rc = GPU_FAIL;
-  if (read_all(id_fd, &r.id, sizeof(r.id)) != 0)
+  if (gpu_read_all(id_fd, &r.id, sizeof(r.id)) != 0)
     printf("rank %d: no unique id from the harness\n", rank);
   else if (gpu_open(&r, rank) == GPU_PASS)
     rc = fault_rank(&r, c, report_fd);
@@ -121,7 +95,7 @@ static int start(const fault_case *c, const char *self, ranks *rk) {
   char comm_id[64] = "";
   if (pipe(reports) != 0) return -1;
   if (c->spawn)
-    snprintf(comm_id, sizeof(comm_id), "127.0.0.1:%d", free_port());
+    snprintf(comm_id, sizeof(comm_id), "127.0.0.1:%d", gpu_free_port());
   else
     unsetenv("NCCL_COMM_ID"); /* the id comes from here, its root thread lives here */
   rk->group = 0;
@@ -198,7 +172,7 @@ static int follow(const fault_case *c, ranks *rk, int64_t *kill_at, fault_report
     struct pollfd p = {.fd = rk->reports, .events = POLLIN};
     if (poll(&p, 1, 100) > 0) {
       fault_report report;
-      if (read_all(rk->reports, &report, sizeof(report)) != 0) {
+      if (gpu_read_all(rk->reports, &report, sizeof(report)) != 0) {
         printf("FAIL: every rank closed its report pipe without a result\n");
         return 0;
       }

@@ -1,4 +1,6 @@
-/* ns per call of a no-op NCCL function (ncclGroupStart of noop_nccl.c), reached four ways:
+/* ns per call of a no-op NCCL function (ncclGroupStart of noop_nccl.c), reached four ways
+ * (and, linked directly and through the drop-in, of a device-API host function returning a
+ * struct by value, ncclTeamWorld: "direct-team", "dropin-team"):
  *   direct   the program is linked with the library            (build: -DDIRECT)
  *   dlsym    a pointer from dlopen + dlsym of the same file
  *   table    ncclshim's table (an explicit handle on that file)
@@ -10,6 +12,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#define NCCLSHIM_DECLARE_DEVICE_API /* ncclTeamWorld, as the drop-in exports it */
 #include "ncclshim/ncclshim.h"
 
 static double now_ns(void) {
@@ -37,10 +40,12 @@ int main(int argc, char **argv) {
 #if defined(DIRECT)
   (void)library;
   TIME_LOOP("direct", calls, reps, ncclGroupStart());
+  TIME_LOOP("direct-team", calls, reps, ncclTeamWorld(NULL));
 #elif defined(DROPIN)
   (void)library;    /* NCCLSHIM_NCCL_LIBRARY names it */
   ncclGroupStart(); /* the first call loads */
   TIME_LOOP("dropin", calls, reps, ncclGroupStart());
+  TIME_LOOP("dropin-team", calls, reps, ncclTeamWorld(NULL));
 #else
   void *handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);
   ncclResult_t (*raw)(void) = (ncclResult_t(*)(void))(uintptr_t)dlsym(handle, "ncclGroupStart");

@@ -182,7 +182,8 @@ static int wrapper_words(const char **words, int max) {
     DIE("MESON_EXE_WRAPPER has shell quoting, which the tests do not parse: %s", wrapper);
   strcpy(copy, wrapper);
   int count = 0;
-  for (char *word = strtok(copy, " \t"); word != NULL; word = strtok(NULL, " \t")) {
+  for (char *rest = NULL, *word = strtok_r(copy, " \t", &rest); word != NULL;
+       word = strtok_r(NULL, " \t", &rest)) {
     if (count == max) DIE("MESON_EXE_WRAPPER has more than %d words: %s", max, wrapper);
     words[count++] = word;
   }

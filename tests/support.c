@@ -112,6 +112,35 @@ void copy_file(const char *from, const char *to, size_t length, unsigned machine
   chmod(to, 0755);
 }
 
+unsigned elf_machine(const char *path) {
+  Elf64_Ehdr header;
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) return 0;
+  size_t got = fread(&header, 1, sizeof(header), f);
+  fclose(f);
+  /* e_ident and e_machine lie at the same offsets in 32- and 64-bit headers. */
+  if (got < offsetof(Elf64_Ehdr, e_machine) + sizeof(header.e_machine) ||
+      memcmp(header.e_ident, ELFMAG, SELFMAG) != 0)
+    return 0;
+  return header.e_machine;
+}
+
+unsigned own_machine(void) {
+  unsigned machine = elf_machine("/proc/self/exe");
+  if (machine == 0) DIE("cannot read the ELF header of /proc/self/exe");
+  return machine;
+}
+
+const char *machine_name(unsigned machine) {
+  static char other[32];
+  if (machine == EM_X86_64) return "x86-64";
+  if (machine == EM_AARCH64) return "aarch64";
+  snprintf(other, sizeof(other), "e_machine %u", machine);
+  return other;
+}
+
+unsigned foreign_machine(void) { return own_machine() == EM_X86_64 ? EM_AARCH64 : EM_X86_64; }
+
 /* The dynamic loader this process runs under (its PT_INTERP). */
 static const char *interpreter(void) {
   static char path[256];
@@ -140,9 +169,30 @@ void run_scenario(scenario *s, const char *const *args, const char *const *env) 
   run_program(s, helper, args, env);
 }
 
+/* A cross build's tests run under its exe_wrapper (qemu-user), but a program they start is
+ * run by the kernel, which cannot run the target's ELF without binfmt_misc: every program of
+ * the target goes through the wrapper too. meson gives the tests its words, shell-quoted, in
+ * MESON_EXE_WRAPPER; unset in a native build. Returns how many words it put in `words`. */
+static int wrapper_words(const char **words, int max) {
+  static char copy[1024];
+  const char *wrapper = getenv("MESON_EXE_WRAPPER");
+  if (wrapper == NULL || *wrapper == '\0') return 0;
+  if (strlen(wrapper) >= sizeof(copy)) DIE("MESON_EXE_WRAPPER is too long: %s", wrapper);
+  if (strpbrk(wrapper, "'\"\\") != NULL)
+    DIE("MESON_EXE_WRAPPER has shell quoting, which the tests do not parse: %s", wrapper);
+  strcpy(copy, wrapper);
+  int count = 0;
+  for (char *rest = NULL, *word = strtok_r(copy, " \t", &rest); word != NULL;
+       word = strtok_r(NULL, " \t", &rest)) {
+    if (count == max) DIE("MESON_EXE_WRAPPER has more than %d words: %s", max, wrapper);
+    words[count++] = word;
+  }
+  return count;
+}
+
 void run_program(scenario *s, const char *helper, const char *const *args, const char *const *env) {
   const char *argv[64];
-  int argc = 0;
+  int argc = wrapper_words(argv, 8);
   argv[argc++] = interpreter();
   argv[argc++] = "--inhibit-cache";
   const char *audit = getenv("HIDE_AUDIT");
@@ -170,10 +220,11 @@ void run_program(scenario *s, const char *helper, const char *const *args, const
   }
   if (!has_cache) envp[envc++] = "NCCLSHIM_LD_CACHE=/dev/null";
   envp[envc] = NULL;
-  int rc = posix_spawn(&pid, argv[0], &actions, NULL, (char *const *)argv, (char *const *)envp);
+  /* posix_spawnp: the wrapper may be a bare name, found on this process's PATH. */
+  int rc = posix_spawnp(&pid, argv[0], &actions, NULL, (char *const *)argv, (char *const *)envp);
   posix_spawn_file_actions_destroy(&actions);
   close(pipefd[1]);
-  if (rc != 0) DIE("posix_spawn: %s", strerror(rc));
+  if (rc != 0) DIE("posix_spawnp %s: %s", argv[0], strerror(rc));
   collect_output(s, pipefd[0], pid);
 }
 

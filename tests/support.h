@@ -29,6 +29,18 @@ void make_link(const char *target, const char *link);
 char *join(const char *a, const char *b);
 /* malloc'd "KEY=value", for the environments given to run_program. */
 char *env_entry(const char *key, const char *value);
+/* The e_machine of the ELF file `path` (EM_X86_64, EM_AARCH64, ...), 0 when it is not a
+ * readable ELF file. */
+unsigned elf_machine(const char *path);
+/* The e_machine of this test program: the architecture it was built for, whatever the machine
+ * running it (under qemu-user, /proc/self/exe is the emulated program). */
+unsigned own_machine(void);
+/* An architecture's name for messages ("x86-64", "aarch64", "e_machine N" for others). */
+const char *machine_name(unsigned machine);
+/* A machine other than this program's, for the foreign-architecture cases: aarch64 for a test
+ * built for x86-64, x86-64 for any other. */
+unsigned foreign_machine(void);
+
 /* The address of `symbol` in the already loaded library `path` (dies if either is missing). */
 void *loaded_symbol(const char *path, const char *symbol);
 
@@ -40,7 +52,8 @@ typedef struct scenario {
 
 /* Run nccl_scenario (from $SCENARIO) with these arguments and exactly this environment
  * (NULL-terminated arrays), under ld.so --inhibit-cache so that the machine's ld.so cache cannot
- * supply an NCCL. */
+ * supply an NCCL. In a cross build, ld.so (the target's) runs under the build's exe_wrapper,
+ * which meson gives the tests in MESON_EXE_WRAPPER. */
 void run_scenario(scenario *s, const char *const *args, const char *const *env);
 /* The same with another helper program. */
 void run_program(scenario *s, const char *program, const char *const *args, const char *const *env);

@@ -21,6 +21,9 @@ import unittest
 PROBE, FAKE_DIR, HIDE_AUDIT, CUDA_FAKE_DIR, MAN_PAGE, REFERENCE = map(os.path.abspath,
                                                                       sys.argv[1:7])
 VALGRIND = shlex.split(os.environ.get("PROBE_VALGRIND", ""))
+# A cross build's exe_wrapper (qemu-aarch64), which meson gives its tests: the kernel cannot
+# start the target's ld.so by itself without binfmt_misc. Empty in a native build.
+WRAPPER = shlex.split(os.environ.get("MESON_EXE_WRAPPER", ""))
 VALGRIND_FAILED = 99  # valgrind's exit status on an error; the probe's own are 0, 1, 2
 
 
@@ -29,6 +32,15 @@ def interpreter():
         data = f.read(4096)
     start = data.index(b"/lib")
     return data[start:data.index(b"\0", start)].decode()
+
+
+def elf_machine(path):
+    """The ELF file's e_machine (62 x86-64, 183 aarch64, ...), None when it is not ELF."""
+    with open(path, "rb") as f:
+        head = f.read(20)
+    if len(head) < 20 or head[:4] != b"\x7fELF":
+        return None
+    return int.from_bytes(head[18:20], "little" if head[5] == 1 else "big")
 
 
 def fake(variant):
@@ -53,7 +65,7 @@ def probe(*args, env=None, raw=False, cwd=None):
     # No ld.so cache, and system-wide NCCL and libcuda hidden (tests/hide_system.c). valgrind
     # cannot run an audit module (its libc copy frees what valgrind's malloc allocated), so
     # under valgrind only the cache is left out; main() makes sure nothing else is there.
-    cmd = [interpreter(), "--inhibit-cache", "--audit", HIDE_AUDIT, PROBE, *args]
+    cmd = [*WRAPPER, interpreter(), "--inhibit-cache", "--audit", HIDE_AUDIT, PROBE, *args]
     log = None
     if VALGRIND:
         log = tempfile.NamedTemporaryFile(prefix="probe-valgrind-", suffix=".log", delete=False)
@@ -154,6 +166,13 @@ class Json(unittest.TestCase):
                        glob.glob("/usr/local/cuda*/targets/*/lib/stubs/libcuda.so"))
         if not stubs:
             self.skipTest("no CUDA toolkit stub libcuda.so on this machine")
+        # The probe's own architecture only (an aarch64 build under qemu-user cannot load the
+        # machine's x86-64 stub).
+        foreign = [s for s in stubs if elf_machine(s) != elf_machine(PROBE)]
+        stubs = [s for s in stubs if s not in foreign]
+        if not stubs:
+            self.skipTest("no toolkit stub libcuda.so of the probe's architecture (e_machine %d):"
+                          " %s" % (elf_machine(PROBE), " ".join(foreign)))
         code, doc, _ = probe_json(env={"NCCLSHIM_CUDA_LIBRARY": stubs[0]})
         self.assertEqual(code, 0)
         cuda = doc["cuda"]

@@ -173,7 +173,7 @@ void run_scenario(scenario *s, const char *const *args, const char *const *env) 
  * run by the kernel, which cannot run the target's ELF without binfmt_misc: every program of
  * the target goes through the wrapper too. meson gives the tests its words, shell-quoted, in
  * MESON_EXE_WRAPPER; unset in a native build. Returns how many words it put in `words`. */
-static int wrapper_words(const char **words, int max) {
+int test_wrapper_words(const char **words, int max) {
   static char copy[1024];
   const char *wrapper = getenv("MESON_EXE_WRAPPER");
   if (wrapper == NULL || *wrapper == '\0') return 0;
@@ -192,7 +192,7 @@ static int wrapper_words(const char **words, int max) {
 
 void run_program(scenario *s, const char *helper, const char *const *args, const char *const *env) {
   const char *argv[64];
-  int argc = wrapper_words(argv, 8);
+  int argc = test_wrapper_words(argv, 8);
   argv[argc++] = interpreter();
   argv[argc++] = "--inhibit-cache";
   const char *audit = getenv("HIDE_AUDIT");

@@ -55,6 +55,11 @@ typedef struct scenario {
  * supply an NCCL. In a cross build, ld.so (the target's) runs under the build's exe_wrapper,
  * which meson gives the tests in MESON_EXE_WRAPPER. */
 void run_scenario(scenario *s, const char *const *args, const char *const *env);
+/* The words of the cross build's exe_wrapper (MESON_EXE_WRAPPER, e.g. qemu-aarch64), which
+ * every program of the target must be started through; 0 words in a native build. At most
+ * `max`; the strings live until the next call. */
+int test_wrapper_words(const char **words, int max);
+
 /* The same with another helper program. */
 void run_program(scenario *s, const char *program, const char *const *args, const char *const *env);
 /* Read a started child's stdout from `fd` (then closed) into s->output and wait for `pid`,

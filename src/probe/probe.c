@@ -10,7 +10,8 @@
 #include "text.h"
 
 static const char usage[] =
-    "usage: ncclshim-probe [--json] [-v] [--no-devices] [--library PATH] [--require X]...\n"
+    "usage: ncclshim-probe [--json] [-v] [--no-devices] [--verify] [--library PATH]\n"
+    "                      [--require X]...\n"
     "\n"
     "Reports the NCCL and CUDA driver that ncclshim finds: where, how, which version, what\n"
     "they can do, whether the driver can run that NCCL, and (with a driver) every GPU.\n"
@@ -18,6 +19,8 @@ static const char usage[] =
     "  --json          one JSON document instead of text (keys: man ncclshim-probe)\n"
     "  -v, --verbose   add every place searched, with the reason for each\n"
     "  --no-devices    skip the GPU queries (they need cuInit)\n"
+    "  --verify        also hash every byte of the NCCL file (the fingerprint reads only\n"
+    "                  the mapped image's build-id): fingerprint_content in the report\n"
     "  --library PATH  use this NCCL file alone, as NCCLSHIM_NCCL_LIBRARY does; a relative\n"
     "                  PATH is taken from the current directory\n"
     "  --require X     X is a version (2.28, 2.28.3), a capability (symmetric-memory) or\n"
@@ -87,6 +90,8 @@ static int parse_arguments(int argc, char **argv, probe *p, int *json, char **li
       p->verbose = 1;
     } else if (strcmp(a, "--no-devices") == 0) {
       p->query_devices = 0;
+    } else if (strcmp(a, "--verify") == 0) {
+      p->verify = 1;
     } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       fputs(usage, stdout);
       return 0;
@@ -122,6 +127,9 @@ static void gather(probe *p, const char *library) {
   p->cuda = ncclshim_cuda_default();
   query_devices(p);
   ncclshim_nccl_fingerprint(p->nccl, p->fingerprint, sizeof(p->fingerprint));
+  if (p->verify)
+    ncclshim_nccl_fingerprint_content(p->nccl, p->fingerprint_content,
+                                      sizeof(p->fingerprint_content));
   probe_check_driver(p);
   probe_check_requirements(p);
 }

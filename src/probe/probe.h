@@ -56,6 +56,8 @@ typedef struct probe {
   int device_count;
   probe_device *devices;
   char fingerprint[128];
+  int verify;                    /* --verify: also the content hash of the file */
+  char fingerprint_content[128]; /* ncclshim_nccl_fingerprint_content, with --verify */
   probe_driver_check driver;
   probe_requirement *requirements;
   int requirement_count;

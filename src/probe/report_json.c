@@ -195,5 +195,7 @@ void probe_print_json(probe *p, FILE *out) {
   requirements_array(p, out);
   fprintf(out, ", \"fingerprint\": ");
   json_string(out, p->fingerprint);
+  fprintf(out, ", \"fingerprint_content\": ");
+  json_string(out, p->verify ? p->fingerprint_content : NULL);
   fputs("}\n", out);
 }

@@ -131,4 +131,6 @@ void probe_print_text(probe *p, FILE *out) {
   fprintf(out, "driver vs NCCL: %s (%s)\n", probe_driver_verdict_name(p->driver.verdict),
           p->driver.reason);
   fprintf(out, "fingerprint: %s\n", p->fingerprint);
+  if (p->verify)
+    fprintf(out, "fingerprint of the file's bytes (--verify): %s\n", p->fingerprint_content);
 }

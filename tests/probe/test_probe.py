@@ -117,8 +117,17 @@ class Json(unittest.TestCase):
         self.assertEqual((doc["requirements"], doc["requirements_met"]), ([], True))
         self.assertEqual(doc["ncclshim"]["version"], "0.1.0")
         self.assertTrue(doc["fingerprint"].startswith("nccl2.28.9-b"))
+        self.assertIsNone(doc["fingerprint_content"])
         self.assertFalse(doc["cuda"]["found"])
         self.assertEqual(doc["cuda"]["devices"], [])
+
+    def test_verify_hashes_the_bytes(self):
+        code, doc, _ = probe_json("--verify", "--library", fake("2.28.9"))
+        self.assertEqual(code, 0)
+        content = doc["fingerprint_content"]
+        self.assertTrue(content.startswith("nccl2.28.9-f"), content)
+        # Same version, capabilities and environment parts; only the file part differs.
+        self.assertEqual(content.split("-")[2:], doc["fingerprint"].split("-")[3:])
 
     def test_absent(self):
         code, doc, _ = probe_json()

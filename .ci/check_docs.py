@@ -9,14 +9,18 @@ Checked, over docs/*.md and every tracked README.md:
   - each NCCL_* environment variable is one the code reads, or one of NCCL's own variables
     listed in NCCL_OWN below (named for context: what NCCL does, what a user sets);
   - each meson option (-Dname) is in meson_options.txt or is one of meson's own;
-  - each repository path (`src/...`, `tests/...`, a link target, ...) exists in the tree.
+  - each repository path (`src/...`, `tests/...`, a link target, ...) exists in the tree;
+    in a doc that names archives (bench/results/README.md: `run-DATE-WHAT.tar.xz`), a raw
+    output file it names (`init-cuinit.log`) is in one of them.
 And the reverse: each NCCLSHIM_* environment variable the code reads (a string literal in
 src/, loader/, include/, bindings/rust/) and each option of meson_options.txt is documented.
 """
+import fnmatch
 import os
 import re
 import subprocess
 import sys
+import tarfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -95,9 +99,11 @@ def main():
 
     problems = []
     doc_words = set()
+    raw = re.compile(r"^[\w.*/-]+\.(log|txt|json|jsonl|out)$")
     doc_options = set()
     for doc in docs:
         text = read(doc)
+        members = archive_members(text, doc, tree)
         for n, line in enumerate(text.splitlines(), 1):
             where = f"{doc}:{n}"
             for word in re.findall(r"\b(?:NCCLSHIM|NCCL)_[A-Z0-9_]*[A-Z0-9]\b", line):
@@ -118,8 +124,14 @@ def main():
             for path in candidate_paths(line, doc):
                 here = os.path.normpath(os.path.join(os.path.dirname(doc), path))
                 if not OTHERS.match(path) and not exists(path, tree, dirs) \
-                        and not exists(here, tree, dirs):
+                        and not exists(here, tree, dirs) and not in_archive(path, members):
                     problems.append(f"{where}: {path} does not exist")
+            if members:
+                for token in re.findall(r"`([^`\s]+)`", line):
+                    here = os.path.normpath(os.path.join(os.path.dirname(doc), token))
+                    if raw.match(token) and "/" not in token.rstrip("/")[:-1] \
+                            and not exists(here, tree, dirs) and not in_archive(token, members):
+                        problems.append(f"{where}: {token} is in none of the doc's archives")
     for var in sorted(read_vars - doc_words):
         problems.append(f"the code reads {var}, which no doc names")
     for opt in sorted(options - doc_options):
@@ -128,6 +140,25 @@ def main():
         print(p)
     print(f"check_docs: {len(docs)} docs, {len(problems)} problems")
     return 1 if problems else 0
+
+
+def archive_members(text, doc, tree):
+    """The members' names (full and last part) of the tracked archives the doc names."""
+    members = set()
+    for name in set(re.findall(r"[\w./-]+\.tar\.xz", text)):
+        for path in (os.path.normpath(os.path.join(os.path.dirname(doc), name)), name):
+            if path in tree:
+                with tarfile.open(os.path.join(ROOT, path)) as tar:
+                    for m in tar.getnames():
+                        members.add(m)
+                        members.add(m.rsplit("/", 1)[-1])
+                        members.add(m.split("/", 1)[0] + "/")
+    return members
+
+
+def in_archive(path, members):
+    base = path.rstrip("/").rsplit("/", 1)[-1] + ("/" if path.endswith("/") else "")
+    return any(fnmatch.fnmatch(m, pat) for m in members for pat in (path, base))
 
 
 def is_nccl_api(word, code_words):

@@ -195,7 +195,7 @@ impl fmt::Debug for Event {
 impl Cuda {
     /// The process-wide driver handle, opened on first use (no cuInit).
     pub fn default_handle() -> Cuda {
-        // SAFETY: no arguments; NULL only when out of memory, which every function accepts.
+        // SAFETY: no arguments; every function accepts what it returns (NULL included).
         Cuda(Arc::new(Handle {
             raw: unsafe { ffi::ncclshim_cuda_default() },
             owned: false,

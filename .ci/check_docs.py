@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Docs that tell the truth: what the docs and READMEs name must exist, and the reverse.
 
-  python3 .ci/check_docs.py          (from anywhere in the checkout; exit 0 ok, 1 problems)
+  python3 .ci/check_docs.py              (from anywhere in the checkout; exit 0 ok, 1 problems)
+  python3 .ci/check_docs.py --self-test  (a small tree with one of each mistake: all found)
 
 Checked, over docs/*.md and every tracked README.md:
   - each NCCLSHIM_* name appears in the tracked code, tests or scripts (a variable, macro
@@ -22,7 +23,8 @@ import subprocess
 import sys
 import tarfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.environ.get("CHECK_DOCS_ROOT") or os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))
 
 # NCCL's own variables and macros that the docs name without ncclshim reading them.
 NCCL_OWN = {
@@ -202,5 +204,48 @@ def exists(path, tree, dirs):
     return any(path + ext in tree for ext in (".c", ".py", ".sh", ".rs", ".h"))
 
 
+def self_test():
+    """Runs the check on a throwaway git tree holding one mistake of each kind."""
+    import tempfile
+    files = {
+        "meson_options.txt": "option('tests', type : 'feature')\n"
+                             "option('quiet', type : 'boolean')\n",
+        "src/a.c": 'const char *v = "NCCLSHIM_READ";\nconst char *w = "NCCLSHIM_HIDDEN";\n',
+        "bench/results/h200x2/run-x.tar.xz": None,
+        "docs/a.md": "`NCCLSHIM_READ` and `NCCLSHIM_GONE`; NCCL_MADE_UP; -Dtests=enabled, "
+                     "-Dnope=1; `src/a.c`, `src/missing.c`, [b](b.md), [c](c.md)\n",
+        "docs/b.md": "`NCCL_NVLS_ENABLE`\n",
+        "bench/results/README.md": "`h200x2/run-x.tar.xz` holds `kept.log`; not `lost.log`\n",
+    }
+    expected = ["NCCLSHIM_GONE is nowhere", "NCCL_MADE_UP: not read", "-Dnope is not",
+                "src/missing.c does not exist", "docs/c.md does not exist",
+                "lost.log is in none", "reads NCCLSHIM_HIDDEN, which no doc",
+                "option quiet (meson_options.txt) is in no doc"]
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, text in files.items():
+            os.makedirs(os.path.join(tmp, os.path.dirname(name)), exist_ok=True)
+            if text is None:
+                with tarfile.open(os.path.join(tmp, name), "w:xz") as tar:
+                    kept = os.path.join(tmp, "kept.log")
+                    open(kept, "w").close()
+                    tar.add(kept, "kept.log")
+                    os.remove(kept)
+            else:
+                with open(os.path.join(tmp, name), "w") as f:
+                    f.write(text)
+        subprocess.run(["git", "init", "-q", tmp], check=True)
+        subprocess.run(["git", "-C", tmp, "add", "."], check=True)
+        out = subprocess.run([sys.executable, __file__], cwd=tmp, capture_output=True,
+                             text=True, env=dict(os.environ, CHECK_DOCS_ROOT=tmp)).stdout
+    missed = [e for e in expected if e not in out]
+    extra = len(out.splitlines()) - 1 - len(expected)
+    print(out, end="")
+    if missed or extra:
+        print(f"self-test: missed {missed}, {extra} problems beyond those expected")
+        return 1
+    print(f"self-test: all {len(expected)} mistakes found")
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(self_test() if sys.argv[1:] == ["--self-test"] else main())

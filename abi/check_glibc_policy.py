@@ -4,8 +4,9 @@
     check_glibc_policy.py [--baseline 2.17] [--bind-now] [--build-tree] FILE...
 
 For each ELF file (x86-64 or aarch64, read with `readelf`, or $READELF):
-  - every GLIBC_* version it needs (versions of libncclshim's own aside) is at most the baseline; GLIBC_PRIVATE and versions that
-    are not numbers fail too; the message names each symbol bound to such a version;
+  - every GLIBC_* version it needs (versions of libncclshim's own aside) is at most the
+    baseline; GLIBC_PRIVATE and versions that are not numbers fail too; the message names
+    each symbol bound to such a version;
   - every NEEDED library is a glibc 2.17 library (libc, libdl, libpthread, libm, librt) or
     ncclshim's own libncclshim.so.<major>;
   - a function that glibc 2.17 keeps in libdl.so.2 or libpthread.so.0 comes with that library

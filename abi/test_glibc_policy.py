@@ -59,7 +59,7 @@ def main():
             else:
                 ok = proc.returncode == 1 and expected in out
             print("%s %s: exit %d\n  %s" % ("ok" if ok else "FAIL", name, proc.returncode,
-                                           out.strip().replace("\n", "\n  ")))
+                                            out.strip().replace("\n", "\n  ")))
             failures += not ok
     print("%d of %d cases as expected" % (len(CASES) - failures, len(CASES)))
     return 1 if failures else 0

@@ -21,7 +21,7 @@ plot "call-cost-summary-$host.csv" using 2:xtic(1) every ::1 lc rgb "#4477aa"
 GP
 fi
 if [ -f "allreduce-summary-$host.csv" ]; then
-  for nccl in $(awk -F, 'NR > 1 {print $1}' "allreduce-summary-$host.csv" | sort -u); do
+  awk -F, 'NR > 1 {print $1}' "allreduce-summary-$host.csv" | sort -u | while read -r nccl; do
     for what in busbw latency; do
       col=$([ "$what" = busbw ] && echo 5 || echo 4)
       ylabel=$([ "$what" = busbw ] && echo "bus bandwidth (GB/s)" || echo "time per all-reduce (us)")
@@ -42,4 +42,4 @@ GP
     done
   done
 fi
-ls -1 *.png 2>/dev/null
+ls -1 ./*.png 2>/dev/null

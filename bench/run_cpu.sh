@@ -17,17 +17,19 @@ reps=${REPS:-7}
 # 1. Call cost: 10^8 calls per repetition, four ways.
 out=$results/call-cost-$host.csv
 echo "way,calls,rep,ns_per_call" >"$out"
-for round in 1 2; do # interleave the processes too
-  "$build/bench/call_cost_direct" "$noop" "$calls" "$reps" >>"$out"
-  "$build/bench/call_cost" "$noop" "$calls" "$reps" >>"$out"
-  NCCLSHIM_NCCL_LIBRARY=$(realpath "$noop") "$build/bench/call_cost_dropin" "$noop" "$calls" "$reps" >>"$out"
+for _ in 1 2; do # interleave the processes too
+  {
+    "$build/bench/call_cost_direct" "$noop" "$calls" "$reps"
+    "$build/bench/call_cost" "$noop" "$calls" "$reps"
+    NCCLSHIM_NCCL_LIBRARY=$(realpath "$noop") "$build/bench/call_cost_dropin" "$noop" "$calls" "$reps"
+  } >>"$out"
 done
 
 # 2. Init cost: one fresh process per measurement, raw and shim alternating.
 out=$results/init-cost-$host.csv
 echo "way,library,us" >"$out"
 for lib in "$(realpath "$noop")" "$@"; do
-  for i in $(seq 1 ${INIT_REPS:-30}); do
+  for _ in $(seq 1 "${INIT_REPS:-30}"); do
     "$build/bench/init_cost" raw "$lib" 2>/dev/null >>"$out"
     "$build/bench/init_cost" shim "$lib" 2>/dev/null >>"$out"
   done

@@ -50,14 +50,16 @@ if init:
     table = []
     for lib, ways in init.items():
         raw, shim = statistics.median(ways["raw"]), statistics.median(ways["shim"])
-        table.append([os.path.basename(lib), lib, "%.1f" % raw, "%.1f" % shim, "%.3f" % (shim / raw),
+        table.append([os.path.basename(lib), lib, "%.1f" % raw, "%.1f" % shim,
+                      "%.3f" % (shim / raw),
                       len(ways["shim"])])
     write("init-cost-summary-%s.csv" % host,
           ["library", "path", "raw_median_us", "shim_median_us", "shim_vs_raw", "samples"], table)
 
 coll = defaultdict(list)
 for r in rows("allreduce-%s.csv" % host):
-    coll[(r["nccl"], r["variant"], int(r["bytes"]))].append((float(r["us"]), float(r["busbw_GBps"])))
+    key = (r["nccl"], r["variant"], int(r["bytes"]))
+    coll[key].append((float(r["us"]), float(r["busbw_GBps"])))
 if coll:
     table = []
     # Each row is one process's median; small messages differ from process to process, so

@@ -75,7 +75,7 @@ pkg_config_consumers() {
       -L*) [ "$(realpath "${word#-L}")" = "$tree/lib" ] || { echo "not the tree: $word"; return 1; } ;;
     esac
   done
-  # shellcheck disable=SC2086 # pkg-config's flags are words
+  # shellcheck disable=SC2086,SC2046 # pkg-config's flags are words
   "$cc" -std=c11 -Wall -Wextra -Werror -o "$dir/consumer" \
     "$src/tests/packaging/meson-consumer/consumer.c" $flags -ldl "-Wl,-rpath,$tree/lib" &&
     "$cc" -std=c11 -Wall -Wextra -Werror -o "$dir/dropin_consumer" \

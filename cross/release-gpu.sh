@@ -12,7 +12,7 @@
 # NVLink multicast stays off.
 set -uo pipefail
 archive=$(realpath "${1:?usage: bash cross/release-gpu.sh ARCHIVE}")
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 logs=${OUT:-/tmp/out}/release
 mkdir -p "$logs"

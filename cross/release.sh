@@ -52,6 +52,7 @@ meson install -C "$build" --no-rebuild --destdir "$tree" --quiet
 
 # pkg-config files relative to their own place: <tree>/lib/pkgconfig/../.. is the tree.
 for pc in "$tree"/lib/pkgconfig/*.pc; do
+  # shellcheck disable=SC2016 # ${pcfiledir} is pkg-config's, written as is
   sed -i 's|^prefix=.*|prefix=${pcfiledir}/../..|' "$pc"
 done
 
@@ -71,6 +72,7 @@ for elf in "$tree/lib/libncclshim.so.$version" "$tree/lib/libncclshim-nccl.so.$v
   ${tool_prefix}strip --strip-unneeded "$elf"
 done
 
+# shellcheck disable=SC2094 # find leaves SHA256SUMS out
 (cd "$tree" && find . -type f ! -name SHA256SUMS -printf '%P\n' | sort |
   xargs sha256sum >SHA256SUMS)
 tar -C "$stage" --sort=name --owner=0 --group=0 --numeric-owner --format=gnu \

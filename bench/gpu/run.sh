@@ -6,7 +6,7 @@
 # through the drop-in, and the all-reduce benchmark (direct, drop-in, table), and leaves
 # logs and CSVs in $OUT (or /tmp/ncclshim-gpu). NVLink multicast stays off.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 2
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 out=${OUT:-/tmp/ncclshim-gpu}
 res=/tmp/ncclshim-results
@@ -32,9 +32,9 @@ nccl_lib() { [ "$1" = sys ] && echo $sys_nccl || echo $pip_nccl; }
 build() {
   local lib inc
   lib=$(nccl_lib "$4")
-  inc=$([ "$4" = sys ] && echo /usr/include || echo $pip_root/include)
-  local cc=(gcc -std=c11 -O2 -Wall -Wextra -Werror -I$cuda_inc -I"$inc" "$1" -o "$2")
-  local cudart=(-L$cuda_lib -lcudart -Wl,-rpath,$cuda_lib)
+  inc=$([ "$4" = sys ] && echo /usr/include || echo "$pip_root/include")
+  local cc=(gcc -std=c11 -O2 -Wall -Wextra -Werror "-I$cuda_inc" -I"$inc" "$1" -o "$2")
+  local cudart=("-L$cuda_lib" -lcudart "-Wl,-rpath,$cuda_lib")
   case $3 in
   direct) "${cc[@]}" "$lib" -Wl,-rpath,"$(dirname "$lib")" "${cudart[@]}" ;;
   dropin) "${cc[@]}" -Lbuild-gpu/src/dropin -lncclshim-nccl -Wl,-rpath,"$PWD/build-gpu/src/dropin" "${cudart[@]}" ;;
@@ -55,8 +55,10 @@ step machine
 head -5 "$res/machine.txt"
 
 step build
-meson setup build-gpu >"$res/build.log" 2>&1 && ninja -C build-gpu >>"$res/build.log" 2>&1 \
-  || { tail -40 "$res/build.log"; exit 1; }
+if ! { meson setup build-gpu && ninja -C build-gpu; } >"$res/build.log" 2>&1; then
+  tail -40 "$res/build.log"
+  exit 1
+fi
 
 if want tests; then
 step "meson test: abi real probe gpu"
@@ -96,7 +98,7 @@ for which in sys pip; do
   done
 done | tee "$res/collectives-needed.txt"
 echo "variant,nccl,op,bytes,us,busbw_GBps,us_min,us_max" >"$res/collectives-$host.csv"
-for round in 1 2; do
+for _ in 1 2; do
   for which in sys pip; do
     lib=$(nccl_lib $which)
     "$res/coll-direct-$which" direct $((256 << 20)) >>"$res/collectives-$host.csv" 2>>"$res/collectives.log"
@@ -115,7 +117,7 @@ done
 echo "variant,nccl,bytes,us,busbw_GBps,us_min,us_max" >"$res/allreduce-$host.csv"
 # Small messages vary from process to process (launch-bound): more rounds, interleaved.
 run_ar() { # ROUNDS MIN MAX
-  for round in $(seq 1 "$1"); do
+  for _ in $(seq 1 "$1"); do
     for which in sys pip; do
       lib=$(nccl_lib $which)
       for v in direct dropin table; do
@@ -134,7 +136,7 @@ if want init; then
 step "init cost on the real NCCLs"
 echo "way,library,us" >"$res/init-cost-$host.csv"
 for lib in $sys_nccl $pip_nccl; do
-  for i in $(seq 1 "${INIT_REPS:-40}"); do
+  for _ in $(seq 1 "${INIT_REPS:-40}"); do
     build-gpu/bench/init_cost raw "$lib" 2>/dev/null >>"$res/init-cost-$host.csv"
     build-gpu/bench/init_cost shim "$lib" 2>>"$res/init-cuinit.log" >>"$res/init-cost-$host.csv"
   done
@@ -143,6 +145,6 @@ sort -u "$res/init-cuinit.log"
 fi
 
 step summary
-python3 bench/summarize.py "$res" $host | tee "$res/summary.txt"
+python3 bench/summarize.py "$res" "$host" | tee "$res/summary.txt"
 save
-step done
+step "done"

@@ -9,7 +9,7 @@
 # Logs in $OUT/truth/ (default /tmp/out/truth); a summary at the end. NVLink multicast stays
 # off; nothing here creates a communicator. Well under 6 minutes (the build is most of it).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 2
 export NCCL_NVLS_ENABLE=0
 logs=${OUT:-/tmp/out}/truth
 mkdir -p "$logs"
@@ -17,7 +17,7 @@ venv=/opt/torch/.venv
 venv_python=$venv/bin/python3
 sys_nccl=/usr/lib/x86_64-linux-gnu/libnccl.so.2
 pip_nccl=$venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2
-build=build-truth
+build="build-truth"
 summary=()
 # run NAME COMMAND...: output to $logs/NAME.log, outcome to the summary.
 run() {

@@ -13,6 +13,14 @@
 //!
 //! The headers: `NCCLSHIM_INCLUDE_DIR`, else the checkout's `include/`, else
 //! `pkg-config --cflags-only-I ncclshim`. The C preprocessor is `$CC`, else `cc`.
+//!
+//! A relative path in one of these variables is taken from the root of the checkout the crate
+//! sits in (`NCCLSHIM_BUILD_DIR=build` is its `build/`), not from the directory cargo runs a
+//! build script in.
+//!
+//! This crate's own tests and examples get a RUNPATH to the library's directory. Cargo passes
+//! no link argument to other packages' binaries: the directory is published to a dependent's
+//! build script as `DEP_NCCLSHIM_LIB_DIR` (README.md, "Running a program that uses the crate").
 
 use std::env;
 use std::fs;
@@ -37,12 +45,15 @@ fn main() {
     println!("cargo:rerun-if-changed=gen_lists.rs");
 
     let lib_dir = find_library(&checkout);
+    // A dependent's build script reads it as DEP_NCCLSHIM_LIB_DIR (`links = "ncclshim"`).
+    println!("cargo:lib_dir={}", lib_dir.display());
     println!("cargo:rustc-link-search=native={}", lib_dir.display());
     println!("cargo:rustc-link-lib=dylib=ncclshim");
     // The tests find the meson build tree's fakes beside it (tests/support/mod.rs).
     println!("cargo:rustc-env=NCCLSHIM_RS_LIB_DIR={}", lib_dir.display());
-    // Tests, examples and programs find the same library at run time without LD_LIBRARY_PATH
-    // (which still comes first: RUNPATH, not RPATH).
+    // This package's tests and examples find the same library at run time without
+    // LD_LIBRARY_PATH (which still comes first: RUNPATH, not RPATH). Cargo applies this to this
+    // package's own targets only.
     println!(
         "cargo:rustc-link-arg=-Wl,--enable-new-dtags,-rpath,{}",
         lib_dir.display()
@@ -59,6 +70,11 @@ fn main() {
     let rust = gen_lists::generate(&expanded).unwrap_or_else(|e| panic!("ncclshim build.rs: {e}"));
     let out = PathBuf::from(env::var("OUT_DIR").unwrap()).join("lists.rs");
     fs::write(&out, rust).unwrap_or_else(|e| panic!("cannot write {}: {e}", out.display()));
+}
+
+/// The variable's path, a relative one taken from the checkout's root.
+fn env_path(var: &str, checkout: &Path) -> Option<PathBuf> {
+    env::var_os(var).map(|value| checkout.join(PathBuf::from(value)))
 }
 
 fn has_library(dir: &Path) -> bool {
@@ -81,15 +97,14 @@ fn pkg_config(arg: &str, prefix: &str) -> Option<PathBuf> {
 
 fn find_library(checkout: &Path) -> PathBuf {
     let mut tried = Vec::new();
-    if let Some(dir) = env::var_os("NCCLSHIM_LIB_DIR") {
-        let dir = PathBuf::from(dir);
+    if let Some(dir) = env_path("NCCLSHIM_LIB_DIR", checkout) {
         if has_library(&dir) {
             return dir;
         }
         panic!("NCCLSHIM_LIB_DIR={} holds no libncclshim.so", dir.display());
     }
-    if let Some(build) = env::var_os("NCCLSHIM_BUILD_DIR") {
-        let dir = PathBuf::from(build).join("src");
+    if let Some(build) = env_path("NCCLSHIM_BUILD_DIR", checkout) {
+        let dir = build.join("src");
         if has_library(&dir) {
             return dir;
         }
@@ -117,8 +132,8 @@ fn find_library(checkout: &Path) -> PathBuf {
 
 fn find_headers(checkout: &Path) -> PathBuf {
     let has = |dir: &Path| dir.join("ncclshim/ncclshim.h").exists();
-    if let Some(dir) = env::var_os("NCCLSHIM_INCLUDE_DIR") {
-        return PathBuf::from(dir);
+    if let Some(dir) = env_path("NCCLSHIM_INCLUDE_DIR", checkout) {
+        return dir;
     }
     let dir = checkout.join("include");
     if has(&dir) {

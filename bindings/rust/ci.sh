@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Rust crate's CI step: builds and tests bindings/rust against a meson build tree of
-# ncclshim (its libncclshim and its fake NCCLs and drivers), offline, then runs clippy where it
-# is installed. Prints cargo's own result lines and, last, "N passed, N failed".
+# ncclshim (its libncclshim and its fake NCCLs and drivers), offline, with rustfmt --check
+# before and clippy after where they are installed. Prints cargo's own result lines and, last, "N passed, N failed".
 #   bindings/rust/ci.sh BUILD_DIR
 # Exit status: 0 all passed; 1 a build, test or clippy failure; 77 no cargo (skipped).
 set -uo pipefail
@@ -19,6 +19,11 @@ status=0
 # The library and the fakes the tests load.
 meson compile -C "$build" >/dev/null || { echo "rust: meson compile -C $build failed"; exit 1; }
 
+if cargo fmt --version >/dev/null 2>&1; then
+  cargo fmt --check || { echo "rust: rustfmt would change the files above (run cargo fmt)"; status=1; }
+else
+  echo "rust: rustfmt is not installed: not run"
+fi
 cargo build --offline --all-targets || status=1
 # One test at a time inside each binary too: the fakes' switches are process-wide (the tests
 # also take a lock, so a plain `cargo test` is safe; this keeps the output in order).

@@ -8,7 +8,10 @@
 # ${OUT:-/tmp/out}/rust/ and prints a summary. Each run is bounded; one failing does not stop
 # the others. NVLink multicast stays off (NCCL_NVLS_ENABLE=0); nothing creates multicast objects.
 set -u
-[ $# -eq 1 ] && [ -x "$1" ] || { echo "usage: bindings/rust/gpu.sh BINARY (an executable)" >&2; exit 2; }
+if [ $# -ne 1 ] || [ ! -x "$1" ]; then
+  echo "usage: bindings/rust/gpu.sh BINARY (an executable)" >&2
+  exit 2
+fi
 bin=$(realpath "$1")
 build=${NCCLSHIM_GPU_BUILD:-build-gpu}
 out=${OUT:-/tmp/out}/rust
@@ -24,7 +27,8 @@ if [ ! -e "$build/src/libncclshim.so.0" ] || [ ! -x "$build/examples/ncclshim-al
 fi
 c_example=$build/examples/ncclshim-allreduce
 # The binary was linked on another machine: its libncclshim comes from this build.
-export LD_LIBRARY_PATH=$(realpath "$build/src")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+LD_LIBRARY_PATH=$(realpath "$build/src")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH
 ldd "$bin" >"$out/ldd.log" 2>&1
 note "rust binary: $bin, libncclshim: $(awk '/libncclshim/ {print $3}' "$out/ldd.log")"
 nvidia-smi -L >"$out/gpus.log" 2>&1 && note "GPUs: $(wc -l <"$out/gpus.log")"

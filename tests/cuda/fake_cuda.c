@@ -5,11 +5,16 @@
  *   FAKE_STUB            1: every function answers CUDA_ERROR_STUB_LIBRARY (34), as the
  *                        toolkit's stub does
  *   FAKE_INIT_RESULT     what cuInit answers when it does not succeed (100: no device)
- * It exports both ABIs of versioned functions (cuMemAlloc and cuMemAlloc_v2, ...) under the
- * driver's names, logs each call by exported name and each cuGetProcAddress request with the
- * version asked, and, like the real driver, refuses a request above its own version. The old
- * ABIs that a correct binding never calls answer 999 ("wrong ABI"). Two devices; "device"
- * memory is host memory; a context is needed where the real driver needs one. */
+ * The exports and cuGetProcAddress's table are generated from ncclshim's list
+ * (NCCLSHIM_CUDA_FUNCTIONS, include/ncclshim/cuda_functions.h), as the fake NCCL is from its
+ * list: a BASE row is exported under its name, a V2 row as NAME_v2 and, for the old ABI, as
+ * NAME, which answers 999 ("wrong ABI": a correct binding never calls it) unless
+ * NCCLSHIM_CUDA_OLDER_ABIS says its signature is the same. Each export logs its call by
+ * exported name and calls the row's behaviour, fake_NAME, written below with the row's
+ * parameters: a new row needs only its fake_NAME (the build names a missing one). Like the
+ * real driver, cuGetProcAddress refuses a request above its own version and gives the newest
+ * ABI at or before the version asked. Two devices; "device" memory is host memory; a context
+ * is needed where the real driver needs one. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,11 +22,11 @@
 #include <unistd.h>
 
 #include "fake_cuda.h"
-#include "ncclshim/cuda_abi.h"
+#include "ncclshim/cuda_functions.h"
 
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 
-enum { DEVICES = 2, WRONG_ABI = 999 };
+enum { DEVICES = 2, STUB_LIBRARY = 34, WRONG_ABI = 999 };
 
 fake_cuda_log fake_log;
 fake_cuda_control fake_control;
@@ -30,6 +35,12 @@ static void record_call(const char *name) {
   if (fake_log.call_count < FAKE_CUDA_LOG_SIZE)
     snprintf(fake_log.calls[fake_log.call_count++], FAKE_CUDA_NAME_SIZE, "%s", name);
 }
+
+/* Each row's behaviour, declared from the list: a definition below with other parameter
+ * types does not compile. */
+#define DECLARE_(name, ask, policy, abi, n, params) \
+  static ncclshim_cu_result fake_##name NCCLSHIM_PP_PARAMS(n, params);
+NCCLSHIM_CUDA_FUNCTIONS(DECLARE_)
 
 static int init_pid; /* like the driver: state from cuInit is not valid in a forked child */
 struct CUctx_st {
@@ -45,30 +56,18 @@ struct CUevent_st {
   int recorded;
 };
 
-#define ENTER()               \
-  do {                        \
-    record_call(__func__);    \
-    if (FAKE_STUB) return 34; \
-  } while (0)
-#define ENTER_INIT()                         \
+#define NEED_INIT()                          \
   do {                                       \
-    ENTER();                                 \
     if (init_pid != (int)getpid()) return 3; \
   } while (0)
-#define ENTER_CTX()                  \
+#define NEED_CTX()                   \
   do {                               \
-    ENTER_INIT();                    \
+    NEED_INIT();                     \
     if (current == NULL) return 201; \
-  } while (0)
-#define WRONG()            \
-  do {                     \
-    record_call(__func__); \
-    return WRONG_ABI;      \
   } while (0)
 #define BAD_DEVICE(dev) ((dev) < 0 || (dev) >= DEVICES)
 
-int cuInit(unsigned int flags) {
-  ENTER();
+static ncclshim_cu_result fake_cuInit(unsigned int flags) {
   if (flags != 0) return 1;
   if (FAKE_INIT_RESULT != 0) return FAKE_INIT_RESULT;
   if (init_pid != 0 && init_pid != (int)getpid()) return 3;
@@ -76,37 +75,37 @@ int cuInit(unsigned int flags) {
   return 0;
 }
 
-int cuDriverGetVersion(int *version) {
-  ENTER();
-  if (version == NULL) return 1;
-  *version = FAKE_DRIVER_VERSION;
+static ncclshim_cu_result fake_cuDriverGetVersion(int *driverVersion) {
+  if (driverVersion == NULL) return 1;
+  *driverVersion = FAKE_DRIVER_VERSION;
   return 0;
 }
 
-int cuDeviceGetCount(int *count) {
-  ENTER_INIT();
+static ncclshim_cu_result fake_cuDeviceGetCount(int *count) {
+  NEED_INIT();
   *count = DEVICES;
   return 0;
 }
 
-int cuDeviceGet(CUdevice *device, int ordinal) {
-  ENTER_INIT();
+static ncclshim_cu_result fake_cuDeviceGet(CUdevice *device, int ordinal) {
+  NEED_INIT();
   if (BAD_DEVICE(ordinal)) return 101;
   *device = ordinal;
   return 0;
 }
 
-int cuDeviceGetName(char *name, int len, CUdevice dev) {
-  ENTER_INIT();
+static ncclshim_cu_result fake_cuDeviceGetName(char *name, int len, CUdevice dev) {
+  NEED_INIT();
   if (BAD_DEVICE(dev)) return 101;
   snprintf(name, (size_t)len, "Fake GPU %d", dev);
   return 0;
 }
 
-int cuDeviceGetAttribute(int *value, int attribute, CUdevice dev) {
-  ENTER_INIT();
+static ncclshim_cu_result fake_cuDeviceGetAttribute(int *pi, ncclshim_cu_device_attribute attrib,
+                                                    CUdevice dev) {
+  NEED_INIT();
   if (BAD_DEVICE(dev)) return 101;
-  if (attribute == fake_control.failing_attribute) return 999;
+  if (attrib == fake_control.failing_attribute) return 999;
   /* {attribute, first driver that knows it, device 0's value, device 1's} */
   static const int known[][4] = {
       {75, 2000, 9, 8},       {76, 2000, 0, 6},   {16, 2000, 132, 84}, {50, 2000, 0, 1},
@@ -114,95 +113,89 @@ int cuDeviceGetAttribute(int *value, int attribute, CUdevice dev) {
       {116, 11030, 1, 0},     {128, 12030, 1, 0}, {132, 12010, 0, 1},
   };
   for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
-    if (known[i][0] == attribute && known[i][1] <= FAKE_DRIVER_VERSION) {
-      *value = known[i][2 + dev];
+    if (known[i][0] == attrib && known[i][1] <= FAKE_DRIVER_VERSION) {
+      *pi = known[i][2 + dev];
       return 0;
     }
   }
   return 1; /* an attribute this driver does not know */
 }
 
-int cuDeviceTotalMem(unsigned int *bytes, CUdevice dev) { WRONG(); }
-int cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
-  ENTER_INIT();
+static ncclshim_cu_result fake_cuDeviceTotalMem(size_t *bytes, CUdevice dev) {
+  NEED_INIT();
   if (BAD_DEVICE(dev)) return 101;
   *bytes = (size_t)(80 + dev) << 30;
   return 0;
 }
 
-int cuDeviceGetUuid(CUuuid *uuid, CUdevice dev) { WRONG(); }
-int cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev) {
-  ENTER_INIT();
+static ncclshim_cu_result fake_cuDeviceGetUuid(CUuuid *uuid, CUdevice dev) {
+  NEED_INIT();
   if (BAD_DEVICE(dev)) return 101;
   for (int i = 0; i < 16; i++) uuid->bytes[i] = (char)(16 * dev + i);
   return 0;
 }
 
-int cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev) {
-  ENTER_INIT();
+static ncclshim_cu_result fake_cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
+  NEED_INIT();
   if (BAD_DEVICE(dev)) return 101;
   contexts[dev].retained++;
-  *ctx = &contexts[dev];
+  *pctx = &contexts[dev];
   return 0;
 }
 
-int cuDevicePrimaryCtxRelease(CUdevice dev) { WRONG(); }
-int cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
-  ENTER_INIT();
+static ncclshim_cu_result fake_cuDevicePrimaryCtxRelease(CUdevice dev) {
+  NEED_INIT();
   if (BAD_DEVICE(dev)) return 101;
   if (contexts[dev].retained == 0) return 201;
   contexts[dev].retained--;
   return 0;
 }
 
-int cuCtxSetCurrent(CUcontext ctx) {
-  ENTER_INIT();
+static ncclshim_cu_result fake_cuCtxSetCurrent(CUcontext ctx) {
+  NEED_INIT();
   current = ctx;
   return 0;
 }
 
-int cuCtxGetCurrent(CUcontext *ctx) {
-  ENTER_INIT();
-  *ctx = current;
+static ncclshim_cu_result fake_cuCtxGetCurrent(CUcontext *pctx) {
+  NEED_INIT();
+  *pctx = current;
   return 0;
 }
 
-int cuCtxGetDevice(CUdevice *device) {
-  ENTER_CTX();
+static ncclshim_cu_result fake_cuCtxGetDevice(CUdevice *device) {
+  NEED_CTX();
   *device = current->device;
   return 0;
 }
-int cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx) { WRONG(); }
 
-int cuCtxSynchronize(void) {
-  ENTER_CTX();
+static ncclshim_cu_result fake_cuCtxSynchronize(void) {
+  NEED_CTX();
   return 0;
 }
-int cuCtxSynchronize_v2(CUcontext ctx) { WRONG(); }
 
-int cuStreamCreate(CUstream *stream, unsigned int flags) {
-  ENTER_CTX();
+static ncclshim_cu_result fake_cuStreamCreate(CUstream *phStream, unsigned int flags) {
+  NEED_CTX();
   if (flags > NCCLSHIM_CU_STREAM_NON_BLOCKING) return 1;
-  if ((*stream = calloc(1, sizeof(**stream))) == NULL) return 2;
+  if ((*phStream = calloc(1, sizeof(**phStream))) == NULL) return 2;
   return 0;
 }
 
-int cuStreamDestroy(CUstream stream) { WRONG(); }
-int cuStreamDestroy_v2(CUstream stream) {
-  ENTER_CTX();
-  if (stream == NULL) return 400;
-  free(stream);
+static ncclshim_cu_result fake_cuStreamDestroy(CUstream hStream) {
+  NEED_CTX();
+  if (hStream == NULL) return 400;
+  free(hStream);
   return 0;
 }
 
-int cuStreamSynchronize(CUstream stream) {
-  ENTER_CTX();
+static ncclshim_cu_result fake_cuStreamSynchronize(CUstream hStream) {
+  NEED_CTX();
   fake_control.not_ready = 0;
   return 0;
 }
 
-int cuStreamQuery(CUstream stream) {
-  ENTER_CTX();
+static ncclshim_cu_result fake_cuStreamQuery(CUstream hStream) {
+  NEED_CTX();
   if (fake_control.not_ready > 0) {
     fake_control.not_ready--;
     return 600;
@@ -210,122 +203,118 @@ int cuStreamQuery(CUstream stream) {
   return 0;
 }
 
-int cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags) {
-  ENTER_CTX();
+static ncclshim_cu_result fake_cuStreamWaitEvent(CUstream hStream, CUevent hEvent,
+                                                 unsigned int flags) {
+  NEED_CTX();
   if (flags != 0) return 1;
-  return event != NULL ? 0 : 400;
+  return hEvent != NULL ? 0 : 400;
 }
 
-int cuStreamIsCapturing(CUstream stream, int *status) {
-  ENTER_CTX();
-  *status = NCCLSHIM_CU_STREAM_CAPTURE_STATUS_NONE;
+static ncclshim_cu_result fake_cuStreamIsCapturing(
+    CUstream hStream, ncclshim_cu_stream_capture_status *captureStatus) {
+  NEED_CTX();
+  *captureStatus = NCCLSHIM_CU_STREAM_CAPTURE_STATUS_NONE;
   return 0;
 }
 
-int cuEventCreate(CUevent *event, unsigned int flags) {
-  ENTER_CTX();
-  if ((*event = calloc(1, sizeof(**event))) == NULL) return 2;
+static ncclshim_cu_result fake_cuEventCreate(CUevent *phEvent, unsigned int flags) {
+  NEED_CTX();
+  if ((*phEvent = calloc(1, sizeof(**phEvent))) == NULL) return 2;
   return 0;
 }
 
-int cuEventDestroy(CUevent event) { WRONG(); }
-int cuEventDestroy_v2(CUevent event) {
-  ENTER_CTX();
-  if (event == NULL) return 400;
-  free(event);
+static ncclshim_cu_result fake_cuEventDestroy(CUevent hEvent) {
+  NEED_CTX();
+  if (hEvent == NULL) return 400;
+  free(hEvent);
   return 0;
 }
 
-int cuEventRecord(CUevent event, CUstream stream) {
-  ENTER_CTX();
-  if (event == NULL) return 400;
-  event->recorded = 1;
+static ncclshim_cu_result fake_cuEventRecord(CUevent hEvent, CUstream hStream) {
+  NEED_CTX();
+  if (hEvent == NULL) return 400;
+  hEvent->recorded = 1;
   return 0;
 }
 
-int cuEventQuery(CUevent event) {
-  ENTER_CTX();
-  return event != NULL ? 0 : 400;
+static ncclshim_cu_result fake_cuEventQuery(CUevent hEvent) {
+  NEED_CTX();
+  return hEvent != NULL ? 0 : 400;
 }
 
-int cuEventSynchronize(CUevent event) {
-  ENTER_CTX();
-  return event != NULL ? 0 : 400;
+static ncclshim_cu_result fake_cuEventSynchronize(CUevent hEvent) {
+  NEED_CTX();
+  return hEvent != NULL ? 0 : 400;
 }
 
-/* Both ABIs are real: the old one is what drivers before 12.8 offer. */
-static int elapsed(float *ms, CUevent start, CUevent end) {
-  if (start == NULL || end == NULL || !start->recorded || !end->recorded) return 400;
-  *ms = 0.5f;
+/* Both ABIs are real (NCCLSHIM_CUDA_OLDER_ABIS): the old one is what drivers before 12.8
+ * offer. */
+static ncclshim_cu_result fake_cuEventElapsedTime(float *pMilliseconds, CUevent hStart,
+                                                  CUevent hEnd) {
+  NEED_CTX();
+  if (hStart == NULL || hEnd == NULL || !hStart->recorded || !hEnd->recorded) return 400;
+  *pMilliseconds = 0.5f;
   return 0;
-}
-int cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
-  ENTER_CTX();
-  return elapsed(ms, start, end);
-}
-int cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end) {
-  ENTER_CTX();
-  return elapsed(ms, start, end);
 }
 
 #define HOST(dptr) ((void *)(uintptr_t)(dptr))
 
-int cuMemAlloc(unsigned int *dptr, unsigned int bytes) { WRONG(); }
-int cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes) {
-  ENTER_CTX();
-  void *memory = malloc(bytes);
+static ncclshim_cu_result fake_cuMemAlloc(CUdeviceptr *dptr, size_t bytesize) {
+  NEED_CTX();
+  void *memory = malloc(bytesize);
   if (memory == NULL) return 2;
   *dptr = (CUdeviceptr)(uintptr_t)memory;
   return 0;
 }
 
-int cuMemFree(unsigned int dptr) { WRONG(); }
-int cuMemFree_v2(CUdeviceptr dptr) {
-  ENTER_CTX();
+static ncclshim_cu_result fake_cuMemFree(CUdeviceptr dptr) {
+  NEED_CTX();
   free(HOST(dptr));
   return 0;
 }
 
-int cuMemcpyHtoD(unsigned int dst, const void *src, unsigned int bytes) { WRONG(); }
-int cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes) {
-  ENTER_CTX();
-  memcpy(HOST(dst), src, bytes);
+static ncclshim_cu_result fake_cuMemcpyHtoD(CUdeviceptr dstDevice, const void *srcHost,
+                                            size_t byteCount) {
+  NEED_CTX();
+  memcpy(HOST(dstDevice), srcHost, byteCount);
   return 0;
 }
 
-int cuMemcpyDtoH(void *dst, unsigned int src, unsigned int bytes) { WRONG(); }
-int cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes) {
-  ENTER_CTX();
-  memcpy(dst, HOST(src), bytes);
+static ncclshim_cu_result fake_cuMemcpyDtoH(void *dstHost, CUdeviceptr srcDevice,
+                                            size_t byteCount) {
+  NEED_CTX();
+  memcpy(dstHost, HOST(srcDevice), byteCount);
   return 0;
 }
 
-int cuMemsetD8(unsigned int dst, unsigned char value, unsigned int count) { WRONG(); }
-int cuMemsetD8_v2(CUdeviceptr dst, unsigned char value, size_t count) {
-  ENTER_CTX();
-  memset(HOST(dst), value, count);
+static ncclshim_cu_result fake_cuMemsetD8(CUdeviceptr dstDevice, unsigned char value,
+                                          size_t count) {
+  NEED_CTX();
+  memset(HOST(dstDevice), value, count);
   return 0;
 }
 
-int cuMemGetInfo(unsigned int *free_bytes, unsigned int *total_bytes) { WRONG(); }
-int cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes) {
-  ENTER_CTX();
-  *free_bytes = (size_t)70 << 30;
-  *total_bytes = (size_t)80 << 30;
+static ncclshim_cu_result fake_cuMemGetInfo(size_t *freeBytes, size_t *totalBytes) {
+  NEED_CTX();
+  *freeBytes = (size_t)70 << 30;
+  *totalBytes = (size_t)80 << 30;
   return 0;
 }
 
-int cuPointerGetAttribute(void *data, int attribute, CUdeviceptr ptr) {
-  ENTER_CTX();
+static ncclshim_cu_result fake_cuPointerGetAttribute(void *data,
+                                                     ncclshim_cu_pointer_attribute attribute,
+                                                     CUdeviceptr ptr) {
+  NEED_CTX();
   if (attribute != NCCLSHIM_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) return 1;
   *(int *)data = current->device;
   return 0;
 }
 
-int cuDeviceCanAccessPeer(int *can, CUdevice dev, CUdevice peer) {
-  ENTER_INIT();
-  if (BAD_DEVICE(dev) || BAD_DEVICE(peer)) return 101;
-  *can = dev != peer;
+static ncclshim_cu_result fake_cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev,
+                                                     CUdevice peerDev) {
+  NEED_INIT();
+  if (BAD_DEVICE(dev) || BAD_DEVICE(peerDev)) return 101;
+  *canAccessPeer = dev != peerDev;
   return 0;
 }
 
@@ -347,77 +336,71 @@ static int error_text(int result, const char **out, int want_name) {
     if (errors[i].result == result) *out = want_name ? errors[i].name : errors[i].text;
   return *out != NULL ? 0 : 1;
 }
-int cuGetErrorName(int result, const char **name) {
-  ENTER();
-  return error_text(result, name, 1);
+static ncclshim_cu_result fake_cuGetErrorName(ncclshim_cu_result error, const char **pStr) {
+  return error_text(error, pStr, 1);
 }
-int cuGetErrorString(int result, const char **text) {
-  ENTER();
-  return error_text(result, text, 0);
+static ncclshim_cu_result fake_cuGetErrorString(ncclshim_cu_result error, const char **pStr) {
+  return error_text(error, pStr, 0);
+}
+
+/* ---- Generated from the list: the exports ------------------------------------------------ */
+
+#define OLDER_(name, ask, abi) #name,
+static const char *const same_signature_older[] = {NCCLSHIM_CUDA_OLDER_ABIS(OLDER_)};
+
+/* Whether `name`'s old ABI has the row's signature (then it is real, not "wrong ABI"). */
+static int older_is_real(const char *name) {
+  for (size_t i = 0; i < sizeof(same_signature_older) / sizeof(same_signature_older[0]); i++)
+    if (strcmp(same_signature_older[i], name) == 0) return 1;
+  return 0;
+}
+
+#define CALL_(name, n, params) (FAKE_STUB ? STUB_LIBRARY : fake_##name NCCLSHIM_PP_ARGS(n, params))
+#define EXPORT_BASE_(name, n, params)                     \
+  ncclshim_cu_result name NCCLSHIM_PP_PARAMS(n, params) { \
+    record_call(#name);                                   \
+    return CALL_(name, n, params);                        \
+  }
+/* The old ABI's export takes the new parameters: when they differ it reads none of them. */
+#define EXPORT_V2_(name, n, params)                                   \
+  ncclshim_cu_result name##_v2 NCCLSHIM_PP_PARAMS(n, params) {        \
+    record_call(#name "_v2");                                         \
+    return CALL_(name, n, params);                                    \
+  }                                                                   \
+  ncclshim_cu_result name NCCLSHIM_PP_PARAMS(n, params) {             \
+    record_call(#name);                                               \
+    return older_is_real(#name) ? CALL_(name, n, params) : WRONG_ABI; \
+  }
+#define EXPORT_(name, ask, policy, abi, n, params) EXPORT_##abi##_(name, n, params)
+NCCLSHIM_CUDA_FUNCTIONS(EXPORT_)
+
+/* ABIs newer than the ones the list asks for (CUDA 13.0's): a correct binding never gets
+ * them. */
+ncclshim_cu_result cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx) {
+  record_call(__func__);
+  return WRONG_ABI;
+}
+ncclshim_cu_result cuCtxSynchronize_v2(CUcontext ctx) {
+  record_call(__func__);
+  return WRONG_ABI;
 }
 
 #if FAKE_BOOTSTRAP > 0
 typedef void (*any_fn)(void);
-/* Every ABI of every function: base name, the version that introduced it, the export. */
-#define V(name, since, fn) \
-  { name, since, (any_fn)fn }
+/* Every ABI of every function: base name, the version that introduced it, the export. A V2
+ * row's old ABI is given the first driver API's version, 2.0: the binding asks for a row's
+ * version or an older ABI's (NCCLSHIM_CUDA_OLDER_ABIS), never one in between. */
+#define VARIANT_BASE_(name, ask) {#name, ask, (any_fn)name},
+#define VARIANT_V2_(name, ask) {#name, 2000, (any_fn)name}, {#name, ask, (any_fn)name##_v2},
+#define VARIANT_(name, ask, policy, abi, n, params) VARIANT_##abi##_(name, ask)
 static const struct {
   const char *name;
   int since;
   any_fn fn;
 } variants[] = {
-    V("cuInit", 2000, cuInit),
-    V("cuDriverGetVersion", 2020, cuDriverGetVersion),
-    V("cuDeviceGetCount", 2000, cuDeviceGetCount),
-    V("cuDeviceGet", 2000, cuDeviceGet),
-    V("cuDeviceGetName", 2000, cuDeviceGetName),
-    V("cuDeviceGetAttribute", 2000, cuDeviceGetAttribute),
-    V("cuDeviceTotalMem", 2000, cuDeviceTotalMem),
-    V("cuDeviceTotalMem", 3020, cuDeviceTotalMem_v2),
-    V("cuDeviceGetUuid", 9020, cuDeviceGetUuid),
-    V("cuDeviceGetUuid", 11040, cuDeviceGetUuid_v2),
-    V("cuDevicePrimaryCtxRetain", 7000, cuDevicePrimaryCtxRetain),
-    V("cuDevicePrimaryCtxRelease", 7000, cuDevicePrimaryCtxRelease),
-    V("cuDevicePrimaryCtxRelease", 11000, cuDevicePrimaryCtxRelease_v2),
-    V("cuCtxSetCurrent", 4000, cuCtxSetCurrent),
-    V("cuCtxGetCurrent", 4000, cuCtxGetCurrent),
-    V("cuCtxGetDevice", 2000, cuCtxGetDevice),
-    V("cuCtxGetDevice", 13000, cuCtxGetDevice_v2),
-    V("cuCtxSynchronize", 2000, cuCtxSynchronize),
-    V("cuCtxSynchronize", 13000, cuCtxSynchronize_v2),
-    V("cuStreamCreate", 2000, cuStreamCreate),
-    V("cuStreamDestroy", 2000, cuStreamDestroy),
-    V("cuStreamDestroy", 4000, cuStreamDestroy_v2),
-    V("cuStreamSynchronize", 2000, cuStreamSynchronize),
-    V("cuStreamQuery", 2000, cuStreamQuery),
-    V("cuStreamWaitEvent", 3020, cuStreamWaitEvent),
-    V("cuStreamIsCapturing", 10000, cuStreamIsCapturing),
-    V("cuEventCreate", 2000, cuEventCreate),
-    V("cuEventDestroy", 2000, cuEventDestroy),
-    V("cuEventDestroy", 4000, cuEventDestroy_v2),
-    V("cuEventRecord", 2000, cuEventRecord),
-    V("cuEventQuery", 2000, cuEventQuery),
-    V("cuEventSynchronize", 2000, cuEventSynchronize),
-    V("cuEventElapsedTime", 2000, cuEventElapsedTime),
-    V("cuEventElapsedTime", 12080, cuEventElapsedTime_v2),
-    V("cuMemAlloc", 2000, cuMemAlloc),
-    V("cuMemAlloc", 3020, cuMemAlloc_v2),
-    V("cuMemFree", 2000, cuMemFree),
-    V("cuMemFree", 3020, cuMemFree_v2),
-    V("cuMemcpyHtoD", 2000, cuMemcpyHtoD),
-    V("cuMemcpyHtoD", 3020, cuMemcpyHtoD_v2),
-    V("cuMemcpyDtoH", 2000, cuMemcpyDtoH),
-    V("cuMemcpyDtoH", 3020, cuMemcpyDtoH_v2),
-    V("cuMemsetD8", 2000, cuMemsetD8),
-    V("cuMemsetD8", 3020, cuMemsetD8_v2),
-    V("cuMemGetInfo", 2000, cuMemGetInfo),
-    V("cuMemGetInfo", 3020, cuMemGetInfo_v2),
-    V("cuPointerGetAttribute", 4000, cuPointerGetAttribute),
-    V("cuDeviceCanAccessPeer", 4000, cuDeviceCanAccessPeer),
-    V("cuGetErrorName", 6000, cuGetErrorName),
-    V("cuGetErrorString", 6000, cuGetErrorString),
+    NCCLSHIM_CUDA_FUNCTIONS(VARIANT_){"cuCtxGetDevice", 13000, (any_fn)cuCtxGetDevice_v2},
+    {"cuCtxSynchronize", 13000, (any_fn)cuCtxSynchronize_v2},
 };
-
 /* The driver's rules (docs/cuda.md): a version above the driver's is INVALID_VALUE; else the
  * newest ABI introduced at or before the version asked. Not found: the _v2 entry answers 0
  * with NULL and a symbol status, the 11.3 entry answers NOT_FOUND. */

@@ -50,7 +50,7 @@ def clean_env(**extra):
 
 def dynamic(path, tag):
     out = run(["readelf", "-d", path])
-    return [l.split("[", 1)[1].rstrip("]") for l in out.splitlines() if "(%s)" % tag in l]
+    return [x.split("[", 1)[1].rstrip("]") for x in out.splitlines() if "(%s)" % tag in x]
 
 
 def check_alone(tmp):
@@ -62,7 +62,7 @@ def check_alone(tmp):
     needed = dynamic(copy, "NEEDED")
     check(all(n.startswith(ALLOWED_NEEDED) for n in needed), "the drop-in needs %s" % needed)
     check(not dynamic(copy, "RUNPATH") and not dynamic(copy, "RPATH"), "the drop-in has a RUNPATH")
-    names = [l.split()[-1] for l in run(["nm", "-D", "--defined-only", copy]).splitlines()]
+    names = [x.split()[-1] for x in run(["nm", "-D", "--defined-only", copy]).splitlines()]
     stray = [n for n in names if not re.match(r"^p?nccl[A-Z]\w*$", n)
              and n != "ncclshim_dropin_identity"]
     check(names and not stray, "the drop-in exports more than NCCL's names: %s" % stray)
@@ -70,16 +70,17 @@ def check_alone(tmp):
     # Link a program built against NCCL's names with that one file, nothing else on the path.
     program = os.path.join(tmp, "dropin_user")
     source = os.path.join(os.environ["SOURCE_ROOT"], "tests", "dropin", "dropin_user.c")
-    run(os.environ["CC"].split() + ["-std=c11", "-I", os.path.join(os.environ["SOURCE_ROOT"],
-                                                                     "include"),
-                                     source, "-o", program, "-L", lib, "-lncclshim-nccl"],
+    include = os.path.join(os.environ["SOURCE_ROOT"], "include")
+    run(os.environ["CC"].split() + ["-std=c11", "-I", include,
+                                    source, "-o", program, "-L", lib, "-lncclshim-nccl"],
         env=clean_env(LIBRARY_PATH=""))
     check(dynamic(program, "NEEDED")[0] == "libncclshim-nccl.so.0" and not any(
         "libncclshim.so" in n or "libnccl.so" in n for n in dynamic(program, "NEEDED")),
           "the program needs %s" % dynamic(program, "NEEDED"))
     out = run([program], env=clean_env(LD_LIBRARY_PATH=lib,
                                        NCCLSHIM_NCCL_LIBRARY=os.environ["FAKE_NCCL"]))
-    check("version=22809\n" in out and "allreduce_result=0\n" in out, "the program printed %r" % out)
+    check("version=22809\n" in out and "allreduce_result=0\n" in out,
+          "the program printed %r" % out)
 
 
 def record(directory, *args):
@@ -114,7 +115,8 @@ def check_compare(tmp):
     record(job, "error")  # rank 0: its third all-reduce has another count, type and op
     out = compare(1, job)
     check(re.search(r"ranks disagree on communicator \w+ at seq 3: rank 0: ncclAllReduce count 8 "
-                    r"ncclInt32 ncclMax .*; rank 1: ncclAllReduce count 1024", out), "no disagreement")
+                    r"ncclInt32 ncclMax .*; rank 1: ncclAllReduce count 1024", out),
+          "no disagreement")
 
     empty = os.path.join(tmp, "empty")
     os.mkdir(empty)

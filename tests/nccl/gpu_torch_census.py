@@ -91,9 +91,9 @@ def list_visible(lib):
     for i in range(lib.ncclshim_nccl_list_count(out)):
         e = lib.ncclshim_nccl_list_entry(out, i).contents
         print("  %s %-8s %-18s %s%s" % ("*" if e.chosen else " ", e.version,
-                                       lib.ncclshim_found_via_name(e.how).decode(),
-                                       e.path.decode(errors="replace"),
-                                       " (mapped)" if e.mapped else ""))
+                                        lib.ncclshim_found_via_name(e.how).decode(),
+                                        e.path.decode(errors="replace"),
+                                        " (mapped)" if e.mapped else ""))
     lib.ncclshim_nccl_list_free(out)
     return 0
 

@@ -285,7 +285,7 @@ def check_cmake(tmp):
          "-DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF"],
         env=base_env(CC=os.environ.get("CC", "cc").split()[-1]))
     with open(os.path.join(build, "CMakeCache.txt"), encoding="utf-8") as f:
-        found = [l.split("=", 1)[1].strip() for l in f if l.startswith("ncclshim_DIR:")]
+        found = [x.split("=", 1)[1].strip() for x in f if x.startswith("ncclshim_DIR:")]
     check(found and os.path.realpath(found[0]) == os.path.realpath(tree.cmake),
           "find_package found ncclshim in %s, not %s" % (found, tree.cmake))
     run([cmake, "--build", build])

@@ -210,7 +210,8 @@ class Text(unittest.TestCase):
         self.assertEqual(code, 0)
         self.assertIn("NCCL: 2.27.3", out)
         self.assertIn("found via:  explicit", out)
-        self.assertRegex(out, r"no  symmetric-memory +NCCL >= 2.28.0 +needs NCCL >= 2.28.0; loaded 2.27.3")
+        self.assertRegex(out, r"no  symmetric-memory +NCCL >= 2.28.0 +"
+                              r"needs NCCL >= 2.28.0; loaded 2.27.3")
         self.assertIn("searched:", out)
         self.assertIn("fingerprint: nccl2.27.3-", out)
 
@@ -290,8 +291,8 @@ class HostileText(unittest.TestCase):
         name = self.dir + b"/x\nNCCL: 9.9.9\n  path:       /forged\r\x1b[2J\x9b\x7f\\.so"
         out = self.run_text(name)
         lines = out.split(b"\n")
-        self.assertEqual([l for l in lines if l.startswith(b"NCCL:")], [b"NCCL: 2.28.9"])
-        self.assertFalse([l for l in lines if l.startswith(b"  path:       /forged")])
+        self.assertEqual([x for x in lines if x.startswith(b"NCCL:")], [b"NCCL: 2.28.9"])
+        self.assertFalse([x for x in lines if x.startswith(b"  path:       /forged")])
         for byte in b"\r\x1b\x9b\x7f":
             self.assertNotIn(bytes([byte]), out)
         self.assertIn(b"x\\nNCCL: 9.9.9\\n  path:       /forged\\r\\x1b[2J\\x9b\\x7f\\\\.so", out)
@@ -304,7 +305,7 @@ class HostileText(unittest.TestCase):
         proc = probe("--library", name, "--require", "2.18", raw=True)
         self.assertEqual(proc.returncode, 1)
         lines = proc.stderr.split(b"\n")
-        self.assertEqual(len([l for l in lines if l]), 1, proc.stderr)
+        self.assertEqual(len([x for x in lines if x]), 1, proc.stderr)
         self.assertIn(b"y\\nncclshim-probe: all requirements met\\n.so", lines[0])
 
     def test_c1_controls_and_utf8(self):
@@ -394,8 +395,9 @@ class Documentation(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
+        driver = {"NCCLSHIM_CUDA_LIBRARY": fake_cuda("12.2")}
         docs = [probe_json("--library", fake("cuda13.0"), "--require", "2.28", "--require",
-                           "driver-compatible", env={"NCCLSHIM_CUDA_LIBRARY": fake_cuda("12.2")})[1],
+                           "driver-compatible", env=driver)[1],
                 probe_json()[1]]
         cls.keys = set()
         for doc in docs:

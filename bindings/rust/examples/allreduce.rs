@@ -245,7 +245,7 @@ fn run_rank(nccl: &Nccl, job: &Job, id: &UniqueId) -> Result<Option<()>, Error> 
     }
     cuda.activate_device(job.local_rank)?;
     let stream = cuda.create_stream()?;
-    let outcome = with_stream(nccl, &cuda, job, id, stream);
+    let outcome = with_stream(nccl, &cuda, job, id, &stream);
     let _ = cuda.destroy_stream(stream);
     let _ = cuda.release_device(job.local_rank);
     outcome.map(Some)
@@ -256,7 +256,7 @@ fn with_stream(
     cuda: &Cuda,
     job: &Job,
     id: &UniqueId,
-    stream: Stream,
+    stream: &Stream,
 ) -> Result<(), Error> {
     let mut comm = if job.blocking {
         Communicator::init(nccl, job.nranks, id, job.rank, ncclshim::Blocking::Yes)?
@@ -302,7 +302,7 @@ fn collectives(
     comm: &mut Communicator,
     cuda: &Cuda,
     job: &Job,
-    stream: Stream,
+    stream: &Stream,
 ) -> Result<(), Error> {
     let bytes = job.count * std::mem::size_of::<f32>();
     let shared: &Communicator = comm;
@@ -345,7 +345,7 @@ fn timed(
     comm: &Communicator,
     cuda: &Cuda,
     job: &Job,
-    stream: Stream,
+    stream: &Stream,
     iters: u32,
     op: &dyn Fn() -> Result<(), Error>,
 ) -> Result<f64, Error> {
@@ -380,7 +380,7 @@ fn run(
     comm: &Communicator,
     cuda: &Cuda,
     job: &Job,
-    stream: Stream,
+    stream: &Stream,
     buffers: &Buffers,
 ) -> Result<(), Error> {
     let (send, recv) = buffers.pointers();

@@ -182,10 +182,10 @@ impl Communicator {
 
     /// Wait until `stream`'s work has finished, watching the communicator meanwhile (a peer
     /// that died is an NCCL_ERROR here, not a hang), at most `timeout`.
-    pub fn wait_stream(&self, cuda: &Cuda, stream: Stream, timeout: Duration) -> Result<()> {
+    pub fn wait_stream(&self, cuda: &Cuda, stream: &Stream, timeout: Duration) -> Result<()> {
         // SAFETY: ours; the stream's context must be current (documented by the C API).
         check(unsafe {
-            ffi::ncclshim_comm_wait_stream(self.raw, cuda.raw(), stream.0, millis(timeout))
+            ffi::ncclshim_comm_wait_stream(self.raw, cuda.raw(), stream.as_raw(), millis(timeout))
         })
     }
 
@@ -229,7 +229,7 @@ impl Communicator {
         count: usize,
         dtype: DataType,
         op: RedOp,
-        stream: Stream,
+        stream: &Stream,
     ) -> Result<()> {
         let comm = self.ready(dtype)?;
         self.check(
@@ -240,7 +240,7 @@ impl Communicator {
                 dtype.raw(),
                 op.raw(),
                 comm,
-                stream.0,
+                stream.as_raw(),
             ),
             "ncclAllReduce",
         )
@@ -256,11 +256,19 @@ impl Communicator {
         count: usize,
         dtype: DataType,
         root: i32,
-        stream: Stream,
+        stream: &Stream,
     ) -> Result<()> {
         let comm = self.ready(dtype)?;
         self.check(
-            (self.nccl.table().ncclBroadcast)(send, recv, count, dtype.raw(), root, comm, stream.0),
+            (self.nccl.table().ncclBroadcast)(
+                send,
+                recv,
+                count,
+                dtype.raw(),
+                root,
+                comm,
+                stream.as_raw(),
+            ),
             "ncclBroadcast",
         )
     }
@@ -274,11 +282,18 @@ impl Communicator {
         recv: *mut c_void,
         send_count: usize,
         dtype: DataType,
-        stream: Stream,
+        stream: &Stream,
     ) -> Result<()> {
         let comm = self.ready(dtype)?;
         self.check(
-            (self.nccl.table().ncclAllGather)(send, recv, send_count, dtype.raw(), comm, stream.0),
+            (self.nccl.table().ncclAllGather)(
+                send,
+                recv,
+                send_count,
+                dtype.raw(),
+                comm,
+                stream.as_raw(),
+            ),
             "ncclAllGather",
         )
     }
@@ -293,7 +308,7 @@ impl Communicator {
         recv_count: usize,
         dtype: DataType,
         op: RedOp,
-        stream: Stream,
+        stream: &Stream,
     ) -> Result<()> {
         let comm = self.ready(dtype)?;
         self.check(
@@ -304,7 +319,7 @@ impl Communicator {
                 dtype.raw(),
                 op.raw(),
                 comm,
-                stream.0,
+                stream.as_raw(),
             ),
             "ncclReduceScatter",
         )
@@ -320,11 +335,11 @@ impl Communicator {
         count: usize,
         dtype: DataType,
         peer: i32,
-        stream: Stream,
+        stream: &Stream,
     ) -> Result<()> {
         let comm = self.ready(dtype)?;
         self.check(
-            (self.nccl.table().ncclSend)(send, count, dtype.raw(), peer, comm, stream.0),
+            (self.nccl.table().ncclSend)(send, count, dtype.raw(), peer, comm, stream.as_raw()),
             "ncclSend",
         )
     }
@@ -338,11 +353,11 @@ impl Communicator {
         count: usize,
         dtype: DataType,
         peer: i32,
-        stream: Stream,
+        stream: &Stream,
     ) -> Result<()> {
         let comm = self.ready(dtype)?;
         self.check(
-            (self.nccl.table().ncclRecv)(recv, count, dtype.raw(), peer, comm, stream.0),
+            (self.nccl.table().ncclRecv)(recv, count, dtype.raw(), peer, comm, stream.as_raw()),
             "ncclRecv",
         )
     }

@@ -2,6 +2,7 @@
 //! (`create_stream` ... `sync_stream`), device memory for tests and examples.
 
 use std::ffi::CString;
+use std::fmt;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -34,33 +35,167 @@ impl Drop for Handle {
 #[derive(Clone)]
 pub struct Cuda(Arc<Handle>);
 
-/// A CUDA stream (`CUstream`, the same object as `cudaStream_t`). A plain handle, like the
-/// engine's: destroy it with [`Cuda::destroy_stream`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Stream(pub ffi::CUstream);
+/// A CUDA stream (`CUstream`, the same object as `cudaStream_t`), owned: dropping it destroys
+/// it (work already queued still completes), and [`Stream::destroy`] (or
+/// [`Cuda::destroy_stream`]) does the same and reports the driver's answer. Functions that
+/// queue work borrow it (`&Stream`).
+///
+/// A stream is destroyed once: the method takes it by value, so a second destroy does not
+/// compile.
+///
+/// ```no_run
+/// let cuda = ncclshim::Cuda::default_handle();
+/// let stream = cuda.create_stream()?;
+/// cuda.sync_stream(&stream)?;
+/// cuda.destroy_stream(stream)?;
+/// # Ok::<(), ncclshim::Error>(())
+/// ```
+///
+/// ```compile_fail,E0382
+/// let cuda = ncclshim::Cuda::default_handle();
+/// let stream = cuda.create_stream()?;
+/// cuda.destroy_stream(stream)?;
+/// cuda.destroy_stream(stream)?; // use of a moved value
+/// # Ok::<(), ncclshim::Error>(())
+/// ```
+///
+/// A stream comes only from the driver, or from a raw handle through `unsafe`:
+///
+/// ```compile_fail,E0451
+/// let forged = ncclshim::Stream { raw: 0x10 as *mut _, owner: None }; // private fields
+/// ```
+pub struct Stream {
+    raw: ffi::CUstream,
+    /// The driver that destroys it; None for the legacy default stream and released handles.
+    owner: Option<Cuda>,
+}
 
-/// A CUDA event (`CUevent`); destroy it with [`Cuda::destroy_event`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Event(pub ffi::CUevent);
+/// A CUDA event (`CUevent`), owned like [`Stream`]: dropping it destroys it, and
+/// [`Event::destroy`] (or [`Cuda::destroy_event`]) reports the driver's answer.
+///
+/// ```compile_fail,E0382
+/// let cuda = ncclshim::Cuda::default_handle();
+/// let event = cuda.create_event()?;
+/// event.destroy()?;
+/// event.destroy()?; // use of a moved value
+/// # Ok::<(), ncclshim::Error>(())
+/// ```
+pub struct Event {
+    raw: ffi::CUevent,
+    owner: Option<Cuda>,
+}
 
 /// A device address (`CUdeviceptr`).
 pub type DevicePtr = ffi::CUdeviceptr;
 
-// SAFETY: CUDA streams and events may be used from any thread of the process.
+// SAFETY: CUDA streams and events may be used and destroyed from any thread of the process;
+// the owner is a `Cuda`, itself Send and Sync.
 unsafe impl Send for Stream {}
 unsafe impl Sync for Stream {}
 unsafe impl Send for Event {}
 unsafe impl Sync for Event {}
 
 impl Stream {
-    /// The legacy default stream (NULL).
-    pub const DEFAULT: Stream = Stream(std::ptr::null_mut());
+    /// The legacy default stream (NULL): never destroyed.
+    pub const DEFAULT: Stream = Stream {
+        raw: std::ptr::null_mut(),
+        owner: None,
+    };
+
+    /// Take ownership of a raw stream: dropping the `Stream` destroys it through `cuda`.
+    ///
+    /// # Safety
+    /// `raw` is a live stream of `cuda`'s driver (or NULL, the legacy default stream, which
+    /// is then never destroyed), and nothing else destroys it.
+    pub unsafe fn from_raw(cuda: &Cuda, raw: ffi::CUstream) -> Stream {
+        Stream {
+            raw,
+            owner: (!raw.is_null()).then(|| cuda.clone()),
+        }
+    }
+    /// The raw handle, for [`crate::ffi`]; valid while this `Stream` lives.
+    pub fn as_raw(&self) -> ffi::CUstream {
+        self.raw
+    }
+    /// Give up ownership: the raw handle, which the caller now destroys.
+    pub fn into_raw(mut self) -> ffi::CUstream {
+        self.owner = None;
+        self.raw
+    }
+    /// Destroy the stream, with the driver's answer (work already queued still completes).
+    pub fn destroy(mut self) -> Result<()> {
+        match self.owner.take() {
+            // SAFETY: ours, destroyed once (the owner is gone, so Drop does nothing).
+            Some(cuda) => check(unsafe { ffi::ncclshim_cuda_stream_destroy(cuda.raw(), self.raw) }),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        if let Some(cuda) = self.owner.take() {
+            // SAFETY: ours, destroyed once; a failure has nowhere to go.
+            unsafe { ffi::ncclshim_cuda_stream_destroy(cuda.raw(), self.raw) };
+        }
+    }
+}
+
+impl fmt::Debug for Stream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Stream({:p})", self.raw)
+    }
+}
+
+impl Event {
+    /// Take ownership of a raw event: dropping the `Event` destroys it through `cuda`.
+    ///
+    /// # Safety
+    /// `raw` is a live event of `cuda`'s driver, and nothing else destroys it.
+    pub unsafe fn from_raw(cuda: &Cuda, raw: ffi::CUevent) -> Event {
+        Event {
+            raw,
+            owner: Some(cuda.clone()),
+        }
+    }
+    /// The raw handle, for [`crate::ffi`]; valid while this `Event` lives.
+    pub fn as_raw(&self) -> ffi::CUevent {
+        self.raw
+    }
+    /// Give up ownership: the raw handle, which the caller now destroys.
+    pub fn into_raw(mut self) -> ffi::CUevent {
+        self.owner = None;
+        self.raw
+    }
+    /// Destroy the event, with the driver's answer (a pending record completes first).
+    pub fn destroy(mut self) -> Result<()> {
+        match self.owner.take() {
+            // SAFETY: ours, destroyed once; ncclshim refuses NULL.
+            Some(cuda) => check(unsafe { ffi::ncclshim_cuda_event_destroy(cuda.raw(), self.raw) }),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        if let Some(cuda) = self.owner.take() {
+            // SAFETY: ours, destroyed once; a failure has nowhere to go.
+            unsafe { ffi::ncclshim_cuda_event_destroy(cuda.raw(), self.raw) };
+        }
+    }
+}
+
+impl fmt::Debug for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Event({:p})", self.raw)
+    }
 }
 
 impl Cuda {
     /// The process-wide driver handle, opened on first use (no cuInit).
     pub fn default_handle() -> Cuda {
-        // SAFETY: no arguments; NULL only when out of memory, which every function accepts.
+        // SAFETY: no arguments; every function accepts what it returns (NULL included).
         Cuda(Arc::new(Handle {
             raw: unsafe { ffi::ncclshim_cuda_default() },
             owned: false,
@@ -174,12 +309,14 @@ impl Cuda {
                 &mut stream,
             )
         })?;
-        Ok(Stream(stream))
+        Ok(Stream {
+            raw: stream,
+            owner: Some(self.clone()),
+        })
     }
-    /// Destroy a stream; work already queued still completes.
+    /// Destroy a stream (as [`Stream::destroy`]); work already queued still completes.
     pub fn destroy_stream(&self, stream: Stream) -> Result<()> {
-        // SAFETY: the driver validates the handle.
-        check(unsafe { ffi::ncclshim_cuda_stream_destroy(self.raw(), stream.0) })
+        stream.destroy()
     }
     /// An event without timing (the cheapest to record and wait on).
     pub fn create_event(&self) -> Result<Event> {
@@ -192,35 +329,37 @@ impl Cuda {
                 &mut event,
             )
         })?;
-        Ok(Event(event))
+        Ok(Event {
+            raw: event,
+            owner: Some(self.clone()),
+        })
     }
-    /// Destroy an event (a pending record completes first).
+    /// Destroy an event (as [`Event::destroy`]); a pending record completes first.
     pub fn destroy_event(&self, event: Event) -> Result<()> {
-        // SAFETY: the driver validates the handle; NULL is refused by ncclshim.
-        check(unsafe { ffi::ncclshim_cuda_event_destroy(self.raw(), event.0) })
+        event.destroy()
     }
     /// Record `event` at the current end of `stream`'s work.
-    pub fn record_event(&self, event: Event, stream: Stream) -> Result<()> {
+    pub fn record_event(&self, event: &Event, stream: &Stream) -> Result<()> {
         // SAFETY: handles validated by the driver.
-        check(unsafe { ffi::ncclshim_cuda_event_record(self.raw(), event.0, stream.0) })
+        check(unsafe { ffi::ncclshim_cuda_event_record(self.raw(), event.raw, stream.raw) })
     }
     /// Make later work on `stream` wait for `event`'s last record (the host does not block).
-    pub fn stream_wait_event(&self, stream: Stream, event: Event) -> Result<()> {
+    pub fn stream_wait_event(&self, stream: &Stream, event: &Event) -> Result<()> {
         // SAFETY: handles validated by the driver.
-        check(unsafe { ffi::ncclshim_cuda_stream_wait_event(self.raw(), stream.0, event.0) })
+        check(unsafe { ffi::ncclshim_cuda_stream_wait_event(self.raw(), stream.raw, event.raw) })
     }
     /// Whether all work queued on `stream` has finished, without waiting: `Ok(false)` while
     /// it runs (CUDA's 600, CUDA_ERROR_NOT_READY, is not an error).
-    pub fn stream_ready(&self, stream: Stream) -> Result<bool> {
+    pub fn stream_ready(&self, stream: &Stream) -> Result<bool> {
         let mut ready = 0;
         // SAFETY: out-pointer.
-        check(unsafe { ffi::ncclshim_cuda_stream_query(self.raw(), stream.0, &mut ready) })?;
+        check(unsafe { ffi::ncclshim_cuda_stream_query(self.raw(), stream.raw, &mut ready) })?;
         Ok(ready != 0)
     }
     /// Block until all work queued on `stream` has finished.
-    pub fn sync_stream(&self, stream: Stream) -> Result<()> {
+    pub fn sync_stream(&self, stream: &Stream) -> Result<()> {
         // SAFETY: handle validated by the driver.
-        check(unsafe { ffi::ncclshim_cuda_stream_synchronize(self.raw(), stream.0) })
+        check(unsafe { ffi::ncclshim_cuda_stream_synchronize(self.raw(), stream.raw) })
     }
 
     fn cu(&self, result: ffi::ncclshim_cu_result, call: &str) -> Result<()> {

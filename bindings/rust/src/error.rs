@@ -109,8 +109,6 @@ pub struct Error {
 /// `Result<T, ncclshim::Error>`.
 pub type Result<T> = std::result::Result<T, Error>;
 
-const LAST_ERROR: &str = "; NCCL's last error: ";
-
 impl Error {
     /// An error with this status and message (no NCCL details).
     pub fn new(status: Status, message: impl Into<String>) -> Error {
@@ -123,35 +121,19 @@ impl Error {
         }
     }
 
-    /// The calling thread's last ncclshim failure (`ncclshim_last_error`) with `status`. For
-    /// NCCL_ERROR the NCCL details are read from the message's documented form:
-    /// "CALL failed: NAME (CODE): TEXT; NCCL's last error: LAST".
+    /// The calling thread's last ncclshim failure (`ncclshim_last_error`) with `status`; for
+    /// NCCL_ERROR, with NCCL's details.
     pub(crate) fn last(status: c_int) -> Error {
         // SAFETY: never NULL; the thread's own buffer.
         let message = crate::text(unsafe { ffi::ncclshim_last_error() });
         let mut error = Error::new(Status::from_code(status), message);
         if error.status == Status::NcclError {
-            error.parse_nccl_details();
+            let details = NcclDetails::of(&error.message);
+            error.nccl_result = details.result;
+            error.nccl_text = details.text;
+            error.nccl_last_error = details.last_error;
         }
         error
-    }
-
-    fn parse_nccl_details(&mut self) {
-        let Some((_, after)) = self.message.split_once(" failed: ") else {
-            return;
-        };
-        let (what, last) = match after.split_once(LAST_ERROR) {
-            Some((what, last)) => (what, Some(last.to_string())),
-            None => (after, None),
-        };
-        self.nccl_last_error = last;
-        if let Some(code) = what.strip_prefix("unknown result code ") {
-            self.nccl_result = code.trim().parse().ok();
-            self.nccl_text = Some(what.to_string());
-        } else if let Some((head, text)) = what.split_once("): ") {
-            self.nccl_result = head.rsplit_once(" (").and_then(|(_, c)| c.parse().ok());
-            self.nccl_text = Some(text.to_string());
-        }
     }
 
     /// ncclshim's status.
@@ -183,6 +165,48 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// NCCL's details of an NCCL_ERROR message.
+struct NcclDetails {
+    result: Option<i32>,
+    text: Option<String>,
+    last_error: Option<String>,
+}
+
+const LAST_ERROR: &str = "; NCCL's last error: ";
+
+impl NcclDetails {
+    /// Read from ncclshim_nccl_check's message, whose form is documented:
+    /// "CALL failed: NAME (CODE): TEXT; NCCL's last error: LAST", or
+    /// "CALL failed: unknown result code CODE...".
+    // The code only until the library exports ncclshim_last_nccl_result (issue 25): then
+    // `result` comes from that accessor, and the text is no longer parsed for it.
+    fn of(message: &str) -> NcclDetails {
+        let mut details = NcclDetails {
+            result: None,
+            text: None,
+            last_error: None,
+        };
+        let Some((_, after)) = message.split_once(" failed: ") else {
+            return details;
+        };
+        let what = match after.split_once(LAST_ERROR) {
+            Some((what, last)) => {
+                details.last_error = Some(last.to_string());
+                what
+            }
+            None => after,
+        };
+        if let Some(code) = what.strip_prefix("unknown result code ") {
+            details.result = code.trim().parse().ok();
+            details.text = Some(what.to_string());
+        } else if let Some((head, text)) = what.split_once("): ") {
+            details.result = head.rsplit_once(" (").and_then(|(_, c)| c.parse().ok());
+            details.text = Some(text.to_string());
+        }
+        details
+    }
+}
 
 /// OK, or the thread's last error with that status.
 pub(crate) fn check(status: c_int) -> Result<()> {

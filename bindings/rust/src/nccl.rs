@@ -61,7 +61,7 @@ impl Nccl {
     /// The process-wide NCCL, searched for and loaded on first use (thread-safe). It exists
     /// even when no NCCL was found: [`Nccl::status`] and [`Nccl::message`] say why.
     pub fn default_handle() -> Nccl {
-        // SAFETY: no arguments; NULL only when out of memory, which every accessor accepts.
+        // SAFETY: no arguments; never NULL (the handle is in the library's static storage).
         Nccl(Arc::new(Handle {
             raw: unsafe { ffi::ncclshim_nccl_default() },
             owned: false,

@@ -25,14 +25,20 @@ impl<'c> SymmetricBuffer<'c> {
     pub fn alloc(
         comm: &'c Communicator,
         bytes: usize,
-        stream: Stream,
+        stream: &Stream,
         timeout: Duration,
     ) -> Result<SymmetricBuffer<'c>> {
         comm.nccl().status()?;
         let mut raw = std::ptr::null_mut();
         // SAFETY: a live communicator and a valid out-pointer.
         check(unsafe {
-            ffi::ncclshim_symmem_alloc(comm.raw(), bytes, stream.0, millis(timeout), &mut raw)
+            ffi::ncclshim_symmem_alloc(
+                comm.raw(),
+                bytes,
+                stream.as_raw(),
+                millis(timeout),
+                &mut raw,
+            )
         })?;
         Ok(SymmetricBuffer { raw, comm })
     }

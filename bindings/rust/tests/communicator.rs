@@ -121,7 +121,7 @@ fn collectives_reach_nccl_and_their_errors_come_back() {
     let _guard = lock();
     let fake = Fake::open(&build, "2.28.9");
     let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::Yes).unwrap();
-    let s = Stream::DEFAULT;
+    let s = &Stream::DEFAULT;
     // SAFETY: the fake touches no memory.
     unsafe {
         comm.all_reduce(null(), null_mut(), 8, DataType::Float32, RedOp::Sum, s)
@@ -173,7 +173,7 @@ fn fp8_needs_nccl_2_24_and_a_failed_communicator_refuses_work() {
             8,
             DataType::Float8e4m3,
             RedOp::Sum,
-            Stream::DEFAULT,
+            &Stream::DEFAULT,
         )
     }
     .unwrap_err();
@@ -186,9 +186,17 @@ fn fp8_needs_nccl_2_24_and_a_failed_communicator_refuses_work() {
     let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::No).unwrap();
     assert!(comm.wait(SECOND).is_err());
     // SAFETY: refused before NCCL is called.
-    let error =
-        unsafe { comm.broadcast(null(), null_mut(), 8, DataType::Float32, 0, Stream::DEFAULT) }
-            .unwrap_err();
+    let error = unsafe {
+        comm.broadcast(
+            null(),
+            null_mut(),
+            8,
+            DataType::Float32,
+            0,
+            &Stream::DEFAULT,
+        )
+    }
+    .unwrap_err();
     assert_eq!(error.status(), Status::InvalidArgument);
     assert!(error.message().contains("Failed"), "{error}");
 }
@@ -202,8 +210,8 @@ fn groups_start_and_end_around_the_work() {
     let out = fake.nccl.group(&[&comm], SECOND, || {
         // SAFETY: the fake touches no memory.
         unsafe {
-            comm.send(null(), 4, DataType::Float32, 1, Stream::DEFAULT)?;
-            comm.recv(null_mut(), 4, DataType::Float32, 1, Stream::DEFAULT)?;
+            comm.send(null(), 4, DataType::Float32, 1, &Stream::DEFAULT)?;
+            comm.recv(null_mut(), 4, DataType::Float32, 1, &Stream::DEFAULT)?;
         }
         Ok(42)
     });

@@ -33,29 +33,108 @@ fn streams_and_events_with_the_engine_names() {
     cuda.activate_device(0).unwrap();
     let stream = cuda.create_stream().unwrap();
     let event = cuda.create_event().unwrap();
-    cuda.record_event(event, stream).unwrap();
-    cuda.stream_wait_event(stream, event).unwrap();
-    assert!(cuda.stream_ready(stream).unwrap());
+    cuda.record_event(&event, &stream).unwrap();
+    cuda.stream_wait_event(&stream, &event).unwrap();
+    assert!(cuda.stream_ready(&stream).unwrap());
     // SAFETY: the fake's exported control block.
     let control = unsafe { &mut *(symbol(&path, "fake_control") as *mut FakeControl) };
     control.not_ready = 2; // cuStreamQuery answers 600 twice
-    assert!(!cuda.stream_ready(stream).unwrap());
-    assert!(!cuda.stream_ready(stream).unwrap());
-    assert!(cuda.stream_ready(stream).unwrap());
+    assert!(!cuda.stream_ready(&stream).unwrap());
+    assert!(!cuda.stream_ready(&stream).unwrap());
+    assert!(cuda.stream_ready(&stream).unwrap());
     control.not_ready = 5;
-    cuda.sync_stream(stream).unwrap();
+    cuda.sync_stream(&stream).unwrap();
     assert!(
-        cuda.stream_ready(stream).unwrap(),
+        cuda.stream_ready(&stream).unwrap(),
         "sync waited for the work"
     );
     cuda.destroy_event(event).unwrap();
     assert_eq!(
-        cuda.destroy_event(Event(std::ptr::null_mut()))
+        // SAFETY: NULL is refused by ncclshim before the driver sees it.
+        unsafe { Event::from_raw(&cuda, std::ptr::null_mut()) }
+            .destroy()
             .unwrap_err()
             .status(),
         Status::InvalidArgument
     );
     cuda.destroy_stream(stream).unwrap();
+    cuda.release_device(0).unwrap();
+}
+
+/// The fake's call log (tests/cuda/fake_cuda.h, `fake_cuda_log`).
+#[repr(C)]
+struct FakeLog {
+    requests: [[u64; 9]; 256],
+    request_count: i32,
+    calls: [[u8; 48]; 256],
+    call_count: i32,
+}
+
+impl FakeLog {
+    fn count(&self, name: &str) -> usize {
+        let n = usize::try_from(self.call_count).unwrap().min(256);
+        self.calls[..n]
+            .iter()
+            .filter(|c| c.split(|b| *b == 0).next() == Some(name.as_bytes()))
+            .count()
+    }
+}
+
+#[test]
+fn streams_and_events_are_destroyed_once_by_drop_or_destroy() {
+    let build = need_fakes!();
+    let _guard = lock();
+    // Not 13.0: streams_and_events_with_the_engine_names needs that one before cuInit.
+    let (cuda, path) = fake_cuda(&build, "12.2");
+    // SAFETY: the fake's exported log, used between calls on this thread (the tests hold a
+    // lock); emptied so that earlier tests cannot fill it.
+    let log = unsafe { &mut *(symbol(&path, "fake_log") as *mut FakeLog) };
+    log.call_count = 0;
+    cuda.init().unwrap();
+    cuda.activate_device(0).unwrap();
+    let (streams, events) = (0, 0);
+    {
+        let _stream = cuda.create_stream().unwrap();
+        let _event = cuda.create_event().unwrap();
+    }
+    assert_eq!(
+        log.count("cuStreamDestroy_v2"),
+        streams + 1,
+        "Drop destroys the stream"
+    );
+    assert_eq!(
+        log.count("cuEventDestroy_v2"),
+        events + 1,
+        "Drop destroys the event"
+    );
+    cuda.create_stream().unwrap().destroy().unwrap();
+    cuda.destroy_event(cuda.create_event().unwrap()).unwrap();
+    assert_eq!(
+        log.count("cuStreamDestroy_v2"),
+        streams + 2,
+        "destroy, then no Drop"
+    );
+    assert_eq!(
+        log.count("cuEventDestroy_v2"),
+        events + 2,
+        "destroy, then no Drop"
+    );
+    // A released handle is the caller's; taken back, it is destroyed once more.
+    let raw = cuda.create_stream().unwrap().into_raw();
+    assert_eq!(
+        log.count("cuStreamDestroy_v2"),
+        streams + 2,
+        "into_raw releases"
+    );
+    // SAFETY: the live stream just released, owned by nothing else.
+    let stream = unsafe { ncclshim::Stream::from_raw(&cuda, raw) };
+    assert_eq!(stream.as_raw(), raw);
+    drop(stream);
+    assert_eq!(log.count("cuStreamDestroy_v2"), streams + 3);
+    // The legacy default stream is never destroyed.
+    ncclshim::Stream::DEFAULT.destroy().unwrap();
+    drop(ncclshim::Stream::DEFAULT);
+    assert_eq!(log.count("cuStreamDestroy_v2"), streams + 3);
     cuda.release_device(0).unwrap();
 }
 

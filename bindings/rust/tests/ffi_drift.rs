@@ -290,7 +290,10 @@ fn the_build_script_names_an_unknown_c_type_and_where_to_add_it() {
     // A type and a return kind of a future row, which the crate does not know yet.
     let error =
         build_script::rust_type("ncclFutureThing_t", "ncclFuture of the nccl list").unwrap_err();
-    assert!(error.contains("unknown C type `ncclFutureThing_t`"), "{error}");
+    assert!(
+        error.contains("unknown C type `ncclFutureThing_t`"),
+        "{error}"
+    );
     assert!(
         error.contains("ncclFuture") && error.contains("C_TYPES in bindings/rust/build.rs"),
         "{error}"

@@ -33,7 +33,7 @@ fn a_buffer_is_allocated_registered_and_freed() {
     let fake = Fake::open(&build, "2.28.9");
     let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::Yes).unwrap();
     {
-        let buffer = SymmetricBuffer::alloc(&comm, 5000, Stream::DEFAULT, SECOND).unwrap();
+        let buffer = SymmetricBuffer::alloc(&comm, 5000, &Stream::DEFAULT, SECOND).unwrap();
         assert_eq!(buffer.len(), 8192);
         assert_eq!(buffer.as_ptr() as usize % 4096, 0);
         assert!(!buffer.window().is_null());
@@ -44,7 +44,7 @@ fn a_buffer_is_allocated_registered_and_freed() {
         (0, 0),
         "Drop deregisters and frees"
     );
-    let buffer = SymmetricBuffer::alloc(&comm, 1, Stream::DEFAULT, SECOND).unwrap();
+    let buffer = SymmetricBuffer::alloc(&comm, 1, &Stream::DEFAULT, SECOND).unwrap();
     buffer.free(SECOND).unwrap();
     assert_eq!(fake.allocations(), 0);
 }
@@ -55,7 +55,7 @@ fn symmetric_memory_needs_nccl_2_28() {
     let _guard = lock();
     let fake = Fake::open(&build, "2.27.3");
     let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::Yes).unwrap();
-    let error = SymmetricBuffer::alloc(&comm, 4096, Stream::DEFAULT, SECOND)
+    let error = SymmetricBuffer::alloc(&comm, 4096, &Stream::DEFAULT, SECOND)
         .err()
         .unwrap();
     assert_eq!(error.status(), Status::Unavailable);
@@ -78,7 +78,7 @@ fn success_with_a_null_window_is_an_error_and_nothing_leaks() {
     let fake = Fake::open(&build, "2.28.9");
     fake.null_window(true);
     let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::Yes).unwrap();
-    let error = SymmetricBuffer::alloc(&comm, 4096, Stream::DEFAULT, SECOND)
+    let error = SymmetricBuffer::alloc(&comm, 4096, &Stream::DEFAULT, SECOND)
         .err()
         .unwrap();
     assert_eq!(error.status(), Status::NcclError);
@@ -93,7 +93,7 @@ fn registration_on_a_non_blocking_communicator_is_finished() {
     capture_driver(&build, 0, 0);
     let fake = Fake::open(&build, "2.28.9");
     let comm = Communicator::init_with_deadline(&fake.nccl, 2, &ID, 0, SECOND).unwrap();
-    let buffer = SymmetricBuffer::alloc(&comm, 4096, Stream::DEFAULT, SECOND).unwrap();
+    let buffer = SymmetricBuffer::alloc(&comm, 4096, &Stream::DEFAULT, SECOND).unwrap();
     assert!(!buffer.window().is_null());
     fake.asynchronous(-1, 0); // deregistration never finishes: free times out, memory kept
     let error = buffer.free(Duration::from_millis(50)).unwrap_err();
@@ -108,7 +108,7 @@ fn a_capturing_stream_is_refused() {
     capture_driver(&build, 0, 1); // CU_STREAM_CAPTURE_STATUS_ACTIVE
     let fake = Fake::open(&build, "2.28.9");
     let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::Yes).unwrap();
-    let error = SymmetricBuffer::alloc(&comm, 4096, Stream::DEFAULT, SECOND)
+    let error = SymmetricBuffer::alloc(&comm, 4096, &Stream::DEFAULT, SECOND)
         .err()
         .unwrap();
     capture_driver(&build, 0, 0);

@@ -237,7 +237,8 @@ typedef struct ncclshim_nccl_entry {
   const char *path;       /* absolute; for NCCL linked into the program, the program's file */
   int version;            /* packed; 0 when unknown */
   ncclshim_found_via how; /* census: NCCLSHIM_VIA_PRELOADED; list: the first search step
-                             that reaches the file */
+                             that reaches the file (for the chosen one, the step that found it,
+                             as ncclshim_nccl_found_via says) */
   int mapped;             /* 1 when mapped in this process */
   int in_program;         /* 1 when linked into the executable itself (statically) */
   int chosen;             /* 1 for the library the handle uses */
@@ -339,9 +340,20 @@ NCCLSHIM_API ncclshim_status ncclshim_nccl_config_set_str(const ncclshim_nccl *n
 /* "blocking"; NULL for an unknown value. */
 NCCLSHIM_API const char *ncclshim_config_field_name(ncclshim_config_field field);
 
+/* ---- NCCL result codes ---------------------------------------------------------------- */
+
+/* "ncclInvalidArgument" for 4; "ncclTimeout" for 8 (2.30.3+); "unknown" for any value no
+ * release has used. Never indexes a table with an unchecked value. Static string;
+ * thread-safe. */
+NCCLSHIM_API const char *ncclshim_nccl_result_name(int result);
 /* NCCL's own text for a result code, from ncclshim's table (no library needed); codes it
  * does not know give "unknown result code". Static string; thread-safe. */
 NCCLSHIM_API const char *ncclshim_nccl_result_string(int result);
+/* The calling thread's last failing NCCL result code that ncclshim_nccl_check (comm.h) turned
+ * into NCCLSHIM_NCCL_ERROR: the number behind ncclshim_last_error's text, for bindings that
+ * must not parse it. 0 (ncclSuccess) when there was none; a success leaves it, as it leaves
+ * the message. Each thread has its own. */
+NCCLSHIM_API int ncclshim_last_nccl_result(void);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,9 @@
 
 #include <cmocka.h>
 
+#include <pthread.h>
+
+#include "ncclshim/comm.h"
 #include "ncclshim/ncclshim.h"
 
 static void test_decode(void **state) {
@@ -77,6 +80,37 @@ static void test_status_texts(void **state) {
   assert_string_equal(ncclshim_nccl_result_string(-1), "unknown result code");
 }
 
+static void *other_thread(void *arg) {
+  (void)arg;
+  /* Each thread has its own: nothing here yet, whatever the main thread saw. */
+  return (void *)(long)ncclshim_last_nccl_result();
+}
+
+/* The number behind ncclshim_nccl_check's message, without parsing it (issue 25). */
+static void test_last_nccl_result(void **state) {
+  (void)state;
+  ncclshim_nccl_options options = NCCLSHIM_NCCL_OPTIONS_INIT;
+  options.path = "/nonexistent/libnccl.so.2"; /* no library: ncclshim's own texts answer */
+  ncclshim_nccl *nccl = NULL;
+  assert_int_equal(ncclshim_nccl_open(&options, &nccl), NCCLSHIM_NOT_FOUND);
+  assert_int_equal(ncclshim_last_nccl_result(), 0);
+  assert_int_equal(ncclshim_nccl_check(nccl, ncclInvalidArgument, "ncclAllReduce"),
+                   NCCLSHIM_NCCL_ERROR);
+  assert_int_equal(ncclshim_last_nccl_result(), ncclInvalidArgument);
+  assert_non_null(strstr(ncclshim_last_error(), "ncclInvalidArgument (4)"));
+  /* Success leaves it, as it leaves the message; an unknown code is kept as it is. */
+  assert_int_equal(ncclshim_nccl_check(nccl, ncclSuccess, "ncclAllReduce"), NCCLSHIM_OK);
+  assert_int_equal(ncclshim_last_nccl_result(), ncclInvalidArgument);
+  assert_int_equal(ncclshim_nccl_check(nccl, (ncclResult_t)-7, NULL), NCCLSHIM_NCCL_ERROR);
+  assert_int_equal(ncclshim_last_nccl_result(), -7);
+  pthread_t thread;
+  void *seen = (void *)1;
+  assert_int_equal(pthread_create(&thread, NULL, other_thread, NULL), 0);
+  assert_int_equal(pthread_join(thread, &seen), 0);
+  assert_int_equal((long)seen, 0);
+  ncclshim_nccl_close(nccl);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_decode),
@@ -84,6 +118,7 @@ int main(void) {
       cmocka_unit_test(test_function_metadata),
       cmocka_unit_test(test_capability_metadata),
       cmocka_unit_test(test_status_texts),
+      cmocka_unit_test(test_last_nccl_result),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

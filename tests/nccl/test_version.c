@@ -80,6 +80,30 @@ static void test_status_texts(void **state) {
   assert_string_equal(ncclshim_nccl_result_string(-1), "unknown result code");
 }
 
+/* The dispatch beside the list: the query marks name rows of the list (a misspelt one would
+ * count for no row), and the "unavailable" answer of each kind. */
+#define QUERY_COUNT_(name, version, policy, returns, n, params) +NCCLSHIM_NCCL_IS_QUERY(name)
+#define NO_RESULT ncclInternalError
+static ncclResult_t unavailable_result(void) { NCCLSHIM_NCCL_UNAVAILABLE(RESULT, NO_RESULT, "") }
+static const char *unavailable_string(void) { NCCLSHIM_NCCL_UNAVAILABLE(STRING, NO_RESULT, "t") }
+static int unavailable_int(void) { NCCLSHIM_NCCL_UNAVAILABLE(INT, NO_RESULT, "") }
+static ncclshim_team_t unavailable_team(void) { NCCLSHIM_NCCL_UNAVAILABLE(TEAM, NO_RESULT, "") }
+static int passed_on(void) { NCCLSHIM_NCCL_RETURN_IF_VALUE(INT) 5; }
+
+static void test_return_kinds_and_queries(void **state) {
+  (void)state;
+  assert_int_equal(0 NCCLSHIM_NCCL_FUNCTIONS(QUERY_COUNT_), 9);
+  assert_int_equal(NCCLSHIM_NCCL_IS_QUERY(ncclCommGetAsyncError), 1);
+  assert_int_equal(NCCLSHIM_NCCL_IS_QUERY(ncclAllReduce), 0);
+  assert_int_equal(unavailable_result(), ncclInternalError);
+  assert_string_equal(unavailable_string(), "t");
+  assert_int_equal(unavailable_int(), -1);
+  ncclshim_team_t team = unavailable_team();
+  assert_int_equal(team.nRanks, 0);
+  assert_int_equal(team.rank, -1);
+  assert_int_equal(passed_on(), 5);
+}
+
 static void *other_thread(void *arg) {
   (void)arg;
   /* Each thread has its own: nothing here yet, whatever the main thread saw. */
@@ -119,6 +143,7 @@ int main(void) {
       cmocka_unit_test(test_capability_metadata),
       cmocka_unit_test(test_status_texts),
       cmocka_unit_test(test_last_nccl_result),
+      cmocka_unit_test(test_return_kinds_and_queries),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

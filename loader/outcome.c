@@ -2,33 +2,21 @@
 
 #include <stddef.h>
 
-typedef struct step_row {
-  ncshl_step step;
-  int override;
+/* Indexed by the step's value (the values are small and dense). */
+static const struct {
   const char *name;
   const char *place;
-} step_row;
+  int override;
+} rows[] = {
+#define ROW_(id, value, override, name, place) [value] = {name, place, override},
+    NCSHL_STEPS(ROW_)
+#undef ROW_
+};
 
-#define ROW_(id, value, override, name, place) {NCSHL_STEP_##id, override, name, place},
-static const step_row rows[] = {NCSHL_STEPS(ROW_)};
+#define KNOWN(step) ((unsigned)(step) < sizeof(rows) / sizeof(rows[0]) && rows[step].name != NULL)
 
-static const step_row *row_of(ncshl_step step) {
-  for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
-    if (rows[i].step == step) return &rows[i];
-  return NULL;
-}
+const char *ncshl_step_name(ncshl_step step) { return KNOWN(step) ? rows[step].name : NULL; }
 
-const char *ncshl_step_name(ncshl_step step) {
-  const step_row *r = row_of(step);
-  return r ? r->name : NULL;
-}
+const char *ncshl_step_place(ncshl_step step) { return KNOWN(step) ? rows[step].place : NULL; }
 
-const char *ncshl_step_place(ncshl_step step) {
-  const step_row *r = row_of(step);
-  return r ? r->place : NULL;
-}
-
-int ncshl_step_is_override(ncshl_step step) {
-  const step_row *r = row_of(step);
-  return r ? r->override : 0;
-}
+int ncshl_step_is_override(ncshl_step step) { return KNOWN(step) ? rows[step].override : 0; }

@@ -45,6 +45,14 @@ static void add(ncclshim_nccl_list *list, const char *file, ncclshim_found_via h
   };
 }
 
+int ncclshim_nccl_candidates(const char *path, int with_overrides, ncshl_candidates *out) {
+  ncshl_search search = ncclshim_nccl_binding.search;
+  search.explicit_path = with_overrides ? path : NULL;
+  if (!with_overrides) search.env_var = NULL;
+  search.ld_cache = ncclshim_ld_cache_file();
+  return ncshl_search_list(&search, out);
+}
+
 ncclshim_status ncclshim_nccl_list_visible(const ncclshim_nccl *chosen, ncclshim_nccl_list **out) {
   if (out == NULL)
     return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "ncclshim_nccl_list_visible: out is NULL");
@@ -59,12 +67,9 @@ ncclshim_status ncclshim_nccl_list_visible(const ncclshim_nccl *chosen, ncclshim
   for (size_t i = 0; i < list->count; i++)
     if (list->items[i].chosen) list->items[i].how = ncclshim_nccl_found_via(chosen);
   /* Then the files of the binding's own steps, in its order, without the overrides (which name
-   * one file for one process, not what the machine has) and opening nothing. */
-  ncshl_search search = ncclshim_nccl_binding.search;
-  search.env_var = NULL;
-  search.ld_cache = ncclshim_ld_cache_file();
+   * one file for one process, not what the machine has). */
   ncshl_candidates candidates;
-  if (ncshl_search_list(&search, &candidates) != 0) list->out_of_memory = 1;
+  if (ncclshim_nccl_candidates(NULL, 0, &candidates) != 0) list->out_of_memory = 1;
   for (size_t i = 0; !list->out_of_memory && i < candidates.count; i++) {
     const ncshl_candidate *c = &candidates.items[i];
     if (c->reach == NCSHL_REACH_FILE) add(list, c->path, (ncclshim_found_via)c->step, chosen);

@@ -29,8 +29,8 @@
  * Conventions for every function below:
  *  - Errors: a function returning ncclshim_status returns NCCLSHIM_OK or a failure and, on
  *    failure, leaves a message for ncclshim_last_error() on the calling thread. Accessors
- *    cannot fail: they accept NULL (what ncclshim_nccl_default() gives when memory ran out
- *    at its first use) and answer as for "no NCCL".
+ *    cannot fail: they accept NULL (the out parameter of an open that ran out of memory) and
+ *    answer as for "no NCCL".
  *  - Strings: returned strings belong to ncclshim; name and text functions return static
  *    strings, handle accessors strings that live as long as the handle.
  *  - Thread safety: every function is thread-safe, except ncclshim_nccl_close (not while
@@ -160,8 +160,8 @@ NCCLSHIM_API ncclshim_status ncclshim_nccl_open(const ncclshim_nccl_options *opt
 NCCLSHIM_API void ncclshim_nccl_close(ncclshim_nccl *nccl);
 
 /* The process-wide handle, loaded once on first use with the default options
- * (pthread_once: concurrent first calls wait for one load); never NULL (except when out of
- * memory at that first use). Its status says whether NCCL was found. */
+ * (pthread_once: concurrent first calls wait for one load), in the library's static storage:
+ * never NULL. Its status says whether NCCL was found. */
 NCCLSHIM_API ncclshim_nccl *ncclshim_nccl_default(void);
 
 /* The outcome of the handle's open (ncclshim_nccl_open's return); OUT_OF_MEMORY for NULL. */

@@ -43,9 +43,10 @@ const char *ncclshim_status_string(ncclshim_status status) {
 }
 
 /* The public steps are the loader's, by the same IDs and numbers. */
-#define SAME_STEP_(id, value, override, name, place)                                      \
-  _Static_assert(NCCLSHIM_VIA_##id == value, "ncclshim_found_via and the loader's steps " \
-                                             "disagree");
+#define SAME_STEP_(id, value, override, name, place)          \
+  _Static_assert(NCCLSHIM_VIA_##id == value,                  \
+                 "ncclshim_found_via and the loader's steps " \
+                 "disagree");
 NCSHL_STEPS(SAME_STEP_)
 
 const char *ncclshim_found_via_name(ncclshim_found_via via) {

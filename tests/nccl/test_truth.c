@@ -233,8 +233,8 @@ static void test_environment_before_cache(void **state) {
   /* Every NCCL visible: the chosen one, mapped, and the cache's, not loaded. */
   assert_string_equal(scenario_get(&s, "list_status"), "OK");
   /* The chosen one is named by the step that found it, as "via" (issue 24). */
-  assert_non_null(strstr(find_line(&s, "visible", fake_path("2.30.7")),
-                         "active-environment|2.30.7|1|1|"));
+  assert_non_null(
+      strstr(find_line(&s, "visible", fake_path("2.30.7")), "active-environment|2.30.7|1|1|"));
   assert_non_null(strstr(find_line(&s, "visible", cached), "ld-cache|none|0|0|"));
 
   const char *no_venv[] = {env_entry("NCCLSHIM_LD_CACHE", cache), NULL};

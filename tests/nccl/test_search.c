@@ -213,7 +213,9 @@ static const char *library_dir(void) {
   if (dladdr((void *)ncclshim_status_name, &info) == 0 || info.dli_fname == NULL)
     fail_msg("where is libncclshim?");
   char *copy = strdup(info.dli_fname);
-  return env_entry("LD_LIBRARY_PATH", dirname(copy));
+  char *entry = env_entry("LD_LIBRARY_PATH", dirname(copy));
+  free(copy);
+  return entry;
 }
 
 /* issue 24: a venv used without activating it (no VIRTUAL_ENV), as services and IDEs do: its

@@ -126,7 +126,7 @@ def check_file(path, baseline, bind_now, build_tree):
             too_new[version] = [s for s, v in symbols if v == version]
     for version, users in sorted(too_new.items()):
         problems.append("needs %s, above the baseline GLIBC_%s: %s (pin in "
-                        "src/glibc_baseline.h)" % (version, baseline,
+                        "compat/glibc_baseline.h)" % (version, baseline,
                                                    ", ".join(sorted(users)) or "no symbol named"))
 
     dynamic = dynamic_entries(path)

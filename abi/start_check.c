@@ -1,4 +1,4 @@
-/* Checks src/glibc_start.c, linked in the same way as ncclshim-probe: the program's
+/* Checks compat/glibc_start.c, linked in the same way as ncclshim-probe: the program's
  * constructor runs exactly once, before main, with main's arguments, and its destructor runs
  * at exit. main returns 1; only the destructor, after its own checks, makes the exit status 0,
  * so a destructor that never runs fails the test. */

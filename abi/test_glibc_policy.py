@@ -11,7 +11,7 @@ import tempfile
 SOURCE_ROOT = os.environ["SOURCE_ROOT"]
 CC = shlex.split(os.environ["CC"])
 CHECK = os.path.join(SOURCE_ROOT, "abi", "check_glibc_policy.py")
-BASELINE_H = os.path.join(SOURCE_ROOT, "src", "glibc_baseline.h")
+BASELINE_H = os.path.join(SOURCE_ROOT, "compat", "glibc_baseline.h")
 
 PINNED_DLOPEN = "#include <dlfcn.h>\nvoid *f(void) { return dlopen(\"x\", RTLD_NOW); }\n"
 PLAIN = "#include <string.h>\nunsigned long f(const char *s) { return strlen(s); }\n"

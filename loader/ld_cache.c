@@ -3,6 +3,7 @@
 #include "ld_cache.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,57 +45,41 @@ static const char *string_at(const unsigned char *base, size_t size, uint32_t of
   return (const char *)base + offset;
 }
 
-static int add_path(char ***list, size_t *count, const char *path) {
-  for (size_t i = 0; i < *count; i++)
-    if (strcmp((*list)[i], path) == 0) return 0;
-  char **grown = realloc(*list, (*count + 2) * sizeof(char *));
-  if (grown == NULL) return -1;
-  *list = grown;
-  if ((grown[*count] = strdup(path)) == NULL) return -1;
-  grown[++*count] = NULL;
-  return 0;
-}
-
-static int collect(const unsigned char *data, size_t size, const char *soname, char ***list,
-                   size_t *count) {
+static void collect(const unsigned char *data, size_t size, const char *soname, const char *why,
+                    ncshl_list *list) {
   size_t at = new_header_offset(data, size);
-  if (at == SIZE_MAX) return 0;
+  if (at == SIZE_MAX) return;
   /* Strings are addressed from the start of the new header. */
   const unsigned char *base = data + at;
   size_t span = size - at;
   uint32_t nlibs = word(base + 20);
-  if (nlibs > (span - NEW_HEADER) / NEW_ENTRY) return 0;
+  if (nlibs > (span - NEW_HEADER) / NEW_ENTRY) return;
   for (uint32_t i = 0; i < nlibs; i++) {
     const unsigned char *entry = base + NEW_HEADER + (size_t)i * NEW_ENTRY;
     const char *key = string_at(base, span, word(entry + 4));
     const char *value = string_at(base, span, word(entry + 8));
-    if (key && value && value[0] == '/' && strcmp(key, soname) == 0 &&
-        add_path(list, count, value) != 0)
-      return -1;
+    if (key && value && value[0] == '/' && strcmp(key, soname) == 0)
+      ncshl_list_add(list, value, why);
   }
-  return 0;
 }
 
-char **ncshl_ld_cache_lookup(const char *cache_path, const char *soname) {
-  char **list = calloc(1, sizeof(char *));
-  size_t count = 0;
-  if (list == NULL) return NULL;
+int ncshl_ld_cache_lookup(const char *cache_path, const char *soname, ncshl_list *out) {
   int fd = open(cache_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return list;
+  if (fd < 0) return 0;
+  size_t why_size = strlen(cache_path) + 32;
+  char *why = malloc(why_size);
   struct stat st;
-  int failed = 0;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && st.st_size <= MAX_CACHE) {
+  if (why != NULL && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+      st.st_size <= MAX_CACHE) {
+    snprintf(why, why_size, "registered in %s", cache_path);
     void *data = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (data != MAP_FAILED) {
-      failed = collect(data, (size_t)st.st_size, soname, &list, &count) != 0;
+      collect(data, (size_t)st.st_size, soname, why, out);
       munmap(data, (size_t)st.st_size);
     }
   }
   close(fd);
-  if (failed) {
-    for (size_t i = 0; i < count; i++) free(list[i]);
-    free(list);
-    return NULL;
-  }
-  return list;
+  if (why == NULL) out->out_of_memory = 1;
+  free(why);
+  return out->out_of_memory ? -1 : 0;
 }

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../loader/search.h"
 #include "internal.h"
 
 enum { TEXT_SIZE = 1536 };
@@ -26,14 +25,6 @@ ncclshim_status ncclshim_handle_options(void *defaults, size_t size, const void 
   return NCCLSHIM_OK;
 }
 
-/* The loader's words in ncclshim's: its steps are numbered as ncclshim_found_via is. */
-#define SAME_(step, via) ((int)NCSHL_STEP_##step == (int)NCCLSHIM_VIA_##via)
-_Static_assert(SAME_(EXPLICIT, EXPLICIT) && SAME_(ENVIRONMENT, ENVIRONMENT) &&
-                   SAME_(LOADED, PRELOADED) && SAME_(SYSTEM, SYSTEM) && SAME_(PLACE, WELL_KNOWN) &&
-                   SAME_(LIBRARY_PATH, LIBRARY_PATH) && SAME_(ACTIVE_ENV, ACTIVE_ENV) &&
-                   SAME_(LD_CACHE, LD_CACHE),
-               "search steps and ncclshim_found_via disagree");
-
 static ncclshim_status status_of(ncshl_outcome outcome, int refusal) {
   switch (outcome) {
   case NCSHL_OK:
@@ -52,30 +43,29 @@ static ncclshim_status status_of(ncshl_outcome outcome, int refusal) {
   return NCCLSHIM_OUT_OF_MEMORY;
 }
 
-/* The trail as the public API shows it; the strings change hands. */
-static int keep_attempts(ncclshim_handle *handle, ncshl_trail *trail) {
-  if (trail->count == 0) return 0;
-  handle->attempts = calloc(trail->count, sizeof(*handle->attempts));
-  if (handle->attempts == NULL) return -1;
-  for (size_t i = 0; i < trail->count; i++) {
-    ncshl_attempt *a = &trail->items[i];
-    handle->attempts[i] = (ncclshim_attempt){a->candidate, (ncclshim_found_via)a->step,
-                                             status_of(a->outcome, a->refusal), a->reason};
-    a->candidate = a->reason = NULL;
+/* The search's `note`: each attempt kept as the public API shows it. */
+static int keep_attempt(void *context, const ncshl_attempt *a) {
+  ncclshim_handle *handle = context;
+  if (handle->attempt_count == handle->attempt_capacity) {
+    size_t capacity = handle->attempt_capacity ? 2 * handle->attempt_capacity : 8;
+    ncclshim_attempt *grown = realloc(handle->attempts, capacity * sizeof(*grown));
+    if (grown == NULL) {
+      handle->status = NCCLSHIM_OUT_OF_MEMORY;
+      return -1;
+    }
+    handle->attempts = grown;
+    handle->attempt_capacity = capacity;
   }
-  handle->attempt_count = trail->count;
+  char *candidate = strdup(a->candidate), *reason = strdup(a->reason);
+  if (candidate == NULL || reason == NULL) {
+    free(candidate);
+    free(reason);
+    handle->status = NCCLSHIM_OUT_OF_MEMORY;
+    return -1;
+  }
+  handle->attempts[handle->attempt_count++] = (ncclshim_attempt){
+      candidate, (ncclshim_found_via)a->step, status_of(a->outcome, a->refusal), reason};
   return 0;
-}
-
-static int accept_candidate(void *context, void *library, const char *path, char *reason,
-                            size_t size) {
-  ncclshim_handle *handle = context;
-  return (int)handle->binding->accept(handle, library, path, reason, size);
-}
-
-static int check_override(void *context, const char *path, char *reason, size_t size) {
-  ncclshim_handle *handle = context;
-  return (int)handle->binding->before_override(handle, path, reason, size);
 }
 
 const char *ncclshim_ld_cache_file(void) {
@@ -96,38 +86,23 @@ static void print_debug(const ncclshim_handle *handle) {
 ncclshim_status ncclshim_handle_open(ncclshim_handle *handle, const ncclshim_binding *binding,
                                      const char *path) {
   handle->binding = binding;
-  ncshl_search search = {
-      .explicit_path = path,
-      .env_var = binding->env_var,
-      .soname = binding->soname,
-      .dirs = binding->places,
-      .identity_symbol = binding->identity_symbol,
-      .impostor_symbol = binding->impostor_symbol,
-      .environment = binding->environment_places,
-      .read_library_path = binding->read_library_path,
-      .ld_cache = binding->read_library_path ? ncclshim_ld_cache_file() : NULL,
-      .before_override = binding->before_override ? check_override : NULL,
-      .accept = accept_candidate,
-      .context = handle,
-  };
+  ncshl_search search = binding->search;
+  search.explicit_path = path;
+  search.ld_cache = ncclshim_ld_cache_file();
+  search.note = keep_attempt;
+  search.context = handle;
   char summary[TEXT_SIZE];
-  ncshl_trail trail = {0};
   ncshl_found found;
-  ncshl_verdict verdict = ncshl_search_run(&search, &trail, &found, summary, sizeof(summary));
-  handle->status = status_of(verdict.outcome, verdict.refusal);
-  if (keep_attempts(handle, &trail) != 0) handle->status = NCCLSHIM_OUT_OF_MEMORY;
-  ncshl_trail_free(&trail);
+  ncshl_verdict verdict = ncshl_search_run(&search, &found, summary, sizeof(summary));
+  /* keep_attempt leaves OUT_OF_MEMORY when it lost an attempt; a library found stays. */
+  if (handle->status == NCCLSHIM_OK) handle->status = status_of(verdict.outcome, verdict.refusal);
 
   char text[TEXT_SIZE + 64];
   if (verdict.outcome == NCSHL_OK) {
     /* Accepted and mapped: the library stays, whatever else failed. */
     handle->library = found.handle;
     handle->path = found.path;
-    if (handle->defined_in != NULL) {
-      handle->opened = found.path;
-      handle->path = handle->defined_in;
-      handle->defined_in = NULL;
-    }
+    handle->opened = found.opened;
     handle->via = (ncclshim_found_via)found.step;
     handle->preloaded = found.preloaded;
   }
@@ -164,7 +139,6 @@ void ncclshim_handle_close(ncclshim_handle *handle) {
   free(handle->message);
   free(handle->path);
   free(handle->opened);
-  free(handle->defined_in);
   free(handle);
 }
 

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stddef.h>
 
+#include "../loader/search.h"
 #include "ncclshim/status.h"
 
 typedef struct ncclshim_handle ncclshim_handle;
@@ -16,15 +17,15 @@ typedef struct ncclshim_binding ncclshim_binding;
 struct ncclshim_handle {
   const ncclshim_binding *binding;
   ncclshim_status status;
-  char *message;    /* one line: what was loaded, or why not */
-  void *library;    /* dlopen handle; never dlclose'd once accepted */
-  char *path;       /* the file that defines the library's functions */
-  char *opened;     /* the file opened, when another one defines them (a wrapper); else NULL */
-  char *defined_in; /* set by the binding's accept step for such a wrapper: becomes `path` */
+  char *message; /* one line: what was loaded, or why not */
+  void *library; /* dlopen handle; never dlclose'd once accepted */
+  char *path;    /* the file that defines the library's functions */
+  char *opened;  /* the file opened, when another one defines them (a wrapper); else NULL */
   ncclshim_found_via via;
   int preloaded;
-  ncclshim_attempt *attempts; /* the search trail, in the order tried */
+  ncclshim_attempt *attempts; /* the search's attempts, in the order tried */
   size_t attempt_count;
+  size_t attempt_capacity;
   int is_default;             /* the process-wide handle: close ignores it */
   ncclshim_handle *next_open; /* the registry of open handles */
 };
@@ -37,23 +38,14 @@ typedef enum ncclshim_binding_kind {
 
 struct ncclshim_binding {
   ncclshim_binding_kind kind;
-  const char *who;     /* prefix of the debug lines: "ncclshim", "ncclshim cuda" */
-  const char *env_var; /* the override variable */
-  const char *soname;
-  char **(*places)(void); /* well-known directories (see loader/search.h), or NULL */
-  /* The NCCL search's extra steps (loader/search.h); NULL/0 for a binding without them. */
-  const char *identity_symbol;        /* a function only the library defines */
-  const char *impostor_symbol;        /* defined by look-alikes that are never reused */
-  char **(*environment_places)(void); /* the active environment's directories */
-  int read_library_path;              /* LD_LIBRARY_PATH and the ld.so cache, read here */
-  /* Before an override file is mapped: OK, or a refusal with its reason. */
-  ncclshim_status (*before_override)(ncclshim_handle *handle, const char *path, char *reason,
-                                     size_t size);
-  /* Is this library the one wanted? OK, or the refusal with its reason. It writes the
-   * handle's own fields only when it accepts: a refused candidate leaves nothing behind. On
-   * success, a non-empty reason is a note kept in the trail. */
-  ncclshim_status (*accept)(ncclshim_handle *handle, void *library, const char *path, char *reason,
-                            size_t size);
+  const char *who; /* prefix of the debug lines: "ncclshim", "ncclshim cuda" */
+  /* The binding's search (loader/search.h): its steps in order, the SONAME, the override
+   * variable, the identity symbols, and its accept step (and check before an override),
+   * which get the handle as their context. Each returns an ncclshim_status as its refusal
+   * code, and writes the handle's own fields only when it accepts: a refused candidate leaves
+   * nothing behind. The handle fills in the path given, the ld.so cache, `note` and
+   * `context`. */
+  ncshl_search search;
   /* The message of a success, after path and via are set. */
   void (*describe)(const ncclshim_handle *handle, char *text, size_t size);
 };
@@ -86,18 +78,21 @@ void ncclshim_registry_visit(ncclshim_binding_kind kind,
 /* "no <what> is loaded (<why the newest failed open failed>)" into buf. */
 void ncclshim_registry_absent(ncclshim_binding_kind kind, const char *what, char *buf, size_t size);
 
-/* The process-wide handle of a binding, opened once on first use and never closed:
- * `static TYPE *default_of(void)`. */
-#define NCCLSHIM_DEFAULT_HANDLE(type, open)                          \
-  static pthread_once_t default_once = PTHREAD_ONCE_INIT;            \
-  static type *default_handle;                                       \
-  static void open_default(void) {                                   \
-    open(NULL, &default_handle);                                     \
-    if (default_handle != NULL) default_handle->core.is_default = 1; \
-  }                                                                  \
-  static type *default_of(void) {                                    \
-    pthread_once(&default_once, open_default);                       \
-    return default_handle;                                           \
+/* The process-wide handle of a binding, in the library's static storage (a program that
+ * dlcloses libncclshim gets it back with the library's pages), opened once on first use with
+ * the default options and never closed. `open_into(type *, const options_type *)` fills
+ * zeroed storage. Defines `static type *default_of(void)`, never NULL. */
+#define NCCLSHIM_DEFAULT_HANDLE(type, options_type, options_init, open_into) \
+  static type default_storage;                                               \
+  static pthread_once_t default_once = PTHREAD_ONCE_INIT;                    \
+  static void open_default(void) {                                           \
+    const options_type opts = options_init;                                  \
+    default_storage.core.is_default = 1;                                     \
+    open_into(&default_storage, &opts);                                      \
+  }                                                                          \
+  static type *default_of(void) {                                            \
+    pthread_once(&default_once, open_default);                               \
+    return &default_storage;                                                 \
   }
 
 /* The accessors every binding offers (PREFIX_status, _message, _path, _found_via,

@@ -14,10 +14,15 @@ void ncclshim_set_error(const char *format, ...) __attribute__((format(printf, 1
 
 /* 1 for a result code some NCCL release has used (its name and text are known). */
 int ncclshim_nccl_result_known(int result);
+/* Keep `result` as the calling thread's last NCCL result (ncclshim_last_nccl_result): what
+ * ncclshim_nccl_check calls for each failure it turns into a status. */
+void ncclshim_nccl_note_result(int result);
 
 /* 1 when NCCLSHIM_DEBUG asks for the search trail on stderr. */
 int ncclshim_debug_enabled(void);
-/* 1 when the variable is set (secure_getenv) to anything but "" or "0". */
+/* The one reading of an on/off variable: 1 for a value that is set to anything but "" or
+ * "0" (NULL: unset); ncclshim_env_flag reads the variable `name` (secure_getenv). */
+int ncclshim_flag_on(const char *value);
 int ncclshim_env_flag(const char *name);
 
 #endif

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../loader/outcome.h"
 #include "internal.h"
 
 /* X(STATUS, "sentence") in value order. */
@@ -41,11 +42,16 @@ const char *ncclshim_status_string(ncclshim_status status) {
   return (unsigned)status < STATUS_COUNT ? status_texts[status] : "unknown status code";
 }
 
+/* The public steps are the loader's, by the same IDs and numbers. */
+#define SAME_STEP_(id, value, override, name, place)          \
+  _Static_assert(NCCLSHIM_VIA_##id == value,                  \
+                 "ncclshim_found_via and the loader's steps " \
+                 "disagree");
+NCSHL_STEPS(SAME_STEP_)
+
 const char *ncclshim_found_via_name(ncclshim_found_via via) {
-  static const char *const names[] = {"none",           "explicit",           "environment",
-                                      "already-loaded", "system-search",      "well-known-place",
-                                      "library-path",   "active-environment", "ld-cache"};
-  return (unsigned)via < sizeof(names) / sizeof(names[0]) ? names[via] : "unknown";
+  const char *name = ncshl_step_name((ncshl_step)via);
+  return via == NCCLSHIM_VIA_NONE ? "none" : name ? name : "unknown";
 }
 
 /* The per-thread message lives behind a pthread key rather than in _Thread_local storage:
@@ -95,9 +101,10 @@ ncclshim_status ncclshim_fail(ncclshim_status status, const char *format, ...) {
   return status;
 }
 
-int ncclshim_env_flag(const char *name) {
-  const char *value = secure_getenv(name);
+int ncclshim_flag_on(const char *value) {
   return value != NULL && value[0] != '\0' && strcmp(value, "0") != 0;
 }
+
+int ncclshim_env_flag(const char *name) { return ncclshim_flag_on(secure_getenv(name)); }
 
 int ncclshim_debug_enabled(void) { return ncclshim_env_flag("NCCLSHIM_DEBUG"); }

@@ -32,10 +32,6 @@ extern "C" {
 
 /* ---- Checked calls ------------------------------------------------------------------ */
 
-/* "ncclInvalidArgument" for 4; "ncclTimeout" for 8 (2.30.3+); "unknown" for any value no
- * release has used. Never indexes a table with an unchecked value. Thread-safe. */
-NCCLSHIM_API const char *ncclshim_nccl_result_name(int result);
-
 /* Turn the result of the NCCL function named `call` into a status.
  *   ncclSuccess     OK, the thread's message untouched.
  *   ncclInProgress  OK as well: a non-blocking communicator accepted the work and finishes it
@@ -48,6 +44,7 @@ NCCLSHIM_API const char *ncclshim_nccl_result_name(int result);
  *                   ncclGetLastError (2.13+) and it says something. A code no release has
  *                   used reads "unknown result code N". Without a loaded NCCL, ncclshim's
  *                   copy of NCCL's texts is used.
+ * The failing code is also kept as the thread's ncclshim_last_nccl_result (ncclshim.h).
  * nccl: NULL for the default handle. call: NULL reads "NCCL call". Thread-safe (NCCL's last
  * error is one global string: with several threads failing at once it may be another's). */
 NCCLSHIM_API ncclshim_status ncclshim_nccl_check(ncclshim_nccl *nccl, ncclResult_t result,

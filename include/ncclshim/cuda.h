@@ -98,7 +98,7 @@ NCCLSHIM_API ncclshim_status ncclshim_cuda_open(const ncclshim_cuda_options *opt
 NCCLSHIM_API void ncclshim_cuda_close(ncclshim_cuda *cuda);
 
 /* The process-wide handle, opened on first use with the default options (pthread_once; no
- * cuInit); never NULL except when out of memory at that first use. */
+ * cuInit), in the library's static storage: never NULL. */
 NCCLSHIM_API ncclshim_cuda *ncclshim_cuda_default(void);
 
 /* ---- Accessors: each accepts NULL (answering as for "out of memory") ------------------ */

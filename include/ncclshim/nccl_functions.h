@@ -113,13 +113,44 @@
   X(ncclGinInboxA2ACreateRequirement, 23003, DEVICE, RESULT, 5, ((ncclshim_team_t, peers), (int, nBlocks), (int, size_log2), (ncclshim_gin_inbox_a2a_handle_t *, outHandle), (ncclshim_dev_resource_requirements_t *, outReq)))
 /* clang-format on */
 
-/* Return types of the five kinds. */
+/* ---- The one dispatch on a row's return kind ----------------------------------------- */
+
+/* The C type: NCCLSHIM_RETURNS(RESULT) is ncclResult_t. */
 #define NCCLSHIM_RETURNS_RESULT ncclResult_t
 #define NCCLSHIM_RETURNS_STRING const char *
 #define NCCLSHIM_RETURNS_VOID void
 #define NCCLSHIM_RETURNS_INT int
 #define NCCLSHIM_RETURNS_TEAM ncclshim_team_t
 #define NCCLSHIM_RETURNS(kind) NCCLSHIM_RETURNS_##kind
+
+/* `return` before a call whose value is passed on: every kind but VOID. */
+#define NCCLSHIM_NCCL_KIND_VOID ~,
+#define NCCLSHIM_NCCL_RETURN_IF_VALUE(kind) NCCLSHIM_PP_SELECT(NCCLSHIM_NCCL_KIND_##kind, return )
+
+/* The statement an "unavailable" entry ends with (the answers described at the top): RESULT
+ * returns `result`, STRING returns `text`, VOID nothing, INT -1, TEAM the empty team. */
+#define NCCLSHIM_NCCL_UNAVAILABLE(kind, result, text) NCCLSHIM_NCCL_UNAVAILABLE_##kind(result, text)
+#define NCCLSHIM_NCCL_UNAVAILABLE_RESULT(result, text) return result;
+#define NCCLSHIM_NCCL_UNAVAILABLE_STRING(result, text) return text;
+#define NCCLSHIM_NCCL_UNAVAILABLE_VOID(result, text)
+#define NCCLSHIM_NCCL_UNAVAILABLE_INT(result, text) return -1;
+#define NCCLSHIM_NCCL_UNAVAILABLE_TEAM(result, text) \
+  return (ncclshim_team_t){.nRanks = 0, .rank = -1, .stride = 0};
+
+/* The queries: rows that read state and change none, which a watchdog calls all the time, so
+ * a recorder keeps them only when they fail. NCCLSHIM_NCCL_IS_QUERY(name) is 1 for them, 0
+ * for every other row (a property of the row, kept beside the list so that the list's
+ * X(...) signature, which every generator and program using it spells out, stays as it is). */
+#define NCCLSHIM_NCCL_QUERY_ncclGetVersion ~, 1
+#define NCCLSHIM_NCCL_QUERY_ncclGetErrorString ~, 1
+#define NCCLSHIM_NCCL_QUERY_ncclGetLastError ~, 1
+#define NCCLSHIM_NCCL_QUERY_ncclCommGetAsyncError ~, 1
+#define NCCLSHIM_NCCL_QUERY_ncclCommCount ~, 1
+#define NCCLSHIM_NCCL_QUERY_ncclCommCuDevice ~, 1
+#define NCCLSHIM_NCCL_QUERY_ncclCommUserRank ~, 1
+#define NCCLSHIM_NCCL_QUERY_ncclCommMemStats ~, 1
+#define NCCLSHIM_NCCL_QUERY_ncclWinGetUserPtr ~, 1
+#define NCCLSHIM_NCCL_IS_QUERY(name) NCCLSHIM_PP_SELECT(NCCLSHIM_NCCL_QUERY_##name, 0)
 
 /* The function-pointer type of one row: NCCLSHIM_NCCL_PFN(ncclAllReduce). */
 #define NCCLSHIM_NCCL_PFN(name) ncclshim_pfn_##name

@@ -29,8 +29,8 @@
  * Conventions for every function below:
  *  - Errors: a function returning ncclshim_status returns NCCLSHIM_OK or a failure and, on
  *    failure, leaves a message for ncclshim_last_error() on the calling thread. Accessors
- *    cannot fail: they accept NULL (what ncclshim_nccl_default() gives when memory ran out
- *    at its first use) and answer as for "no NCCL".
+ *    cannot fail: they accept NULL (the out parameter of an open that ran out of memory) and
+ *    answer as for "no NCCL".
  *  - Strings: returned strings belong to ncclshim; name and text functions return static
  *    strings, handle accessors strings that live as long as the handle.
  *  - Thread safety: every function is thread-safe, except ncclshim_nccl_close (not while
@@ -160,8 +160,8 @@ NCCLSHIM_API ncclshim_status ncclshim_nccl_open(const ncclshim_nccl_options *opt
 NCCLSHIM_API void ncclshim_nccl_close(ncclshim_nccl *nccl);
 
 /* The process-wide handle, loaded once on first use with the default options
- * (pthread_once: concurrent first calls wait for one load); never NULL (except when out of
- * memory at that first use). Its status says whether NCCL was found. */
+ * (pthread_once: concurrent first calls wait for one load), in the library's static storage:
+ * never NULL. Its status says whether NCCL was found. */
 NCCLSHIM_API ncclshim_nccl *ncclshim_nccl_default(void);
 
 /* The outcome of the handle's open (ncclshim_nccl_open's return); OUT_OF_MEMORY for NULL. */
@@ -237,7 +237,8 @@ typedef struct ncclshim_nccl_entry {
   const char *path;       /* absolute; for NCCL linked into the program, the program's file */
   int version;            /* packed; 0 when unknown */
   ncclshim_found_via how; /* census: NCCLSHIM_VIA_PRELOADED; list: the first search step
-                             that reaches the file */
+                             that reaches the file (for the chosen one, the step that found it,
+                             as ncclshim_nccl_found_via says) */
   int mapped;             /* 1 when mapped in this process */
   int in_program;         /* 1 when linked into the executable itself (statically) */
   int chosen;             /* 1 for the library the handle uses */
@@ -339,9 +340,20 @@ NCCLSHIM_API ncclshim_status ncclshim_nccl_config_set_str(const ncclshim_nccl *n
 /* "blocking"; NULL for an unknown value. */
 NCCLSHIM_API const char *ncclshim_config_field_name(ncclshim_config_field field);
 
+/* ---- NCCL result codes ---------------------------------------------------------------- */
+
+/* "ncclInvalidArgument" for 4; "ncclTimeout" for 8 (2.30.3+); "unknown" for any value no
+ * release has used. Never indexes a table with an unchecked value. Static string;
+ * thread-safe. */
+NCCLSHIM_API const char *ncclshim_nccl_result_name(int result);
 /* NCCL's own text for a result code, from ncclshim's table (no library needed); codes it
  * does not know give "unknown result code". Static string; thread-safe. */
 NCCLSHIM_API const char *ncclshim_nccl_result_string(int result);
+/* The calling thread's last failing NCCL result code that ncclshim_nccl_check (comm.h) turned
+ * into NCCLSHIM_NCCL_ERROR: the number behind ncclshim_last_error's text, for bindings that
+ * must not parse it. 0 (ncclSuccess) when there was none; a success leaves it, as it leaves
+ * the message. Each thread has its own. */
+NCCLSHIM_API int ncclshim_last_nccl_result(void);
 
 #ifdef __cplusplus
 }

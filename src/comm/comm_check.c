@@ -35,6 +35,7 @@ static void error_string(ncclshim_nccl *nccl, ncclResult_t result, char *buf, si
 ncclshim_status ncclshim_nccl_check(ncclshim_nccl *nccl, ncclResult_t result, const char *call) {
   int code = (int)result;
   if (code == ncclSuccess || code == ncclInProgress) return NCCLSHIM_OK;
+  ncclshim_nccl_note_result(code);
   nccl = ncclshim_comm_resolve(nccl);
   if (call == NULL) call = "NCCL call";
   char what[512], last[1024];

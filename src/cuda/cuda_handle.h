@@ -5,6 +5,9 @@
 #include "../handle.h"
 #include "ncclshim/cuda.h"
 
+/* The table every handle starts with: each entry reports that no driver is loaded. */
+extern const ncclshim_cuda_table ncclshim_cuda_absent_table;
+
 struct ncclshim_cuda {
   ncclshim_handle core;      /* first: the lifecycle shared with the NCCL binding */
   ncclshim_cuda_table table; /* what ncclshim_cuda_functions hands out */
@@ -15,8 +18,6 @@ struct ncclshim_cuda {
   int init_pid; /* the process that ran cuInit through this handle (atomic); 0: none */
 };
 
-/* The table every handle starts with: each entry reports that no driver is loaded. */
-extern const ncclshim_cuda_table ncclshim_cuda_absent_table;
 /* Point the entries the driver lacks (abi[fn] == 0) at stubs that say so. */
 void ncclshim_cuda_fill_missing(ncclshim_cuda *cuda);
 

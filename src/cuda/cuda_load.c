@@ -21,9 +21,8 @@ static ncclshim_status refuse_stub(ncclshim_cuda *cuda, const char *how, char *r
 
 /* The search's accept step: is this a usable driver? Reads the version (safe without cuInit,
  * and before fork), then binds the table. */
-static ncclshim_status accept_cuda(ncclshim_handle *core, void *library, const char *path,
-                                   char *reason, size_t size) {
-  ncclshim_cuda *cuda = (ncclshim_cuda *)core;
+static ncclshim_status check_driver(ncclshim_cuda *cuda, void *library, const char *path,
+                                    char *reason, size_t size) {
   if (strstr(path, "/stubs/") != NULL)
     return refuse_stub(cuda, "it lies in a stubs/ directory", reason, size);
   ncshl_fn symbol = ncshl_symbol(library, "cuDriverGetVersion");
@@ -50,6 +49,11 @@ static ncclshim_status accept_cuda(ncclshim_handle *core, void *library, const c
   return status;
 }
 
+static ncshl_decision accept_cuda(void *context, void *library, const char *path, char *reason,
+                                  size_t size) {
+  return (ncshl_decision){check_driver(context, library, path, reason, size), NULL};
+}
+
 static void describe_success(const ncclshim_handle *core, char *text, size_t size) {
   const ncclshim_cuda *cuda = (const ncclshim_cuda *)core;
   char have[16];
@@ -59,17 +63,35 @@ static void describe_success(const ncclshim_handle *core, char *text, size_t siz
            ncclshim_cuda_bootstrap_name(cuda->bootstrap));
 }
 
-/* No well-known directories: the driver comes with the system (ld.so cache, container
- * runtime), and a directory guess is how stubs get picked up. */
+/* The driver's search: an override alone, else a driver already mapped, else the system
+ * loader. No directories of its own: the driver comes with the system (ld.so cache,
+ * container runtime), and a directory guess is how stubs get picked up. */
+static const ncshl_step_spec cuda_steps[] = {
+    {NCSHL_STEP_EXPLICIT, NULL},
+    {NCSHL_STEP_ENVIRONMENT, NULL},
+    {NCSHL_STEP_PRELOADED, NULL},
+    {NCSHL_STEP_SYSTEM, NULL},
+};
+
 static const ncclshim_binding cuda_binding = {
     .kind = NCCLSHIM_BINDING_CUDA,
     .who = "ncclshim cuda",
-    .env_var = "NCCLSHIM_CUDA_LIBRARY",
-    .soname = "libcuda.so.1",
-    .places = NULL,
-    .accept = accept_cuda,
+    .search =
+        {
+            .steps = cuda_steps,
+            .step_count = sizeof(cuda_steps) / sizeof(cuda_steps[0]),
+            .soname = "libcuda.so.1",
+            .env_var = "NCCLSHIM_CUDA_LIBRARY",
+            .accept = accept_cuda,
+        },
     .describe = describe_success,
 };
+
+/* Fill zeroed storage from checked options and search. */
+static ncclshim_status open_into(ncclshim_cuda *cuda, const ncclshim_cuda_options *opts) {
+  cuda->table = ncclshim_cuda_absent_table;
+  return ncclshim_handle_open(&cuda->core, &cuda_binding, opts->path);
+}
 
 ncclshim_status ncclshim_cuda_open(const ncclshim_cuda_options *options, ncclshim_cuda **out) {
   ncclshim_cuda_options opts = NCCLSHIM_CUDA_OPTIONS_INIT;
@@ -80,16 +102,15 @@ ncclshim_status ncclshim_cuda_open(const ncclshim_cuda_options *options, ncclshi
   ncclshim_cuda *cuda = calloc(1, sizeof(*cuda));
   if (cuda == NULL)
     return ncclshim_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_cuda_open: out of memory");
-  cuda->table = ncclshim_cuda_absent_table;
   *out = cuda;
-  return ncclshim_handle_open(&cuda->core, &cuda_binding, opts.path);
+  return open_into(cuda, &opts);
 }
 
 void ncclshim_cuda_close(ncclshim_cuda *cuda) {
   if (cuda != NULL && !cuda->core.is_default) ncclshim_handle_close(&cuda->core);
 }
 
-NCCLSHIM_DEFAULT_HANDLE(ncclshim_cuda, ncclshim_cuda_open)
+NCCLSHIM_DEFAULT_HANDLE(ncclshim_cuda, ncclshim_cuda_options, NCCLSHIM_CUDA_OPTIONS_INIT, open_into)
 
 ncclshim_cuda *ncclshim_cuda_default(void) { return default_of(); }
 

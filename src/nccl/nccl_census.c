@@ -6,9 +6,7 @@
 
 #include "../../loader/objects.h"
 #include "nccl_handle.h"
-
-/* The drop-in exports this (src/dropin/dropin.c). */
-#define DROPIN_MARKER "ncclshim_dropin_identity"
+#include "nccl_names.h"
 
 static int is_dropin(const ncshl_mapped *o, const ncshl_mapped *dropins, size_t count) {
   for (size_t i = 0; i < count; i++)
@@ -31,7 +29,7 @@ int ncclshim_nccl_take_census(const void *chosen, int chosen_version, ncclshim_n
   ncshl_mapped *objects = NULL, *dropins = NULL;
   size_t found = 0, dropin_count = 0;
   if (ncshl_objects_defining("ncclGetVersion", &objects, &found) != 0) return -1;
-  if (ncshl_objects_defining(DROPIN_MARKER, &dropins, &dropin_count) != 0) {
+  if (ncshl_objects_defining(NCCLSHIM_DROPIN_MARKER_NAME, &dropins, &dropin_count) != 0) {
     ncshl_objects_free(objects, found);
     return -1;
   }

@@ -33,11 +33,24 @@ void ncclshim_fill_missing(ncclshim_nccl *nccl);
 /* Capabilities of a bound library, from its version and the functions found. */
 uint64_t ncclshim_compute_capabilities(const ncclshim_nccl *nccl);
 
-/* Install directories as malloc'd NULL-terminated arrays of malloc'd strings (the loader's
- * search frees them): the active environment's (VIRTUAL_ENV, CONDA_PREFIX, the running
- * program's prefix), and the well-known places (NCCL_HOME, CUDA_HOME). */
-char **ncclshim_nccl_environment_places(void);
-char **ncclshim_nccl_places(void);
+/* The NCCL binding: its search (steps in order) and accept step. */
+extern const ncclshim_binding ncclshim_nccl_binding;
+
+/* The NCCL search's candidates, in its order, with their step and why, opening nothing
+ * (loader/search.h, ncshl_search_list): what ncclshim_nccl_open(path) would try now. With
+ * with_overrides 0, the API path and NCCLSHIM_NCCL_LIBRARY are left out (what the machine
+ * offers, as the visible list shows it). Each candidate: path, step (the numbers of
+ * ncclshim_found_via), reach (NCSHL_REACH_FILE for a file; MAPPED, PROGRAM, NAME or a NONE
+ * note otherwise), outcome (NCSHL_OK, or the note's ABSENT/BAD_REQUEST) and reason. 0, or -1
+ * when out of memory; free with ncshl_candidates_free. */
+int ncclshim_nccl_candidates(const char *path, int with_overrides, ncshl_candidates *out);
+
+/* The directories of the ACTIVE_ENV and WELL_KNOWN steps, each with why it is there
+ * (docs/loader.md gives the order): the active environment's (VIRTUAL_ENV, CONDA_PREFIX, the
+ * prefixes of the running program, the user site), and the well-known places (NCCL_HOME,
+ * CUDA_HOME). */
+void ncclshim_nccl_environment_places(ncshl_list *dirs);
+void ncclshim_nccl_places(ncshl_list *dirs);
 
 /* Every NCCL mapped in the process now (see ncclshim_nccl_census_count), the one whose
  * ncclGetVersion is `chosen` marked (its version, `chosen_version`, is not asked again); each

@@ -2,7 +2,6 @@
  * default handle; the accessors of its own fields. */
 #include <dlfcn.h>
 #include <limits.h>
-#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,9 +9,7 @@
 #include "../../loader/dl.h"
 #include "../internal.h"
 #include "nccl_handle.h"
-
-/* The drop-in library exports this; a search that reaches it must not take it for NCCL. */
-#define DROPIN_MARKER "ncclshim_dropin_identity"
+#include "nccl_names.h"
 
 /* ncclGetVersion through the library's handle, checked to be a function before it is called:
  * a variable of that name would be jumped into. OK with its address, or NOT_NCCL. *definer
@@ -129,22 +126,16 @@ static const char *census_text(const ncclshim_nccl_entry *entries, size_t count,
   return text;
 }
 
-static int same_file(const char *a, const char *b) {
-  struct stat sa, sb;
-  return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
 /* An override naming another file than an NCCL already mapped: refused when asked, so that
  * a second NCCL is never mapped; otherwise the census after loading warns. */
-static ncclshim_status check_second_copy(ncclshim_handle *core, const char *path, char *reason,
-                                         size_t size) {
-  ncclshim_nccl *nccl = (ncclshim_nccl *)core;
+static int check_second_copy(void *context, const char *path, char *reason, size_t size) {
+  ncclshim_nccl *nccl = context;
   if (!nccl->refuse_second_copy) return NCCLSHIM_OK;
   ncclshim_nccl_entry *mapped;
   size_t count;
   if (ncclshim_nccl_take_census(NULL, 0, &mapped, &count) != 0) return NCCLSHIM_OUT_OF_MEMORY;
   int same = count == 0;
-  for (size_t i = 0; i < count && !same; i++) same = same_file(mapped[i].path, path);
+  for (size_t i = 0; i < count && !same; i++) same = ncshl_same_file(mapped[i].path, path);
   if (!same) {
     char text[1024];
     snprintf(reason, size,
@@ -156,12 +147,15 @@ static ncclshim_status check_second_copy(ncclshim_handle *core, const char *path
   return same ? NCCLSHIM_OK : NCCLSHIM_SECOND_COPY;
 }
 
-static ncclshim_status accept_nccl(ncclshim_handle *core, void *library, const char *path,
-                                   char *reason, size_t size) {
-  ncclshim_nccl *nccl = (ncclshim_nccl *)core;
-  if (ncshl_object(library, DROPIN_MARKER) != NULL) {
+/* The search's accept step (the handle is its context): the drop-in is never NCCL; then
+ * ncclGetVersion, the version, the table. A library that only links NCCL is accepted with the
+ * file that defines NCCL's functions. */
+static ncshl_decision accept_nccl(void *context, void *library, const char *path, char *reason,
+                                  size_t size) {
+  ncclshim_nccl *nccl = context;
+  if (ncshl_object(library, NCCLSHIM_DROPIN_MARKER_NAME) != NULL) {
     snprintf(reason, size, "this is ncclshim's drop-in library, not NCCL: skipped");
-    return NCCLSHIM_NOT_NCCL;
+    return (ncshl_decision){NCCLSHIM_NOT_NCCL, NULL};
   }
   void *get_version = NULL;
   char *definer = NULL;
@@ -172,22 +166,20 @@ static ncclshim_status accept_nccl(ncclshim_handle *core, void *library, const c
   if (status == NCCLSHIM_OK) status = bind_functions(nccl, library, reason, size);
   if (status != NCCLSHIM_OK) {
     free(definer);
-    return status;
+    return (ncshl_decision){status, NULL};
   }
   if (ncclshim_nccl_take_census(get_version, packed, &nccl->census, &nccl->census_count) != 0) {
     free(definer);
     snprintf(reason, size, "out of memory");
-    return NCCLSHIM_OUT_OF_MEMORY;
+    return (ncshl_decision){NCCLSHIM_OUT_OF_MEMORY, NULL};
   }
   nccl->version = packed;
   nccl->version_code = code;
   nccl->capabilities = ncclshim_compute_capabilities(nccl);
   nccl->get_version = get_version;
-  if (definer != NULL) {
+  if (definer != NULL)
     snprintf(reason, size, "%s only links NCCL: its functions are defined in %s", path, definer);
-    core->defined_in = definer;
-  }
-  return NCCLSHIM_OK;
+  return (ncshl_decision){NCCLSHIM_OK, definer};
 }
 
 static void describe_success(const ncclshim_handle *core, char *text, size_t size) {
@@ -209,18 +201,34 @@ static void describe_success(const ncclshim_handle *core, char *text, size_t siz
   }
 }
 
-static const ncclshim_binding nccl_binding = {
+/* The NCCL search, in its order (docs/loader.md): an override alone, else a copy already
+ * mapped, what the user set (LD_LIBRARY_PATH), the active environment, the ld.so cache, the
+ * system loader, the well-known places. */
+static const ncshl_step_spec nccl_steps[] = {
+    {NCSHL_STEP_EXPLICIT, NULL},
+    {NCSHL_STEP_ENVIRONMENT, NULL},
+    {NCSHL_STEP_PRELOADED, NULL},
+    {NCSHL_STEP_LIBRARY_PATH, NULL},
+    {NCSHL_STEP_ACTIVE_ENV, ncclshim_nccl_environment_places},
+    {NCSHL_STEP_LD_CACHE, NULL},
+    {NCSHL_STEP_SYSTEM, NULL},
+    {NCSHL_STEP_WELL_KNOWN, ncclshim_nccl_places},
+};
+
+const ncclshim_binding ncclshim_nccl_binding = {
     .kind = NCCLSHIM_BINDING_NCCL,
     .who = "ncclshim",
-    .env_var = "NCCLSHIM_NCCL_LIBRARY",
-    .soname = "libnccl.so.2",
-    .places = ncclshim_nccl_places,
-    .identity_symbol = "ncclGetVersion",
-    .impostor_symbol = DROPIN_MARKER,
-    .environment_places = ncclshim_nccl_environment_places,
-    .read_library_path = 1,
-    .before_override = check_second_copy,
-    .accept = accept_nccl,
+    .search =
+        {
+            .steps = nccl_steps,
+            .step_count = sizeof(nccl_steps) / sizeof(nccl_steps[0]),
+            .soname = NCCLSHIM_NCCL_SONAME,
+            .env_var = "NCCLSHIM_NCCL_LIBRARY",
+            .identity_symbol = "ncclGetVersion",
+            .impostor_symbol = NCCLSHIM_DROPIN_MARKER_NAME,
+            .before_override = check_second_copy,
+            .accept = accept_nccl,
+        },
     .describe = describe_success,
 };
 
@@ -231,7 +239,7 @@ static ncclshim_status open_into(ncclshim_nccl *nccl, const ncclshim_nccl_option
   nccl->refuse_second_copy =
       opts->refuse_second_copy ? 1 : ncclshim_env_flag("NCCLSHIM_REFUSE_SECOND_NCCL");
   pthread_mutex_init(&nccl->lazy_lock, NULL);
-  return ncclshim_handle_open(&nccl->core, &nccl_binding, opts->path);
+  return ncclshim_handle_open(&nccl->core, &ncclshim_nccl_binding, opts->path);
 }
 
 ncclshim_status ncclshim_nccl_open(const ncclshim_nccl_options *options, ncclshim_nccl **out) {
@@ -258,22 +266,7 @@ void ncclshim_nccl_close(ncclshim_nccl *nccl) {
   ncclshim_handle_close(&nccl->core);
 }
 
-/* The default handle lives in the library's static storage, not on the heap, so that a program
- * that dlcloses libncclshim gets it back with the library's pages (about 1.1 KB a cycle
- * before). The strings it points to stay: docs/loader.md says why. */
-static ncclshim_nccl default_storage;
-static pthread_once_t default_once = PTHREAD_ONCE_INIT;
-
-static void open_default(void) {
-  const ncclshim_nccl_options opts = NCCLSHIM_NCCL_OPTIONS_INIT;
-  default_storage.core.is_default = 1;
-  open_into(&default_storage, &opts);
-}
-
-static ncclshim_nccl *default_of(void) {
-  pthread_once(&default_once, open_default);
-  return &default_storage;
-}
+NCCLSHIM_DEFAULT_HANDLE(ncclshim_nccl, ncclshim_nccl_options, NCCLSHIM_NCCL_OPTIONS_INIT, open_into)
 
 ncclshim_nccl *ncclshim_nccl_default(void) { return default_of(); }
 ncclshim_status ncclshim_init(void) { return ncclshim_nccl_status(default_of()); }

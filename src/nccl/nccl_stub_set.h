@@ -1,9 +1,8 @@
 /* Sets of "unavailable" entries for the NCCL table, generated from the function list and
  * parametrised by what they answer. A set named S is made of, for every function ncclX:
- *   S_ncclX(...)   calls S_note(NCCLSHIM_FN_ncclX), which leaves a message, and returns
- *                  S_result (ncclResult_t functions), S_text() (string functions), nothing,
- *                  -1 (int functions: no rank or slot count is negative) or the empty team
- *                  {0, -1, 0} (ncclTeam_t functions: no ranks, and no rank of ours in it);
+ *   S_ncclX(...)   calls S_note(NCCLSHIM_FN_ncclX), which leaves a message, and answers as
+ *                  NCCLSHIM_NCCL_UNAVAILABLE (nccl_functions.h) says for its return kind, with
+ *                  S_result for RESULT and S_text() for STRING;
  *   S_table        a table of them.
  * The caller defines S_note, S_result and S_text, then expands, for S = absent:
  *   #define ABSENT_(...) NCCLSHIM_NCCL_STUB(absent, __VA_ARGS__)
@@ -15,18 +14,11 @@
 
 #include "ncclshim/ncclshim.h"
 
-#define NCCLSHIM_NCCL_STUB_RETURN_RESULT(set) return set##_result;
-#define NCCLSHIM_NCCL_STUB_RETURN_STRING(set) return set##_text();
-#define NCCLSHIM_NCCL_STUB_RETURN_VOID(set)
-#define NCCLSHIM_NCCL_STUB_RETURN_INT(set) return -1;
-#define NCCLSHIM_NCCL_STUB_RETURN_TEAM(set) \
-  return (ncclshim_team_t){.nRanks = 0, .rank = -1, .stride = 0};
-
 #define NCCLSHIM_NCCL_STUB(set, name, version, policy, returns, n, params)      \
   static NCCLSHIM_RETURNS(returns) set##_##name NCCLSHIM_PP_PARAMS(n, params) { \
     NCCLSHIM_PP_EACH(n, NCCLSHIM_NCCL_STUB_IGNORE, params)                      \
     set##_note(NCCLSHIM_FN_##name);                                             \
-    NCCLSHIM_NCCL_STUB_RETURN_##returns(set)                                    \
+    NCCLSHIM_NCCL_UNAVAILABLE(returns, set##_result, set##_text())              \
   }
 #define NCCLSHIM_NCCL_STUB_IGNORE(type, name) (void)name;
 

@@ -1,14 +1,11 @@
 /* Every NCCL the search can see, for people choosing between the two or three a machine often
  * has: the census of the process, then each file of the search's steps, each once, with the
  * version its banner states. Nothing is loaded. */
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../../loader/elf_check.h"
-#include "../../loader/ld_cache.h"
-#include "../../loader/search.h"
 #include "../handle.h"
 #include "../internal.h"
 #include "nccl_handle.h"
@@ -18,8 +15,6 @@ struct ncclshim_nccl_list {
   size_t count;
   int out_of_memory;
 };
-
-static const char soname[] = "libnccl.so.2";
 
 static void add(ncclshim_nccl_list *list, const char *file, ncclshim_found_via how,
                 const ncclshim_nccl *chosen) {
@@ -50,16 +45,12 @@ static void add(ncclshim_nccl_list *list, const char *file, ncclshim_found_via h
   };
 }
 
-/* soname in each directory of a list (freed here). */
-static void add_dirs(ncclshim_nccl_list *list, char **dirs, ncclshim_found_via how,
-                     const ncclshim_nccl *chosen) {
-  for (size_t i = 0; dirs != NULL && dirs[i] != NULL; i++) {
-    char file[PATH_MAX];
-    if (snprintf(file, sizeof(file), "%s/%s", dirs[i], soname) < (int)sizeof(file))
-      add(list, file, how, chosen);
-    free(dirs[i]);
-  }
-  free(dirs);
+int ncclshim_nccl_candidates(const char *path, int with_overrides, ncshl_candidates *out) {
+  ncshl_search search = ncclshim_nccl_binding.search;
+  search.explicit_path = with_overrides ? path : NULL;
+  if (!with_overrides) search.env_var = NULL;
+  search.ld_cache = ncclshim_ld_cache_file();
+  return ncshl_search_list(&search, out);
 }
 
 ncclshim_status ncclshim_nccl_list_visible(const ncclshim_nccl *chosen, ncclshim_nccl_list **out) {
@@ -72,15 +63,18 @@ ncclshim_status ncclshim_nccl_list_visible(const ncclshim_nccl *chosen, ncclshim
     free(list);
     return ncclshim_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_nccl_list_visible: out of memory");
   }
-  add_dirs(list, ncshl_library_path_dirs(), NCCLSHIM_VIA_LIBRARY_PATH, chosen);
-  add_dirs(list, ncclshim_nccl_environment_places(), NCCLSHIM_VIA_ACTIVE_ENV, chosen);
-  char **files = ncshl_ld_cache_lookup(ncclshim_ld_cache_file(), soname);
-  for (size_t i = 0; files != NULL && files[i] != NULL; i++) {
-    add(list, files[i], NCCLSHIM_VIA_LD_CACHE, chosen);
-    free(files[i]);
+  /* The chosen library is named by the step that found it, as the handle says ("found via"). */
+  for (size_t i = 0; i < list->count; i++)
+    if (list->items[i].chosen) list->items[i].how = ncclshim_nccl_found_via(chosen);
+  /* Then the files of the binding's own steps, in its order, without the overrides (which name
+   * one file for one process, not what the machine has). */
+  ncshl_candidates candidates;
+  if (ncclshim_nccl_candidates(NULL, 0, &candidates) != 0) list->out_of_memory = 1;
+  for (size_t i = 0; !list->out_of_memory && i < candidates.count; i++) {
+    const ncshl_candidate *c = &candidates.items[i];
+    if (c->reach == NCSHL_REACH_FILE) add(list, c->path, (ncclshim_found_via)c->step, chosen);
   }
-  free(files);
-  add_dirs(list, ncclshim_nccl_places(), NCCLSHIM_VIA_WELL_KNOWN, chosen);
+  ncshl_candidates_free(&candidates);
   if (list->out_of_memory) {
     ncclshim_nccl_list_free(list);
     return ncclshim_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_nccl_list_visible: out of memory");

@@ -14,7 +14,7 @@
 #include "../../loader/search.h"
 #include "fuzz.h"
 
-char **ncclshim_nccl_places(void);
+void ncclshim_nccl_places(ncshl_list *dirs);
 int ncclshim_debug_enabled(void);
 
 static char scratch[64];
@@ -97,53 +97,67 @@ static char *contain(const char *value) {
   return path;
 }
 
-static int refuse(void *context, void *handle, const char *path, char *reason, size_t size) {
+static ncshl_decision refuse(void *context, void *handle, const char *path, char *reason,
+                             size_t size) {
   (void)context;
   (void)handle;
   (void)path;
   snprintf(reason, size, "refused by the harness");
-  return 1;
+  return (ncshl_decision){1, NULL};
+}
+
+static int count_attempt(void *context, const ncshl_attempt *attempt) {
+  (void)attempt;
+  ++*(size_t *)context;
+  return 0;
 }
 
 static void check_places(void) {
-  char **places = ncclshim_nccl_places();
-  FUZZ_CHECK(places != NULL, "no list");
-  size_t count = 0;
-  for (; places[count] != NULL; count++) {
-    FUZZ_CHECK(places[count][0] == '/', "relative place %s", places[count]);
-    for (size_t j = 0; j < count; j++)
-      FUZZ_CHECK(strcmp(places[j], places[count]) != 0, "twice: %s", places[count]);
+  ncshl_list places = {0};
+  ncclshim_nccl_places(&places);
+  FUZZ_CHECK(!places.out_of_memory, "no list");
+  size_t count = places.count;
+  for (size_t i = 0; i < count; i++) {
+    FUZZ_CHECK(places.items[i].path[0] == '/', "relative place %s", places.items[i].path);
+    for (size_t j = 0; j < i; j++)
+      FUZZ_CHECK(strcmp(places.items[j].path, places.items[i].path) != 0, "twice: %s",
+                 places.items[i].path);
   }
   FUZZ_CHECK(count < 32, "%zu places", count);
-  for (size_t i = 0; i < count; i++) free(places[i]);
-  free(places);
+  ncshl_list_free(&places);
 }
 
 static void check_search(const char *explicit_path, const char *override) {
-  ncshl_search search = {.explicit_path = explicit_path,
+  static const ncshl_step_spec steps[] = {{NCSHL_STEP_EXPLICIT, NULL},
+                                          {NCSHL_STEP_ENVIRONMENT, NULL},
+                                          {NCSHL_STEP_PRELOADED, NULL},
+                                          {NCSHL_STEP_SYSTEM, NULL},
+                                          {NCSHL_STEP_WELL_KNOWN, ncclshim_nccl_places}};
+  size_t attempts = 0;
+  ncshl_search search = {.steps = steps,
+                         .step_count = sizeof(steps) / sizeof(steps[0]),
+                         .explicit_path = explicit_path,
                          .env_var = names[0],
                          .soname = SONAME,
-                         .dirs = ncclshim_nccl_places,
-                         .accept = refuse};
-  ncshl_trail trail = {0};
+                         .accept = refuse,
+                         .note = count_attempt,
+                         .context = &attempts};
   ncshl_found found;
   char summary[512];
   memset(summary, 'x', sizeof(summary));
-  ncshl_outcome outcome =
-      ncshl_search_run(&search, &trail, &found, summary, sizeof(summary)).outcome;
+  ncshl_outcome outcome = ncshl_search_run(&search, &found, summary, sizeof(summary)).outcome;
   FUZZ_CHECK(outcome != NCSHL_OK && found.handle == NULL, "something was accepted");
   FUZZ_CHECK(memchr(summary, '\0', sizeof(summary)) != NULL, "summary not terminated");
   const char *used = explicit_path ? explicit_path : override && override[0] ? override : NULL;
   if (used != NULL) {
-    FUZZ_CHECK(trail.count == 1, "an override was not used alone (%zu attempts)", trail.count);
+    FUZZ_CHECK(attempts == 1, "an override was not used alone (%zu attempts)", attempts);
     if (explicit_path == NULL && used[0] != '/')
       FUZZ_CHECK(outcome == NCSHL_BAD_REQUEST, "relative override: outcome %d", outcome);
     if (explicit_path != NULL && used[0] == '\0')
       FUZZ_CHECK(outcome == NCSHL_BAD_REQUEST, "empty path: outcome %d", outcome);
   } else {
-    FUZZ_CHECK(trail.count >= 2, "the plain search tried %zu places", trail.count);
+    FUZZ_CHECK(attempts >= 2, "the plain search tried %zu places", attempts);
   }
-  ncshl_trail_free(&trail);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

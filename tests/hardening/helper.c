@@ -17,21 +17,20 @@
 #ifdef WITH_INTERNALS
 #include <stdlib.h>
 
-char **ncclshim_nccl_environment_places(void);
-char **ncclshim_nccl_places(void);
+#include "../../loader/list.h"
+
+void ncclshim_nccl_environment_places(ncshl_list *dirs);
+void ncclshim_nccl_places(ncshl_list *dirs);
 int ncclshim_debug_enabled(void);
 
 /* The active environment's directories, then the well-known places, as one numbered list. */
 static void print_internals(void) {
-  char **lists[] = {ncclshim_nccl_environment_places(), ncclshim_nccl_places()};
-  size_t count = 0;
-  for (size_t l = 0; l < 2; l++) {
-    for (size_t i = 0; lists[l] != NULL && lists[l][i] != NULL; i++, count++) {
-      printf("place.%zu=%s\n", count, lists[l][i]);
-      free(lists[l][i]);
-    }
-    free(lists[l]);
-  }
+  ncshl_list dirs = {0};
+  ncclshim_nccl_environment_places(&dirs);
+  ncclshim_nccl_places(&dirs);
+  size_t count = dirs.count;
+  for (size_t i = 0; i < count; i++) printf("place.%zu=%s\n", i, dirs.items[i].path);
+  ncshl_list_free(&dirs);
   printf("places=%zu\n", count);
   printf("debug_enabled=%d\n", ncclshim_debug_enabled());
 }

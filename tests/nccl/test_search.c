@@ -1,6 +1,8 @@
 /* The search order, each scenario in a fresh process (nccl_scenario) with exactly the
  * environment given and without the machine's ld.so cache, so that "no NCCL" is real even
  * on a machine that has one. */
+#include <dlfcn.h>
+#include <libgen.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +13,7 @@
 #include <cmocka.h>
 
 #include "../support.h"
+#include "ncclshim/status.h"
 
 static char *root;    /* scratch tree */
 static char *old_dir; /* holds libnccl.so.2 -> fake 2.21.5 */
@@ -203,6 +206,77 @@ static void test_well_known_places(void **state) {
   assert_string_equal(find_attempt(&s, "home2"), "");
 }
 
+/* LD_LIBRARY_PATH=<libncclshim's directory>: a symlink to the scenario helper started through
+ * ld.so gets no $ORIGIN of the helper's own directory. */
+static const char *library_dir(void) {
+  Dl_info info;
+  if (dladdr((void *)ncclshim_status_name, &info) == 0 || info.dli_fname == NULL)
+    fail_msg("where is libncclshim?");
+  char *copy = strdup(info.dli_fname);
+  char *entry = env_entry("LD_LIBRARY_PATH", dirname(copy));
+  free(copy);
+  return entry;
+}
+
+/* issue 24: a venv used without activating it (no VIRTUAL_ENV), as services and IDEs do: its
+ * bin/python3 is a symlink to the base interpreter, so only the path the program was started
+ * by leads to the venv's wheel. */
+static void test_unactivated_venv(void **state) {
+  (void)state;
+  scenario s;
+  char *venv = install("plainvenv", "lib/python3.12/site-packages/nvidia/nccl/lib", "2.28.9");
+  char *python = join(venv, "bin/python3");
+  make_link(getenv("SCENARIO"), python);
+  const char *env[] = {library_dir(), NULL};
+  run_program(&s, python, NULL, env);
+  expect_chosen(&s, "OK", "active-environment", "2.28.9", NULL);
+  assert_non_null(strstr(find_attempt(&s, "/plainvenv/lib/python3.12/site-packages/"), "|OK|"));
+  /* Started by its real file instead, nothing leads there. */
+  run_scenario(&s, NULL, NULL);
+  expect_chosen(&s, "NOT_FOUND", "none", "none", NULL);
+  assert_string_equal(find_attempt(&s, "plainvenv"), "");
+}
+
+/* pip --user: ~/.local/lib/python3.N/site-packages, after the program's own environment. */
+static void test_user_site(void **state) {
+  (void)state;
+  scenario s;
+  char *home = install("userhome", ".local/lib/python3.11/site-packages/nvidia/nccl/lib", "2.27.3");
+  const char *env[] = {env_entry("HOME", home), NULL};
+  run_scenario(&s, NULL, env);
+  expect_chosen(&s, "OK", "active-environment", "2.27.3", NULL);
+  assert_non_null(strstr(find_attempt(&s, "/userhome/.local/lib/python3.11/"), "|OK|"));
+  /* PYTHONUSERBASE replaces ~/.local, as in Python. */
+  char *base = install("userbase", "lib/python3.13/site-packages/nvidia/nccl/lib", "2.21.5");
+  const char *env2[] = {env_entry("HOME", home), env_entry("PYTHONUSERBASE", base), NULL};
+  run_scenario(&s, NULL, env2);
+  expect_chosen(&s, "OK", "active-environment", "2.21.5", NULL);
+  /* An activated venv comes first. */
+  char *venv = install("venv2", "lib/python3.12/site-packages/nvidia/nccl/lib", "2.30.7");
+  const char *env3[] = {env_entry("HOME", home), env_entry("VIRTUAL_ENV", venv), NULL};
+  run_scenario(&s, NULL, env3);
+  expect_chosen(&s, "OK", "active-environment", "2.30.7", "2.30.7");
+}
+
+/* Debian's dist-packages under the program's prefix, after its site-packages. */
+static void test_dist_packages(void **state) {
+  (void)state;
+  scenario s;
+  char *prefix = install("debian", "lib/python3/dist-packages/nvidia/nccl/lib", "2.21.5");
+  char *program = join(prefix, "bin/python3");
+  make_link(getenv("SCENARIO"), program);
+  const char *env[] = {library_dir(), NULL};
+  run_program(&s, program, NULL, env);
+  expect_chosen(&s, "OK", "active-environment", "2.21.5", NULL);
+  assert_non_null(strstr(find_attempt(&s, "/debian/lib/python3/dist-packages/"), "|OK|"));
+  install("debian", "lib/python3.12/dist-packages/nvidia/nccl/lib", "2.27.3");
+  run_program(&s, program, NULL, env);
+  expect_chosen(&s, "OK", "active-environment", "2.27.3", NULL);
+  install("debian", "lib/python3.12/site-packages/nvidia/nccl/lib", "2.28.9");
+  run_program(&s, program, NULL, env);
+  expect_chosen(&s, "OK", "active-environment", "2.28.9", NULL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_no_nccl),
@@ -213,6 +287,9 @@ int main(void) {
       cmocka_unit_test(test_already_loaded),
       cmocka_unit_test(test_keeps_searching_past_old),
       cmocka_unit_test(test_all_refused),
+      cmocka_unit_test(test_unactivated_venv),
+      cmocka_unit_test(test_user_site),
+      cmocka_unit_test(test_dist_packages),
       cmocka_unit_test(test_well_known_places),
   };
   return cmocka_run_group_tests(tests, setup, NULL);

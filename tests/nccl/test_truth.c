@@ -232,13 +232,16 @@ static void test_environment_before_cache(void **state) {
   assert_string_equal(scenario_get(&s, "version"), "2.30.7");
   /* Every NCCL visible: the chosen one, mapped, and the cache's, not loaded. */
   assert_string_equal(scenario_get(&s, "list_status"), "OK");
-  assert_non_null(strstr(find_line(&s, "visible", fake_path("2.30.7")), "|2.30.7|1|1|"));
+  /* The chosen one is named by the step that found it, as "via" (issue 24). */
+  assert_non_null(
+      strstr(find_line(&s, "visible", fake_path("2.30.7")), "active-environment|2.30.7|1|1|"));
   assert_non_null(strstr(find_line(&s, "visible", cached), "ld-cache|none|0|0|"));
 
   const char *no_venv[] = {env_entry("NCCLSHIM_LD_CACHE", cache), NULL};
-  run_scenario(&s, NULL, no_venv);
+  run_scenario(&s, args, no_venv);
   expect_status(&s, "OK");
   assert_string_equal(scenario_get(&s, "via"), "ld-cache");
+  assert_non_null(strstr(find_line(&s, "visible", cached), "ld-cache|2.28.9|1|1|"));
 }
 
 static void test_every_wheel_folder_newest_first(void **state) {

@@ -6,6 +6,9 @@
 
 #include <cmocka.h>
 
+#include <pthread.h>
+
+#include "ncclshim/comm.h"
 #include "ncclshim/ncclshim.h"
 
 static void test_decode(void **state) {
@@ -77,6 +80,61 @@ static void test_status_texts(void **state) {
   assert_string_equal(ncclshim_nccl_result_string(-1), "unknown result code");
 }
 
+/* The dispatch beside the list: the query marks name rows of the list (a misspelt one would
+ * count for no row), and the "unavailable" answer of each kind. */
+#define QUERY_COUNT_(name, version, policy, returns, n, params) +NCCLSHIM_NCCL_IS_QUERY(name)
+#define NO_RESULT ncclInternalError
+static ncclResult_t unavailable_result(void) { NCCLSHIM_NCCL_UNAVAILABLE(RESULT, NO_RESULT, "") }
+static const char *unavailable_string(void) { NCCLSHIM_NCCL_UNAVAILABLE(STRING, NO_RESULT, "t") }
+static int unavailable_int(void) { NCCLSHIM_NCCL_UNAVAILABLE(INT, NO_RESULT, "") }
+static ncclshim_team_t unavailable_team(void) { NCCLSHIM_NCCL_UNAVAILABLE(TEAM, NO_RESULT, "") }
+static int passed_on(void) { NCCLSHIM_NCCL_RETURN_IF_VALUE(INT) 5; }
+
+static void test_return_kinds_and_queries(void **state) {
+  (void)state;
+  assert_int_equal(0 NCCLSHIM_NCCL_FUNCTIONS(QUERY_COUNT_), 9);
+  assert_int_equal(NCCLSHIM_NCCL_IS_QUERY(ncclCommGetAsyncError), 1);
+  assert_int_equal(NCCLSHIM_NCCL_IS_QUERY(ncclAllReduce), 0);
+  assert_int_equal(unavailable_result(), ncclInternalError);
+  assert_string_equal(unavailable_string(), "t");
+  assert_int_equal(unavailable_int(), -1);
+  ncclshim_team_t team = unavailable_team();
+  assert_int_equal(team.nRanks, 0);
+  assert_int_equal(team.rank, -1);
+  assert_int_equal(passed_on(), 5);
+}
+
+static void *other_thread(void *arg) {
+  (void)arg;
+  /* Each thread has its own: nothing here yet, whatever the main thread saw. */
+  return (void *)(long)ncclshim_last_nccl_result();
+}
+
+/* The number behind ncclshim_nccl_check's message, without parsing it (issue 25). */
+static void test_last_nccl_result(void **state) {
+  (void)state;
+  ncclshim_nccl_options options = NCCLSHIM_NCCL_OPTIONS_INIT;
+  options.path = "/nonexistent/libnccl.so.2"; /* no library: ncclshim's own texts answer */
+  ncclshim_nccl *nccl = NULL;
+  assert_int_equal(ncclshim_nccl_open(&options, &nccl), NCCLSHIM_NOT_FOUND);
+  assert_int_equal(ncclshim_last_nccl_result(), 0);
+  assert_int_equal(ncclshim_nccl_check(nccl, ncclInvalidArgument, "ncclAllReduce"),
+                   NCCLSHIM_NCCL_ERROR);
+  assert_int_equal(ncclshim_last_nccl_result(), ncclInvalidArgument);
+  assert_non_null(strstr(ncclshim_last_error(), "ncclInvalidArgument (4)"));
+  /* Success leaves it, as it leaves the message; an unknown code is kept as it is. */
+  assert_int_equal(ncclshim_nccl_check(nccl, ncclSuccess, "ncclAllReduce"), NCCLSHIM_OK);
+  assert_int_equal(ncclshim_last_nccl_result(), ncclInvalidArgument);
+  assert_int_equal(ncclshim_nccl_check(nccl, (ncclResult_t)-7, NULL), NCCLSHIM_NCCL_ERROR);
+  assert_int_equal(ncclshim_last_nccl_result(), -7);
+  pthread_t thread;
+  void *seen = (void *)1;
+  assert_int_equal(pthread_create(&thread, NULL, other_thread, NULL), 0);
+  assert_int_equal(pthread_join(thread, &seen), 0);
+  assert_int_equal((long)seen, 0);
+  ncclshim_nccl_close(nccl);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_decode),
@@ -84,6 +142,8 @@ int main(void) {
       cmocka_unit_test(test_function_metadata),
       cmocka_unit_test(test_capability_metadata),
       cmocka_unit_test(test_status_texts),
+      cmocka_unit_test(test_last_nccl_result),
+      cmocka_unit_test(test_return_kinds_and_queries),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 /* Program start that loads on glibc 2.17 (linked into ncclshim-probe with
- * -Wl,--wrap=__libc_start_main; see src/glibc_baseline.h).
+ * -Wl,--wrap=__libc_start_main; see compat/glibc_baseline.h).
  *
  * The start file of glibc 2.34 and later (Scrt1.o) calls __libc_start_main@GLIBC_2.34, which
  * older glibc lacks, and passes no constructor callback, because the new __libc_start_main runs

@@ -14,6 +14,7 @@
 #include "../internal.h"
 #include "../nccl/nccl_stub_set.h"
 #include "dropin.h"
+#include "interpose.h"
 #include "record.h"
 #include "select.h"
 
@@ -77,11 +78,12 @@ static void load(void) {
   if (ncclshim_nccl_status(nccl) != NCCLSHIM_OK) {
     snprintf(absent_summary, sizeof(absent_summary), "ncclshim drop-in: no usable NCCL (%s)",
              ncclshim_nccl_message(nccl));
+    ncclshim_rec_no_nccl();
   } else {
     build_forwarding(nccl);
     table = &forwarding;
     ncclshim_dropin_report(nccl);
-    if (ncclshim_rec_start(ncclshim_nccl_version_code(nccl))) table = ncclshim_rec_table(table);
+    if (ncclshim_rec_attach(ncclshim_nccl_version_code(nccl))) table = ncclshim_rec_table(table);
     if (ncclshim_debug_enabled()) {
       char text[PATH_MAX + 256];
       ncclshim_rec_describe(text, sizeof(text));

@@ -121,7 +121,8 @@ def check_compare(tmp):
     compare(2, empty)
     broken = os.path.join(empty, "ncclshim-record-x-1-rank0.jsonl")
     with open(broken, "w") as f:
-        f.write('{"kind":"header","format":"ncclshim-record/1"}\n{"kind":"call",\n')
+        f.write('{"kind":"header","format":"ncclshim-record/2","host":"x","pid":1,'
+                '"process":"0123456789abcdef","reason":"exit","calls":0}\n{"kind":"call",\n')
     proc = subprocess.run([sys.executable, os.environ["COMPARE"], empty], capture_output=True,
                           text=True)
     check(proc.returncode == 2 and "ncclshim-record-x-1-rank0.jsonl:2: not JSON" in proc.stderr,

@@ -39,6 +39,9 @@ typedef struct ncclshim_rec_call {
 
 /* The table of recording wrappers, each calling `real`'s entry (record_calls.c). */
 const ncclshim_nccl_table *ncclshim_rec_table(const ncclshim_nccl_table *real);
+/* Audit mode (audit.c): the wrappers over `real`, whose entries are filled as the program
+ * binds them; NULL when the recorder is off. */
+const ncclshim_nccl_table *ncclshim_rec_audit_table(const ncclshim_nccl_table *real);
 
 /* The recorder starts when the library loads (record_start.c): NCCLSHIM_RECORD* read, the
  * ring allocated, the dump directory opened, the signal handlers installed. At the first NCCL

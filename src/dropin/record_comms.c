@@ -46,15 +46,11 @@ ncclshim_rec_comm *ncclshim_rec_find(const void *comm) {
   return c;
 }
 
-/* A record to reuse: one that ended long enough ago, else a new one. Under the lock. */
+/* A record to reuse, else a new one. Under the lock. */
 static ncclshim_rec_comm *take_record(rec_state *r) {
-  ncclshim_rec_comm *c;
-  if (r->ended > REC_ENDED_KEPT) {
-    c = r->ended_head;
-    r->ended_head = c->next_ended;
-    if (r->ended_head == NULL) r->ended_tail = NULL;
-    r->ended--;
-    atomic_store(&c->id, 0); /* out of the dump while it is rewritten */
+  ncclshim_rec_comm *c = r->spare;
+  if (c != NULL) {
+    r->spare = c->next_ended;
     return c;
   }
   if ((c = calloc(1, sizeof(*c))) == NULL) return NULL;
@@ -136,8 +132,15 @@ void ncclshim_rec_end_comm(const void *comm, int fn) {
     else
       r->ended_head = c;
     r->ended_tail = c;
-    r->ended++;
     r->live--;
+    if (++r->ended > REC_ENDED_KEPT) { /* the oldest to end leaves the dump, to be reused */
+      ncclshim_rec_comm *old = r->ended_head;
+      r->ended_head = old->next_ended;
+      r->ended--;
+      atomic_store(&old->id, 0);
+      old->next_ended = r->spare;
+      r->spare = old;
+    }
     break;
   }
   pthread_mutex_unlock(&r->lock);

@@ -159,6 +159,7 @@ static rec_state *make_state(const char *calls_text) {
   r->signal = signo;
   r->at_exit = is_on(secure_getenv("NCCLSHIM_RECORD_AT_EXIT"));
   atomic_store(&r->process_rank, NCCLSHIM_REC_NONE);
+  atomic_store(&r->nccl_version, NCCLSHIM_REC_NONE); /* not asked of NCCL in audit mode */
   ncclshim_rec_identity(r);
   return r;
 }
@@ -192,6 +193,10 @@ int ncclshim_rec_attach(int nccl_version) {
   return 1;
 }
 
+const ncclshim_nccl_table *ncclshim_rec_audit_table(const ncclshim_nccl_table *real) {
+  return ncclshim_rec != NULL ? ncclshim_rec_table(real) : NULL;
+}
+
 void ncclshim_rec_no_nccl(void) {
   rec_state *r = ncclshim_rec;
   if (r == NULL) return;
@@ -218,7 +223,10 @@ void ncclshim_rec_describe(char *text, size_t size) {
     snprintf(text + used, size - (size_t)used, ", at exit");
 }
 
+/* At exit, only a process that recorded a call: under LD_PRELOAD or LD_AUDIT, every program
+ * a job starts (shells, launchers) loads the library too. */
 __attribute__((destructor)) static void dump_at_exit(void) {
-  if (ncclshim_rec != NULL && ncclshim_rec->at_exit)
+  rec_state *r = ncclshim_rec;
+  if (r != NULL && r->at_exit && atomic_load(&r->next) > atomic_load(&r->first))
     ncclshim_rec_dump("exit", -1, NCCLSHIM_REC_NONE);
 }

@@ -65,7 +65,8 @@ typedef struct rec_state {
   size_t live;
   pthread_mutex_t lock; /* writers of the table, the free queue and the record list */
   _Atomic(struct ncclshim_rec_comm *) all;
-  struct ncclshim_rec_comm *ended_head, *ended_tail;
+  struct ncclshim_rec_comm *ended_head, *ended_tail; /* listed in dumps still */
+  struct ncclshim_rec_comm *spare;                   /* to reuse */
   size_t ended;
   _Atomic uint32_t global_dumped; /* error dumps for calls without a communicator */
   _Atomic uint64_t suppressed;    /* error dumps skipped by the rate limit since the last dump */

@@ -18,6 +18,14 @@
 
 #include "dropin_tests.h"
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+
 static int lines(const char *text, const char *a, const char *b, const char *c) {
   const char *needles[] = {a, b, c, NULL};
   return count_lines(text, needles);
@@ -313,14 +321,8 @@ static void test_many_communicators(void **state) {
 /* Audit mode: a program that dlopens NCCL and binds it with dlsym is recorded. */
 static void test_audit_dlsym(void **state) {
   (void)state;
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(__has_feature)
-#if !defined(__has_feature)
-#define __has_feature(x) 1
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || \
-    __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-  skip(); /* an auditor's namespace gets a second copy of the sanitizer's runtime */
-#endif
+#ifdef SANITIZED
+  skip(); /* an auditor's namespace would get a second copy of the sanitizer's runtime */
 #endif
   const char *library = getenv("UNDER_NCCL");
   char *dirs[2];

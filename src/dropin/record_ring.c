@@ -39,6 +39,10 @@ static void add_comm(const ncclshim_rec_call *call, const void *made, uint64_t n
   } else {
     id = 0; /* split from a communicator the recorder never saw made */
   }
+  atomic_store(&c->ops, 0); /* made again at an address seen before: it starts afresh */
+  atomic_store(&c->splits, 0);
+  atomic_store(&c->async_error, 0);
+  atomic_store(&c->dumped, 0);
   atomic_store(&c->rank, call->uid != NULL ? call->rank : NCCLSHIM_REC_NONE);
   atomic_store(&c->nranks, call->uid != NULL ? call->nranks : NCCLSHIM_REC_NONE);
   atomic_store(&c->created_by, call->fn);

@@ -298,6 +298,16 @@ static void test_settings(void **state) {
                          ""),
                    1);
   free(file);
+  /* No NCCL: the recorder turns itself off, and says so on stderr. */
+  char *dir = scratch_dir();
+  const char *none[] = {"NCCLSHIM_RECORD=10", env_entry("NCCLSHIM_RECORD_DIR", dir),
+                        "NCCLSHIM_NCCL_LIBRARY=/nonexistent/libnccl.so.2",
+                        "NCCLSHIM_RECORD_AT_EXIT=1", NULL};
+  run_captured(&s, getenv("DROPIN_USER"), NULL, none);
+  assert_string_equal(scenario_get(&s, "allreduce_result"), "2");
+  assert_int_equal(
+      lines(s.output, "ncclshim recorder: no usable NCCL: the recorder is off", "", ""), 1);
+  assert_int_equal(dump_count(dir), 0);
 }
 
 /* 5000 communicators alive at once (the old table held 4096), then every other one

@@ -87,7 +87,7 @@ static void load(void) {
     if (ncclshim_debug_enabled()) {
       char text[PATH_MAX + 256];
       ncclshim_rec_describe(text, sizeof(text));
-      fprintf(stderr, "ncclshim drop-in: flight recorder: %s\n", text);
+      ncclshim_rec_say("", text, "", 0); /* the directory's control characters escaped */
     }
   }
   atomic_store_explicit(&cached, table, memory_order_release);

@@ -209,11 +209,11 @@ void ncclshim_rec_no_nccl(void) {
 void ncclshim_rec_describe(char *text, size_t size) {
   const rec_state *r = ncclshim_rec;
   if (r == NULL) {
-    snprintf(text, size, "off");
+    snprintf(text, size, "off (NCCLSHIM_RECORD unset or refused)");
     return;
   }
   int used = snprintf(text, size,
-                      "the last %llu calls; dumped to %s/ncclshim-record-%s-%d-*.jsonl "
+                      "recording the last %llu calls; dumped to %s/ncclshim-record-%s-%d-*.jsonl "
                       "when a call fails, an asynchronous error is reported, a communicator is "
                       "aborted or on SIGABRT",
                       (unsigned long long)r->capacity, r->dir, r->host, (int)getpid());

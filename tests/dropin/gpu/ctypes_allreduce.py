@@ -104,6 +104,10 @@ def rank_main(args):
         check(nccl.ncclAllReduce(buf, buf, count, 7, 0, comm, stream), "ncclAllReduce", rank)
         if i == args.stop_after + 1:
             print("rank %d: issued all-reduce %d, now waiting for it" % (rank, i), flush=True)
+            # Its watchdog ends it: whatever the wait returns once the abort frees it.
+            cudart.cudaStreamSynchronize(stream)
+            while True:
+                time.sleep(1)
         check(cudart.cudaStreamSynchronize(stream), "cudaStreamSynchronize", rank)
     check(cudart.cudaMemcpy(host, buf, count * 4, 2), "cudaMemcpy", rank)  # device to host
     expected = 3.0 * 2 ** (rounds - 1)  # (1 + 2) doubled by every later round

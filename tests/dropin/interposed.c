@@ -13,9 +13,12 @@
  *   interposed raise SIGNO          two all-reduces, then raise(SIGNO)
  *   interposed actions              the actions of SIGUSR1 and SIGABRT (default or not)
  *   interposed many N               N communicators alive at once, then half destroyed
+ *   interposed threads              8 threads making, using and destroying communicators,
+ *                                   while the main thread dumps (SIGUSR1) again and again
  * It prints key=value lines; its stderr goes to stdout too, so the tests see ncclshim's. */
 #include <dlfcn.h>
 #include <link.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -136,6 +139,35 @@ static void many(int n) {
   free(comms);
 }
 
+/* One thread: 200 communicators in turn, 10 all-reduces on each; the last one stays. */
+static void *churn(void *arg) {
+  int t = (int)(intptr_t)arg;
+  for (int i = 0; i < 200; i++) {
+    ncclUniqueId id;
+    memset(&id, 0, sizeof(id));
+    snprintf(id.internal, sizeof(id.internal), "thread %d communicator %d", t, i);
+    ncclComm_t comm = NULL;
+    if (ncclCommInitRank(&comm, 2, id, 0) != ncclSuccess) return (void *)1;
+    all_reduces(comm, 10);
+    if (i < 199) ncclCommDestroy(comm);
+  }
+  return NULL;
+}
+
+static void threads(void) {
+  pthread_t workers[8];
+  for (int t = 0; t < 8; t++) pthread_create(&workers[t], NULL, churn, (void *)(intptr_t)t);
+  for (int i = 0; i < 5; i++) raise(SIGUSR1);
+  int failed = 0;
+  for (int t = 0; t < 8; t++) {
+    void *result;
+    pthread_join(workers[t], &result);
+    failed += result != NULL;
+  }
+  printf("threads_failed=%d\n", failed);
+  raise(SIGUSR1);
+}
+
 static int more(int argc, char **argv) {
   const char *what = argv[1];
   if (strcmp(what, "nocolor") == 0 && argc == 3) {
@@ -162,6 +194,8 @@ static int more(int argc, char **argv) {
     printf("alive=1\n");
   } else if (strcmp(what, "actions") == 0) {
     actions();
+  } else if (strcmp(what, "threads") == 0) {
+    threads();
   } else if (strcmp(what, "many") == 0 && argc == 3) {
     many(atoi(argv[2]));
   } else {

@@ -328,6 +328,27 @@ static void test_many_communicators(void **state) {
   free(dump);
 }
 
+/* Threads making and ending communicators while dumps are written: the last dump holds
+ * each thread's last communicator with its 10 operations, and every call its id. */
+static void test_threads(void **state) {
+  (void)state;
+  scenario s;
+  const char *args[] = {"threads", NULL};
+  char *dir = scratch_dir();
+  const char *env[] = {"NCCLSHIM_RECORD=100000", env_entry("NCCLSHIM_RECORD_DIR", dir),
+                       "NCCLSHIM_RECORD_SIGNAL=USR1", NULL};
+  run_interposed(&s, 1, args, env);
+  assert_int_equal(s.exit_code, 0);
+  assert_string_equal(scenario_get(&s, "threads_failed"), "0");
+  char *dump = read_dump(dir, NULL);
+  assert_int_equal(lines(dump, "\"kind\":\"comm\"", "\"last_seq\":10,", "\"comm_id\":\""), 8 + 64);
+  assert_int_equal(lines(dump, "\"kind\":\"comm\"", "\"ended_by\"", ""), 64);
+  assert_int_equal(lines(dump, "\"function\":\"ncclAllReduce\"", "\"comm_id\":\"", "\"seq\":"),
+                   8 * 200 * 10);
+  assert_int_equal(lines(dump, "\"comm_id\":null", "", ""), 0);
+  free(dump);
+}
+
 /* Audit mode: a program that dlopens NCCL and binds it with dlsym is recorded. */
 static void test_audit_dlsym(void **state) {
   (void)state;
@@ -386,6 +407,7 @@ int run_record_safety_tests(void) {
       cmocka_unit_test(test_signals),
       cmocka_unit_test(test_settings),
       cmocka_unit_test(test_many_communicators),
+      cmocka_unit_test(test_threads),
       cmocka_unit_test(test_audit_dlsym),
   };
   return cmocka_run_group_tests_name("recorder safety", tests, NULL, NULL);

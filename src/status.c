@@ -63,6 +63,17 @@ static int key_ok;
 
 static void make_key(void) { key_ok = pthread_key_create(&message_key, free) == 0; }
 
+/* Unloaded (dlclose): give the key back, or a process that loads and unloads the library
+ * 1024 times (PTHREAD_KEYS_MAX) has none left and every message is lost. The unloading
+ * thread's message is freed; other live threads' stay allocated (no way to reach them). */
+__attribute__((destructor)) static void delete_key(void) {
+  if (!key_ok) return;
+  key_ok = 0;
+  free(pthread_getspecific(message_key));
+  pthread_setspecific(message_key, NULL);
+  pthread_key_delete(message_key);
+}
+
 static char *message_buffer(void) {
   pthread_once(&key_once, make_key);
   if (!key_ok) return NULL;

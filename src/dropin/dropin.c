@@ -14,6 +14,7 @@
 #include "../internal.h"
 #include "../nccl/nccl_stub_set.h"
 #include "dropin.h"
+#include "interpose.h"
 #include "record.h"
 #include "select.h"
 
@@ -77,15 +78,16 @@ static void load(void) {
   if (ncclshim_nccl_status(nccl) != NCCLSHIM_OK) {
     snprintf(absent_summary, sizeof(absent_summary), "ncclshim drop-in: no usable NCCL (%s)",
              ncclshim_nccl_message(nccl));
+    ncclshim_rec_no_nccl();
   } else {
     build_forwarding(nccl);
     table = &forwarding;
     ncclshim_dropin_report(nccl);
-    if (ncclshim_rec_start(ncclshim_nccl_version_code(nccl))) table = ncclshim_rec_table(table);
+    if (ncclshim_rec_attach(ncclshim_nccl_version_code(nccl))) table = ncclshim_rec_table(table);
     if (ncclshim_debug_enabled()) {
       char text[PATH_MAX + 256];
       ncclshim_rec_describe(text, sizeof(text));
-      fprintf(stderr, "ncclshim drop-in: flight recorder: %s\n", text);
+      ncclshim_rec_say("", text, "", 0); /* the directory's control characters escaped */
     }
   }
   atomic_store_explicit(&cached, table, memory_order_release);

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 
 #include "../internal.h"
-#include "dropin.h"
+#include "interpose.h"
 
 static int same_file(const char *a, const char *b) {
   struct stat x, y;

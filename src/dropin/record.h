@@ -39,10 +39,16 @@ typedef struct ncclshim_rec_call {
 
 /* The table of recording wrappers, each calling `real`'s entry (record_calls.c). */
 const ncclshim_nccl_table *ncclshim_rec_table(const ncclshim_nccl_table *real);
+/* Audit mode (audit.c): the wrappers over `real`, whose entries are filled as the program
+ * binds them; NULL when the recorder is off. */
+const ncclshim_nccl_table *ncclshim_rec_audit_table(const ncclshim_nccl_table *real);
 
-/* Read NCCLSHIM_RECORD*, allocate the ring, install the signal handler. 1 when recording;
- * 0 when off or refused (a message on stderr says why). `version` is NCCL's, for the dumps. */
-int ncclshim_rec_start(int nccl_version);
+/* The recorder starts when the library loads (record_start.c): NCCLSHIM_RECORD* read, the
+ * ring allocated, the dump directory opened, the signal handlers installed. At the first NCCL
+ * call: 1 when recording, with NCCL's version for the dumps; 0 when off. With no NCCL, the
+ * recorder is turned off (signal actions restored) and says so on stderr. */
+int ncclshim_rec_attach(int nccl_version);
+void ncclshim_rec_no_nccl(void);
 /* "the last N calls; dumps to PATTERN on ..." for the debug line. */
 void ncclshim_rec_describe(char *text, size_t size);
 
@@ -52,5 +58,9 @@ void ncclshim_rec_end(ncclshim_rec_call *call, int result);
 /* Write the dump now (async-signal-safe). `why` names the trigger; `fn` (or -1) and `value`
  * detail it: the failing function and its result, the signal number. */
 void ncclshim_rec_dump(const char *why, int fn, int value);
+
+/* "ncclshim recorder: A B C[: error text (errno N)]" on stderr, B with its control
+ * characters escaped (async-signal-safe). */
+void ncclshim_rec_say(const char *a, const char *b, const char *c, int error);
 
 #endif

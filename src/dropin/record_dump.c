@@ -1,9 +1,10 @@
 /* The recorder's dump: one JSON-lines file per process, written with async-signal-safe calls
- * only (open, write, rename, clock_gettime; no stdio, no malloc), so that the same code serves
- * an error return, an asynchronous error, the user's signal and exit. */
+ * only (openat, write, renameat, fstat, clock_gettime; no stdio, no malloc), so that the same
+ * code serves an error return, an asynchronous error, an abort, a signal and exit. */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h> /* rename */
+#include <stdio.h> /* renameat */
+#include <sys/stat.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -14,16 +15,19 @@
 
 typedef struct out {
   int fd;
+  int error; /* errno of the first failed write; nothing more is written after one */
   size_t used;
   char buf[4096];
 } out;
 
 static void flush(out *o) {
-  for (size_t done = 0; done < o->used;) {
+  for (size_t done = 0; done < o->used && o->error == 0;) {
     ssize_t n = write(o->fd, o->buf + done, o->used - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += (size_t)n;
+    if (n <= 0)
+      o->error = n < 0 ? errno : EIO;
+    else
+      done += (size_t)n;
   }
   o->used = 0;
 }
@@ -99,7 +103,7 @@ static void put_named(out *o, const char *key, int value, const char *const *nam
 
 static void put_comm_id(out *o, uint64_t id) {
   put(o, ",\"comm_id\":");
-  if (id == 0) {
+  if (id <= 1) { /* 1: made, identity unknown (record_ring.c) */
     put(o, "null");
     return;
   }
@@ -108,11 +112,15 @@ static void put_comm_id(out *o, uint64_t id) {
   put(o, "\"");
 }
 
-static void put_pointer(out *o, const char *key, uintptr_t value) {
+/* A pointer as an id: its keyed hash, the same for one pointer throughout a process, and
+ * telling nothing of the address space ("c-" communicators, "s-" streams). */
+static void put_pointer(out *o, const rec_state *r, const char *key, const char *prefix,
+                        uintptr_t value) {
   put(o, ",\"");
   put(o, key);
-  put(o, "\":\"0x");
-  put_hex(o, value, 1);
+  put(o, "\":\"");
+  put(o, prefix);
+  put_hex(o, ncclshim_rec_hash(r, value), 16);
   put(o, "\"");
 }
 
@@ -128,12 +136,12 @@ static void put_result(out *o, int result) {
   put(o, ",\"state\":\"returned\"");
 }
 
-static void put_call(out *o, uint64_t index, const rec_entry *e, int result) {
+static void put_call(out *o, const rec_state *r, uint64_t index, const rec_entry *e, int result) {
   put(o, "{\"kind\":\"call\",\"index\":");
   put_u64(o, index);
   put(o, ",\"function\":");
   put_string(o, ncclshim_nccl_function_name(e->fn));
-  if (e->comm != 0) put_pointer(o, "comm", e->comm);
+  if (e->comm != 0) put_pointer(o, r, "comm", "c-", e->comm);
   if (e->comm != 0) put_comm_id(o, e->comm_id);
   put_field(o, "rank", e->rank);
   if (e->seq != 0) {
@@ -148,7 +156,7 @@ static void put_call(out *o, uint64_t index, const rec_entry *e, int result) {
   put_named(o, "op", e->op, op_names, 5);
   put_field(o, "root", e->root);
   put_field(o, "peer", e->peer);
-  if (e->seq != 0) put_pointer(o, "stream", e->stream);
+  if (e->seq != 0) put_pointer(o, r, "stream", "s-", e->stream);
   put_field(o, "thread", e->thread);
   put(o, ",\"start_ns\":");
   put_u64(o, e->start_ns);
@@ -156,32 +164,42 @@ static void put_call(out *o, uint64_t index, const rec_entry *e, int result) {
   put(o, "}\n");
 }
 
-static void put_comms(out *o, const rec_state *r) {
-  for (size_t i = 0; i < REC_COMMS; i++) {
-    const ncclshim_rec_comm *c = &r->comms[i];
-    uintptr_t key = atomic_load(&c->key);
-    if (key == 0) continue;
-    put(o, "{\"kind\":\"comm\"");
-    put_pointer(o, "comm", key);
-    put_comm_id(o, atomic_load(&c->id));
-    put_field(o, "rank", atomic_load(&c->rank));
-    put_field(o, "nranks", atomic_load(&c->nranks));
-    put(o, ",\"last_seq\":");
-    put_u64(o, atomic_load(&c->ops));
-    int by = atomic_load(&c->created_by);
-    if (by >= 0) {
-      put(o, ",\"created_by\":");
-      put_string(o, ncclshim_nccl_function_name(by));
-    }
-    put_field(o, "async_error", atomic_load(&c->async_error));
-    put(o, "}\n");
+static void put_comm(out *o, const rec_state *r, const ncclshim_rec_comm *c) {
+  put(o, "{\"kind\":\"comm\"");
+  put_pointer(o, r, "comm", "c-", atomic_load(&c->shown));
+  put_comm_id(o, atomic_load(&c->id));
+  put_field(o, "rank", atomic_load(&c->rank));
+  put_field(o, "nranks", atomic_load(&c->nranks));
+  put(o, ",\"last_seq\":");
+  put_u64(o, atomic_load(&c->ops));
+  int by = atomic_load(&c->created_by);
+  if (by >= 0) {
+    put(o, ",\"created_by\":");
+    put_string(o, ncclshim_nccl_function_name(by));
   }
+  by = atomic_load(&c->ended_by);
+  if (by >= 0) {
+    put(o, ",\"ended_by\":");
+    put_string(o, ncclshim_nccl_function_name(by));
+  }
+  put_field(o, "async_error", atomic_load(&c->async_error));
+  put(o, "}\n");
+}
+
+/* Every communicator alive, and the last ones to end (record_state.h). */
+static void put_comms(out *o, rec_state *r) {
+  for (const ncclshim_rec_comm *c = atomic_load_explicit(&r->all, memory_order_acquire); c != NULL;
+       c = c->all_next)
+    if (atomic_load(&c->id) != 0 && atomic_load(&c->generation) == atomic_load(&r->generation))
+      put_comm(o, r, c);
 }
 
 /* The oldest call still in the ring first; a slot being rewritten is left out. */
 static uint64_t put_calls(out *o, const rec_state *r) {
   uint64_t end = atomic_load(&((rec_state *)r)->next), written = 0;
   uint64_t begin = end > r->capacity ? end - r->capacity : 0;
+  uint64_t first = atomic_load(&((rec_state *)r)->first);
+  if (begin < first) begin = first;
   for (uint64_t i = begin; i < end; i++) {
     rec_entry *e = &r->entries[i & r->mask];
     uint64_t tag = atomic_load_explicit(&e->tag, memory_order_acquire);
@@ -194,20 +212,30 @@ static uint64_t put_calls(out *o, const rec_state *r) {
      * are rare, so the write to the slot's line costs nothing that matters. */
     if (tag != i + 1 || atomic_fetch_add_explicit(&e->tag, 0, memory_order_acq_rel) != tag)
       continue;
-    put_call(o, i, &copy, result);
+    put_call(o, r, i, &copy, result);
     written++;
   }
   return written;
 }
 
-static void put_header(out *o, const rec_state *r, const char *why, int fn, int value) {
+static void put_header(out *o, rec_state *r, const char *why, int fn, int value) {
   struct timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
-  put(o, "{\"kind\":\"header\",\"format\":\"ncclshim-record/1\",\"host\":");
+  put(o, "{\"kind\":\"header\",\"format\":\"ncclshim-record/2\",\"host\":");
   put_string(o, r->host);
   put(o, ",\"pid\":");
   put_u64(o, (uint64_t)getpid());
-  put_field(o, "rank", atomic_load(&((rec_state *)r)->process_rank));
+  put(o, ",\"process\":\"");
+  put_hex(o, r->process_id, 16);
+  put(o, "\"");
+  if (r->parent_process_id != 0) {
+    put(o, ",\"forked\":true,\"parent_process\":\"");
+    put_hex(o, r->parent_process_id, 16);
+    put(o, "\"");
+  }
+  put(o, ",\"boot_id\":");
+  put_string(o, r->boot_id);
+  put_field(o, "rank", atomic_load(&r->process_rank));
   put(o, ",\"reason\":");
   put_string(o, why);
   if (fn >= 0) {
@@ -215,68 +243,186 @@ static void put_header(out *o, const rec_state *r, const char *why, int fn, int 
     put_string(o, ncclshim_nccl_function_name(fn));
   }
   put_field(o, strcmp(why, "signal") == 0 ? "signal" : "result", value);
-  put_field(o, "nccl_version", r->nccl_version);
+  put_field(o, "nccl_version", atomic_load(&r->nccl_version));
   put(o, ",\"capacity\":");
   put_u64(o, r->capacity);
   put(o, ",\"calls\":");
-  put_u64(o, atomic_load(&((rec_state *)r)->next));
+  put_u64(o, atomic_load(&r->next) - atomic_load(&r->first));
+  put(o, ",\"suppressed_dumps\":");
+  put_u64(o, atomic_exchange(&r->suppressed, 0));
   put(o, ",\"time_ns\":");
   put_u64(o, (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec);
   put(o, "}\n");
 }
 
-/* DIR/ncclshim-record-HOST-PID-rankR.jsonl ("-norank" before any communicator). */
-static void file_name(out *o, const rec_state *r, const char *suffix) {
-  o->used = 0;
-  put(o, r->dir);
-  put(o, "/ncclshim-record-");
-  put(o, r->host);
-  put(o, "-");
-  put_u64(o, (uint64_t)getpid());
-  int rank = atomic_load(&((rec_state *)r)->process_rank);
-  if (rank == NCCLSHIM_REC_NONE) {
-    put(o, "-norank");
-  } else {
-    put(o, "-rank");
-    put_int(o, rank);
-  }
-  put(o, ".jsonl");
-  put(o, suffix);
+static void terminate(out *o) {
   o->buf[o->used < sizeof(o->buf) ? o->used : sizeof(o->buf) - 1] = '\0';
 }
 
-static void say(const char *a, const char *b, const char *c) {
+/* ncclshim-record-HOST-PID-rankR-PROCESS.jsonl ("-norank" before any communicator), in the
+ * dump directory; PROCESS is the first 8 hex digits of the process id. */
+static void file_name(out *o, rec_state *r) {
+  o->used = 0;
+  put(o, "ncclshim-record-");
+  put(o, r->host);
+  put(o, "-");
+  put_u64(o, (uint64_t)getpid());
+  int rank = atomic_load(&r->process_rank);
+  if (rank == NCCLSHIM_REC_NONE) {
+    put(o, "-norank-");
+  } else {
+    put(o, "-rank");
+    put_int(o, rank);
+    put(o, "-");
+  }
+  put_hex(o, r->process_id >> 32, 8);
+  put(o, ".jsonl");
+  terminate(o);
+}
+
+/* .ncclshim-record-XXXXXXXXXXXXXXXX.tmp: not guessable by another user (keyed hash of a
+ * counter), and not matched by the compare command's pattern. */
+static void temp_name(out *o, rec_state *r) {
+  o->used = 0;
+  put(o, ".ncclshim-record-");
+  put_hex(o, ncclshim_rec_hash(r, atomic_fetch_add(&r->names, 1) ^ ((uint64_t)getpid() << 40)), 16);
+  put(o, ".tmp");
+  terminate(o);
+}
+
+/* Control characters (and DEL) as \xNN, as the probe writes them. */
+static void put_escaped(out *o, const char *s) {
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c < 0x20 || c == 0x7f) {
+      put(o, "\\x");
+      put_hex(o, c, 2);
+    } else {
+      char one[2] = {(char)c, '\0'};
+      put(o, one);
+    }
+  }
+}
+
+static const char *errno_text(int e) {
+  switch (e) {
+  case ENOSPC:
+    return "no space left on device";
+  case EDQUOT:
+    return "disk quota exceeded";
+  case EFBIG:
+    return "file too large";
+  case EIO:
+    return "input/output error";
+  case EACCES:
+    return "permission denied";
+  case EPERM:
+    return "operation not permitted";
+  case EROFS:
+    return "read-only file system";
+  case EEXIST:
+    return "file exists";
+  case ELOOP:
+    return "a symbolic link";
+  case ENOENT:
+    return "no such file or directory";
+  case ENOTDIR:
+    return "not a directory";
+  case EISDIR:
+    return "is a directory";
+  case EBADF:
+    return "bad file descriptor";
+  case EMFILE:
+    return "too many open files";
+  default:
+    return "error";
+  }
+}
+
+void ncclshim_rec_say(const char *a, const char *b, const char *c, int error) {
   out o = {.fd = 2};
   put(&o, "ncclshim recorder: ");
   put(&o, a);
-  put(&o, b);
+  put_escaped(&o, b);
   put(&o, c);
+  if (error != 0) {
+    put(&o, ": ");
+    put(&o, errno_text(error));
+    put(&o, " (errno ");
+    put_u64(&o, (uint64_t)error);
+    put(&o, ")");
+  }
   put(&o, "\n");
   flush(&o);
 }
 
+/* The directory's descriptor still names the directory opened at start (a program that
+ * closes every descriptor may have closed it, and the number may name something else now). */
+static int same_dir(const rec_state *r) {
+  struct stat st;
+  return fstat(r->dir_fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_dev == r->dir_dev &&
+         st.st_ino == r->dir_ino;
+}
+
+/* The temporary file, created new (never an existing file, link or FIFO), not blocking. */
+static int create_temp(rec_state *r, out *temp) {
+  for (int attempt = 0; attempt < 8; attempt++) {
+    temp_name(temp, r);
+    int fd = openat(r->dir_fd, temp->buf,
+                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      struct stat st;
+      if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) return fd;
+      close(fd);
+      errno = EEXIST;
+      return -1;
+    }
+    if (errno != EEXIST) return -1;
+  }
+  return -1;
+}
+
+/* Write the whole dump to a new temporary file, and rename it over the dump's name only when
+ * every byte was written: a full disk leaves the previous dump as it was. */
 void ncclshim_rec_dump(const char *why, int fn, int value) {
-  static atomic_flag busy = ATOMIC_FLAG_INIT;
   rec_state *r = ncclshim_rec;
-  if (r == NULL || atomic_flag_test_and_set(&busy)) return; /* one dump at a time */
+  if (r == NULL || atomic_flag_test_and_set(&r->busy)) return; /* one dump at a time */
   int saved_errno = errno;
+  /* A fork whose handler did not run (the audit library's own libc has its own fork
+   * handlers): this is a child, with none of the parent's calls or communicators. */
+  if (getpid() != r->pid) ncclshim_rec_forked(r);
   out path, temp;
-  file_name(&path, r, "");
-  file_name(&temp, r, ".tmp");
-  out o = {.fd = open(temp.buf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
-  if (o.fd < 0) {
-    say("cannot write ", temp.buf, "");
+  file_name(&path, r);
+  int fd = -1;
+  if (!same_dir(r)) {
+    ncclshim_rec_say("no dump: the descriptor of ", r->dir,
+                     " was closed or replaced by the program", 0);
+  } else if ((fd = create_temp(r, &temp)) < 0) {
+    ncclshim_rec_say("cannot create a dump in ", r->dir, "", errno);
   } else {
+    out o = {.fd = fd};
     put_header(&o, r, why, fn, value);
     put_comms(&o, r);
     put_calls(&o, r);
     flush(&o);
-    close(o.fd);
-    if (rename(temp.buf, path.buf) == 0)
-      say("wrote ", path.buf, why[0] == 'e' && why[1] == 'r' ? " (a call failed)" : "");
-    else
-      say("cannot rename to ", path.buf, "");
+    if (close(fd) != 0 && o.error == 0 && errno != EINTR) o.error = errno;
+    if (o.error != 0) {
+      unlinkat(r->dir_fd, temp.buf, 0);
+      ncclshim_rec_say("cannot write a dump in ", r->dir, " (the previous dump is kept)", o.error);
+    } else if (renameat(r->dir_fd, temp.buf, r->dir_fd, path.buf) != 0) {
+      int error = errno;
+      unlinkat(r->dir_fd, temp.buf, 0);
+      ncclshim_rec_say("cannot rename the dump to ", path.buf, "", error);
+    } else {
+      out full = {.fd = -1};
+      put(&full, r->dir);
+      put(&full, "/");
+      put(&full, path.buf);
+      terminate(&full);
+      ncclshim_rec_say("wrote ", full.buf, why[0] == 'e' && why[1] == 'r' ? " (a call failed)" : "",
+                       0);
+    }
   }
   errno = saved_errno;
-  atomic_flag_clear(&busy);
+  atomic_flag_clear(&r->busy);
 }

@@ -1,5 +1,5 @@
-/* Recording one call: the per-thread nesting guard, the communicator registry (sequence
- * numbers and cross-rank identities) and the lock-free ring. */
+/* Recording one call: the per-thread nesting guard, the communicators' identities and
+ * sequence numbers, the lock-free ring, and when a call's outcome asks for a dump. */
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -17,61 +17,50 @@ static __thread struct {
   int tid;
 } here NCCLSHIM_THREAD_MODEL;
 
-/* ---- Communicators: open addressing on the pointer, slots never freed; a communicator
- * made again at the same address starts afresh. ---- */
-
 static uint64_t mix(uint64_t h, const void *bytes, size_t size) {
   const unsigned char *p = bytes;
   for (size_t i = 0; i < size; i++) h = (h ^ p[i]) * 0x100000001b3ull; /* FNV-1a */
   return h;
 }
 
-static ncclshim_rec_comm *find_comm(const void *comm, int add) {
-  uintptr_t key = (uintptr_t)comm;
-  if (key == 0) return NULL;
-  size_t slot = (size_t)((key >> 4) * 0x9e3779b97f4a7c15ull >> 52) & (REC_COMMS - 1);
-  for (size_t probe = 0; probe < REC_COMMS; probe++, slot = (slot + 1) & (REC_COMMS - 1)) {
-    ncclshim_rec_comm *c = &ncclshim_rec->comms[slot];
-    uintptr_t seen = atomic_load_explicit(&c->key, memory_order_acquire);
-    if (seen == key) return c;
-    if (seen != 0) continue;
-    if (!add) return NULL;
-    if (atomic_compare_exchange_strong(&c->key, &seen, key)) {
-      atomic_store(&c->rank, NCCLSHIM_REC_NONE); /* made before the recorder saw it */
-      atomic_store(&c->nranks, NCCLSHIM_REC_NONE);
-      atomic_store(&c->created_by, -1);
-      return c;
-    }
-    if (seen == key) return c; /* another thread added it */
-  }
-  return NULL; /* full: recorded without a communicator */
-}
-
-/* A communicator just made by `call`: its identity is the unique id's hash, or its parent's
- * with the parent's child count and the color (the same on every rank of a split). */
-static void add_comm(const ncclshim_rec_call *call, const void *made) {
-  ncclshim_rec_comm *c = find_comm(made, 1);
+/* A communicator just made by `call`: its identity is the unique id's hash, or for a split
+ * its parent's id, the number of split calls made on the parent before it (every rank of the
+ * parent makes each one, NCCL_SPLIT_NOCOLOR included) and the color. */
+static void add_comm(const ncclshim_rec_call *call, const void *made, uint64_t nth,
+                     uint64_t parent_id) {
+  ncclshim_rec_comm *c = ncclshim_rec_add(made);
   if (c == NULL) return;
   uint64_t id = 0xcbf29ce484222325ull;
-  ncclshim_rec_comm *parent = find_comm(call->comm, 0);
   if (call->uid != NULL) {
     id = mix(id, call->uid, sizeof(ncclUniqueId));
-  } else if (parent != NULL) {
-    uint64_t parent_id = atomic_load(&parent->id);
-    uint64_t nth = atomic_fetch_add(&parent->children, 1);
+  } else if (parent_id != 0) {
     id = mix(mix(mix(id, &parent_id, sizeof(parent_id)), &nth, sizeof(nth)), &call->color,
              sizeof(call->color));
+  } else {
+    id = 0; /* split from a communicator the recorder never saw made */
   }
-  atomic_store(&c->ops, 0);
-  atomic_store(&c->children, 0);
+  atomic_store(&c->ops, 0); /* made again at an address seen before: it starts afresh */
+  atomic_store(&c->splits, 0);
   atomic_store(&c->async_error, 0);
-  atomic_store(&c->id, id | 1); /* never 0, which means "unknown" */
+  atomic_store(&c->dumped, 0);
   atomic_store(&c->rank, call->uid != NULL ? call->rank : NCCLSHIM_REC_NONE);
   atomic_store(&c->nranks, call->uid != NULL ? call->nranks : NCCLSHIM_REC_NONE);
   atomic_store(&c->created_by, call->fn);
+  atomic_store(&c->id, id != 0 ? id | 1 : 1); /* 1: made, identity unknown */
   int none = NCCLSHIM_REC_NONE;
   if (call->uid != NULL && call->rank != NCCLSHIM_REC_NONE)
     atomic_compare_exchange_strong(&ncclshim_rec->process_rank, &none, call->rank);
+}
+
+/* A communicator the recorder meets in a call without having seen it made. */
+static ncclshim_rec_comm *comm_of(const void *comm) {
+  if (comm == NULL) return NULL;
+  ncclshim_rec_comm *c = ncclshim_rec_find(comm);
+  if (c == NULL && (c = ncclshim_rec_add(comm)) != NULL) {
+    uint64_t unknown = 0;
+    atomic_compare_exchange_strong(&c->id, &unknown, 1);
+  }
+  return c;
 }
 
 /* ---- The ring ---- */
@@ -82,7 +71,7 @@ static rec_entry *slot_of(uint64_t index) {
 
 static void publish(ncclshim_rec_call *call, int result) {
   rec_state *r = ncclshim_rec;
-  ncclshim_rec_comm *c = find_comm(call->comm, 1);
+  ncclshim_rec_comm *c = comm_of(call->comm);
   uint64_t seq = call->is_op && c != NULL ? atomic_fetch_add(&c->ops, 1) + 1 : 0;
   uint64_t index = atomic_fetch_add_explicit(&r->next, 1, memory_order_relaxed);
   rec_entry *e = slot_of(index);
@@ -114,21 +103,57 @@ static void publish(ncclshim_rec_call *call, int result) {
 void ncclshim_rec_begin(ncclshim_rec_call *call) {
   call->skip = here.depth++ > 0; /* NCCL calling its own name: forwarded, not recorded */
   call->index = 0;
-  if (!call->skip && !call->is_query) publish(call, NCCLSHIM_REC_PENDING);
+  if (call->skip || call->is_query) return;
+  publish(call, NCCLSHIM_REC_PENDING);
+  /* The program gives up on a communicator (PyTorch's watchdog does, then abort()): what
+   * every rank did up to here is what a hang's diagnosis needs. */
+  if (call->fn == NCCLSHIM_FN_ncclCommAbort)
+    ncclshim_rec_dump("abort", call->fn, NCCLSHIM_REC_NONE);
 }
 
 static int failed(int result) {
-  return result != ncclSuccess && result != ncclInProgress && result != NCCLSHIM_REC_NO_RESULT;
+  return result != ncclSuccess && result != ncclInProgress && result != NCCLSHIM_REC_NO_RESULT &&
+         result != NCCLSHIM_REC_PENDING;
 }
 
-/* ncclCommGetAsyncError's answer: dumped the first time a communicator reports an error. */
+/* Error dumps are rate-limited: the first per communicator and result code is written,
+ * later ones are counted and the count goes into the next dump. */
+static void dump_error(const char *why, ncclshim_rec_comm *c, int fn, int result) {
+  uint32_t bit = 1u << ((unsigned)result & 31);
+  _Atomic uint32_t *dumped = c != NULL ? &c->dumped : &ncclshim_rec->global_dumped;
+  if (atomic_fetch_or(dumped, bit) & bit) {
+    atomic_fetch_add(&ncclshim_rec->suppressed, 1);
+    return;
+  }
+  ncclshim_rec_dump(why, fn, result);
+}
+
+/* ncclCommGetAsyncError's answer: an error is recorded once per communicator and error. */
 static void check_async(ncclshim_rec_call *call) {
   int reported = (int)*call->async_out;
   if (!failed(reported)) return;
-  ncclshim_rec_comm *c = find_comm(call->comm, 1);
+  ncclshim_rec_comm *c = comm_of(call->comm);
   if (c != NULL && atomic_exchange(&c->async_error, reported) == reported) return;
   publish(call, ncclSuccess);
-  ncclshim_rec_dump("async-error", call->fn, reported);
+  dump_error("async-error", c, call->fn, reported);
+}
+
+/* A call that made a communicator (init, split, shrink) or ended one (destroy, abort). */
+static void made_or_ended(ncclshim_rec_call *call) {
+  if (call->comm_out != NULL) {
+    uint64_t nth = 0, parent_id = 0;
+    if (call->uid == NULL && call->comm != NULL) {
+      ncclshim_rec_comm *parent = comm_of(call->comm);
+      if (parent != NULL) {
+        nth = atomic_fetch_add(&parent->splits, 1);
+        parent_id = atomic_load(&parent->id);
+        parent_id = parent_id == 1 ? 0 : parent_id;
+      }
+    }
+    if (*call->comm_out != NULL) add_comm(call, *call->comm_out, nth, parent_id);
+  }
+  if (call->fn == NCCLSHIM_FN_ncclCommDestroy || call->fn == NCCLSHIM_FN_ncclCommAbort)
+    ncclshim_rec_end_comm(call->comm, call->fn);
 }
 
 void ncclshim_rec_end(ncclshim_rec_call *call, int result) {
@@ -139,12 +164,11 @@ void ncclshim_rec_end(ncclshim_rec_call *call, int result) {
     if (atomic_load_explicit(&e->tag, memory_order_acquire) == call->index)
       atomic_store_explicit(&e->result, result, memory_order_relaxed);
   }
-  if (call->comm_out != NULL && (result == ncclSuccess || result == ncclInProgress) &&
-      *call->comm_out != NULL)
-    add_comm(call, *call->comm_out);
+  if (result == ncclSuccess || result == ncclInProgress) made_or_ended(call);
   if (call->async_out != NULL && result == ncclSuccess) check_async(call);
   if (failed(result)) {
     if (call->index == 0) publish(call, result); /* a query: recorded now it failed */
-    ncclshim_rec_dump("error", call->fn, result);
+    dump_error("error", call->comm != NULL ? ncclshim_rec_find(call->comm) : NULL, call->fn,
+               result);
   }
 }

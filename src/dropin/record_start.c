@@ -1,15 +1,20 @@
-/* Turning the recorder on: NCCLSHIM_RECORD=N (the last N calls), NCCLSHIM_RECORD_DIR (where
- * dumps go; the working directory by default), NCCLSHIM_RECORD_SIGNAL (a signal that dumps)
- * and NCCLSHIM_RECORD_AT_EXIT (dump at exit). A bad value leaves the recorder off, with a
- * message naming it; the program runs on either way. */
+/* Turning the recorder on, when the library loads: NCCLSHIM_RECORD=N (the last N calls),
+ * NCCLSHIM_RECORD_DIR (where dumps go; the working directory by default),
+ * NCCLSHIM_RECORD_SIGNAL (a signal that dumps) and NCCLSHIM_RECORD_AT_EXIT (dump at exit).
+ * A bad value leaves the recorder off, with a message naming it; the program runs on either
+ * way. With the recorder off, no signal's action is ever changed. */
+#include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/utsname.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "record.h"
@@ -17,13 +22,20 @@
 
 enum { MAX_CALLS = 1 << 24 };
 
-static struct sigaction previous;
+/* The dump signal's previous action, and SIGABRT's. */
+static struct sigaction previous[2];
+static int installed[2];
 
 static void refuse(const char *variable, const char *value, const char *why) {
-  fprintf(stderr, "ncclshim recorder: %s=%s: %s; the recorder stays off\n", variable, value, why);
+  char head[64];
+  snprintf(head, sizeof(head), "%s=", variable);
+  char tail[256];
+  snprintf(tail, sizeof(tail), ": %s; the recorder stays off", why);
+  ncclshim_rec_say(head, value, tail, 0);
 }
 
-/* "USR1", "SIGUSR1" or a number; 0 when unusable. */
+/* "USR1", "SIGUSR1" or a number; 0 when unusable: one that cannot be caught, one raised by
+ * faults, SIGABRT (always dumped on), and SIGCHLD (sent whenever a child ends). */
 static int parse_signal(const char *text) {
   static const struct {
     const char *name;
@@ -39,38 +51,71 @@ static int parse_signal(const char *text) {
   long number = strtol(text, &end, 10);
   if (errno != 0 || end == text || *end != '\0' || number < 1 || number > SIGRTMAX ||
       number == SIGKILL || number == SIGSTOP || number == SIGSEGV || number == SIGBUS ||
-      number == SIGFPE || number == SIGILL)
+      number == SIGFPE || number == SIGILL || number == SIGTRAP || number == SIGSYS ||
+      number == SIGABRT || number == SIGCHLD)
     return 0;
   return (int)number;
 }
 
 /* Dump, then let the signal do what it did before: call the previous handler; for a signal
- * whose default ends the process (TERM, INT, ...) end it; USR1, USR2 and the rest go on. */
+ * whose default ends the process (TERM, INT, ABRT, a real-time signal, ...) end it; USR1,
+ * USR2, CONT and WINCH go on. */
 static void on_signal(int signo, siginfo_t *info, void *context) {
   ncclshim_rec_dump("signal", -1, signo);
-  if (previous.sa_flags & SA_SIGINFO) {
-    if (previous.sa_sigaction != NULL) previous.sa_sigaction(signo, info, context);
-  } else if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN) {
-    previous.sa_handler(signo);
-  } else if (previous.sa_handler == SIG_DFL && signo != SIGUSR1 && signo != SIGUSR2 &&
-             signo != SIGCONT && signo != SIGWINCH && signo < SIGRTMIN) {
+  const struct sigaction *was = &previous[signo == SIGABRT];
+  if (was->sa_flags & SA_SIGINFO) {
+    if (was->sa_sigaction != NULL) was->sa_sigaction(signo, info, context);
+  } else if (was->sa_handler != SIG_DFL && was->sa_handler != SIG_IGN) {
+    was->sa_handler(signo);
+  } else if (was->sa_handler == SIG_DFL && signo != SIGUSR1 && signo != SIGUSR2 &&
+             signo != SIGCONT && signo != SIGWINCH) {
     signal(signo, SIG_DFL);
     raise(signo);
   }
+}
+
+static void install(int which, int signo) {
+  struct sigaction action = {.sa_sigaction = on_signal, .sa_flags = SA_SIGINFO | SA_RESTART};
+  sigemptyset(&action.sa_mask);
+  installed[which] = sigaction(signo, &action, &previous[which]) == 0;
+}
+
+static void uninstall(int which, int signo) {
+  if (installed[which]) sigaction(signo, &previous[which], NULL);
+  installed[which] = 0;
 }
 
 static int is_on(const char *value) {
   return value != NULL && value[0] != '\0' && strcmp(value, "0") != 0;
 }
 
-/* The host name as it goes into a file name: [A-Za-z0-9._-] only. */
-static void host_name(char *host, size_t size) {
-  struct utsname u;
-  snprintf(host, size, "%s", uname(&u) == 0 && u.nodename[0] ? u.nodename : "unknown");
-  for (char *p = host; *p; p++)
-    if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
-          *p == '.' || *p == '-' || *p == '_'))
-      *p = '_';
+/* NCCLSHIM_RECORD's value without the blanks around it (' 5' and '5 ' are 5). */
+static void trimmed(const char *value, char *text, size_t size) {
+  while (isspace((unsigned char)*value)) value++;
+  snprintf(text, size, "%s", value);
+  for (size_t n = strlen(text); n > 0 && isspace((unsigned char)text[n - 1]); n--)
+    text[n - 1] = '\0';
+}
+
+/* The dump directory, opened once: dumps are created relative to it. */
+static int open_dir(rec_state *r) {
+  const char *dir = secure_getenv("NCCLSHIM_RECORD_DIR");
+  if (dir == NULL || dir[0] == '\0') dir = ".";
+  char resolved[PATH_MAX];
+  int fd = -1;
+  struct stat st;
+  if (realpath(dir, resolved) == NULL ||
+      (fd = open(resolved, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || fstat(fd, &st) != 0 ||
+      access(resolved, W_OK) != 0) {
+    refuse("NCCLSHIM_RECORD_DIR", dir, errno == ENOTDIR ? "not a directory" : strerror(errno));
+    if (fd >= 0) close(fd);
+    return 0;
+  }
+  r->dir_fd = fd;
+  r->dir_dev = st.st_dev;
+  r->dir_ino = st.st_ino;
+  snprintf(r->dir, sizeof(r->dir), "%s", resolved);
+  return 1;
 }
 
 static rec_state *make_state(const char *calls_text) {
@@ -82,70 +127,95 @@ static rec_state *make_state(const char *calls_text) {
     refuse("NCCLSHIM_RECORD", calls_text, "not a number of calls from 1 to 16777216");
     return NULL;
   }
-  const char *dir = secure_getenv("NCCLSHIM_RECORD_DIR");
-  if (dir == NULL || dir[0] == '\0') dir = ".";
-  char resolved[PATH_MAX];
-  if (realpath(dir, resolved) == NULL || access(resolved, W_OK) != 0) {
-    refuse("NCCLSHIM_RECORD_DIR", dir, strerror(errno));
-    return NULL;
-  }
-  /* Room for "/ncclshim-record-HOST-PID-rankR.jsonl.tmp" after it. */
-  if (strlen(resolved) > PATH_MAX - 160) {
-    refuse("NCCLSHIM_RECORD_DIR", dir, "too long for the dump's file name");
-    return NULL;
-  }
   const char *signal_text = secure_getenv("NCCLSHIM_RECORD_SIGNAL");
   int signo = 0;
   if (signal_text != NULL && signal_text[0] != '\0' && (signo = parse_signal(signal_text)) == 0) {
     refuse("NCCLSHIM_RECORD_SIGNAL", signal_text,
-           "not a signal name (USR1, TERM, ...) or number that can be caught");
+           "not a signal name (USR1, TERM, ...) or number that can be caught and is not "
+           "SIGABRT (always dumped on) or SIGCHLD");
     return NULL;
   }
   uint64_t slots = 1;
   while (slots < calls) slots <<= 1;
   rec_state *r = calloc(1, sizeof(*r));
-  rec_entry *entries = calloc(slots, sizeof(*entries));
-  if (r == NULL || entries == NULL) {
+  /* Pages of zeros, touched only as calls fill them. */
+  size_t bytes = (size_t)slots * sizeof(rec_entry);
+  void *entries = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (r == NULL || entries == MAP_FAILED || !ncclshim_rec_comms_init(r)) {
     free(r);
-    free(entries);
+    if (entries != MAP_FAILED) munmap(entries, bytes);
     refuse("NCCLSHIM_RECORD", calls_text, "out of memory");
     return NULL;
   }
+  if (!open_dir(r)) {
+    munmap(entries, bytes);
+    free(r);
+    return NULL;
+  }
   r->entries = entries;
+  r->ring_bytes = bytes;
   r->mask = slots - 1;
   r->capacity = calls;
   r->signal = signo;
   r->at_exit = is_on(secure_getenv("NCCLSHIM_RECORD_AT_EXIT"));
   atomic_store(&r->process_rank, NCCLSHIM_REC_NONE);
-  snprintf(r->dir, sizeof(r->dir), "%s", resolved);
-  host_name(r->host, sizeof(r->host));
+  atomic_store(&r->nccl_version, NCCLSHIM_REC_NONE); /* not asked of NCCL in audit mode */
+  ncclshim_rec_identity(r);
   return r;
 }
 
-int ncclshim_rec_start(int nccl_version) {
-  const char *calls = secure_getenv("NCCLSHIM_RECORD");
-  if (calls == NULL || calls[0] == '\0') return 0;
+static void in_child(void) {
+  if (ncclshim_rec == NULL) return;
+  ncclshim_rec_comms_reset(ncclshim_rec);
+  ncclshim_rec_forked(ncclshim_rec);
+  atomic_flag_clear(&ncclshim_rec->busy);
+}
+
+/* At load: a signal that arrives before the first NCCL call (a launcher's, or a rank hung in
+ * its setup) dumps instead of killing the process. */
+__attribute__((constructor)) static void start_at_load(void) {
+  const char *value = secure_getenv("NCCLSHIM_RECORD");
+  if (value == NULL) return;
+  char calls[64];
+  trimmed(value, calls, sizeof(calls));
+  if (calls[0] == '\0') return;
   rec_state *r = make_state(calls);
-  if (r == NULL) return 0;
-  r->nccl_version = nccl_version;
+  if (r == NULL) return;
   ncclshim_rec = r;
-  if (r->signal != 0) {
-    struct sigaction action = {.sa_sigaction = on_signal, .sa_flags = SA_SIGINFO | SA_RESTART};
-    sigemptyset(&action.sa_mask);
-    sigaction(r->signal, &action, &previous);
-  }
+  pthread_atfork(NULL, NULL, in_child);
+  if (r->signal != 0) install(0, r->signal);
+  install(1, SIGABRT);
+}
+
+int ncclshim_rec_attach(int nccl_version) {
+  if (ncclshim_rec == NULL) return 0;
+  atomic_store(&ncclshim_rec->nccl_version, nccl_version);
   return 1;
+}
+
+const ncclshim_nccl_table *ncclshim_rec_audit_table(const ncclshim_nccl_table *real) {
+  return ncclshim_rec != NULL ? ncclshim_rec_table(real) : NULL;
+}
+
+void ncclshim_rec_no_nccl(void) {
+  rec_state *r = ncclshim_rec;
+  if (r == NULL) return;
+  if (r->signal != 0) uninstall(0, r->signal);
+  uninstall(1, SIGABRT);
+  ncclshim_rec = NULL; /* the state stays allocated: a handler may still be reading it */
+  ncclshim_rec_say("no usable NCCL", "", ": the recorder is off", 0);
 }
 
 void ncclshim_rec_describe(char *text, size_t size) {
   const rec_state *r = ncclshim_rec;
   if (r == NULL) {
-    snprintf(text, size, "off");
+    snprintf(text, size, "off (NCCLSHIM_RECORD unset or refused)");
     return;
   }
   int used = snprintf(text, size,
-                      "the last %llu calls; dumped to %s/ncclshim-record-%s-%d-*.jsonl "
-                      "when a call fails or an asynchronous error is reported",
+                      "recording the last %llu calls; dumped to %s/ncclshim-record-%s-%d-*.jsonl "
+                      "when a call fails, an asynchronous error is reported, a communicator is "
+                      "aborted or on SIGABRT",
                       (unsigned long long)r->capacity, r->dir, r->host, (int)getpid());
   if (used > 0 && (size_t)used < size && r->signal != 0)
     used += snprintf(text + used, size - (size_t)used, ", on signal %d", r->signal);
@@ -153,7 +223,10 @@ void ncclshim_rec_describe(char *text, size_t size) {
     snprintf(text + used, size - (size_t)used, ", at exit");
 }
 
+/* At exit, only a process that recorded a call: under LD_PRELOAD or LD_AUDIT, every program
+ * a job starts (shells, launchers) loads the library too. */
 __attribute__((destructor)) static void dump_at_exit(void) {
-  if (ncclshim_rec != NULL && ncclshim_rec->at_exit)
+  rec_state *r = ncclshim_rec;
+  if (r != NULL && r->at_exit && atomic_load(&r->next) > atomic_load(&r->first))
     ncclshim_rec_dump("exit", -1, NCCLSHIM_REC_NONE);
 }

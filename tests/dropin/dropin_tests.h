@@ -6,6 +6,12 @@
 
 int run_interpose_tests(void);
 int run_recorder_tests(void);
+int run_record_safety_tests(void);
+
+/* run_program, with the program's stderr (what it writes before its main() merges it into
+ * stdout) added at the end of its output. */
+void run_captured(scenario *s, const char *program, const char *const *args,
+                  const char *const *env);
 
 /* Run tests/dropin/interposed (its path in $INTERPOSED) with `what` and these arguments,
  * the drop-in in LD_PRELOAD unless preload is 0, and `extra` added to the environment. */

@@ -3,10 +3,25 @@
  *   interposed basic                  one communicator, three all-reduces and a broadcast
  *   interposed ops RANK N             rank RANK of 2 issues N all-reduces and exits
  *   interposed error | async | signal | split
+ *   interposed nocolor RANK         PyTorch's new_group: rank 0 opts out of a first split
+ *                                   (NCCL_SPLIT_NOCOLOR), then both split with color 3
+ *   interposed errors N             N failing all-reduces, then one failing otherwise
+ *   interposed fulldisk             a dump, then a second one that hits the file size limit
+ *   interposed fork                 a child (forked after two all-reduces) and its parent dump
+ *   interposed early                the dump signal before any NCCL call
+ *   interposed commabort | abort    ncclCommAbort; abort()
+ *   interposed raise SIGNO          two all-reduces, then raise(SIGNO)
+ *   interposed actions              the actions of SIGUSR1 and SIGABRT (default or not)
+ *   interposed many N               N communicators alive at once, then half destroyed
+ *   interposed threads              8 threads making, using and destroying communicators,
+ *                                   while the main thread dumps (SIGUSR1) again and again
  * It prints key=value lines; its stderr goes to stdout too, so the tests see ncclshim's. */
 #include <dlfcn.h>
 #include <link.h>
+#include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,11 +30,13 @@
 #include "under.h"
 
 static ncclComm_t start(int rank) {
+  printf("process=%d\n", (int)getpid());
   ncclUniqueId id;
   memset(&id, 0, sizeof(id));
   strcpy(id.internal, "interposed test job");
   ncclComm_t comm = NULL;
   printf("init_result=%d\n", ncclCommInitRank(&comm, 2, id, rank));
+  printf("comm_pointer=%llx\n", (unsigned long long)(uintptr_t)comm);
   return comm;
 }
 
@@ -58,6 +75,135 @@ static void basic(void) {
   printf("mapped_count=%d\n", count);
 }
 
+static void nocolor(int rank) {
+  ncclComm_t comm = start(rank), first = NULL, second = NULL;
+  printf("first_result=%d\n",
+         ncclCommSplit(comm, rank == 0 ? NCCL_SPLIT_NOCOLOR : 7, 0, &first, NULL));
+  printf("second_result=%d\n", ncclCommSplit(comm, 3, rank, &second, NULL));
+  all_reduces(second, 2);
+}
+
+static void errors(int n) {
+  ncclComm_t comm = start(0);
+  for (int i = 0; i < n; i++) {
+    under_fail("ncclAllReduce", ncclInternalError);
+    ncclAllReduce(NULL, NULL, 8, ncclInt32, ncclMax, comm, NULL);
+  }
+  under_fail("ncclAllReduce", ncclInvalidUsage);
+  printf("other_result=%d\n", ncclAllReduce(NULL, NULL, 8, ncclInt32, ncclMax, comm, NULL));
+}
+
+/* A file size limit stands for a full disk: writes past it fail (EFBIG). */
+static void full_disk(void) {
+  ncclComm_t comm = start(0);
+  all_reduces(comm, 2);
+  raise(SIGUSR1);
+  signal(SIGXFSZ, SIG_IGN);
+  struct rlimit limit = {300, 300};
+  printf("limit=%d\n", setrlimit(RLIMIT_FSIZE, &limit));
+  all_reduces(comm, 3);
+  raise(SIGUSR1);
+}
+
+static void forked(void) {
+  all_reduces(start(0), 2);
+  pid_t child = fork();
+  if (child == 0) {
+    raise(SIGUSR1); /* the job's dump signal reaches a data-loader worker too */
+    _exit(0);
+  }
+  int status;
+  waitpid(child, &status, 0);
+  printf("child_status=%d\n", status);
+  raise(SIGUSR1);
+}
+
+static void actions(void) {
+  struct sigaction usr1, abrt;
+  sigaction(SIGUSR1, NULL, &usr1);
+  sigaction(SIGABRT, NULL, &abrt);
+  printf("usr1_default=%d\nabrt_default=%d\n", usr1.sa_handler == SIG_DFL,
+         abrt.sa_handler == SIG_DFL);
+}
+
+static void many(int n) {
+  ncclComm_t *comms = calloc((size_t)n, sizeof(*comms));
+  for (int i = 0; i < n; i++) {
+    ncclUniqueId id;
+    memset(&id, 0, sizeof(id));
+    snprintf(id.internal, sizeof(id.internal), "communicator %d", i);
+    if (ncclCommInitRank(&comms[i], 2, id, 0) != ncclSuccess) printf("init_failed=%d\n", i);
+    all_reduces(comms[i], 1);
+  }
+  for (int i = 0; i < n; i += 2) ncclCommDestroy(comms[i]);
+  free(comms);
+}
+
+/* One thread: 200 communicators in turn, 10 all-reduces on each; the last one stays. */
+static void *churn(void *arg) {
+  int t = (int)(intptr_t)arg;
+  for (int i = 0; i < 200; i++) {
+    ncclUniqueId id;
+    memset(&id, 0, sizeof(id));
+    snprintf(id.internal, sizeof(id.internal), "thread %d communicator %d", t, i);
+    ncclComm_t comm = NULL;
+    if (ncclCommInitRank(&comm, 2, id, 0) != ncclSuccess) return (void *)1;
+    all_reduces(comm, 10);
+    if (i < 199) ncclCommDestroy(comm);
+  }
+  return NULL;
+}
+
+static void threads(void) {
+  pthread_t workers[8];
+  for (int t = 0; t < 8; t++) pthread_create(&workers[t], NULL, churn, (void *)(intptr_t)t);
+  for (int i = 0; i < 5; i++) raise(SIGUSR1);
+  int failed = 0;
+  for (int t = 0; t < 8; t++) {
+    void *result;
+    pthread_join(workers[t], &result);
+    failed += result != NULL;
+  }
+  printf("threads_failed=%d\n", failed);
+  raise(SIGUSR1);
+}
+
+static int more(int argc, char **argv) {
+  const char *what = argv[1];
+  if (strcmp(what, "nocolor") == 0 && argc == 3) {
+    nocolor(atoi(argv[2]));
+  } else if (strcmp(what, "errors") == 0 && argc == 3) {
+    errors(atoi(argv[2]));
+  } else if (strcmp(what, "fulldisk") == 0) {
+    full_disk();
+  } else if (strcmp(what, "fork") == 0) {
+    forked();
+  } else if (strcmp(what, "early") == 0) {
+    raise(SIGUSR1);
+    printf("alive=1\n");
+  } else if (strcmp(what, "commabort") == 0) {
+    ncclComm_t comm = start(0);
+    all_reduces(comm, 2);
+    printf("abort_result=%d\n", ncclCommAbort(comm));
+  } else if (strcmp(what, "abort") == 0) {
+    all_reduces(start(0), 2);
+    abort();
+  } else if (strcmp(what, "raise") == 0 && argc == 3) {
+    all_reduces(start(0), 2);
+    raise(atoi(argv[2]));
+    printf("alive=1\n");
+  } else if (strcmp(what, "actions") == 0) {
+    actions();
+  } else if (strcmp(what, "threads") == 0) {
+    threads();
+  } else if (strcmp(what, "many") == 0 && argc == 3) {
+    many(atoi(argv[2]));
+  } else {
+    return 1;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   dup2(STDOUT_FILENO, STDERR_FILENO);
   setvbuf(stdout, NULL, _IONBF, 0); /* in order with ncclshim's stderr lines */
@@ -87,8 +233,9 @@ int main(int argc, char **argv) {
     all_reduces(comm, 1);
     printf("split_result=%d\n", ncclCommSplit(comm, 7, 0, &child, NULL));
     all_reduces(child, 2);
-  } else {
-    fprintf(stderr, "usage: %s basic | ops RANK N | error | async | signal | split\n", argv[0]);
+  } else if (more(argc, argv) != 0) {
+    fprintf(stderr, "usage: %s basic | ops RANK N | error | async | signal | split | ...\n",
+            argv[0]);
     return 2;
   }
   return 0;

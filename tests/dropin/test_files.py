@@ -6,10 +6,14 @@
                             with that one file and runs with it
     test_files.py compare   ncclshim-record-compare on dumps of the interposed program: the
                             rank behind and the seq, ranks in step, a missing rank, ranks that
-                            disagree, no dumps, a broken dump
+                            disagree, no dumps, a broken dump; on hostile input (exit 2, a
+                            message, never a traceback or a hang); two containers' processes
+                            with one host name and pid; two processes that claim one rank
+    test_files.py audit     audit mode (LD_AUDIT) over a Python ctypes program that binds NCCL
+                            as vLLM's pynccl does: both ranks recorded, the rank behind named
 
 Environment (tests/dropin/meson.build): CC, SOURCE_ROOT, DROPIN_LIBRARY, FAKE_NCCL, INTERPOSED,
-COMPARE. Exit status: 0 pass, 1 fail.
+COMPARE, UNDER_NCCL, CTYPES_JOB. Exit status: 0 pass, 1 fail.
 """
 import os
 import re
@@ -64,7 +68,8 @@ def check_alone(tmp):
     check(not dynamic(copy, "RUNPATH") and not dynamic(copy, "RPATH"), "the drop-in has a RUNPATH")
     names = [x.split()[-1] for x in run(["nm", "-D", "--defined-only", copy]).splitlines()]
     stray = [n for n in names if not re.match(r"^p?nccl[A-Z]\w*$", n)
-             and n != "ncclshim_dropin_identity"]
+             and n not in ("ncclshim_dropin_identity", "la_version", "la_objopen",
+                           "la_symbind32", "la_symbind64")]
     check(names and not stray, "the drop-in exports more than NCCL's names: %s" % stray)
 
     # Link a program built against NCCL's names with that one file, nothing else on the path.
@@ -123,14 +128,117 @@ def check_compare(tmp):
     compare(2, empty)
     broken = os.path.join(empty, "ncclshim-record-x-1-rank0.jsonl")
     with open(broken, "w") as f:
-        f.write('{"kind":"header","format":"ncclshim-record/1"}\n{"kind":"call",\n')
+        f.write('{"kind":"header","format":"ncclshim-record/2","host":"x","pid":1,'
+                '"process":"0123456789abcdef","reason":"exit","calls":0}\n{"kind":"call",\n')
     proc = subprocess.run([sys.executable, os.environ["COMPARE"], empty], capture_output=True,
                           text=True)
     check(proc.returncode == 2 and "ncclshim-record-x-1-rank0.jsonl:2: not JSON" in proc.stderr,
           "broken dump: %d %s" % (proc.returncode, proc.stderr))
+    check_compare_hostile(tmp)
 
 
-CHECKS = {"alone": check_alone, "compare": check_compare}
+def dump_text(host="h", pid=7, process="00000000000000a1", rank=0, last_seq=3, nranks=2,
+              comm_id="00000000000000c1"):
+    lines = ['{"kind":"header","format":"ncclshim-record/2","host":"%s","pid":%d,"process":"%s",'
+             '"rank":%d,"reason":"signal","calls":%d,"time_ns":1}' % (host, pid, process, rank,
+                                                                      last_seq),
+             '{"kind":"comm","comm":"c-1","comm_id":"%s","rank":%d,"nranks":%d,"last_seq":%d}' % (
+                 comm_id, rank, nranks, last_seq)]
+    for seq in range(1, last_seq + 1):
+        lines.append('{"kind":"call","index":%d,"function":"ncclAllReduce","comm_id":"%s",'
+                     '"rank":%d,"seq":%d,"count":4,"state":"returned","result":0}' % (
+                         seq, comm_id, rank, seq))
+    return "\n".join(lines) + "\n"
+
+
+def compare_dir(directory, files, expect, needle):
+    os.makedirs(directory)
+    for name, content in files.items():
+        with open(os.path.join(directory, name), "wb") as f:
+            f.write(content if isinstance(content, bytes) else content.encode())
+    proc = subprocess.run([sys.executable, os.environ["COMPARE"], directory],
+                          capture_output=True, text=True, timeout=60, env=clean_env())
+    out = proc.stdout + proc.stderr
+    print("$ compare %s -> %d\n%s" % (os.path.basename(directory), proc.returncode, out.rstrip()))
+    check(proc.returncode == expect, "%s: exit %d, expected %d" % (directory, proc.returncode,
+                                                                  expect))
+    check("Traceback" not in out, "%s: a traceback" % directory)
+    check(needle in out, "%s: no %r" % (directory, needle))
+
+
+def check_compare_hostile(tmp):
+    good = dump_text()
+    header = good.splitlines()[0]
+    name = "ncclshim-record-h-7-rank0-00000000.jsonl"
+    hostile = {
+        "non-utf8": (good.encode() + b'{"kind":"call","function":"\xff\xfe"}\n', "not UTF-8"),
+        "nesting": (header + "\n" + '{"kind":"comm","x":' + "[" * 30000 + "]" * 30000 + "}\n",
+                    "nested deeper"),
+        "string-number": (good.replace('"pid":7', '"pid":"7"'), "'pid' must be an integer"),
+        "missing-key": (good.replace('"last_seq":3}', '"seq":3}'), "without 'last_seq'"),
+        "infinity": (good.replace('"time_ns":1', '"time_ns":Infinity'), "Infinity is not"),
+        "nranks": (good.replace('"nranks":2', '"nranks":1000000000'), "'nranks' out of range"),
+        "big-number": (good.replace('"time_ns":1', '"time_ns":' + "9" * 5000), "more than 20"),
+        "long-line": (header + "\n" + '{"kind":"comm","x":"' + "a" * 200000 + '"}\n',
+                      "longer than"),
+        "bool": (good.replace('"pid":7', '"pid":true'), "'pid' must be an integer"),
+        "no-header": (good.split("\n", 1)[1], "before the header"),
+    }
+    for case, (content, needle) in hostile.items():
+        compare_dir(os.path.join(tmp, case), {name: content}, 2, needle)
+    # Neither a FIFO nor a link to /dev/zero is read: no hang, no memory exhausted.
+    fifo = os.path.join(tmp, "fifo")
+    os.makedirs(fifo)
+    os.mkfifo(os.path.join(fifo, name))
+    compare_dir(os.path.join(tmp, "fifo-job"), {}, 2, "no ncclshim-record")
+    os.symlink(os.path.join(fifo, name), os.path.join(tmp, "fifo-job", name))
+    compare_dir(os.path.join(tmp, "fifo-job2"), {}, 2, "no ncclshim-record")
+    os.symlink("/dev/zero", os.path.join(tmp, "fifo-job2", name))
+    for job in ("fifo-job", "fifo-job2"):
+        proc = subprocess.run([sys.executable, os.environ["COMPARE"], os.path.join(tmp, job)],
+                              capture_output=True, text=True, timeout=60, env=clean_env())
+        check(proc.returncode == 2 and "not a regular file" in proc.stderr, "%s: %d %s" % (
+            job, proc.returncode, proc.stderr))
+
+    # Two containers: one host name, one pid, two processes (ranks 0 and 1): both counted.
+    compare_dir(os.path.join(tmp, "containers"), {
+        "ncclshim-record-h-7-rank0-a.jsonl": dump_text(process="00000000000000a1", rank=0,
+                                                       last_seq=4),
+        "ncclshim-record-h-7-rank1-b.jsonl": dump_text(process="00000000000000b2", rank=1,
+                                                       last_seq=3)}, 1,
+        "verdict: rank 1 is behind on communicator 00000000000000c1 at seq 4")
+    # Two processes claim rank 1 (a fork, or two jobs in one directory): no pick, exit 2.
+    compare_dir(os.path.join(tmp, "claims"), {
+        "ncclshim-record-a.jsonl": dump_text(process="00000000000000a1", rank=0, last_seq=4),
+        "ncclshim-record-b.jsonl": dump_text(process="00000000000000b2", rank=1, last_seq=3),
+        "ncclshim-record-c.jsonl": dump_text(process="00000000000000c3", rank=1, last_seq=4,
+                                             pid=8)}, 2,
+        "verdict: unusable: two processes claim rank 1 of communicator 00000000000000c1")
+
+
+def check_audit(tmp):
+    """vLLM's pynccl binds NCCL with ctypes: LD_PRELOAD misses it, audit mode records it."""
+    job = os.path.join(tmp, "job")
+    os.mkdir(job)
+    for rank, count in ((0, 5), (1, 4)):
+        run([sys.executable, os.environ["CTYPES_JOB"], os.environ["UNDER_NCCL"], str(rank),
+             str(count)], env=clean_env(LD_AUDIT=os.environ["DROPIN_LIBRARY"],
+                                        NCCLSHIM_RECORD="1000", NCCLSHIM_RECORD_DIR=job,
+                                        NCCLSHIM_RECORD_AT_EXIT="1"))
+    out = compare(1, job)
+    check("verdict: rank 1 is behind on communicator " in out and " at seq 5: it stopped after "
+          "seq 4, while rank 0 issued seq 5 (ncclAllReduce count 1024 ncclFloat32 ncclSum" in out,
+          "audit mode: the rank behind not named")
+    # Without the auditor, LD_PRELOAD sees nothing of a ctypes program's calls.
+    quiet = os.path.join(tmp, "preload")
+    os.mkdir(quiet)
+    run([sys.executable, os.environ["CTYPES_JOB"], os.environ["UNDER_NCCL"], "0", "2"],
+        env=clean_env(LD_PRELOAD=os.environ["DROPIN_LIBRARY"], NCCLSHIM_RECORD="1000",
+                      NCCLSHIM_RECORD_DIR=quiet, NCCLSHIM_RECORD_AT_EXIT="1"))
+    check(not os.listdir(quiet), "LD_PRELOAD recorded a ctypes program: %s" % os.listdir(quiet))
+
+
+CHECKS = {"alone": check_alone, "compare": check_compare, "audit": check_audit}
 
 
 def main():

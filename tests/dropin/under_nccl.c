@@ -1,11 +1,20 @@
 /* The functions of the NCCL under the drop-in that do more than count (see under_generic.c):
  * its version, communicators, an asynchronous error, and ncclBcast calling ncclBroadcast
  * through its own public name, as NCCL 2.x does. */
+#include <stdlib.h>
+
 #include "under.h"
 
-static struct ncclComm { int rank, nranks; } comms[16];
-static int made;
+struct ncclComm {
+  int rank, nranks;
+};
 static int async_result;
+
+static ncclComm_t make(int rank, int nranks) {
+  ncclComm_t comm = malloc(sizeof(*comm));
+  if (comm != NULL) *comm = (struct ncclComm){rank, nranks};
+  return comm;
+}
 
 UNDER_EXPORT void under_set_async(int result) { async_result = result; }
 
@@ -20,21 +29,28 @@ UNDER_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUni
   (void)commId;
   ncclResult_t result = under_answer(NCCLSHIM_FN_ncclCommInitRank);
   if (result != ncclSuccess) return result;
-  if (made == 16) return ncclSystemError;
-  comms[made] = (struct ncclComm){rank, nranks};
-  *comm = &comms[made++];
-  return ncclSuccess;
+  *comm = make(rank, nranks);
+  return *comm != NULL ? ncclSuccess : ncclSystemError;
 }
 
 UNDER_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
                                         ncclConfig_t *config) {
-  (void)color, (void)config;
+  (void)config;
   ncclResult_t result = under_answer(NCCLSHIM_FN_ncclCommSplit);
   if (result != ncclSuccess) return result;
-  if (made == 16) return ncclSystemError;
-  comms[made] = (struct ncclComm){key, comm->nranks};
-  *newcomm = &comms[made++];
-  return ncclSuccess;
+  /* A rank that opts out gets no communicator, as from NCCL. */
+  *newcomm = color == NCCL_SPLIT_NOCOLOR ? NULL : make(key, comm->nranks);
+  return color == NCCL_SPLIT_NOCOLOR || *newcomm != NULL ? ncclSuccess : ncclSystemError;
+}
+
+UNDER_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  free(comm);
+  return under_answer(NCCLSHIM_FN_ncclCommDestroy);
+}
+
+UNDER_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  free(comm);
+  return under_answer(NCCLSHIM_FN_ncclCommAbort);
 }
 
 UNDER_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError) {

@@ -1,17 +1,33 @@
-"""torch.distributed all-reduce on every GPU, for the drop-in under LD_PRELOAD
-(bench/gpu/dropin.sh):  python -m torch.distributed.run --nproc-per-node 2 torch_allreduce.py
-Each rank prints "rank R: all-reduce ok (N rounds)" when every result is right."""
+"""torch.distributed all-reduce on every GPU, for the drop-in (bench/gpu/dropin.sh, recorder.sh):
+    python -m torch.distributed.run --nproc-per-node 2 torch_allreduce.py
+Each rank prints "rank R: all-reduce ok (N rounds)" when every result is right.
+
+With SKIP_RANK=R and NCCL_TIMEOUT_S=T, rank R skips the last all-reduce and stops issuing
+(stuck elsewhere, as a rank in a data-dependent branch is); the other ranks wait in that
+all-reduce until PyTorch's own watchdog, T seconds later, aborts the communicator and ends
+the process (ncclCommAbort, then abort()). No signal is sent from outside; the launcher then
+ends the rank that stopped (SIGTERM). The flight recorder's dumps must name rank R."""
+import datetime
 import os
+import sys
+import time
 
 import torch
 import torch.distributed as dist
 
 local_rank = int(os.environ["LOCAL_RANK"])
+skip_rank = int(os.environ.get("SKIP_RANK", "-1"))
+timeout_s = int(os.environ.get("NCCL_TIMEOUT_S", "0"))
 torch.cuda.set_device(local_rank)
-dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
+options = {"timeout": datetime.timedelta(seconds=timeout_s)} if timeout_s else {}
+dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank), **options)
 rank, world = dist.get_rank(), dist.get_world_size()
 rounds = 20
 for i in range(rounds):
+    if rank == skip_rank and i == rounds - 1:
+        print("rank %d: skipping all-reduce %d and stopping" % (rank, i), flush=True)
+        time.sleep(3 * max(timeout_s, 10))  # ended by the launcher once the others abort
+        sys.exit(3)
     x = torch.full((1 << 20,), float(rank + 1 + i), device="cuda")
     dist.all_reduce(x)
     expected = world * (world + 1) / 2 + world * i

@@ -1,0 +1,173 @@
+/* Audit mode: LD_AUDIT=libncclshim-nccl.so.0 (docs/dropin.md). glibc loads the library as an
+ * auditor, in a link namespace of its own, before the program. Every object mapped is shown
+ * to la_objopen: an NCCL (an object that defines ncclGetVersion and is not a drop-in) is
+ * counted at once, and a second one reported. Each binding of an NCCL name to the first NCCL,
+ * however the program makes it (a linked call's PLT slot, dlsym, ctypes), passes through
+ * la_symbind64, which notes the real address and hands back the recorder's wrapper for that
+ * function. The wrappers call the addresses noted: this copy of the library never loads an
+ * NCCL of its own. With the recorder off, bindings are left as they are. */
+#include <elf.h>
+#include <link.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../internal.h"
+#include "record.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* The real functions, filled one by one as the program binds them; the recording table's
+ * wrappers call them. */
+static ncclshim_nccl_table bound;
+static const ncclshim_nccl_table *recording;
+
+#define FUNCTION_(name, version, policy, returns, n, params) \
+  {#name, offsetof(ncclshim_nccl_table, name)},
+static const struct {
+  const char *name;
+  size_t offset;
+} functions[] = {NCCLSHIM_NCCL_FUNCTIONS(FUNCTION_)};
+#define FUNCTION_COUNT (sizeof(functions) / sizeof(functions[0]))
+
+enum { MAX_NCCLS = 8 };
+static uintptr_t nccls[MAX_NCCLS]; /* the link maps of the NCCLs seen, first = the one bound */
+static size_t nccl_count;
+
+/* ---- Is this object an NCCL? Its dynamic symbol table, read from memory. ---- */
+
+typedef struct tables {
+  const ElfW(Sym) * symbols;
+  const char *strings;
+  const uint32_t *gnu_hash;
+  const ElfW(Word) * sysv_hash;
+} tables;
+
+static int find_tables(const struct link_map *map, tables *t) {
+  memset(t, 0, sizeof(*t));
+  if (map->l_ld == NULL) return 0;
+  for (const ElfW(Dyn) *dyn = map->l_ld; dyn->d_tag != DT_NULL; dyn++) {
+    /* Relocated in place where the section is writable, not where it is read-only. */
+    uintptr_t at = dyn->d_un.d_ptr < map->l_addr ? map->l_addr + dyn->d_un.d_ptr : dyn->d_un.d_ptr;
+    if (dyn->d_tag == DT_SYMTAB)
+      t->symbols = (const ElfW(Sym) *)at;
+    else if (dyn->d_tag == DT_STRTAB)
+      t->strings = (const char *)at;
+    else if (dyn->d_tag == DT_GNU_HASH)
+      t->gnu_hash = (const uint32_t *)at;
+    else if (dyn->d_tag == DT_HASH)
+      t->sysv_hash = (const ElfW(Word) *)at;
+  }
+  return t->symbols && t->strings && (t->gnu_hash || t->sysv_hash);
+}
+
+static int defines(const tables *t, const ElfW(Sym) * sym, const char *name) {
+  return sym->st_shndx != SHN_UNDEF && strcmp(t->strings + sym->st_name, name) == 0;
+}
+
+static int has_symbol(const tables *t, const char *name) {
+  if (t->gnu_hash != NULL) {
+    uint32_t h = 5381;
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++) h = h * 33 + *c;
+    uint32_t nbuckets = t->gnu_hash[0], symoffset = t->gnu_hash[1], bloom = t->gnu_hash[2];
+    if (nbuckets == 0) return 0;
+    const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)(t->gnu_hash + 4) + bloom);
+    const uint32_t *chain = buckets + nbuckets;
+    uint32_t i = buckets[h % nbuckets];
+    if (i < symoffset) return 0;
+    for (;; i++) {
+      uint32_t other = chain[i - symoffset];
+      if ((h | 1) == (other | 1) && defines(t, &t->symbols[i], name)) return 1;
+      if (other & 1) return 0;
+    }
+  }
+  uint32_t h = 0;
+  for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
+    h = (h << 4) + *c;
+    uint32_t g = h & 0xf0000000u;
+    h = (h ^ (g >> 24)) & ~g;
+  }
+  ElfW(Word) nbucket = t->sysv_hash[0];
+  if (nbucket == 0) return 0;
+  const ElfW(Word) *bucket = t->sysv_hash + 2, *chain = bucket + nbucket;
+  for (ElfW(Word) i = bucket[h % nbucket]; i != STN_UNDEF; i = chain[i])
+    if (defines(t, &t->symbols[i], name)) return 1;
+  return 0;
+}
+
+static int is_nccl(const struct link_map *map) {
+  tables t;
+  return find_tables(map, &t) && has_symbol(&t, "ncclGetVersion") &&
+         !has_symbol(&t, "ncclshim_dropin_identity");
+}
+
+static const char *name_of(const struct link_map *map) {
+  return map->l_name != NULL && map->l_name[0] != '\0' ? map->l_name : "the program";
+}
+
+/* ---- The audit interface (man 7 rtld-audit) ---- */
+
+EXPORT unsigned int la_version(unsigned int version) {
+  recording = ncclshim_rec_audit_table(&bound);
+  return version < LAV_CURRENT ? version : LAV_CURRENT;
+}
+
+/* Bindings from every object are seen; bindings to an NCCL only are. */
+EXPORT unsigned int la_objopen(struct link_map *map, Lmid_t lmid, uintptr_t *cookie) {
+  (void)lmid;
+  *cookie = (uintptr_t)map;
+  if (!is_nccl(map)) return LA_FLG_BINDFROM;
+  if (nccl_count == 0) {
+    if (ncclshim_debug_enabled())
+      ncclshim_rec_say("audit mode: NCCL mapped: ", name_of(map),
+                       recording != NULL ? "; its functions are recorded however they are bound"
+                                         : "; the recorder is off",
+                       0);
+  } else {
+    char first[PATH_MAX + 64];
+    snprintf(first, sizeof(first),
+             " is mapped while %s is: two NCCLs in this process; calls "
+             "to the second are not recorded",
+             name_of((const struct link_map *)nccls[0]));
+    ncclshim_rec_say("warning: audit mode: a second NCCL, ", name_of(map), first, 0);
+  }
+  if (nccl_count < MAX_NCCLS) nccls[nccl_count++] = (uintptr_t)map;
+  return LA_FLG_BINDFROM | LA_FLG_BINDTO;
+}
+
+static int index_of(const char *name) {
+  if (name[0] == 'p') name++; /* pnccl profiling aliases */
+  for (size_t i = 0; i < FUNCTION_COUNT; i++)
+    if (strcmp(functions[i].name, name) == 0) return (int)i;
+  return -1;
+}
+
+static uintptr_t redirect(const ElfW(Sym) * sym, uintptr_t *defcook, const char *symname) {
+  uintptr_t real = sym->st_value;
+  int i;
+  if (recording == NULL || nccl_count == 0 || *defcook != nccls[0] || (i = index_of(symname)) < 0 ||
+      ELF64_ST_TYPE(sym->st_info) != STT_FUNC)
+    return real;
+  char *slot = (char *)&bound + functions[i].offset;
+  memcpy(slot, &real, sizeof(real));
+  uintptr_t wrapper;
+  memcpy(&wrapper, (const char *)recording + functions[i].offset, sizeof(wrapper));
+  return wrapper;
+}
+
+#if __ELF_NATIVE_CLASS == 64
+EXPORT uintptr_t la_symbind64(Elf64_Sym *sym, unsigned int ndx, uintptr_t *refcook,
+                              uintptr_t *defcook, unsigned int *flags, const char *symname) {
+  (void)ndx, (void)refcook;
+  *flags |= LA_SYMB_NOPLTENTER | LA_SYMB_NOPLTEXIT;
+  return redirect(sym, defcook, symname);
+}
+#else
+EXPORT uintptr_t la_symbind32(Elf32_Sym *sym, unsigned int ndx, uintptr_t *refcook,
+                              uintptr_t *defcook, unsigned int *flags, const char *symname) {
+  (void)ndx, (void)refcook;
+  *flags |= LA_SYMB_NOPLTENTER | LA_SYMB_NOPLTEXIT;
+  return redirect(sym, defcook, symname);
+}
+#endif

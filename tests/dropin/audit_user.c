@@ -1,0 +1,66 @@
+/* A program that binds NCCL itself, as vLLM's pynccl or JAX's loader do: dlopen of a path,
+ * then dlsym of each function. LD_PRELOAD cannot see its calls; the drop-in's audit mode
+ * (LD_AUDIT) can. Its NCCL is the interposer tests' libnccl.so.2 (under_*.c).
+ *   audit_user LIBRARY ops RANK N   rank RANK of 2 issues N all-reduces and exits
+ *   audit_user LIBRARY split        a split with NCCL_SPLIT_NOCOLOR, then one with color 3
+ * It prints key=value lines (where dlsym's ncclAllReduce lies, the results). */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ncclshim/nccl_functions.h"
+
+typedef ncclResult_t (*init_fn)(ncclComm_t *, int, ncclUniqueId, int);
+typedef ncclResult_t (*all_reduce_fn)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
+                                      ncclComm_t, cudaStream_t);
+typedef ncclResult_t (*split_fn)(ncclComm_t, int, int, ncclComm_t *, ncclConfig_t *);
+
+static void *symbol(void *lib, const char *name) {
+  void *address = dlsym(lib, name);
+  if (address == NULL) {
+    printf("missing=%s\n", name);
+    exit(1);
+  }
+  return address;
+}
+
+int main(int argc, char **argv) {
+  dup2(STDOUT_FILENO, STDERR_FILENO);
+  setvbuf(stdout, NULL, _IONBF, 0);
+  if (argc < 3) {
+    fprintf(stderr, "usage: %s LIBRARY ops RANK N | split\n", argv[0]);
+    return 2;
+  }
+  void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+  if (lib == NULL) {
+    printf("dlopen_error=%s\n", dlerror());
+    return 1;
+  }
+  init_fn init = (init_fn)(uintptr_t)symbol(lib, "ncclCommInitRank");
+  all_reduce_fn all_reduce = (all_reduce_fn)(uintptr_t)symbol(lib, "ncclAllReduce");
+  Dl_info info;
+  if (dladdr((void *)(uintptr_t)all_reduce, &info)) printf("ncclAllReduce_in=%s\n", info.dli_fname);
+  ncclUniqueId id;
+  memset(&id, 0, sizeof(id));
+  strcpy(id.internal, "audit test job");
+  int rank = strcmp(argv[2], "ops") == 0 && argc == 5 ? atoi(argv[3]) : 0;
+  ncclComm_t comm = NULL;
+  printf("init_result=%d\n", init(&comm, 2, id, rank));
+  if (strcmp(argv[2], "ops") == 0 && argc == 5) {
+    for (int i = 0; i < atoi(argv[4]); i++)
+      if (all_reduce(NULL, NULL, 1024, ncclFloat32, ncclSum, comm, NULL) != ncclSuccess)
+        printf("allreduce_failed=%d\n", i);
+  } else if (strcmp(argv[2], "split") == 0) {
+    split_fn split = (split_fn)(uintptr_t)symbol(lib, "ncclCommSplit");
+    ncclComm_t none = NULL, child = NULL;
+    printf("nocolor_result=%d\n", split(comm, NCCL_SPLIT_NOCOLOR, 0, &none, NULL));
+    printf("split_result=%d\n", split(comm, 3, 0, &child, NULL));
+    all_reduce(NULL, NULL, 8, ncclFloat32, ncclSum, child, NULL);
+  } else {
+    return 2;
+  }
+  return 0;
+}

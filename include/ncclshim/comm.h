@@ -16,10 +16,15 @@
  * destructor. Out-parameters are written only on success.
  *
  * Deadlines: every wait takes a timeout in milliseconds (0: look once, never block; a
- * negative value is refused: no wait is unbounded). Waits poll with backoff (a few polls
- * that only yield, then sleeps from 10 us doubling up to 1 ms) on CLOCK_MONOTONIC. NCCL calls that
- * block by themselves (init, finalize and collectives on a *blocking* communicator) cannot be
- * bounded from outside: create the communicator non-blocking to have every step bounded. */
+ * negative value is refused: no wait is unbounded). A wait notices completion within about
+ * max(2 us, 5 %) of the time it waited: it polls back to back (yielding the core between
+ * polls) while a sleep would overshoot more than that (about the first 1.5 ms), then sleeps
+ * 1/25 of the time waited, at most 1 ms, on CLOCK_MONOTONIC. NCCLSHIM_WAIT_SPIN_US=N in the
+ * environment stops the back-to-back polling after N us (0: sleep from the start; fewer
+ * cycles, later returns). NCCL calls that block by themselves (init, finalize and
+ * collectives on a *blocking* communicator) cannot be bounded from outside: create the
+ * communicator non-blocking to have every step bounded, or watch a blocking one with the
+ * watchdog (ncclshim/watchdog.h, included below). */
 #ifndef NCCLSHIM_COMM_H
 #define NCCLSHIM_COMM_H
 
@@ -77,7 +82,8 @@ typedef enum ncclshim_comm_state {
   NCCLSHIM_COMM_INITIALIZING = 0, /* non-blocking init started; ncclshim_comm_wait finishes it */
   NCCLSHIM_COMM_READY = 1,        /* usable: ncclshim_comm_raw gives the ncclComm_t */
   NCCLSHIM_COMM_FINALIZING = 2,   /* ncclshim_comm_destroy ran out of time while finalizing */
-  NCCLSHIM_COMM_FAILED = 3,       /* NCCL reported an error: only an abort releases it */
+  NCCLSHIM_COMM_FAILED = 3,       /* NCCL reported an error, or the watchdog found a hang (it
+                                     then started the abort): only an abort releases it */
   NCCLSHIM_COMM_DESTROYED = 4,    /* finalized and destroyed */
   NCCLSHIM_COMM_ABORTING = 5,     /* ncclCommAbort is still running on its thread */
   NCCLSHIM_COMM_ABORTED = 6       /* ncclCommAbort returned */
@@ -195,5 +201,7 @@ NCCLSHIM_API void ncclshim_comm_free(ncclshim_comm *comm);
 #ifdef __cplusplus
 }
 #endif
+
+#include "ncclshim/watchdog.h"
 
 #endif /* NCCLSHIM_COMM_H */

@@ -17,10 +17,23 @@ struct ncclshim_comm {
   pthread_mutex_t lock;          /* guards the fields below */
   pthread_cond_t abort_returned; /* on CLOCK_MONOTONIC */
   ncclshim_comm_state state;
-  int abort_done;            /* ncclCommAbort has returned ... */
-  ncclResult_t abort_result; /* ... this */
-  ncclResult_t failure;      /* the error that made it FAILED */
+  int abort_done;                /* ncclCommAbort has returned ... */
+  ncclResult_t abort_result;     /* ... this */
+  ncclResult_t failure;          /* the error that made it FAILED */
+  int abort_started;             /* the abort thread runs or ran (ours, or the watchdog's) */
+  ncclshim_status failed_status; /* what checked calls on a FAILED one return */
+  /* Watching (comm_watch.c): the watch, set and cleared by the watching thread's calls;
+   * the watchdog's message, written once under the lock before failed_by_watchdog is set. */
+  struct ncclshim_watch *_Atomic watch;
+  atomic_int failed_by_watchdog;
+  char reason[768];
 };
+
+/* Start ncclCommAbort on its own detached thread; with the lock held and abort_started 0.
+ * Returns 0 or the pthread error. */
+int ncclshim_comm_abort_start(ncclshim_comm *comm);
+/* The checked calls' answer for a FAILED communicator (the lock not held). */
+ncclshim_status ncclshim_comm_failed(ncclshim_comm *comm, const char *who);
 
 /* Take and drop a reference; the last drop frees the wrapper. */
 void ncclshim_comm_ref(ncclshim_comm *comm);
@@ -43,15 +56,19 @@ int64_t ncclshim_now_ns(void);
 /* now + timeout_ms, in ns. */
 int64_t ncclshim_deadline_ns(int timeout_ms);
 
-/* Backoff between polls: a few yields, then sleeps from 10 us doubling to 1 ms, never past
- * the deadline. */
+/* Pacing between polls (comm_time.c): back-to-back polls that yield the core while a sleep
+ * would overshoot by more than 5 % of the time waited, then sleeps of 1/25 of the time
+ * waited (less the sleeps' measured lateness), at most 1 ms, never past the deadline. */
 typedef struct ncclshim_backoff {
   int64_t deadline_ns;
-  int64_t sleep_ns;
-  int yields; /* polls left that only yield */
+  int64_t start_ns;
+  int64_t lateness_ns;   /* how late sleeps come back, learnt */
+  int64_t spin_limit_ns; /* NCCLSHIM_WAIT_SPIN_US in ns; -1: no limit */
 } ncclshim_backoff;
 ncclshim_backoff ncclshim_backoff_start(int64_t deadline_ns);
-/* Sleep the next step; 0 when the deadline has already passed (nothing slept). */
+/* The sleep the next step would take at `now`; 0: poll again at once. */
+int64_t ncclshim_backoff_step_ns(const ncclshim_backoff *backoff, int64_t now);
+/* Pause before the next poll; 0 when the deadline has already passed (nothing done). */
 int ncclshim_backoff_sleep(ncclshim_backoff *backoff);
 
 /* One look at ncclCommGetAsyncError: OK with *busy set (ncclInProgress) or NCCL_ERROR;

@@ -17,27 +17,36 @@ ncclshim_status ncclshim_comm_note(ncclshim_comm *comm, ncclshim_status status, 
   return status;
 }
 
+ncclshim_status ncclshim_comm_failed(ncclshim_comm *comm, const char *who) {
+  if (atomic_load(&comm->failed_by_watchdog))
+    return ncclshim_fail(comm->failed_status,
+                         "%s: the watchdog failed the communicator (rank %d of %d): %s; only "
+                         "ncclshim_comm_abort can release it",
+                         who, comm->rank, comm->nranks, comm->reason);
+  pthread_mutex_lock(&comm->lock);
+  ncclResult_t failure = comm->failure;
+  pthread_mutex_unlock(&comm->lock);
+  return ncclshim_fail(NCCLSHIM_NCCL_ERROR,
+                       "%s: the communicator (rank %d of %d) failed earlier with %s (%d); only "
+                       "ncclshim_comm_abort can release it",
+                       who, comm->rank, comm->nranks, ncclshim_nccl_result_name(failure),
+                       (int)failure);
+}
+
 /* OK when the communicator is in a state that can be waited on; otherwise why not. */
 static ncclshim_status waitable(ncclshim_comm *comm, const char *who, int timeout_ms) {
   if (comm == NULL) return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: comm is NULL", who);
   if (timeout_ms < 0)
     return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT,
                          "%s: timeout %d ms is negative (no wait is unbounded)", who, timeout_ms);
-  pthread_mutex_lock(&comm->lock);
-  ncclshim_comm_state state = comm->state;
-  ncclResult_t failure = comm->failure;
-  pthread_mutex_unlock(&comm->lock);
+  ncclshim_comm_state state = ncclshim_comm_get_state(comm);
   switch (state) {
   case NCCLSHIM_COMM_INITIALIZING:
   case NCCLSHIM_COMM_READY:
   case NCCLSHIM_COMM_FINALIZING:
     return NCCLSHIM_OK;
   case NCCLSHIM_COMM_FAILED:
-    return ncclshim_fail(NCCLSHIM_NCCL_ERROR,
-                         "%s: the communicator (rank %d of %d) failed earlier with %s (%d); only "
-                         "ncclshim_comm_abort can release it",
-                         who, comm->rank, comm->nranks, ncclshim_nccl_result_name(failure),
-                         (int)failure);
+    return ncclshim_comm_failed(comm, who);
   default:
     return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: the communicator is %s", who,
                          ncclshim_comm_state_name(state));

@@ -18,10 +18,10 @@
  * Deadlines: every wait takes a timeout in milliseconds (0: look once, never block; a
  * negative value is refused: no wait is unbounded). A wait notices completion within about
  * max(2 us, 5 %) of the time it waited: it polls back to back (yielding the core between
- * polls) while a sleep would overshoot more than that (about the first 1.5 ms), then sleeps
- * 1/25 of the time waited, at most 1 ms, on CLOCK_MONOTONIC. NCCLSHIM_WAIT_SPIN_US=N in the
- * environment stops the back-to-back polling after N us (0: sleep from the start; fewer
- * cycles, later returns). NCCL calls that block by themselves (init, finalize and
+ * polls) while a sleep would overshoot more than that (about the first 1.75 ms), then
+ * sleeps 1/25 of the time waited, at most 1 ms, on CLOCK_MONOTONIC. NCCLSHIM_WAIT_SPIN_US=N
+ * in the environment ends the back-to-back polling after N us (default 2000; 0: sleep from
+ * the start: fewer cycles, later returns). NCCL calls that block by themselves (init, finalize and
  * collectives on a *blocking* communicator) cannot be bounded from outside: create the
  * communicator non-blocking to have every step bounded, or watch a blocking one with the
  * watchdog (ncclshim/watchdog.h, included below). */

@@ -57,13 +57,14 @@ int64_t ncclshim_now_ns(void);
 int64_t ncclshim_deadline_ns(int timeout_ms);
 
 /* Pacing between polls (comm_time.c): back-to-back polls that yield the core while a sleep
- * would overshoot by more than 5 % of the time waited, then sleeps of 1/25 of the time
- * waited (less the sleeps' measured lateness), at most 1 ms, never past the deadline. */
+ * would overshoot by more than 5 % of the time waited (for 2 ms at most), then sleeps of
+ * 1/25 of the time waited (less the sleeps' measured lateness), at most 1 ms, never past
+ * the deadline. */
 typedef struct ncclshim_backoff {
   int64_t deadline_ns;
   int64_t start_ns;
   int64_t lateness_ns;   /* how late sleeps come back, learnt */
-  int64_t spin_limit_ns; /* NCCLSHIM_WAIT_SPIN_US in ns; -1: no limit */
+  int64_t spin_limit_ns; /* NCCLSHIM_WAIT_SPIN_US in ns */
 } ncclshim_backoff;
 ncclshim_backoff ncclshim_backoff_start(int64_t deadline_ns);
 /* The sleep the next step would take at `now`; 0: poll again at once. */

@@ -7,9 +7,11 @@
  * needs it) while a sleep would overshoot by more than 5 % of the time already waited, and
  * only then sleeps, for WAIT_FRACTION of the time already waited minus the lateness its
  * sleeps have shown, capped at LONGEST_SLEEP_NS. With the default slack that switch comes
- * after about 1.5 ms of waiting; a 10 s wait then polls about once a millisecond.
- * NCCLSHIM_WAIT_SPIN_US caps the polling phase, for callers who would rather spend fewer
- * cycles than return sooner (docs/collectives.md has the measured CPU cost). */
+ * after about 1.75 ms of waiting; a 10 s wait then polls about once a millisecond. The
+ * polling phase ends after NCCLSHIM_WAIT_SPIN_US (default 2000) whatever the lateness, so
+ * that a loaded machine, whose sleeps come back late, does not make waits spin longer; 0
+ * sleeps from the start, for callers who would rather spend fewer cycles than return
+ * sooner (docs/collectives.md has the measured CPU cost). */
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -24,7 +26,7 @@ enum {
   FIRST_LATENESS_NS = 60 * 1000   /* the guess before a sleep has been measured */
 };
 
-static int64_t spin_limit_ns = -1; /* NCCLSHIM_WAIT_SPIN_US; -1: poll as long as needed */
+static int64_t spin_limit_ns = 2000 * 1000; /* NCCLSHIM_WAIT_SPIN_US */
 static pthread_once_t spin_once = PTHREAD_ONCE_INIT;
 
 static void read_spin_limit(void) {
@@ -54,8 +56,8 @@ ncclshim_backoff ncclshim_backoff_start(int64_t deadline_ns) {
 int64_t ncclshim_backoff_step_ns(const ncclshim_backoff *backoff, int64_t now) {
   int64_t waited = now - backoff->start_ns;
   int64_t step = waited / WAIT_FRACTION - backoff->lateness_ns;
-  if (backoff->spin_limit_ns >= 0 && waited >= backoff->spin_limit_ns && step < SHORTEST_SLEEP_NS)
-    step = SHORTEST_SLEEP_NS; /* the caller asked to stop polling back to back */
+  if (waited >= backoff->spin_limit_ns && step < SHORTEST_SLEEP_NS)
+    step = SHORTEST_SLEEP_NS; /* polled back to back long enough */
   if (step < SHORTEST_SLEEP_NS) return 0;
   return step < LONGEST_SLEEP_NS ? step : LONGEST_SLEEP_NS;
 }

@@ -92,14 +92,30 @@ typedef enum ncclshim_comm_state {
 /* "initializing", "ready", ...; "unknown" for other values. */
 NCCLSHIM_API const char *ncclshim_comm_state_name(ncclshim_comm_state state);
 
+/* ncclshim_comm_options.blocking. Stable values. */
+enum {
+  NCCLSHIM_COMM_NONBLOCKING = 0,
+  NCCLSHIM_COMM_BLOCKING = 1,
+  /* Bounded init, blocking operations (needs ncclCommSplit, NCCL 2.18.1+). The init is
+   * non-blocking; once ncclshim_comm_wait has seen it finish, the same wait splits it
+   * (ncclCommSplit, color 0, key rank, bounded by the same deadline) into a child whose
+   * config is blocking, and ncclshim_comm_raw gives the child. Collectives then cost what
+   * they cost on a blocking communicator (NCCL's non-blocking mode adds tens of us per call)
+   * and the watchdog (ncclshim/watchdog.h) bounds them instead. Teardown: destroy finalizes
+   * the child (which blocks, as on any blocking communicator), then the parent within the
+   * deadline; abort aborts both. */
+  NCCLSHIM_COMM_SPLIT_BLOCKING = 2
+};
+
 typedef struct ncclshim_comm_options {
   size_t size;  /* sizeof(ncclshim_comm_options): lets the struct grow */
-  int blocking; /* 1: NCCL calls on it block until done (NCCL's default). 0: non-blocking
-                   (needs NCCL 2.14+): init and operations return at once and finish in the
-                   background, so that every wait can have a deadline. */
+  int blocking; /* NCCLSHIM_COMM_BLOCKING (any value but 0 and 2): NCCL calls on it block
+                   until done (NCCL's default). NCCLSHIM_COMM_NONBLOCKING (needs NCCL 2.14+):
+                   init and operations return at once and finish in the background, so that
+                   every wait can have a deadline. NCCLSHIM_COMM_SPLIT_BLOCKING: above. */
 } ncclshim_comm_options;
 #define NCCLSHIM_COMM_OPTIONS_INIT \
-  { sizeof(ncclshim_comm_options), 1 }
+  { sizeof(ncclshim_comm_options), NCCLSHIM_COMM_BLOCKING }
 
 /* Create rank `rank` of an `nranks`-rank communicator with the unique id every rank got
  * (from ncclGetUniqueId on one rank, or on each rank when NCCL_COMM_ID is set). It runs on
@@ -111,8 +127,9 @@ typedef struct ncclshim_comm_options {
  * ncclshim_comm_wait(comm, deadline) before using it. NCCL_COMM_BLOCKING in the environment
  * may turn a blocking request non-blocking; the communicator handles either.
  * Returns OK with *out set; INVALID_ARGUMENT (out or id NULL, nranks < 1, rank outside
- * [0, nranks), options->size too small); UNAVAILABLE (blocking = 0 on an NCCL older than
- * 2.14: the message names both versions); the handle's status when no NCCL is loaded;
+ * [0, nranks), options->size too small); UNAVAILABLE (non-blocking on an NCCL older than
+ * 2.14, NCCLSHIM_COMM_SPLIT_BLOCKING without ncclCommSplit: the message names both
+ * versions); the handle's status when no NCCL is loaded;
  * OUT_OF_MEMORY; NCCL_ERROR (init failed: checked message). Thread-safe. */
 NCCLSHIM_API ncclshim_status ncclshim_comm_init(ncclshim_nccl *nccl, int nranks,
                                                 const ncclUniqueId *id, int rank,

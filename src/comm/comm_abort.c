@@ -8,6 +8,10 @@
 static void *abort_thread(void *arg) {
   ncclshim_comm *comm = arg;
   ncclResult_t r = ncclshim_nccl_functions(comm->nccl)->ncclCommAbort(comm->comm);
+  if (comm->parent != NULL) { /* NCCLSHIM_COMM_SPLIT_BLOCKING: the parent goes too */
+    ncclResult_t p = ncclshim_nccl_functions(comm->nccl)->ncclCommAbort(comm->parent);
+    if (r == ncclSuccess) r = p;
+  }
   pthread_mutex_lock(&comm->lock);
   comm->abort_result = r;
   comm->abort_done = 1;

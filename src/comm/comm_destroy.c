@@ -32,6 +32,17 @@ ncclshim_status ncclshim_comm_destroy(ncclshim_comm *comm, int timeout_ms) {
       return status;
     state = NCCLSHIM_COMM_READY;
   }
+  if (state == NCCLSHIM_COMM_READY && comm->parent != NULL) {
+    /* NCCLSHIM_COMM_SPLIT_BLOCKING: the blocking child first (its finalize blocks), then the
+     * parent. */
+    ncclResult_t r = t->ncclCommFinalize(comm->comm);
+    if (r == ncclSuccess) r = t->ncclCommDestroy(comm->comm);
+    if (r != ncclSuccess) return step_failed(comm, r, "ncclCommFinalize/Destroy (the child)");
+    pthread_mutex_lock(&comm->lock);
+    comm->comm = comm->parent;
+    comm->parent = NULL;
+    pthread_mutex_unlock(&comm->lock);
+  }
   if (state == NCCLSHIM_COMM_READY &&
       ncclshim_nccl_has_function(comm->nccl, NCCLSHIM_FN_ncclCommFinalize)) {
     ncclResult_t r = t->ncclCommFinalize(comm->comm);

@@ -27,7 +27,17 @@ struct ncclshim_comm {
   struct ncclshim_watch *_Atomic watch;
   atomic_int failed_by_watchdog;
   char reason[768];
+  /* NCCLSHIM_COMM_SPLIT_BLOCKING (comm_split.c): the parent while READY (comm is then the child);
+   * the split asked for, and started; the child as NCCL writes it. */
+  ncclComm_t parent;
+  int split_wanted, split_started;
+  ncclComm_t child;
 };
+
+/* After the parent's init finished: start the split (once) and wait for it until the
+ * deadline; on OK the communicator's comm is the child. *seen as ncclshim_wait_until's. */
+ncclshim_status ncclshim_comm_split_child(ncclshim_comm *comm, int64_t deadline_ns, int timeout_ms,
+                                          ncclResult_t *seen);
 
 /* Start ncclCommAbort on its own detached thread; with the lock held and abort_started 0.
  * Returns 0 or the pthread error. */

@@ -86,6 +86,8 @@ ncclshim_status ncclshim_comm_wait_deadline(ncclshim_comm *comm, int64_t deadlin
   ncclResult_t seen = ncclSuccess;
   ncclshim_status status =
       ncclshim_wait_until(comm->nccl, comm->comm, deadline_ns, timeout_ms, &seen);
+  if (status == NCCLSHIM_OK && before == NCCLSHIM_COMM_INITIALIZING && comm->split_wanted)
+    status = ncclshim_comm_split_child(comm, deadline_ns, timeout_ms, &seen);
   return name_the_wait(comm, ncclshim_comm_note(comm, status, seen), "", before,
                        pending_in(before));
 }

@@ -356,6 +356,69 @@ static void test_failure_while_enqueueing(void **state) {
   ncclshim_nccl_close(nccl);
 }
 
+/* NCCLSHIM_COMM_SPLIT_BLOCKING: a non-blocking init, bounded; then a blocking child for the
+ * operations. */
+static ncclshim_comm *split_comm(ncclshim_nccl *nccl) {
+  ncclUniqueId id;
+  memset(&id, 0x5a, sizeof(id));
+  ncclshim_comm_options options = NCCLSHIM_COMM_OPTIONS_INIT;
+  options.blocking = NCCLSHIM_COMM_SPLIT_BLOCKING;
+  ncclshim_comm *comm = NULL;
+  assert_int_equal(ncclshim_comm_init(nccl, 2, &id, 0, &options, &comm), NCCLSHIM_OK);
+  assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_INITIALIZING);
+  return comm;
+}
+
+static void test_split_blocking(void **state) {
+  (void)state;
+  ncclshim_nccl *nccl = fake_open("2.28.9");
+  ncclshim_comm *comm = split_comm(nccl);
+  fake_async(-1, ncclSuccess); /* the init never finishes: the wait is bounded */
+  assert_int_equal(ncclshim_comm_wait(comm, 30), NCCLSHIM_TIMEOUT);
+  assert_int_equal(fake_count("ncclCommSplit"), 0);
+  fake_async(3, ncclSuccess);
+  assert_int_equal(ncclshim_comm_wait(comm, 1000), NCCLSHIM_OK);
+  assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_READY);
+  assert_int_equal(fake_count("ncclCommSplit"), 1);
+  ncclComm_t child = ncclshim_comm_raw(comm);
+  assert_non_null(child);
+  /* The child is blocking: a collective on it answers ncclSuccess, and finalize too. */
+  ncclshim_watchdog *dog = start();
+  assert_int_equal(ncclshim_comm_watch(comm, dog, TIMEOUT_MS), NCCLSHIM_OK);
+  assert_int_equal(all_reduce(comm, 64), NCCLSHIM_OK);
+  assert_int_equal(ncclshim_comm_destroy(comm, 1000), NCCLSHIM_OK);
+  assert_int_equal(fake_count("ncclCommFinalize"), 2); /* the child, then the parent */
+  assert_int_equal(fake_count("ncclCommDestroy"), 2);
+  ncclshim_comm_free(comm);
+  ncclshim_watchdog_stop(dog);
+  ncclshim_nccl_close(nccl);
+}
+
+static void test_split_blocking_abort_and_errors(void **state) {
+  (void)state;
+  ncclshim_nccl *nccl = fake_open("2.28.9");
+  ncclshim_comm *comm = split_comm(nccl);
+  fake_async(1, ncclSuccess); /* the init finishes, then the split stays in progress */
+  assert_int_equal(ncclshim_comm_wait(comm, 0), NCCLSHIM_TIMEOUT);
+  fake_async(-1, ncclSuccess);
+  assert_int_equal(ncclshim_comm_wait(comm, 20), NCCLSHIM_TIMEOUT);
+  fake_async(0, ncclSuccess);
+  assert_int_equal(ncclshim_comm_wait(comm, 1000), NCCLSHIM_OK);
+  assert_int_equal(fake_count("ncclCommSplit"), 1); /* started once, waited for twice */
+  assert_int_equal(ncclshim_comm_abort(comm, 1000), NCCLSHIM_OK);
+  assert_int_equal(fake_count("ncclCommAbort"), 2); /* the child and the parent */
+  ncclshim_comm_free(comm);
+  /* The split itself fails: the communicator is FAILED, the message names the split. */
+  comm = split_comm(nccl);
+  fake_inject("ncclCommSplit", ncclInvalidUsage, 1);
+  assert_int_equal(ncclshim_comm_wait(comm, 1000), NCCLSHIM_NCCL_ERROR);
+  assert_message("ncclCommSplit (into a blocking child) failed: ncclInvalidUsage");
+  assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_FAILED);
+  assert_int_equal(ncclshim_comm_abort(comm, 1000), NCCLSHIM_OK);
+  ncclshim_comm_free(comm);
+  ncclshim_nccl_close(nccl);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_events_that_fire_never_fail, setup),
@@ -368,6 +431,8 @@ int main(void) {
       cmocka_unit_test_setup(test_unwatch_and_stop_release_events, setup),
       cmocka_unit_test_setup(test_bad_arguments, setup),
       cmocka_unit_test_setup(test_failure_while_enqueueing, setup),
+      cmocka_unit_test_setup(test_split_blocking, setup),
+      cmocka_unit_test_setup(test_split_blocking_abort_and_errors, setup),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

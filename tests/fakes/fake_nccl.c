@@ -30,7 +30,8 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-static fake_nccl_call last;
+/* Per thread: the last call this thread made (a watchdog thread polls while the test calls). */
+static _Thread_local fake_nccl_call last;
 static int next_result = ncclSuccess;
 static atomic_int version_calls;
 static atomic_int all_calls;

@@ -14,7 +14,7 @@ typedef struct fake_nccl_call {
   int version_code;                                       /* which fake answered */
 } fake_nccl_call;
 
-/* Exported by every fake (resolve with dlsym): */
+/* Exported by every fake (resolve with dlsym); the last call is the calling thread's: */
 typedef const fake_nccl_call *(*fake_nccl_last_call_fn)(void);
 /* What RESULT functions return next; int functions (the device API's ncclTeamRankToWorld,
  * ...) return the same value, ncclTeam_t functions {result, result + 1, result + 2}. */

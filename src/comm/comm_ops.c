@@ -20,7 +20,7 @@ ncclshim_status ncclshim_comm_note(ncclshim_comm *comm, ncclshim_status status, 
 ncclshim_status ncclshim_comm_failed(ncclshim_comm *comm, const char *who) {
   if (atomic_load(&comm->failed_by_watchdog))
     return ncclshim_fail(comm->failed_status,
-                         "%s: the watchdog failed the communicator (rank %d of %d): %s; only "
+                         "%s: the watchdog failed communicator rank %d of %d: %s; only "
                          "ncclshim_comm_abort can release it",
                          who, comm->rank, comm->nranks, comm->reason);
   pthread_mutex_lock(&comm->lock);

@@ -136,7 +136,7 @@ static void test_event_that_never_fires(void **state) {
   assert_null(ncclshim_comm_raw(comm));
   int64_t start = now_ms();
   assert_int_equal(all_reduce(comm, 8), NCCLSHIM_TIMEOUT);
-  assert_message("the watchdog failed the communicator (rank 0 of 2)");
+  assert_message("the watchdog failed communicator rank 0 of 2: ncclAllReduce #3");
   assert_message("ncclAllReduce #3");
   assert_int_equal(ncclshim_comm_record(comm, NULL, "ncclBroadcast", 1, ncclInt8),
                    NCCLSHIM_TIMEOUT);

@@ -85,9 +85,13 @@ int ncclshim_backoff_sleep(ncclshim_backoff *backoff);
 /* One look at ncclCommGetAsyncError: OK with *busy set (ncclInProgress) or NCCL_ERROR;
  * *seen gets the code it saw (the asynchronous error, or the call's own failure). */
 ncclshim_status ncclshim_poll(ncclshim_nccl *nccl, ncclComm_t comm, int *busy, ncclResult_t *seen);
-/* ncclshim_nccl_wait against an absolute deadline (a shared one across several waits). */
-ncclshim_status ncclshim_wait_until(ncclshim_nccl *nccl, ncclComm_t comm, int64_t deadline_ns,
-                                    int timeout_ms, ncclResult_t *seen);
+/* The same on a wrapper's communicator, under its lock, and not once an abort has started
+ * (the watchdog's may have freed NCCL's communicator): then the failure. */
+ncclshim_status ncclshim_comm_poll(ncclshim_comm *comm, int *busy, ncclResult_t *seen);
+/* ncclshim_nccl_wait against an absolute deadline (a shared one across several waits);
+ * through ncclshim_comm_poll when `owner` is given. */
+ncclshim_status ncclshim_wait_until(ncclshim_nccl *nccl, ncclComm_t comm, ncclshim_comm *owner,
+                                    int64_t deadline_ns, int timeout_ms, ncclResult_t *seen);
 
 /* The default handle for NULL; the status of a handle that cannot be used, with a message. */
 ncclshim_nccl *ncclshim_comm_resolve(ncclshim_nccl *nccl);

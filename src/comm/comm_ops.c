@@ -85,7 +85,7 @@ ncclshim_status ncclshim_comm_wait_deadline(ncclshim_comm *comm, int64_t deadlin
   ncclshim_comm_state before = ncclshim_comm_get_state(comm);
   ncclResult_t seen = ncclSuccess;
   ncclshim_status status =
-      ncclshim_wait_until(comm->nccl, comm->comm, deadline_ns, timeout_ms, &seen);
+      ncclshim_wait_until(comm->nccl, comm->comm, comm, deadline_ns, timeout_ms, &seen);
   if (status == NCCLSHIM_OK && before == NCCLSHIM_COMM_INITIALIZING && comm->split_wanted)
     status = ncclshim_comm_split_child(comm, deadline_ns, timeout_ms, &seen);
   return name_the_wait(comm, ncclshim_comm_note(comm, status, seen), "", before,
@@ -143,7 +143,7 @@ ncclshim_status ncclshim_comm_wait_stream(ncclshim_comm *comm, const ncclshim_cu
     ncclResult_t seen = ncclSuccess;
     if ((status = ncclshim_cuda_stream_query(cuda, stream, &idle)) != NCCLSHIM_OK) return status;
     if (idle) return NCCLSHIM_OK;
-    status = ncclshim_poll(comm->nccl, comm->comm, &busy, &seen);
+    status = ncclshim_comm_poll(comm, &busy, &seen);
     if (status != NCCLSHIM_OK)
       return name_the_wait(comm, ncclshim_comm_note(comm, status, seen), who, before, pending);
     if (!ncclshim_backoff_sleep(&backoff))

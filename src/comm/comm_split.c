@@ -20,7 +20,7 @@ ncclshim_status ncclshim_comm_split_child(ncclshim_comm *comm, int64_t deadline_
     }
   }
   ncclshim_status status =
-      ncclshim_wait_until(comm->nccl, comm->comm, deadline_ns, timeout_ms, seen);
+      ncclshim_wait_until(comm->nccl, comm->comm, comm, deadline_ns, timeout_ms, seen);
   if (status != NCCLSHIM_OK) return status;
   if (comm->child == NULL) {
     *seen = ncclInternalError;

@@ -356,6 +356,27 @@ static void test_failure_while_enqueueing(void **state) {
   ncclshim_nccl_close(nccl);
 }
 
+/* A bounded wait running while the watchdog fails the communicator stops polling NCCL's
+ * communicator (the abort may free it) and returns the watchdog's failure, early. */
+static void test_wait_meets_the_watchdog(void **state) {
+  (void)state;
+  ncclshim_watchdog *dog = start();
+  ncclshim_nccl *nccl;
+  ncclshim_comm *comm = watched(&nccl, dog);
+  fake_cuda_event_query(NOT_READY);
+  fake_cuda_query(NOT_READY); /* the stream stays busy */
+  assert_int_equal(all_reduce(comm, 2048), NCCLSHIM_OK);
+  int64_t start = now_ms();
+  assert_int_equal(ncclshim_comm_wait_stream(comm, NULL, NULL, 20 * TIMEOUT_MS), NCCLSHIM_TIMEOUT);
+  assert_true(now_ms() - start < 10 * TIMEOUT_MS); /* the watchdog's, not its own deadline */
+  assert_message("the watchdog failed communicator rank 0 of 2: ncclAllReduce #1");
+  fake_cuda_query(0);
+  assert_int_equal(ncclshim_comm_abort(comm, 5000), NCCLSHIM_OK);
+  ncclshim_comm_free(comm);
+  ncclshim_watchdog_stop(dog);
+  ncclshim_nccl_close(nccl);
+}
+
 /* NCCLSHIM_COMM_SPLIT_BLOCKING: a non-blocking init, bounded; then a blocking child for the
  * operations. */
 static ncclshim_comm *split_comm(ncclshim_nccl *nccl) {
@@ -431,6 +452,7 @@ int main(void) {
       cmocka_unit_test_setup(test_unwatch_and_stop_release_events, setup),
       cmocka_unit_test_setup(test_bad_arguments, setup),
       cmocka_unit_test_setup(test_failure_while_enqueueing, setup),
+      cmocka_unit_test_setup(test_wait_meets_the_watchdog, setup),
       cmocka_unit_test_setup(test_split_blocking, setup),
       cmocka_unit_test_setup(test_split_blocking_abort_and_errors, setup),
   };

@@ -42,6 +42,11 @@ static void caller_structs(void) {
   FIELD(ncclshim_cuda_options, path);
   FIELD(ncclshim_comm_options, size);
   FIELD(ncclshim_comm_options, blocking);
+  FIELD(ncclshim_watchdog_options, size);
+  FIELD(ncclshim_watchdog_options, interval_ms);
+  FIELD(ncclshim_watchdog_options, cuda);
+  FIELD(ncclshim_watchdog_options, on_failure);
+  FIELD(ncclshim_watchdog_options, user);
   FIELD(ncclshim_cuda_device_info, size);
   FIELD(ncclshim_cuda_device_info, ordinal);
   FIELD(ncclshim_cuda_device_info, name);
@@ -131,6 +136,9 @@ static void enums(void) {
   VALUE(NCCLSHIM_CUDA_FACT_FABRIC_HANDLE);
   VALUE(NCCLSHIM_CUDA_FACT_MULTICAST);
   VALUE(NCCLSHIM_CUDA_FACT_GPU_DIRECT_RDMA);
+  VALUE(NCCLSHIM_COMM_NONBLOCKING);
+  VALUE(NCCLSHIM_COMM_BLOCKING);
+  VALUE(NCCLSHIM_COMM_SPLIT_BLOCKING);
   VALUE(NCCLSHIM_COMM_INITIALIZING);
   VALUE(NCCLSHIM_COMM_READY);
   VALUE(NCCLSHIM_COMM_FINALIZING);

@@ -43,6 +43,7 @@ NCCLSHIM_GLIBC_PIN(dladdr1, NCCLSHIM_GLIBC_2_3_3);
 /* In libpthread.so.0 up to glibc 2.33. */
 NCCLSHIM_GLIBC_PIN(pthread_create, NCCLSHIM_GLIBC_2_2_5);
 NCCLSHIM_GLIBC_PIN(pthread_once, NCCLSHIM_GLIBC_2_2_5);
+NCCLSHIM_GLIBC_PIN(pthread_join, NCCLSHIM_GLIBC_2_2_5);
 NCCLSHIM_GLIBC_PIN(pthread_key_create, NCCLSHIM_GLIBC_2_2_5);
 NCCLSHIM_GLIBC_PIN(pthread_getspecific, NCCLSHIM_GLIBC_2_2_5);
 NCCLSHIM_GLIBC_PIN(pthread_key_delete, NCCLSHIM_GLIBC_2_2_5);

@@ -1,7 +1,14 @@
 /* ncclshim's multi-GPU example: all-reduce and broadcast of float32 between processes, one
  * per GPU, through whatever NCCL and CUDA driver the machine has, checked on the host, timed.
  *
- *   ncclshim-allreduce [--count N] [--iters N] [--timeout-ms N] [--blocking] [--ranks N]
+ *   ncclshim-allreduce [--count N] [--iters N] [--timeout-ms N] [--nonblocking|--blocking]
+ *                      [--ranks N]
+ *
+ * By default the communicator is NCCLSHIM_COMM_SPLIT_BLOCKING and watched by ncclshim's
+ * watchdog: init bounded by the timeout, collectives at the cost of a blocking call, a hang
+ * found by the watchdog within the timeout (docs/collectives.md, "Which mode to use").
+ * --nonblocking: a non-blocking communicator and a bounded wait per collective instead;
+ * --blocking: a plain blocking one.
  *
  * Started alone it forks one worker per visible GPU (or --ranks of them) before any CUDA
  * call and hands them NCCL's unique id through pipes. Started by a launcher it is one rank
@@ -65,8 +72,8 @@ static launcher find_launcher(void) {
 static int usage(const char *message) {
   fprintf(stderr,
           "ncclshim example: %s\n"
-          "usage: ncclshim-allreduce [--count FLOATS] [--iters N] [--timeout-ms MS] [--blocking] "
-          "[--ranks N]\n",
+          "usage: ncclshim-allreduce [--count FLOATS] [--iters N] [--timeout-ms MS] "
+          "[--nonblocking|--blocking] [--ranks N]\n",
           message);
   return EXIT_USAGE;
 }
@@ -75,8 +82,8 @@ static int usage(const char *message) {
 static int parse(int argc, char **argv, job *job, int *ranks) {
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
-    if (strcmp(arg, "--blocking") == 0) {
-      job->blocking = 1;
+    if (strcmp(arg, "--blocking") == 0 || strcmp(arg, "--nonblocking") == 0) {
+      job->mode = arg[2] == 'b' ? MODE_BLOCKING : MODE_NONBLOCKING;
       continue;
     }
     if (i + 1 >= argc) return usage("an option is missing its value");
@@ -225,9 +232,13 @@ int main(int argc, char **argv) {
     printf("ncclshim example: no NCCL (%s): nothing to do\n", ncclshim_nccl_message(nccl));
     return 0;
   }
-  if (!job.blocking && !ncclshim_nccl_has(nccl, NCCLSHIM_CAP_NONBLOCKING_INIT)) job.blocking = 1;
-  printf("ncclshim example: %s; %s communicators\n", ncclshim_nccl_message(nccl),
-         job.blocking ? "blocking" : "non-blocking");
+  /* The fastest mode this NCCL allows that still finds hangs. */
+  if (job.mode == MODE_WATCHDOG && !ncclshim_nccl_has(nccl, NCCLSHIM_CAP_SPLIT))
+    job.mode = MODE_NONBLOCKING;
+  if (job.mode == MODE_NONBLOCKING && !ncclshim_nccl_has(nccl, NCCLSHIM_CAP_NONBLOCKING_INIT))
+    job.mode = MODE_BLOCKING;
+  static const char *const modes[] = {"watched split-blocking", "non-blocking", "blocking"};
+  printf("ncclshim example: %s; %s communicators\n", ncclshim_nccl_message(nccl), modes[job.mode]);
   signal(SIGPIPE, SIG_IGN);
   launcher l = find_launcher();
   return l.name != NULL ? launched(nccl, &l, &job) : forked(nccl, &job, ranks);

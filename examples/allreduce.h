@@ -13,8 +13,14 @@ typedef struct job {
   size_t count;   /* floats per buffer */
   int iters;      /* timed repetitions of each collective */
   int timeout_ms; /* every wait: init, each collective's completion, teardown */
-  int blocking;   /* a blocking communicator instead of a non-blocking one */
+  int mode;       /* how hangs are found: MODE_WATCHDOG, MODE_NONBLOCKING, MODE_BLOCKING */
 } job;
+
+/* MODE_WATCHDOG: bounded init, blocking collectives watched by a watchdog thread (the
+ * fastest that still finds hangs). MODE_NONBLOCKING: a non-blocking communicator, every
+ * collective finished by a bounded wait. MODE_BLOCKING: plain blocking (init unbounded; a
+ * collective's completion still waited for with a deadline). */
+enum { MODE_WATCHDOG = 0, MODE_NONBLOCKING = 1, MODE_BLOCKING = 2 };
 
 /* How run_rank ended; also the worker processes' exit codes. */
 enum { RANK_PASSED = 0, RANK_FAILED = 1, RANK_NO_GPU = 2 };

@@ -1,6 +1,8 @@
 /* One rank of the example: its GPU, its communicator, all-reduce and broadcast of float32
  * checked on the host, and the times. Every wait has a deadline: a peer that never arrives
- * or dies is reported and the communicator aborted, never left hanging. */
+ * or dies is reported and the communicator aborted, never left hanging. In the default mode
+ * a watchdog thread bounds the collectives: each is recorded after it is enqueued (one
+ * cuEventRecord), and a hang fails the communicator, which the next call reports. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +20,7 @@ typedef struct rank_state {
   int activated;
   CUstream stream;
   ncclshim_comm *comm;
+  ncclshim_watchdog *dog; /* MODE_WATCHDOG */
   CUdeviceptr send, recv;
   float *host;
 } rank_state;
@@ -72,13 +75,19 @@ static int open_gpu(rank_state *s) {
 }
 
 static int open_comm(rank_state *s) {
+  static const int blocking[] = {NCCLSHIM_COMM_SPLIT_BLOCKING, NCCLSHIM_COMM_NONBLOCKING,
+                                 NCCLSHIM_COMM_BLOCKING};
   ncclshim_comm_options options = NCCLSHIM_COMM_OPTIONS_INIT;
-  options.blocking = s->job->blocking;
+  options.blocking = blocking[s->job->mode];
   if (ncclshim_comm_init(s->nccl, s->job->nranks, &s->job->id, s->job->rank, &options, &s->comm) !=
       NCCLSHIM_OK)
     return failed(s, "creating the communicator");
   if (ncclshim_comm_wait(s->comm, s->job->timeout_ms) != NCCLSHIM_OK)
     return failed(s, "waiting for every rank to join");
+  if (s->job->mode == MODE_WATCHDOG &&
+      (ncclshim_watchdog_start(NULL, &s->dog) != NCCLSHIM_OK ||
+       ncclshim_comm_watch(s->comm, s->dog, s->job->timeout_ms) != NCCLSHIM_OK))
+    return failed(s, "watching the communicator");
   return RANK_PASSED;
 }
 
@@ -101,9 +110,13 @@ static ncclResult_t broadcast(const rank_state *s) {
 
 static int timed(rank_state *s, collective_fn fn, const char *name, int iters, double *us) {
   double start = now_us();
-  for (int i = 0; i < iters; i++)
+  for (int i = 0; i < iters; i++) {
     if (ncclshim_comm_check(s->comm, fn(s), name, s->job->timeout_ms) != NCCLSHIM_OK)
       return failed(s, name);
+    if (s->dog != NULL &&
+        ncclshim_comm_record(s->comm, s->stream, name, s->job->count, ncclFloat32) != NCCLSHIM_OK)
+      return failed(s, name);
+  }
   if (ncclshim_comm_wait_stream(s->comm, s->cuda, s->stream, s->job->timeout_ms) != NCCLSHIM_OK)
     return failed(s, name);
   *us = (now_us() - start) / iters;
@@ -174,6 +187,7 @@ static void close_all(rank_state *s, int failed_run) {
     }
     ncclshim_comm_free(s->comm);
   }
+  ncclshim_watchdog_stop(s->dog);
   if (s->send) s->cu->cuMemFree(s->send);
   if (s->recv) s->cu->cuMemFree(s->recv);
   if (s->stream) ncclshim_cuda_stream_destroy(s->cuda, s->stream);

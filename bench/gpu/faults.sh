@@ -7,7 +7,11 @@
 # has its own hard timeout and runs whatever the others did; a time budget (BUDGET_S, 330 s)
 # skips what is left rather than overrun. Writes ${OUT:-/tmp/out}/faults/: faults.csv (one
 # line per case), faults.md (the table), launchers.csv, messages.txt, a log per step.
-# Selection: NCCLS="sys pip", TRANSPORTS="default socket"; SYS_NCCL, PIP_NCCL: other paths.
+# Selection: NCCLS="sys pip" (or 2297: NCCL_2297), TRANSPORTS="default socket",
+# KINDS="blocking nonblocking watchdog" (watchdog: a NCCLSHIM_COMM_SPLIT_BLOCKING
+# communicator watched by the watchdog), LAUNCHERS=0 skips the example and launcher steps;
+# SYS_NCCL, PIP_NCCL: other paths. The watchdog cases alone, on the system NCCL and 2.29.7:
+#   KINDS=watchdog LAUNCHERS=0 NCCLS="sys 2297" NCCL_2297=/path/libnccl.so.2 bash bench/gpu/faults.sh
 # NVLink multicast stays off.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -18,7 +22,7 @@ start=$SECONDS
 budget=${BUDGET_S:-330}
 sys_nccl=${SYS_NCCL:-/usr/lib/x86_64-linux-gnu/libnccl.so.2}
 pip_nccl=${PIP_NCCL:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2}
-nccl_lib() { if [ "$1" = sys ]; then echo "$sys_nccl"; else echo "$pip_nccl"; fi; }
+nccl_lib() { case $1 in sys) echo "$sys_nccl" ;; 2297) echo "${NCCL_2297:?}" ;; *) echo "$pip_nccl" ;; esac; }
 faults=build-gpu/tests/comm/gpu_faults
 example=build-gpu/examples/ncclshim-allreduce
 cases=(
@@ -26,6 +30,8 @@ cases=(
   "nonblocking collective fork" "nonblocking collective spawn"
   "nonblocking init fork" "nonblocking init spawn"
   "blocking windows fork" "nonblocking windows spawn"
+  "watchdog collective fork" "watchdog collective spawn"
+  "watchdog init fork" "watchdog windows fork"
 )
 header=case,comm,launch,transport,nccl,kill_point,phase,status,wait_ms,deadline_ms
 header+=,detected_after_kill_ms,abort_status,abort_ms,abort_deadline_ms,stream_after_abort
@@ -99,11 +105,12 @@ for which in $nccls; do
   for tr in ${TRANSPORTS:-default socket}; do
     echo "=== killed ranks: $which NCCL, $tr transport ($(date -u +%T), $(time_left) s left)"
     for c in "${cases[@]}"; do
+      [[ " ${KINDS:-blocking nonblocking watchdog} " == *" ${c%% *} "* ]] || continue
       # shellcheck disable=SC2086
       fault_case "$which" "$tr" $c
     done
   done
-  if [ "$which" = "${nccls%% *}" ]; then
+  if [ "$which" = "${nccls%% *}" ] && [ "${LAUNCHERS:-1}" != 0 ]; then
     echo "=== the example over sockets and under launchers ($(date -u +%T), $(time_left) s left)"
     launcher_step example-fork "$which" socket build-gpu/tests/comm/gpu_example "$PWD/$example" \
       fork --count 262144 --iters 5 --timeout-ms 30000

@@ -16,10 +16,15 @@
  * destructor. Out-parameters are written only on success.
  *
  * Deadlines: every wait takes a timeout in milliseconds (0: look once, never block; a
- * negative value is refused: no wait is unbounded). Waits poll with backoff (a few polls
- * that only yield, then sleeps from 10 us doubling up to 1 ms) on CLOCK_MONOTONIC. NCCL calls that
- * block by themselves (init, finalize and collectives on a *blocking* communicator) cannot be
- * bounded from outside: create the communicator non-blocking to have every step bounded. */
+ * negative value is refused: no wait is unbounded). A wait notices completion within about
+ * max(2 us, 5 %) of the time it waited: it polls back to back (yielding the core between
+ * polls) while a sleep would overshoot more than that (about the first 1.75 ms), then
+ * sleeps 1/25 of the time waited, at most 1 ms, on CLOCK_MONOTONIC. NCCLSHIM_WAIT_SPIN_US=N
+ * in the environment ends the back-to-back polling after N us (default 2000; 0: sleep from
+ * the start: fewer cycles, later returns). NCCL calls that block by themselves (init, finalize and
+ * collectives on a *blocking* communicator) cannot be bounded from outside: create the
+ * communicator non-blocking to have every step bounded, or watch a blocking one with the
+ * watchdog (ncclshim/watchdog.h, included below). */
 #ifndef NCCLSHIM_COMM_H
 #define NCCLSHIM_COMM_H
 
@@ -74,7 +79,8 @@ typedef enum ncclshim_comm_state {
   NCCLSHIM_COMM_INITIALIZING = 0, /* non-blocking init started; ncclshim_comm_wait finishes it */
   NCCLSHIM_COMM_READY = 1,        /* usable: ncclshim_comm_raw gives the ncclComm_t */
   NCCLSHIM_COMM_FINALIZING = 2,   /* ncclshim_comm_destroy ran out of time while finalizing */
-  NCCLSHIM_COMM_FAILED = 3,       /* NCCL reported an error: only an abort releases it */
+  NCCLSHIM_COMM_FAILED = 3,       /* NCCL reported an error, or the watchdog found a hang (it
+                                     then started the abort): only an abort releases it */
   NCCLSHIM_COMM_DESTROYED = 4,    /* finalized and destroyed */
   NCCLSHIM_COMM_ABORTING = 5,     /* ncclCommAbort is still running on its thread */
   NCCLSHIM_COMM_ABORTED = 6       /* ncclCommAbort returned */
@@ -83,14 +89,30 @@ typedef enum ncclshim_comm_state {
 /* "initializing", "ready", ...; "unknown" for other values. */
 NCCLSHIM_API const char *ncclshim_comm_state_name(ncclshim_comm_state state);
 
+/* ncclshim_comm_options.blocking. Stable values. */
+enum {
+  NCCLSHIM_COMM_NONBLOCKING = 0,
+  NCCLSHIM_COMM_BLOCKING = 1,
+  /* Bounded init, blocking operations (needs ncclCommSplit, NCCL 2.18.1+). The init is
+   * non-blocking; once ncclshim_comm_wait has seen it finish, the same wait splits it
+   * (ncclCommSplit, color 0, key rank, bounded by the same deadline) into a child whose
+   * config is blocking, and ncclshim_comm_raw gives the child. Collectives then cost what
+   * they cost on a blocking communicator (NCCL's non-blocking mode adds tens of us per call)
+   * and the watchdog (ncclshim/watchdog.h) bounds them instead. Teardown: destroy finalizes
+   * the child (which blocks, as on any blocking communicator), then the parent within the
+   * deadline; abort aborts both. */
+  NCCLSHIM_COMM_SPLIT_BLOCKING = 2
+};
+
 typedef struct ncclshim_comm_options {
   size_t size;  /* sizeof(ncclshim_comm_options): lets the struct grow */
-  int blocking; /* 1: NCCL calls on it block until done (NCCL's default). 0: non-blocking
-                   (needs NCCL 2.14+): init and operations return at once and finish in the
-                   background, so that every wait can have a deadline. */
+  int blocking; /* NCCLSHIM_COMM_BLOCKING (any value but 0 and 2): NCCL calls on it block
+                   until done (NCCL's default). NCCLSHIM_COMM_NONBLOCKING (needs NCCL 2.14+):
+                   init and operations return at once and finish in the background, so that
+                   every wait can have a deadline. NCCLSHIM_COMM_SPLIT_BLOCKING: above. */
 } ncclshim_comm_options;
 #define NCCLSHIM_COMM_OPTIONS_INIT \
-  { sizeof(ncclshim_comm_options), 1 }
+  { sizeof(ncclshim_comm_options), NCCLSHIM_COMM_BLOCKING }
 
 /* Create rank `rank` of an `nranks`-rank communicator with the unique id every rank got
  * (from ncclGetUniqueId on one rank, or on each rank when NCCL_COMM_ID is set). It runs on
@@ -102,8 +124,9 @@ typedef struct ncclshim_comm_options {
  * ncclshim_comm_wait(comm, deadline) before using it. NCCL_COMM_BLOCKING in the environment
  * may turn a blocking request non-blocking; the communicator handles either.
  * Returns OK with *out set; INVALID_ARGUMENT (out or id NULL, nranks < 1, rank outside
- * [0, nranks), options->size too small); UNAVAILABLE (blocking = 0 on an NCCL older than
- * 2.14: the message names both versions); the handle's status when no NCCL is loaded;
+ * [0, nranks), options->size too small); UNAVAILABLE (non-blocking on an NCCL older than
+ * 2.14, NCCLSHIM_COMM_SPLIT_BLOCKING without ncclCommSplit: the message names both
+ * versions); the handle's status when no NCCL is loaded;
  * OUT_OF_MEMORY; NCCL_ERROR (init failed: checked message). Thread-safe. */
 NCCLSHIM_API ncclshim_status ncclshim_comm_init(ncclshim_nccl *nccl, int nranks,
                                                 const ncclUniqueId *id, int rank,
@@ -192,5 +215,7 @@ NCCLSHIM_API void ncclshim_comm_free(ncclshim_comm *comm);
 #ifdef __cplusplus
 }
 #endif
+
+#include "ncclshim/watchdog.h"
 
 #endif /* NCCLSHIM_COMM_H */

@@ -8,6 +8,10 @@
 static void *abort_thread(void *arg) {
   ncclshim_comm *comm = arg;
   ncclResult_t r = ncclshim_nccl_functions(comm->nccl)->ncclCommAbort(comm->comm);
+  if (comm->parent != NULL) { /* NCCLSHIM_COMM_SPLIT_BLOCKING: the parent goes too */
+    ncclResult_t p = ncclshim_nccl_functions(comm->nccl)->ncclCommAbort(comm->parent);
+    if (r == ncclSuccess) r = p;
+  }
   pthread_mutex_lock(&comm->lock);
   comm->abort_result = r;
   comm->abort_done = 1;
@@ -17,8 +21,8 @@ static void *abort_thread(void *arg) {
   return NULL;
 }
 
-/* Start the thread (detached: nobody may ever join a hung abort). Called with the lock held. */
-static int start_thread(ncclshim_comm *comm) {
+/* Detached: nobody may ever join a hung abort. */
+int ncclshim_comm_abort_start(ncclshim_comm *comm) {
   pthread_attr_t attr;
   pthread_t thread;
   int rc = pthread_attr_init(&attr);
@@ -27,7 +31,10 @@ static int start_thread(ncclshim_comm *comm) {
   ncclshim_comm_ref(comm);
   rc = pthread_create(&thread, &attr, abort_thread, comm);
   pthread_attr_destroy(&attr);
-  if (rc != 0) ncclshim_comm_unref(comm); /* never the last: the caller holds one */
+  if (rc != 0)
+    ncclshim_comm_unref(comm); /* never the last: the caller holds one */
+  else
+    comm->abort_started = 1;
   return rc;
 }
 
@@ -37,6 +44,7 @@ ncclshim_status ncclshim_comm_abort(ncclshim_comm *comm, int timeout_ms) {
     return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT,
                          "ncclshim_comm_abort: timeout %d ms is negative (no wait is unbounded)",
                          timeout_ms);
+  ncclshim_comm_unwatch(comm); /* it cannot fail */
   int64_t deadline = ncclshim_deadline_ns(timeout_ms);
   struct timespec until = {(time_t)(deadline / 1000000000), (long)(deadline % 1000000000)};
   pthread_mutex_lock(&comm->lock);
@@ -44,8 +52,8 @@ ncclshim_status ncclshim_comm_abort(ncclshim_comm *comm, int timeout_ms) {
     pthread_mutex_unlock(&comm->lock);
     return NCCLSHIM_OK;
   }
-  if (comm->state != NCCLSHIM_COMM_ABORTING) {
-    int rc = start_thread(comm);
+  if (!comm->abort_started) { /* else the watchdog's, or an earlier call's, runs: wait for it */
+    int rc = ncclshim_comm_abort_start(comm);
     if (rc != 0) {
       pthread_mutex_unlock(&comm->lock);
       return ncclshim_fail(NCCLSHIM_OUT_OF_MEMORY,

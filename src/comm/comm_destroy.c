@@ -6,13 +6,7 @@ static ncclshim_status refuse(ncclshim_comm *comm, ncclshim_comm_state state) {
     return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT,
                          "ncclshim_comm_destroy: an abort of this communicator is still running; "
                          "ncclshim_comm_abort waits for it");
-  pthread_mutex_lock(&comm->lock);
-  ncclResult_t failure = comm->failure;
-  pthread_mutex_unlock(&comm->lock);
-  return ncclshim_fail(NCCLSHIM_NCCL_ERROR,
-                       "ncclshim_comm_destroy: the communicator (rank %d of %d) failed with %s "
-                       "(%d); it cannot be finalized, only ncclshim_comm_abort can release it",
-                       comm->rank, comm->nranks, ncclshim_nccl_result_name(failure), (int)failure);
+  return ncclshim_comm_failed(comm, "ncclshim_comm_destroy");
 }
 
 /* An NCCL step of the teardown failed: the communicator is FAILED. */
@@ -30,12 +24,24 @@ ncclshim_status ncclshim_comm_destroy(ncclshim_comm *comm, int timeout_ms) {
   const ncclshim_nccl_table *t = ncclshim_nccl_functions(comm->nccl);
   ncclshim_status status;
   ncclshim_comm_state state = ncclshim_comm_get_state(comm);
+  if (state == NCCLSHIM_COMM_READY) ncclshim_comm_unwatch(comm); /* it cannot fail */
   if (state == NCCLSHIM_COMM_DESTROYED || state == NCCLSHIM_COMM_ABORTED) return NCCLSHIM_OK;
   if (state == NCCLSHIM_COMM_ABORTING || state == NCCLSHIM_COMM_FAILED) return refuse(comm, state);
   if (state == NCCLSHIM_COMM_INITIALIZING) {
     if ((status = ncclshim_comm_wait_deadline(comm, deadline, timeout_ms)) != NCCLSHIM_OK)
       return status;
     state = NCCLSHIM_COMM_READY;
+  }
+  if (state == NCCLSHIM_COMM_READY && comm->parent != NULL) {
+    /* NCCLSHIM_COMM_SPLIT_BLOCKING: the blocking child first (its finalize blocks), then the
+     * parent. */
+    ncclResult_t r = t->ncclCommFinalize(comm->comm);
+    if (r == ncclSuccess) r = t->ncclCommDestroy(comm->comm);
+    if (r != ncclSuccess) return step_failed(comm, r, "ncclCommFinalize/Destroy (the child)");
+    pthread_mutex_lock(&comm->lock);
+    comm->comm = comm->parent;
+    comm->parent = NULL;
+    pthread_mutex_unlock(&comm->lock);
   }
   if (state == NCCLSHIM_COMM_READY &&
       ncclshim_nccl_has_function(comm->nccl, NCCLSHIM_FN_ncclCommFinalize)) {

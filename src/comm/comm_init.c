@@ -114,7 +114,8 @@ ncclshim_status ncclshim_comm_init(ncclshim_nccl *nccl, int nranks, const ncclUn
   if (status != NCCLSHIM_OK) return status;
   nccl = ncclshim_comm_resolve(nccl);
   if ((status = ncclshim_comm_usable(nccl, "ncclshim_comm_init")) != NCCLSHIM_OK) return status;
-  int blocking = options->blocking != 0;
+  int split = options->blocking == NCCLSHIM_COMM_SPLIT_BLOCKING;
+  int blocking = options->blocking != NCCLSHIM_COMM_NONBLOCKING && !split;
   if (!blocking && !ncclshim_nccl_has(nccl, NCCLSHIM_CAP_NONBLOCKING_INIT)) {
     char need[16], have[16], why[256];
     return ncclshim_fail(
@@ -125,6 +126,16 @@ ncclshim_status ncclshim_comm_init(ncclshim_nccl *nccl, int nranks, const ncclUn
                                 sizeof(need)),
         ncclshim_format_version(ncclshim_nccl_version(nccl), have, sizeof(have)),
         ncclshim_nccl_capability_reason(nccl, NCCLSHIM_CAP_NONBLOCKING_INIT, why, sizeof(why)));
+  }
+  if (split && !ncclshim_nccl_has(nccl, NCCLSHIM_CAP_SPLIT)) {
+    char need[16], have[16];
+    return ncclshim_fail(NCCLSHIM_UNAVAILABLE,
+                         "ncclshim_comm_init: NCCLSHIM_COMM_SPLIT_BLOCKING needs ncclCommSplit "
+                         "(NCCL >= %s); the loaded NCCL "
+                         "is %s",
+                         ncclshim_format_version(ncclshim_capability_version(NCCLSHIM_CAP_SPLIT),
+                                                 need, sizeof(need)),
+                         ncclshim_format_version(ncclshim_nccl_version(nccl), have, sizeof(have)));
   }
   ncclshim_comm *comm = new_comm(nccl, rank, nranks);
   if (comm == NULL)
@@ -143,6 +154,7 @@ ncclshim_status ncclshim_comm_init(ncclshim_nccl *nccl, int nranks, const ncclUn
     return status;
   }
   comm->comm = raw;
+  comm->split_wanted = split;
   comm->state = r == ncclInProgress ? NCCLSHIM_COMM_INITIALIZING : NCCLSHIM_COMM_READY;
   *out = comm;
   return NCCLSHIM_OK;

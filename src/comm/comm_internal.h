@@ -17,10 +17,33 @@ struct ncclshim_comm {
   pthread_mutex_t lock;          /* guards the fields below */
   pthread_cond_t abort_returned; /* on CLOCK_MONOTONIC */
   ncclshim_comm_state state;
-  int abort_done;            /* ncclCommAbort has returned ... */
-  ncclResult_t abort_result; /* ... this */
-  ncclResult_t failure;      /* the error that made it FAILED */
+  int abort_done;                /* ncclCommAbort has returned ... */
+  ncclResult_t abort_result;     /* ... this */
+  ncclResult_t failure;          /* the error that made it FAILED */
+  int abort_started;             /* the abort thread runs or ran (ours, or the watchdog's) */
+  ncclshim_status failed_status; /* what checked calls on a FAILED one return */
+  /* Watching (comm_watch.c): the watch, set and cleared by the watching thread's calls;
+   * the watchdog's message, written once under the lock before failed_by_watchdog is set. */
+  struct ncclshim_watch *_Atomic watch;
+  atomic_int failed_by_watchdog;
+  char reason[768];
+  /* NCCLSHIM_COMM_SPLIT_BLOCKING (comm_split.c): the parent while READY (comm is then the child);
+   * the split asked for, and started; the child as NCCL writes it. */
+  ncclComm_t parent;
+  int split_wanted, split_started;
+  ncclComm_t child;
 };
+
+/* After the parent's init finished: start the split (once) and wait for it until the
+ * deadline; on OK the communicator's comm is the child. *seen as ncclshim_wait_until's. */
+ncclshim_status ncclshim_comm_split_child(ncclshim_comm *comm, int64_t deadline_ns, int timeout_ms,
+                                          ncclResult_t *seen);
+
+/* Start ncclCommAbort on its own detached thread; with the lock held and abort_started 0.
+ * Returns 0 or the pthread error. */
+int ncclshim_comm_abort_start(ncclshim_comm *comm);
+/* The checked calls' answer for a FAILED communicator (the lock not held). */
+ncclshim_status ncclshim_comm_failed(ncclshim_comm *comm, const char *who);
 
 /* Take and drop a reference; the last drop frees the wrapper. */
 void ncclshim_comm_ref(ncclshim_comm *comm);
@@ -43,23 +66,32 @@ int64_t ncclshim_now_ns(void);
 /* now + timeout_ms, in ns. */
 int64_t ncclshim_deadline_ns(int timeout_ms);
 
-/* Backoff between polls: a few yields, then sleeps from 10 us doubling to 1 ms, never past
+/* Pacing between polls (comm_time.c): back-to-back polls that yield the core while a sleep
+ * would overshoot by more than 5 % of the time waited (for 2 ms at most), then sleeps of
+ * 1/25 of the time waited (less the sleeps' measured lateness), at most 1 ms, never past
  * the deadline. */
 typedef struct ncclshim_backoff {
   int64_t deadline_ns;
-  int64_t sleep_ns;
-  int yields; /* polls left that only yield */
+  int64_t start_ns;
+  int64_t lateness_ns;   /* how late sleeps come back, learnt */
+  int64_t spin_limit_ns; /* NCCLSHIM_WAIT_SPIN_US in ns */
 } ncclshim_backoff;
 ncclshim_backoff ncclshim_backoff_start(int64_t deadline_ns);
-/* Sleep the next step; 0 when the deadline has already passed (nothing slept). */
+/* The sleep the next step would take at `now`; 0: poll again at once. */
+int64_t ncclshim_backoff_step_ns(const ncclshim_backoff *backoff, int64_t now);
+/* Pause before the next poll; 0 when the deadline has already passed (nothing done). */
 int ncclshim_backoff_sleep(ncclshim_backoff *backoff);
 
 /* One look at ncclCommGetAsyncError: OK with *busy set (ncclInProgress) or NCCL_ERROR;
  * *seen gets the code it saw (the asynchronous error, or the call's own failure). */
 ncclshim_status ncclshim_poll(ncclshim_nccl *nccl, ncclComm_t comm, int *busy, ncclResult_t *seen);
-/* ncclshim_nccl_wait against an absolute deadline (a shared one across several waits). */
-ncclshim_status ncclshim_wait_until(ncclshim_nccl *nccl, ncclComm_t comm, int64_t deadline_ns,
-                                    int timeout_ms, ncclResult_t *seen);
+/* The same on a wrapper's communicator, under its lock, and not once an abort has started
+ * (the watchdog's may have freed NCCL's communicator): then the failure. */
+ncclshim_status ncclshim_comm_poll(ncclshim_comm *comm, int *busy, ncclResult_t *seen);
+/* ncclshim_nccl_wait against an absolute deadline (a shared one across several waits);
+ * through ncclshim_comm_poll when `owner` is given. */
+ncclshim_status ncclshim_wait_until(ncclshim_nccl *nccl, ncclComm_t comm, ncclshim_comm *owner,
+                                    int64_t deadline_ns, int timeout_ms, ncclResult_t *seen);
 
 /* The default handle for NULL; the status of a handle that cannot be used, with a message. */
 ncclshim_nccl *ncclshim_comm_resolve(ncclshim_nccl *nccl);

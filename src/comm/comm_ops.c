@@ -17,27 +17,36 @@ ncclshim_status ncclshim_comm_note(ncclshim_comm *comm, ncclshim_status status, 
   return status;
 }
 
+ncclshim_status ncclshim_comm_failed(ncclshim_comm *comm, const char *who) {
+  if (atomic_load(&comm->failed_by_watchdog))
+    return ncclshim_fail(comm->failed_status,
+                         "%s: the watchdog failed communicator rank %d of %d: %s; only "
+                         "ncclshim_comm_abort can release it",
+                         who, comm->rank, comm->nranks, comm->reason);
+  pthread_mutex_lock(&comm->lock);
+  ncclResult_t failure = comm->failure;
+  pthread_mutex_unlock(&comm->lock);
+  return ncclshim_fail(NCCLSHIM_NCCL_ERROR,
+                       "%s: the communicator (rank %d of %d) failed earlier with %s (%d); only "
+                       "ncclshim_comm_abort can release it",
+                       who, comm->rank, comm->nranks, ncclshim_nccl_result_name(failure),
+                       (int)failure);
+}
+
 /* OK when the communicator is in a state that can be waited on; otherwise why not. */
 static ncclshim_status waitable(ncclshim_comm *comm, const char *who, int timeout_ms) {
   if (comm == NULL) return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: comm is NULL", who);
   if (timeout_ms < 0)
     return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT,
                          "%s: timeout %d ms is negative (no wait is unbounded)", who, timeout_ms);
-  pthread_mutex_lock(&comm->lock);
-  ncclshim_comm_state state = comm->state;
-  ncclResult_t failure = comm->failure;
-  pthread_mutex_unlock(&comm->lock);
+  ncclshim_comm_state state = ncclshim_comm_get_state(comm);
   switch (state) {
   case NCCLSHIM_COMM_INITIALIZING:
   case NCCLSHIM_COMM_READY:
   case NCCLSHIM_COMM_FINALIZING:
     return NCCLSHIM_OK;
   case NCCLSHIM_COMM_FAILED:
-    return ncclshim_fail(NCCLSHIM_NCCL_ERROR,
-                         "%s: the communicator (rank %d of %d) failed earlier with %s (%d); only "
-                         "ncclshim_comm_abort can release it",
-                         who, comm->rank, comm->nranks, ncclshim_nccl_result_name(failure),
-                         (int)failure);
+    return ncclshim_comm_failed(comm, who);
   default:
     return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: the communicator is %s", who,
                          ncclshim_comm_state_name(state));
@@ -76,7 +85,9 @@ ncclshim_status ncclshim_comm_wait_deadline(ncclshim_comm *comm, int64_t deadlin
   ncclshim_comm_state before = ncclshim_comm_get_state(comm);
   ncclResult_t seen = ncclSuccess;
   ncclshim_status status =
-      ncclshim_wait_until(comm->nccl, comm->comm, deadline_ns, timeout_ms, &seen);
+      ncclshim_wait_until(comm->nccl, comm->comm, comm, deadline_ns, timeout_ms, &seen);
+  if (status == NCCLSHIM_OK && before == NCCLSHIM_COMM_INITIALIZING && comm->split_wanted)
+    status = ncclshim_comm_split_child(comm, deadline_ns, timeout_ms, &seen);
   return name_the_wait(comm, ncclshim_comm_note(comm, status, seen), "", before,
                        pending_in(before));
 }
@@ -132,7 +143,7 @@ ncclshim_status ncclshim_comm_wait_stream(ncclshim_comm *comm, const ncclshim_cu
     ncclResult_t seen = ncclSuccess;
     if ((status = ncclshim_cuda_stream_query(cuda, stream, &idle)) != NCCLSHIM_OK) return status;
     if (idle) return NCCLSHIM_OK;
-    status = ncclshim_poll(comm->nccl, comm->comm, &busy, &seen);
+    status = ncclshim_comm_poll(comm, &busy, &seen);
     if (status != NCCLSHIM_OK)
       return name_the_wait(comm, ncclshim_comm_note(comm, status, seen), who, before, pending);
     if (!ncclshim_backoff_sleep(&backoff))

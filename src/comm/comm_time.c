@@ -1,12 +1,41 @@
-/* The monotonic clock and the backoff every bounded wait polls with. */
+/* The monotonic clock and the pacing every bounded wait polls with.
+ *
+ * A wait must notice completion within max(2 us, 5 %) of the moment it happened, for waits of
+ * a microsecond to seconds. A sleep cannot promise that for short waits: nanosleep returns
+ * tens of microseconds late (the kernel's timer slack, 50 us by default, plus the wake-up).
+ * So a wait polls back to back (yielding the core between polls, in case another thread
+ * needs it) while a sleep would overshoot by more than 5 % of the time already waited, and
+ * only then sleeps, for WAIT_FRACTION of the time already waited minus the lateness its
+ * sleeps have shown, capped at LONGEST_SLEEP_NS. With the default slack that switch comes
+ * after about 1.75 ms of waiting; a 10 s wait then polls about once a millisecond. The
+ * polling phase ends after NCCLSHIM_WAIT_SPIN_US (default 2000) whatever the lateness, so
+ * that a loaded machine, whose sleeps come back late, does not make waits spin longer; 0
+ * sleeps from the start, for callers who would rather spend fewer cycles than return
+ * sooner (docs/collectives.md has the measured CPU cost). */
+#include <pthread.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "comm_internal.h"
 
-/* The first polls only yield: a collective often finishes within microseconds, and a sleep
- * rounds up to tens of them. Then sleeps double from 10 us to 1 ms. */
-enum { YIELDS = 16, FIRST_SLEEP_NS = 10 * 1000, LONGEST_SLEEP_NS = 1000 * 1000 };
+enum {
+  WAIT_FRACTION = 25,             /* sleep at most 1/25 (4 %) of the time waited so far */
+  SHORTEST_SLEEP_NS = 10 * 1000,  /* a shorter sleep is all overhead: poll instead */
+  LONGEST_SLEEP_NS = 1000 * 1000, /* so that a long wait still looks every millisecond */
+  FIRST_LATENESS_NS = 60 * 1000   /* the guess before a sleep has been measured */
+};
+
+static int64_t spin_limit_ns = 2000 * 1000; /* NCCLSHIM_WAIT_SPIN_US */
+static pthread_once_t spin_once = PTHREAD_ONCE_INIT;
+
+static void read_spin_limit(void) {
+  const char *text = getenv("NCCLSHIM_WAIT_SPIN_US");
+  if (text == NULL || *text == '\0') return;
+  char *end = NULL;
+  long long us = strtoll(text, &end, 10);
+  if (*end == '\0' && us >= 0) spin_limit_ns = (int64_t)us * 1000;
+}
 
 int64_t ncclshim_now_ns(void) {
   struct timespec ts;
@@ -19,23 +48,36 @@ int64_t ncclshim_deadline_ns(int timeout_ms) {
 }
 
 ncclshim_backoff ncclshim_backoff_start(int64_t deadline_ns) {
-  ncclshim_backoff backoff = {deadline_ns, FIRST_SLEEP_NS, YIELDS};
+  pthread_once(&spin_once, read_spin_limit);
+  ncclshim_backoff backoff = {deadline_ns, ncclshim_now_ns(), FIRST_LATENESS_NS, spin_limit_ns};
   return backoff;
 }
 
+int64_t ncclshim_backoff_step_ns(const ncclshim_backoff *backoff, int64_t now) {
+  int64_t waited = now - backoff->start_ns;
+  int64_t step = waited / WAIT_FRACTION - backoff->lateness_ns;
+  if (waited >= backoff->spin_limit_ns && step < SHORTEST_SLEEP_NS)
+    step = SHORTEST_SLEEP_NS; /* polled back to back long enough */
+  if (step < SHORTEST_SLEEP_NS) return 0;
+  return step < LONGEST_SLEEP_NS ? step : LONGEST_SLEEP_NS;
+}
+
 int ncclshim_backoff_sleep(ncclshim_backoff *backoff) {
-  int64_t left = backoff->deadline_ns - ncclshim_now_ns();
+  int64_t now = ncclshim_now_ns();
+  int64_t left = backoff->deadline_ns - now;
   if (left <= 0) return 0;
-  if (backoff->yields > 0) {
-    backoff->yields--;
+  int64_t step = ncclshim_backoff_step_ns(backoff, now);
+  if (step == 0) {
     sched_yield();
     return 1;
   }
-  int64_t step = backoff->sleep_ns < left ? backoff->sleep_ns : left;
+  if (step > left) step = left;
   struct timespec ts = {(time_t)(step / 1000000000), (long)(step % 1000000000)};
   while (nanosleep(&ts, &ts) != 0) {
   } /* a signal cut it short: sleep the rest */
-  if (backoff->sleep_ns < LONGEST_SLEEP_NS) backoff->sleep_ns *= 2;
-  if (backoff->sleep_ns > LONGEST_SLEEP_NS) backoff->sleep_ns = LONGEST_SLEEP_NS;
+  /* Learn how late sleeps come back: the latest lateness counts half. */
+  int64_t late = ncclshim_now_ns() - now - step;
+  if (late < 0) late = 0;
+  backoff->lateness_ns = (backoff->lateness_ns + late) / 2;
   return 1;
 }

@@ -14,12 +14,25 @@ ncclshim_status ncclshim_poll(ncclshim_nccl *nccl, ncclComm_t comm, int *busy, n
   return ncclshim_nccl_check(nccl, async, "the communicator (asynchronous error)");
 }
 
-ncclshim_status ncclshim_wait_until(ncclshim_nccl *nccl, ncclComm_t comm, int64_t deadline_ns,
-                                    int timeout_ms, ncclResult_t *seen) {
+ncclshim_status ncclshim_comm_poll(ncclshim_comm *comm, int *busy, ncclResult_t *seen) {
+  pthread_mutex_lock(&comm->lock);
+  if (comm->abort_started) {
+    pthread_mutex_unlock(&comm->lock);
+    *seen = ncclInternalError;
+    return ncclshim_comm_failed(comm, "wait");
+  }
+  ncclshim_status status = ncclshim_poll(comm->nccl, comm->comm, busy, seen);
+  pthread_mutex_unlock(&comm->lock);
+  return status;
+}
+
+ncclshim_status ncclshim_wait_until(ncclshim_nccl *nccl, ncclComm_t comm, ncclshim_comm *owner,
+                                    int64_t deadline_ns, int timeout_ms, ncclResult_t *seen) {
   ncclshim_backoff backoff = ncclshim_backoff_start(deadline_ns);
   for (;;) {
     int busy = 0;
-    ncclshim_status status = ncclshim_poll(nccl, comm, &busy, seen);
+    ncclshim_status status = owner != NULL ? ncclshim_comm_poll(owner, &busy, seen)
+                                           : ncclshim_poll(nccl, comm, &busy, seen);
     if (status != NCCLSHIM_OK || !busy) return status;
     if (!ncclshim_backoff_sleep(&backoff))
       return ncclshim_fail(NCCLSHIM_TIMEOUT,
@@ -40,5 +53,5 @@ ncclshim_status ncclshim_nccl_wait(ncclshim_nccl *nccl, ncclComm_t comm, int tim
   ncclshim_status status = ncclshim_comm_usable(nccl, "ncclshim_nccl_wait");
   if (status != NCCLSHIM_OK) return status;
   ncclResult_t seen;
-  return ncclshim_wait_until(nccl, comm, ncclshim_deadline_ns(timeout_ms), timeout_ms, &seen);
+  return ncclshim_wait_until(nccl, comm, NULL, ncclshim_deadline_ns(timeout_ms), timeout_ms, &seen);
 }

@@ -73,6 +73,17 @@ void fake_cuda_capture(int result, int status) {
   *cuda_variable("fake_capture_status") = status;
 }
 void fake_cuda_query(int result) { *cuda_variable("fake_query_result") = result; }
+typedef void (*set_fn)(int);
+typedef int (*count_fn)(int);
+void fake_cuda_event_query(int result) {
+  ((set_fn)(uintptr_t)cuda_variable("fake_cuda_set_event_query"))(result);
+}
+void fake_cuda_record_result(int result) {
+  ((set_fn)(uintptr_t)cuda_variable("fake_cuda_set_record_result"))(result);
+}
+int fake_cuda_events(int which) {
+  return ((count_fn)(uintptr_t)cuda_variable("fake_cuda_event_count"))(which);
+}
 
 ncclshim_comm *fake_comm(ncclshim_nccl *nccl, int blocking) {
   ncclUniqueId id;

@@ -31,6 +31,11 @@ int fake_windows(void);
 /* The fake libcuda (NCCLSHIM_CUDA_LIBRARY): cuStreamIsCapturing's answer, cuStreamQuery's. */
 void fake_cuda_capture(int result, int status);
 void fake_cuda_query(int result);
+/* Its events (fake_cuda_capture.c): cuEventQuery's answer (0 fired, 600 never fires),
+ * cuEventRecord's, and the calls counted: create 0, destroy 1, record 2, query 3. */
+void fake_cuda_event_query(int result);
+void fake_cuda_record_result(int result);
+int fake_cuda_events(int which);
 
 /* A communicator on the current fake: READY (blocking) or INITIALIZING (non-blocking, with
  * the fake's async script as it is); asserts success. */

@@ -6,12 +6,16 @@
  *    times out within its deadline + 10 %, and the abort ends it;
  *  - a peer lost during a non-blocking init, and an init that never completes;
  *  - a peer lost after both registered a symmetric window: the buffer is freed after the abort;
- *  - an abort that takes its time, within its deadline and past it.
+ *  - an abort that takes its time, within its deadline and past it;
+ *  - the watchdog on a NCCLSHIM_COMM_SPLIT_BLOCKING communicator: a peer lost silently (the
+ *    event never fires) is found within the deadline + 10 %, a peer lost and reported is
+ *    found at the next look; either way the abort ran and the next call fails at once.
  * Every failed wait's message names the communicator, its state and what was pending. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #include <cmocka.h>
@@ -236,6 +240,96 @@ static void test_abort_slower_than_deadline(void **state) {
   ncclshim_nccl_close(nccl);
 }
 
+/* The watchdog's rank 0: all-reduces recorded and waited for as a blocking program waits
+ * (until the stream is idle or the communicator failed); after `busy_after` of them the
+ * work never completes. Returns the failure and how long after its record it came. */
+static ncclshim_status watched_until_failure(ncclshim_comm *comm, int busy_after,
+                                             int64_t *detect_ms) {
+  const ncclshim_nccl_table *t = ncclshim_nccl_functions(ncclshim_comm_library(comm));
+  for (int i = 0;; i++) {
+    if (i == busy_after && i > 0) {
+      struct timespec ms = {0, 30000000}; /* the watchdog retires the finished ones */
+      nanosleep(&ms, NULL);
+    }
+    if (i == busy_after) fake_cuda_event_query(NOT_READY);
+    ncclResult_t r =
+        t->ncclAllReduce(NULL, NULL, 1 << 20, ncclFloat32, ncclSum, ncclshim_comm_raw(comm), NULL);
+    ncclshim_status status = ncclshim_comm_check(comm, r, "ncclAllReduce", 0);
+    int64_t start = now_ms();
+    if (status == NCCLSHIM_OK)
+      status = ncclshim_comm_record(comm, NULL, "ncclAllReduce", 1 << 20, ncclFloat32);
+    if (status != NCCLSHIM_OK) return status;
+    while (i >= busy_after && ncclshim_comm_state_of(comm) == NCCLSHIM_COMM_READY &&
+           now_ms() - start < 10 * DEADLINE_MS) {
+      struct timespec us = {0, 100000};
+      nanosleep(&us, NULL);
+    }
+    *detect_ms = now_ms() - start;
+    if (i >= busy_after) return ncclshim_comm_check(comm, ncclSuccess, "ncclAllReduce", 0);
+  }
+}
+
+/* The watchdog already started the abort: the user's abort waits for that one (child and
+ * parent: two ncclCommAbort), then teardown is a no-op. */
+static void watchdog_aborted(ncclshim_comm *comm) {
+  assert_int_equal(ncclshim_comm_abort(comm, 1000), NCCLSHIM_OK);
+  assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_ABORTED);
+  assert_int_equal(ncclshim_comm_destroy(comm, 100), NCCLSHIM_OK);
+  assert_int_equal(fake_count("ncclCommAbort"), 2);
+  assert_int_equal(fake_count("ncclCommFinalize") + fake_count("ncclCommDestroy"), 0);
+}
+
+static ncclshim_comm *watched_comm(ncclshim_nccl *nccl, ncclshim_watchdog **dog) {
+  ncclUniqueId id;
+  memset(&id, 0x5a, sizeof(id));
+  ncclshim_comm_options options = NCCLSHIM_COMM_OPTIONS_INIT;
+  options.blocking = NCCLSHIM_COMM_SPLIT_BLOCKING;
+  ncclshim_comm *comm = NULL;
+  assert_int_equal(ncclshim_comm_init(nccl, 2, &id, 0, &options, &comm), NCCLSHIM_OK);
+  assert_int_equal(ncclshim_comm_wait(comm, 1000), NCCLSHIM_OK);
+  ncclshim_watchdog_options wo = NCCLSHIM_WATCHDOG_OPTIONS_INIT;
+  wo.interval_ms = 5;
+  assert_int_equal(ncclshim_watchdog_start(&wo, dog), NCCLSHIM_OK);
+  assert_int_equal(ncclshim_comm_watch(comm, *dog, DEADLINE_MS), NCCLSHIM_OK);
+  return comm;
+}
+
+static void test_watchdog_peer_lost_silently(void **state) {
+  (void)state;
+  ncclshim_nccl *nccl = fake_open("2.28.9");
+  ncclshim_watchdog *dog = NULL;
+  ncclshim_comm *comm = watched_comm(nccl, &dog);
+  int64_t detected = -1;
+  assert_int_equal(watched_until_failure(comm, 5, &detected), NCCLSHIM_TIMEOUT);
+  assert_true(detected >= DEADLINE_MS && detected <= DEADLINE_MS + SLACK_MS);
+  assert_message(
+      "the watchdog failed communicator rank 0 of 2: ncclAllReduce #6 "
+      "(count 1048576, ncclFloat32)");
+  assert_message("past its deadline of 300 ms; the watchdog started ncclCommAbort");
+  watchdog_aborted(comm);
+  ncclshim_comm_free(comm);
+  ncclshim_watchdog_stop(dog);
+  fake_cuda_event_query(0);
+  ncclshim_nccl_close(nccl);
+}
+
+static void test_watchdog_peer_lost_reported(void **state) {
+  (void)state;
+  ncclshim_nccl *nccl = fake_open("2.28.9");
+  ncclshim_watchdog *dog = NULL;
+  ncclshim_comm *comm = watched_comm(nccl, &dog);
+  fake_peer_lost(0, ncclRemoteError);
+  int64_t detected = -1;
+  assert_int_equal(watched_until_failure(comm, 0, &detected), NCCLSHIM_NCCL_ERROR);
+  assert_true(detected < DEADLINE_MS);
+  assert_message("ncclCommGetAsyncError reported ncclRemoteError (6) during ncclAllReduce #1");
+  watchdog_aborted(comm);
+  ncclshim_comm_free(comm);
+  ncclshim_watchdog_stop(dog);
+  fake_cuda_event_query(0);
+  ncclshim_nccl_close(nccl);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_peer_lost_reported),
@@ -245,6 +339,8 @@ int main(void) {
       cmocka_unit_test(test_init_never_completes),
       cmocka_unit_test(test_peer_lost_with_window),
       cmocka_unit_test(test_abort_slower_than_deadline),
+      cmocka_unit_test(test_watchdog_peer_lost_silently),
+      cmocka_unit_test(test_watchdog_peer_lost_reported),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -30,7 +30,8 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-static fake_nccl_call last;
+/* Per thread: the last call this thread made (a watchdog thread polls while the test calls). */
+static _Thread_local fake_nccl_call last;
 static int next_result = ncclSuccess;
 static atomic_int version_calls;
 static atomic_int all_calls;
@@ -103,7 +104,7 @@ static atomic_int abort_hang, abort_returns;
 static atomic_int null_window, live_allocations, live_windows;
 static char last_error_text[256];
 
-static struct ncclComm { int blocking; } fake_comm = {1};
+static struct ncclComm { int blocking; } fake_comm = {1}, fake_child = {1};
 static char windows[WINDOWS];
 static int next_window, group_depth, pending_count;
 static ncclshim_window_t *pending[MAX_PENDING]; /* windows NCCL has yet to fill in */
@@ -221,6 +222,17 @@ static ncclResult_t init_comm(ncclComm_t *out, const ncclConfig_t *config) {
   return fake_comm.blocking ? ncclSuccess : ncclInProgress;
 }
 
+/* ncclCommSplit: the child (blocking as its config says) is written at once; the call answers
+ * as its parent's mode does, as NCCL's group rule makes it. */
+static ncclResult_t split_comm(ncclComm_t parent, ncclComm_t *out, const ncclConfig_t *config) {
+  fake_child.blocking = 1;
+  if (config != NULL && config->size >= offsetof(ncclConfig_t, blocking) + sizeof(int) &&
+      config->blocking != INT_MIN)
+    fake_child.blocking = config->blocking;
+  *out = &fake_child;
+  return (parent == &fake_child ? fake_child : fake_comm).blocking ? ncclSuccess : ncclInProgress;
+}
+
 static ncclResult_t async_error(ncclResult_t *out) {
   if (peer_lost_answer(out)) return ncclSuccess;
   int left = atomic_load(&async_polls);
@@ -291,8 +303,11 @@ static ncclResult_t answer(int fn, const void *const *args) {
     return init_comm(ARG(ncclComm_t *, 0), ARG(ncclConfig_t *, 4));
   case NCCLSHIM_FN_ncclCommGetAsyncError:
     return async_error(ARG(ncclResult_t *, 1));
+  case NCCLSHIM_FN_ncclCommSplit:
+    return split_comm(ARG(ncclComm_t, 0), ARG(ncclComm_t *, 3), ARG(ncclConfig_t *, 4));
   case NCCLSHIM_FN_ncclCommFinalize:
-    return fake_comm.blocking ? ncclSuccess : ncclInProgress;
+    return (ARG(ncclComm_t, 0) == &fake_child ? fake_child : fake_comm).blocking ? ncclSuccess
+                                                                                 : ncclInProgress;
   case NCCLSHIM_FN_ncclCommAbort:
     return hang_in_abort();
   case NCCLSHIM_FN_ncclMemAlloc:

@@ -14,7 +14,7 @@ typedef struct fake_nccl_call {
   int version_code;                                       /* which fake answered */
 } fake_nccl_call;
 
-/* Exported by every fake (resolve with dlsym): */
+/* Exported by every fake (resolve with dlsym); the last call is the calling thread's: */
 typedef const fake_nccl_call *(*fake_nccl_last_call_fn)(void);
 /* What RESULT functions return next; int functions (the device API's ncclTeamRankToWorld,
  * ...) return the same value, ncclTeam_t functions {result, result + 1, result + 2}. */
@@ -31,7 +31,9 @@ typedef int (*fake_nccl_count_fn)(void); /* ncclGetVersion calls, or all calls *
  *                                     the next successful ncclCommGetAsyncError); MemAlloc /
  *                                     MemFree allocate 4096-aligned host memory; window
  *                                     registration fills the window at once, at the end of the
- *                                     outermost group, or when a non-blocking comm finishes
+ *                                     outermost group, or when a non-blocking comm finishes;
+ *                                     ncclCommSplit writes a child at once, blocking as its
+ *                                     config says, and answers as the parent's mode does
  *   fake_nccl_set_async(n, final)     ncclCommGetAsyncError: ncclInProgress n more times
  *                                     (n < 0: forever), then `final` on every later poll
  *   fake_nccl_set_abort_hang(on)      ncclCommAbort blocks while on (another thread may turn

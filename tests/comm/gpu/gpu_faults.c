@@ -1,11 +1,14 @@
 /* A rank killed while its peer works, on two GPUs:
- *   gpu_faults blocking|nonblocking collective|init|windows fork|spawn
+ *   gpu_faults blocking|nonblocking|watchdog collective|init|windows fork|spawn
  * Two ranks, forked (the unique id through pipes) or started as independent programs meeting
  * at NCCL_COMM_ID=127.0.0.1:<port>. Rank 1 is SIGKILLed while both loop over all-reduces
  * (collective), during a non-blocking init (init), or while both loop over all-reduces on
  * symmetric windows they registered (windows). Rank 0 must report TIMEOUT or NCCL_ERROR from
  * a bounded wait within its deadline + 10 % of the kill, abort within the abort deadline,
  * free and destroy without hanging and exit 0, and no process of the case may be left.
+ * `watchdog`: a NCCLSHIM_COMM_SPLIT_BLOCKING communicator (bounded init, blocking
+ * collectives) watched by the watchdog with the same deadline: the failure must come from
+ * the watchdog within the deadline + 10 % of the operation it names.
  * Prints "FAULTS-CSV,..." (the figures) and "FAULTS-MSG,..." (rank 0's message) for
  * bench/gpu/faults.sh. NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 in the environment make NCCL use
  * its socket transport over loopback, as between nodes. Exit 0 pass, 1 fail, 77 skipped. */
@@ -26,9 +29,14 @@ enum { KILL_AFTER_MS = 200, CASE_LIMIT_MS = 45000, EXIT_LIMIT_MS = 15000 };
 
 static const char *const point_names[] = {"collective", "init", "windows"};
 
+const char *fault_kind(const fault_case *c) {
+  return c->watchdog ? "watchdog" : c->blocking ? "blocking" : "nonblocking";
+}
+
 static int parse(char **args, fault_case *c) {
   c->blocking = strcmp(args[0], "blocking") == 0;
-  if (!c->blocking && strcmp(args[0], "nonblocking") != 0) return -1;
+  c->watchdog = strcmp(args[0], "watchdog") == 0;
+  if (!c->blocking && !c->watchdog && strcmp(args[0], "nonblocking") != 0) return -1;
   int point = -1;
   for (int i = 0; i < 3; i++)
     if (strcmp(args[1], point_names[i]) == 0) point = i;
@@ -71,7 +79,7 @@ static void child(const fault_case *c, const char *self, int rank, int report_fd
                     "--worker",
                     rank_text,
                     fd_text,
-                    c->blocking ? "blocking" : "nonblocking",
+                    (char *)fault_kind(c),
                     (char *)point_names[c->point],
                     "spawn",
                     NULL};
@@ -203,8 +211,8 @@ static const char *transport(void) {
 
 static int run_case(const fault_case *c, const char *self) {
   char name[64], version[16];
-  snprintf(name, sizeof(name), "%s-%s-%s", point_names[c->point],
-           c->blocking ? "blocking" : "nonblocking", c->spawn ? "spawn" : "fork");
+  snprintf(name, sizeof(name), "%s-%s-%s", point_names[c->point], fault_kind(c),
+           c->spawn ? "spawn" : "fork");
   ncclshim_format_version(ncclshim_version(), version, sizeof(version));
   ranks rk;
   if (start(c, self, &rk) != 0) {
@@ -235,8 +243,8 @@ static int run_case(const fault_case *c, const char *self) {
                         : orphans         ? "a process of the case was left behind"
                                           : NULL;
   printf("FAULTS-CSV,%s,%s,%s,%s,%s,%s,%s,%s,%lld,%d,%lld,%s,%lld,%d,%s,%lld,%d,%d,%s,%d,%s\n",
-         name, c->blocking ? "blocking" : "nonblocking", c->spawn ? "spawn" : "fork", transport(),
-         version, point_names[c->point], have ? result.phase : "-",
+         name, fault_kind(c), c->spawn ? "spawn" : "fork", transport(), version,
+         point_names[c->point], have ? result.phase : "-",
          have ? ncclshim_status_name((ncclshim_status)result.status) : "-",
          (long long)result.wait_ms, WAIT_MS, (long long)after_kill,
          have ? ncclshim_status_name((ncclshim_status)result.abort_status) : "-",
@@ -254,7 +262,7 @@ int main(int argc, char **argv) {
   fault_case c;
   if (argc != 4 || parse(argv + 1, &c) != 0) {
     fprintf(stderr,
-            "usage: %s blocking|nonblocking collective|init|windows fork|spawn "
+            "usage: %s blocking|nonblocking|watchdog collective|init|windows fork|spawn "
             "(init: nonblocking only)\n",
             argv[0]);
     return GPU_FAIL;
@@ -263,6 +271,10 @@ int main(int argc, char **argv) {
   ncclshim_nccl *nccl = ncclshim_nccl_default();
   if (!c.blocking && !ncclshim_nccl_has(nccl, NCCLSHIM_CAP_NONBLOCKING_INIT)) {
     printf("skip: this NCCL has no non-blocking communicators\n");
+    return GPU_SKIP;
+  }
+  if (c.watchdog && !ncclshim_nccl_has(nccl, NCCLSHIM_CAP_SPLIT)) {
+    printf("skip: this NCCL has no ncclCommSplit\n");
     return GPU_SKIP;
   }
   if (c.point == KILL_AFTER_WINDOWS && !ncclshim_nccl_has(nccl, NCCLSHIM_CAP_SYMMETRIC_MEMORY)) {

@@ -16,6 +16,7 @@ typedef enum fault_point { KILL_IN_COLLECTIVE, KILL_IN_INIT, KILL_AFTER_WINDOWS 
 
 typedef struct fault_case {
   int blocking;
+  int watchdog; /* NCCLSHIM_COMM_SPLIT_BLOCKING, watched (blocking is then 0) */
   fault_point point;
   int spawn; /* independent processes joined by NCCL_COMM_ID, rather than forked */
 } fault_case;
@@ -41,6 +42,9 @@ typedef struct fault_report {
   char message[1536]; /* the failing wait's message */
   char problem[512];  /* the first check that failed, if any */
 } fault_report;
+
+/* "blocking", "nonblocking" or "watchdog". */
+const char *fault_kind(const fault_case *c);
 
 /* One rank of the case: GPU, communicator, the work, and for rank 0 the measures, written to
  * `fd`. Returns the process's exit code. */

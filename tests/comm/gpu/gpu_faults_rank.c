@@ -55,6 +55,28 @@ static void free_buffers(gpu_rank *r, buffers *b, fault_report *report) {
   if (b->recv_mem == NULL && b->recv) r->cu->cuMemFree(b->recv);
 }
 
+/* The watchdog of a `watchdog` case (NULL otherwise), watching with WAIT_MS. */
+static ncclshim_watchdog *dog;
+
+/* A watched operation: wait for the stream as a blocking program would, until it is idle or
+ * the watchdog has failed the communicator (whose abort should release the stream); then the
+ * next checked call gives the failure. Bounded by three deadlines. */
+static ncclshim_status wait_watched(gpu_rank *r, ncclshim_comm *comm) {
+  int64_t until = gpu_now_ms() + 3 * WAIT_MS;
+  while (gpu_now_ms() < until) {
+    int idle = 0;
+    ncclshim_status status = ncclshim_cuda_stream_query(r->cuda, r->stream, &idle);
+    if (status != NCCLSHIM_OK) return status;
+    if (ncclshim_comm_state_of(comm) != NCCLSHIM_COMM_READY)
+      return ncclshim_comm_check(comm, ncclSuccess, "ncclAllReduce", 0);
+    if (idle) return NCCLSHIM_OK;
+    struct timespec us = {0, 20000};
+    nanosleep(&us, NULL);
+  }
+  printf("rank %d: the watchdog did not fire within %d ms\n", r->rank, 3 * WAIT_MS);
+  return NCCLSHIM_TIMEOUT; /* with no message naming the communicator: recover() fails it */
+}
+
 /* All-reduces, each finished with a deadline, until one fails or limit_ms passes. The failing
  * wait goes into the report; OK means no failure was seen. */
 static ncclshim_status loop(gpu_rank *r, ncclshim_comm *comm, const buffers *b, int fd,
@@ -67,7 +89,11 @@ static ncclshim_status loop(gpu_rank *r, ncclshim_comm *comm, const buffers *b, 
         r->t->ncclAllReduce((const void *)(uintptr_t)b->send, (void *)(uintptr_t)b->recv, COUNT,
                             ncclFloat32, ncclSum, ncclshim_comm_raw(comm), r->stream);
     ncclshim_status status = ncclshim_comm_check(comm, result, "ncclAllReduce", WAIT_MS);
-    if (status == NCCLSHIM_OK) {
+    if (status == NCCLSHIM_OK && dog != NULL) {
+      start = gpu_now_ms();
+      status = ncclshim_comm_record(comm, r->stream, "ncclAllReduce", COUNT, ncclFloat32);
+      if (status == NCCLSHIM_OK) status = wait_watched(r, comm);
+    } else if (status == NCCLSHIM_OK) {
       start = gpu_now_ms();
       status = ncclshim_comm_wait_stream(comm, r->cuda, r->stream, WAIT_MS);
     }
@@ -152,7 +178,7 @@ static void recover(gpu_rank *r, ncclshim_comm *comm, buffers *b, ncclshim_statu
 int fault_rank(gpu_rank *r, const fault_case *c, int fd) {
   fault_report report = {.rank = r->rank, .kind = RESULT, .phase = "init"};
   ncclshim_comm_options options = NCCLSHIM_COMM_OPTIONS_INIT;
-  options.blocking = c->blocking;
+  options.blocking = c->watchdog ? NCCLSHIM_COMM_SPLIT_BLOCKING : c->blocking;
   ncclshim_comm *comm = NULL;
   GPU_OK(r, ncclshim_comm_init(r->nccl, r->nranks, &r->id, r->rank, &options, &comm));
   if (c->point == KILL_IN_INIT) tell(fd, r->rank, INIT_STARTED);
@@ -164,6 +190,10 @@ int fault_rank(gpu_rank *r, const fault_case *c, int fd) {
     report.wait_ms = report.failed_at - start;
   } else {
     snprintf(report.phase, sizeof(report.phase), "collective");
+    if (c->watchdog) {
+      GPU_OK(r, ncclshim_watchdog_start(NULL, &dog));
+      GPU_OK(r, ncclshim_comm_watch(comm, dog, WAIT_MS));
+    }
     if (alloc_buffers(r, comm, c->point == KILL_AFTER_WINDOWS, &b) != GPU_PASS) return GPU_FAIL;
     status = loop(r, comm, &b, fd, r->rank == 0 ? RANK0_LOOP_MS : RANK1_LOOP_MS, &report);
   }
@@ -172,6 +202,7 @@ int fault_rank(gpu_rank *r, const fault_case *c, int fd) {
     return GPU_FAIL;
   }
   recover(r, comm, &b, status, c->point == KILL_AFTER_WINDOWS, &report);
+  ncclshim_watchdog_stop(dog);
   send_report(fd, &report);
   return report.passed ? GPU_PASS : GPU_FAIL;
 }

@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# Host-visible time per all-reduce call with and without hang detection (issue 21), on the
+# GPU host, in one command from the repository root:
+#   [NCCL_2297=/path/libnccl.so.2] bash bench/gpu/percall.sh
+# Builds (or reuses) build-gpu/, builds bench/gpu/percall.c three ways per NCCL (direct,
+# drop-in, ncclshim's table) against that NCCL's nccl.h, and runs, for the system NCCL
+# (2.28.3) and NCCL_2297 (skipped when unset), ROUNDS (2) rounds of the six variants
+# (blocking, spin, dropin, table, nonblocking, watchdog) at 8 B .. 1 GiB, the processes
+# interleaved and the variants taking turns inside each; then the stopped-rank detection
+# (deadline DEADLINE_MS, 1000) and the bounded wait's lateness on the CPU
+# (build-gpu/bench/wait_cost). Writes ${OUT:-/tmp/out}/percall/: percall.csv (every row),
+# summary.csv (median over rounds), ratios.md (the goals: watchdog / blocking and
+# nonblocking / spin <= 1.05; detection <= deadline + 10 %), detect.csv, wait-cost.csv,
+# percall-*.png when gnuplot is there, logs. A time budget (BUDGET_S, 280 s) skips what is
+# left rather than overrun; no process outlives its step. NVLink multicast stays off.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+out=${OUT:-/tmp/out}/percall
+mkdir -p "$out"
+start=$SECONDS
+budget=${BUDGET_S:-280}
+rounds=${ROUNDS:-2}
+deadline=${DEADLINE_MS:-1000}
+max_bytes=${MAX_BYTES:-1073741824}
+sys_nccl=${SYS_NCCL:-/usr/lib/x86_64-linux-gnu/libnccl.so.2}
+cuda=/usr/local/cuda
+ncclses=(sys)
+[ -n "${NCCL_2297:-}" ] && ncclses+=(2297)
+nccl_lib() { if [ "$1" = sys ]; then echo "$sys_nccl"; else echo "$NCCL_2297"; fi; }
+nccl_inc() { if [ "$1" = sys ]; then echo /usr/include; else echo "$(dirname "$NCCL_2297")/../include"; fi; }
+time_left() { echo $((budget - (SECONDS - start))); }
+
+echo "=== build ($(date -u +%T))"
+{ [ -d build-gpu ] || meson setup build-gpu; } >"$out/build.log" 2>&1
+ninja -C build-gpu >>"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
+bin=$out/bin
+mkdir -p "$bin"
+for which in "${ncclses[@]}"; do
+  lib=$(nccl_lib "$which")
+  cc=(gcc -std=c11 -O2 -Wall -Wextra -Werror "-I$cuda/include" "-I$(nccl_inc "$which")"
+    bench/gpu/percall.c)
+  cudart=("-L$cuda/lib64" -lcudart "-Wl,-rpath,$cuda/lib64")
+  "${cc[@]}" -o "$bin/direct-$which" "$lib" -Wl,-rpath,"$(dirname "$lib")" "${cudart[@]}" &&
+    "${cc[@]}" -o "$bin/dropin-$which" -Lbuild-gpu/src/dropin -lncclshim-nccl \
+      -Wl,-rpath,"$PWD/build-gpu/src/dropin" "${cudart[@]}" &&
+    "${cc[@]}" -o "$bin/shim-$which" -DVIA_TABLE -Iinclude -Lbuild-gpu/src -lncclshim \
+      -Wl,-rpath,"$PWD/build-gpu/src" "${cudart[@]}" ||
+    { echo "build of percall against $which failed"; exit 1; }
+done
+
+# Processes of ours still there after a step: named, killed by pid, counted.
+orphans() {
+  local pids
+  pids=$(pgrep -f "^$bin/" || true)
+  [ -z "$pids" ] && return 0
+  echo "ORPHANS after $1: $(echo "$pids" | tr '\n' ' ')" | tee -a "$out/orphans.txt"
+  for pid in $pids; do kill -9 "$pid" 2>/dev/null; done
+}
+
+# run NAME BUILD NCCL ARGS...: one process pair, its rows tagged with the round.
+run() {
+  local name=$1 build=$2 which=$3 t=$SECONDS
+  shift 3
+  if [ "$(time_left)" -lt 30 ]; then
+    echo "$name: skipped (time budget)" | tee -a "$out/skipped.txt"
+    return
+  fi
+  NCCLSHIM_NCCL_LIBRARY=$(nccl_lib "$which") timeout -k 5 120 "$bin/$build-$which" "$@" \
+    >"$out/$name.out" 2>"$out/$name.log"
+  local rc=$?
+  printf '%-34s exit %3d  %3ds\n' "$name" "$rc" $((SECONDS - t))
+  orphans "$name"
+}
+
+echo "=== per-call times, $rounds rounds ($(date -u +%T))"
+echo "round,variant,nccl,bytes,us_median,us_p10,us_p90,calls" >"$out/percall.csv"
+for round in $(seq 1 "$rounds"); do
+  for which in "${ncclses[@]}"; do
+    run "r$round-$which-direct" direct "$which" blocking,spin 8 "$max_bytes"
+    run "r$round-$which-shim" shim "$which" table,nonblocking,watchdog 8 "$max_bytes"
+    run "r$round-$which-dropin" dropin "$which" dropin 8 "$max_bytes"
+    grep -hv "^detect" "$out"/r"$round-$which"-*.out | sed "s/^/$round,/" >>"$out/percall.csv"
+  done
+done
+
+echo "=== a stopped rank, deadline $deadline ms ($(date -u +%T))"
+echo "what,nccl,mode,deadline_ms,detected_ms,ratio,released_ms" >"$out/detect.csv"
+for which in "${ncclses[@]}"; do
+  run "detect-$which" shim "$which" detect "$deadline"
+  grep '^detect,' "$out/detect-$which.out" >>"$out/detect.csv"
+done
+
+echo "=== the bounded wait's lateness and CPU ($(date -u +%T))"
+if [ "$(time_left)" -gt 20 ]; then
+  wlib=$(realpath build-gpu/bench/libtimed-nccl.so)
+  echo "pacing,wait_us,rep,overshoot_ns,cpu" >"$out/wait-cost.csv"
+  timeout 60 build-gpu/bench/wait_cost "$wlib" 50 | tail -n +2 | sed 's/^/default,/' >>"$out/wait-cost.csv"
+  NCCLSHIM_WAIT_SPIN_US=0 timeout 60 build-gpu/bench/wait_cost "$wlib" 50 | tail -n +2 |
+    sed 's/^/spin0,/' >>"$out/wait-cost.csv"
+fi
+
+echo "=== summary ($(date -u +%T))"
+python3 - "$out" <<'PY'
+import csv, os, statistics, sys
+out = sys.argv[1]
+rows = list(csv.DictReader(open(os.path.join(out, "percall.csv"))))
+by = {}
+for r in rows:
+    by.setdefault((r["nccl"], r["variant"], int(r["bytes"])), []).append(float(r["us_median"]))
+with open(os.path.join(out, "summary.csv"), "w") as f:
+    f.write("nccl,variant,bytes,us,rounds\n")
+    for (nccl, v, b), xs in sorted(by.items()):
+        f.write(f"{nccl},{v},{b},{statistics.median(xs):.3f},{len(xs)}\n")
+med = {k: statistics.median(xs) for k, xs in by.items()}
+lines = ["# Per-call time (us, median over rounds) and the ratios of issue 21", ""]
+for nccl in sorted({k[0] for k in med}):
+    lines += [f"## NCCL {nccl}", "",
+              "| bytes | blocking | spin | dropin | table | nonblocking | watchdog "
+              "| watchdog/blocking | nonblocking/spin | dropin/blocking | table/blocking |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for b in sorted({k[2] for k in med if k[0] == nccl}):
+        g = lambda v: med.get((nccl, v, b))
+        fmt = lambda x: f"{x:.1f}" if x is not None else "-"
+        ratio = lambda a, c: (f"{g(a) / g(c):.3f}" + (" **over**" if g(a) / g(c) > 1.05 else "")
+                              if g(a) and g(c) else "-")
+        lines.append(f"| {b} | " + " | ".join(fmt(g(v)) for v in
+                     ("blocking", "spin", "dropin", "table", "nonblocking", "watchdog")) +
+                     f" | {ratio('watchdog', 'blocking')} | {ratio('nonblocking', 'spin')}"
+                     f" | {ratio('dropin', 'blocking')} | {ratio('table', 'blocking')} |")
+    lines.append("")
+det = os.path.join(out, "detect.csv")
+if os.path.exists(det):
+    lines += ["## A stopped rank", "", "| nccl | mode | deadline ms | detected ms | ratio | "
+              "stream released ms | within +10 % |", "|---|---|---|---|---|---|---|"]
+    for r in csv.DictReader(open(det)):
+        ok = "yes" if float(r["ratio"]) <= 1.10 else "**no**"
+        lines.append(f"| {r['nccl']} | {r['mode']} | {r['deadline_ms']} | {r['detected_ms']} | "
+                     f"{r['ratio']} | {r['released_ms']} | {ok} |")
+    lines.append("")
+wc = os.path.join(out, "wait-cost.csv")
+if os.path.exists(wc):
+    w = list(csv.DictReader(open(wc)))
+    lines += ["## The bounded wait on the CPU (fake work ending at a set time)", "",
+              "| pacing | wait us | goal us | median late us | p90 late us | CPU share |",
+              "|---|---|---|---|---|---|"]
+    for pacing in ("default", "spin0"):
+        for us in sorted({int(r["wait_us"]) for r in w if r["pacing"] == pacing}):
+            sel = [r for r in w if r["pacing"] == pacing and int(r["wait_us"]) == us]
+            late = sorted(int(r["overshoot_ns"]) / 1000 for r in sel)
+            cpu = statistics.median(float(r["cpu"]) for r in sel)
+            lines.append(f"| {pacing} | {us} | {max(2, us * 0.05):.1f} | "
+                         f"{statistics.median(late):.2f} | {late[int(0.9 * (len(late) - 1))]:.2f} | "
+                         f"{cpu:.2f} |")
+    lines.append("")
+open(os.path.join(out, "ratios.md"), "w").write("\n".join(lines))
+print("\n".join(lines))
+PY
+
+if command -v gnuplot >/dev/null; then
+  bash bench/gpu/percall_plot.sh "$out" || echo "plot failed"
+else
+  echo "no gnuplot here: plot later with bench/gpu/percall_plot.sh DIR"
+fi
+echo "=== done in $((SECONDS - start)) s ($(date -u +%T))"

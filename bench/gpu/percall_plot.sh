@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# PNG plots of bench/gpu/percall.sh's summary.csv (gnuplot, Debian package gnuplot-nox), one
+# per NCCL: time per call against message size for the six variants, log-log.
+#   bench/gpu/percall_plot.sh DIR    (DIR holds summary.csv; the PNGs go beside it)
+set -euo pipefail
+cd "$1"
+for nccl in $(awk -F, 'NR > 1 {print $1}' summary.csv | sort -u); do
+  gnuplot <<GP
+set terminal pngcairo size 900,550 noenhanced
+set output "percall-$nccl.png"
+set datafile separator ","
+set title "host-visible time per all-reduce call, float32 sum, 2 GPUs, NCCL $nccl"
+set logscale x 2
+set logscale y 10
+set format x "%.0b%BB"
+set xlabel "message size (bytes)"
+set ylabel "us per call (median)"
+set key top left
+set grid
+plot for [v in "blocking spin dropin table nonblocking watchdog"] \
+  "< awk -F, '\$1 == \"$nccl\" && \$2 == \"".v."\"' summary.csv" using 3:4 with linespoints title v
+GP
+done

@@ -1,0 +1,47 @@
+/* A libnccl.so.2 whose work finishes at a time the benchmark sets: ncclCommGetAsyncError
+ * answers ncclInProgress until CLOCK_MONOTONIC reaches timed_nccl_done_ns, then ncclSuccess.
+ * Every other function does nothing and succeeds (ncclGetVersion answers 2.28.9). The callee
+ * of bench/wait_cost.c, which measures how late a bounded wait notices completion. */
+#include <stdint.h>
+#include <time.h>
+
+#include "ncclshim/nccl_functions.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+EXPORT volatile int64_t timed_nccl_done_ns;
+
+EXPORT ncclResult_t ncclGetVersion(int *version) {
+  *version = 22809;
+  return ncclSuccess;
+}
+
+EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *async) {
+  (void)comm;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  *async = now >= timed_nccl_done_ns ? ncclSuccess : ncclInProgress;
+  return ncclSuccess;
+}
+
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#define DONE_RESULT return ncclSuccess;
+#define DONE_STRING return "";
+#define DONE_VOID
+#define DONE_INT return 0;
+#define DONE_TEAM return (ncclshim_team_t){0, 0, 0};
+#define NOOP_(name, version, policy, returns, n, params) \
+  EXPORT NCCLSHIM_RETURNS(returns)                       \
+  name NCCLSHIM_PP_PARAMS(n, params) { DONE_##returns }
+/* Every row but the two above. */
+#define WRITTEN_ncclGetVersion ~, 1,
+#define WRITTEN_ncclCommGetAsyncError ~, 1,
+#define SECOND(a, b, ...) b
+#define SECOND_(...) SECOND(__VA_ARGS__)
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#define GENERATE_0(...) NOOP_(__VA_ARGS__)
+#define GENERATE_1(...)
+#define GENERATE_(name, ...) CAT(GENERATE_, SECOND_(WRITTEN_##name, 0, ~))(name, __VA_ARGS__)
+NCCLSHIM_NCCL_FUNCTIONS(GENERATE_)

@@ -20,7 +20,13 @@ struct ncclshim_comm {
   int abort_done;            /* ncclCommAbort has returned ... */
   ncclResult_t abort_result; /* ... this */
   ncclResult_t failure;      /* the error that made it FAILED */
+  atomic_int windows;        /* comm_caps.c: 0 not known, 1 windows register, 2 they do not */
 };
+/* Record whether a registration on the communicator gave a window (comm_caps.c). */
+void ncclshim_comm_note_windows(ncclshim_comm *comm, int registered);
+/* "; device API: the loaded NCCL is ..." for ncclInvalidUsage from a device-API call, else "". */
+void ncclshim_devapi_hint(ncclshim_nccl *nccl, ncclResult_t result, const char *call, char *buf,
+                          size_t size);
 
 /* Take and drop a reference; the last drop frees the wrapper. */
 void ncclshim_comm_ref(ncclshim_comm *comm);

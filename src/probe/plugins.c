@@ -74,9 +74,9 @@ void probe_check_plugins(const probe *p, probe_requirement *r) {
                : v == NCCLSHIM_PLUGIN_ACCEPTED || v == NCCLSHIM_PLUGIN_ABSENT ||
                      v == NCCLSHIM_PLUGIN_DISABLED || v == NCCLSHIM_PLUGIN_UNKNOWN)
       continue;
-    int n = snprintf(r->reason + used, sizeof(r->reason) - used, "%s%s %s: %s", used ? "; " : "",
-                     ncclshim_plugin_kind_name(e->kind), e->path ? e->path : e->requested,
-                     e->reason);
+    int n =
+        snprintf(r->reason + used, sizeof(r->reason) - used, "%s%s %s: %s", used ? "; " : "",
+                 ncclshim_plugin_kind_name(e->kind), e->path ? e->path : e->requested, e->reason);
     if (n < 0 || (size_t)n >= sizeof(r->reason) - used) break;
     used += (size_t)n;
   }

@@ -63,7 +63,7 @@ typedef struct probe {
   probe_driver_check driver;
   probe_requirement *requirements;
   int requirement_count;
-  int unmet; /* how many requirements are not met */
+  int unmet;                     /* how many requirements are not met */
   ncclshim_plugin_list *plugins; /* plugins.c */
 } probe;
 

@@ -103,7 +103,7 @@ static int async_final;
 static atomic_int abort_hang, abort_returns;
 static atomic_int null_window, live_allocations, live_windows;
 static char last_error_text[256];
-static int gather_rank = -1;
+static int gather_on, gather_rank = -1;
 static char gather_from[128], gather_to[128];
 static int prop_device_api, prop_multimem, prop_gin_type;
 
@@ -178,6 +178,7 @@ EXPORT void fake_nccl_reset(void) {
   last_error_text[0] = '\0';
   fake_comm.blocking = 1;
   fake_comm.nranks = 1;
+  gather_on = 0;
   gather_rank = -1;
   prop_device_api = prop_multimem = prop_gin_type = 0;
   group_depth = pending_count = 0;
@@ -279,12 +280,14 @@ static ncclResult_t window_register(ncclshim_window_t *win) {
 }
 
 /* ---- The all-gather of host memory, with one rank's slot edited; the properties -------- */
-/* ncclAllGather copies sendbuff into every rank's slot (the buffers are host memory: the
- * fake CUDA's "device" memory is malloc'd), then in slot gather_rank replaces gather_from by
- * gather_to, as if that rank had sent something else. ncclCommQueryProperties writes the
- * 2.29.4+ layout: rank 0, nranks, device 0, and what fake_nccl_set_properties chose. */
+/* Once fake_nccl_set_gather_edit was called, ncclAllGather copies sendbuff into every rank's
+ * slot (the buffers are host memory: the fake CUDA's "device" memory is malloc'd), then in slot
+ * gather_rank replaces gather_from by gather_to, as if that rank had sent something else.
+ * ncclCommQueryProperties writes the 2.29.4+ layout: rank 0, nranks, device 0, and what
+ * fake_nccl_set_properties chose. */
 
 EXPORT void fake_nccl_set_gather_edit(int rank, const char *from, const char *to) {
+  gather_on = 1;
   gather_rank = rank;
   snprintf(gather_from, sizeof(gather_from), "%s", from ? from : "");
   snprintf(gather_to, sizeof(gather_to), "%s", to ? to : "");
@@ -305,8 +308,8 @@ static void edit_slot(char *slot, size_t size) {
 
 static ncclResult_t all_gather(const void *send, void *recv, size_t count, ncclDataType_t type) {
   static const size_t bytes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
-  if ((unsigned)type >= sizeof(bytes) / sizeof(bytes[0]) || send == NULL || recv == NULL)
-    return ncclInvalidArgument;
+  if (!gather_on || (unsigned)type >= sizeof(bytes) / sizeof(bytes[0]))
+    return ncclSuccess; /* as every other call: nothing done */
   size_t size = count * bytes[type];
   for (int r = 0; r < fake_comm.nranks; r++) {
     char *slot = (char *)recv + (size_t)r * size;

@@ -43,9 +43,10 @@ typedef int (*fake_nccl_count_fn)(void); /* ncclGetVersion calls, or all calls *
  *                                     as well if set_abort_hang is on)
  *   fake_nccl_set_null_window(on)     ncclCommWindowRegister succeeds and leaves *win as is
  *   fake_nccl_set_last_error(text)    what ncclGetLastError returns ("" for the default)
- *   fake_nccl_set_gather_edit(r, a, b) ncclAllGather copies the send buffer into every
- *                                     rank's slot (host memory), then replaces text a by b in
- *                                     rank r's slot (r < 0: none), as if r sent that
+ *   fake_nccl_set_gather_edit(r, a, b) from now on ncclAllGather copies the send buffer
+ *                                     into every rank's slot (host memory), then replaces
+ *                                     text a by b in rank r's slot (r < 0: none), as if r
+ *                                     sent that
  *   fake_nccl_set_properties(d, m, g) ncclCommQueryProperties answers deviceApiSupport d,
  *                                     multimemSupport m, ginType g (ncclInvalidUsage for a
  *                                     struct without NCCL_API_MAGIC or newer than the fake)

@@ -204,7 +204,7 @@ static void judge(ncclshim_plugin_list *list, ncclshim_plugin_kind kind, const c
   scan s = {.kind = kind, .nccl_version = nccl_version, .best = -1};
   char why[256] = "", reason[512], have[16];
   if (ncshl_elf_exports(path, each_symbol, &s, why, sizeof(why)) != NCSHL_OK) {
-    snprintf(reason, sizeof(reason), "NCCL cannot load it: %s", why);
+    snprintf(reason, sizeof(reason), "not readable as a plugin: %s", why);
     add(list, kind, requested, path, NULL, NULL, NCCLSHIM_PLUGIN_UNREADABLE, reason);
     return;
   }

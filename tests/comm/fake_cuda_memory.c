@@ -1,7 +1,8 @@
 /* A fake libcuda.so.1 whose "device" memory is host memory, for ncclshim_comm_agree on the
  * fakes: cuMemAlloc mallocs, cuMemFree frees, cuMemcpyHtoD/DtoH copy, cuStreamCreate hands
  * out a stream, everything else succeeds doing nothing. fake_cuda_live_allocations counts
- * the blocks not yet freed. Driver 11.2 (bound by dlsym). */
+ * the blocks not yet freed, fake_cuda_free_all frees them (single-threaded tests only). Driver 11.2
+ * (bound by dlsym). */
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,10 +15,29 @@
 #define EXPORT __attribute__((visibility("default")))
 #define ALIAS(name) __attribute__((alias(#name)))
 
+enum { BLOCKS = 64 };
 static atomic_int allocations;
+static void *blocks[BLOCKS]; /* those not yet freed, for fake_cuda_free_all */
 static int stream_token;
 
 EXPORT int fake_cuda_live_allocations(void) { return atomic_load(&allocations); }
+/* What a test left allocated on purpose (a timed-out agreement's buffers). */
+EXPORT void fake_cuda_free_all(void) {
+  for (int i = 0; i < BLOCKS; i++) {
+    if (blocks[i] != NULL) atomic_fetch_sub(&allocations, 1);
+    free(blocks[i]);
+    blocks[i] = NULL;
+  }
+}
+
+static void track(void *from, void *to) {
+  for (int i = 0; i < BLOCKS; i++) {
+    if (blocks[i] == from) {
+      blocks[i] = to;
+      return;
+    }
+  }
+}
 
 EXPORT ncclshim_cu_result cuDriverGetVersion(int *version) {
   *version = 11020;
@@ -31,12 +51,14 @@ EXPORT ncclshim_cu_result cuMemAlloc(CUdeviceptr *ptr, size_t size) {
   void *p = malloc(size);
   if (p == NULL) return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
   atomic_fetch_add(&allocations, 1);
+  track(NULL, p);
   *ptr = (CUdeviceptr)(uintptr_t)p;
   return NCCLSHIM_CUDA_SUCCESS;
 }
 EXPORT ncclshim_cu_result cuMemAlloc_v2(CUdeviceptr *ptr, size_t size) ALIAS(cuMemAlloc);
 EXPORT ncclshim_cu_result cuMemFree(CUdeviceptr ptr) {
   if (ptr) atomic_fetch_sub(&allocations, 1);
+  track((void *)(uintptr_t)ptr, NULL);
   free((void *)(uintptr_t)ptr);
   return NCCLSHIM_CUDA_SUCCESS;
 }

@@ -231,6 +231,7 @@ static void test_agree_deadline_and_errors(void **state) {
   assert_int_equal(ncclshim_comm_agree(comm, 50), NCCLSHIM_TIMEOUT);
   assert_true(now_ms() - start < 1000);
   assert_int_equal(cuda_allocations(), 2); /* left to NCCL on purpose */
+  ((void (*)(void))(uintptr_t)fake_symbol(getenv("NCCLSHIM_CUDA_LIBRARY"), "fake_cuda_free_all"))();
   fake_async(0, ncclRemoteError);
   assert_int_equal(ncclshim_comm_agree(comm, 1000), NCCLSHIM_NCCL_ERROR);
   assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_FAILED);

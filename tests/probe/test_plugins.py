@@ -4,15 +4,20 @@ its constructor, so a probe that loaded one would die): the accepted one names t
 symbol NCCL would take, the old one is flagged, --require plugins-compatible follows, and
 the variables are resolved as NCCL does (a path, a bare name -> libnccl-net-<name>.so on
 LD_LIBRARY_PATH, "none", a name no file matches).
-   test_plugins.py PROBE FAKE_DIR PLUGIN_DIR"""
+   test_plugins.py PROBE FAKE_DIR PLUGIN_DIR
+With PROBE_VALGRIND set (valgrind and its options, as test_probe.py takes it), every probe runs
+under it and a memcheck error fails the test."""
 import json
 import os
+import shlex
 import subprocess
 import sys
 import unittest
 
 PROBE, FAKE_DIR, PLUGIN_DIR = map(os.path.abspath, sys.argv[1:4])
 NCCL = os.path.join(FAKE_DIR, "libfake-nccl-%s.so")
+VALGRIND = shlex.split(os.environ.get("PROBE_VALGRIND", ""))
+VALGRIND_FAILED = 99  # valgrind's exit status on an error; the probe's own are 0, 1, 2
 
 
 def plugin(name):
@@ -22,8 +27,13 @@ def plugin(name):
 def probe(env, *args, version="2.29.7"):
     full = {"NCCLSHIM_NCCL_LIBRARY": NCCL % version, "NCCLSHIM_LD_CACHE": "/dev/null",
             "NCCLSHIM_CUDA_LIBRARY": "/nonexistent/libcuda.so.1", **env}
-    proc = subprocess.run([PROBE, "--json", "--no-devices", *args], env=full,
-                          capture_output=True, text=True, timeout=60)
+    check = VALGRIND + ["--error-exitcode=%d" % VALGRIND_FAILED] if VALGRIND else []
+    proc = subprocess.run([*check, PROBE, "--json", "--no-devices", *args], env=full,
+                          capture_output=True, text=True, timeout=120)
+    for line in proc.stderr.splitlines():  # the summaries, for .ci/run's counts
+        if "ERROR SUMMARY" in line or "definitely lost:" in line:
+            print(line, flush=True)
+    assert proc.returncode != VALGRIND_FAILED, proc.stderr
     doc = json.loads(proc.stdout)
     return proc.returncode, {p["kind"]: p for p in doc["plugins"] if p["requested"] != "none"
                              or p["kind"] == "net"}, doc, proc.stderr

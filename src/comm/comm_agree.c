@@ -180,7 +180,9 @@ static ncclshim_status prepare(buffers *b, const char *record, int nranks) {
                          "ncclshim_comm_agree: no usable CUDA driver for the device buffers (%s)",
                          ncclshim_cuda_message(b->cuda));
   const ncclshim_cuda_table *t = ncclshim_cuda_functions(b->cuda);
-  ncclshim_status status = ncclshim_cuda_stream_create(b->cuda, 1 /* non-blocking */, &b->stream);
+  /* A blocking stream (flags 0): it waits for the legacy stream, where cuMemcpyHtoD's DMA from
+   * pageable memory may still be running when the call returns. */
+  ncclshim_status status = ncclshim_cuda_stream_create(b->cuda, 0, &b->stream);
   if (status != NCCLSHIM_OK) return status;
   int r = t->cuMemAlloc(&b->send, RECORD);
   if (r != 0) return cuda_failed(b->cuda, "cuMemAlloc", r);

@@ -113,7 +113,8 @@ typedef struct ncclshim_plugin_list ncclshim_plugin_list;
 /* Find the plugins the loaded NCCL (`nccl`, NULL for the default handle) would load in this
  * process's environment, for each kind: the variable's entries (NCCL_NET_PLUGIN and
  * NCCL_GIN_PLUGIN take comma-separated lists), each tried as NCCL does (the name, then
- * "libnccl-<kind>-<name>.so" for a bare name), or the default name when the variable is unset.
+ * "libnccl-<kind>-<name>.so" for a bare name), or the default name when the variable is unset;
+ * a tuner or profiler without a library of its own is looked for in the net plugin's file.
  * Names without '/' are looked for as the dynamic loader does: the absolute directories of
  * LD_LIBRARY_PATH, the ld.so cache, then the system directories. Files are read (their
  * .dynsym), never loaded. OK, INVALID_ARGUMENT (out NULL), OUT_OF_MEMORY. Free with

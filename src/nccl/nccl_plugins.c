@@ -261,6 +261,21 @@ static void find_one(ncclshim_plugin_list *list, ncclshim_plugin_kind kind, cons
     free(path);
     return;
   }
+  /* No tuner or profiler library of its own: NCCL looks in the net plugin's library. */
+  const ncclshim_plugin *net = list->count > 0 ? &list->items[0] : NULL;
+  if ((kind == NCCLSHIM_PLUGIN_TUNER || kind == NCCLSHIM_PLUGIN_PROFILER) && net != NULL &&
+      net->kind == NCCLSHIM_PLUGIN_NET && net->path != NULL &&
+      strstr(net->exports,
+             kind == NCCLSHIM_PLUGIN_TUNER ? "ncclTunerPlugin_v" : "ncclProfiler_v")) {
+    char *net_path = strdup(net->path);
+    if (net_path == NULL) {
+      list->out_of_memory = 1;
+      return;
+    }
+    judge(list, kind, name, net_path, nccl_version);
+    free(net_path);
+    return;
+  }
   char reason[PATH_MAX + 128];
   if (from_variable)
     snprintf(reason, sizeof(reason),

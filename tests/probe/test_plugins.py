@@ -56,6 +56,11 @@ class Plugins(unittest.TestCase):
         self.assertEqual(net["chosen"], "ncclNetPlugin_v8")
         self.assertEqual(sorted(net["exports"]), ["ncclNetPlugin_v8", "ncclTunerPlugin_v3"])
         self.assertEqual(net["path"], os.path.realpath(plugin("net-accepted")))
+        # No tuner library of its own: NCCL takes the tuner from the net plugin's library.
+        tuner = plugins["tuner"]
+        self.assertEqual((tuner["verdict"], tuner["chosen"]), ("accepted", "ncclTunerPlugin_v3"))
+        self.assertEqual(tuner["path"], net["path"])
+        self.assertEqual(plugins["profiler"]["verdict"], "absent")
 
     def test_old_abi_flagged(self):
         code, plugins, doc, err = probe({"NCCL_NET_PLUGIN": plugin("net-old")},

@@ -78,7 +78,8 @@ for which in "${order[@]}"; do
     FAKE_PLUGIN=$plugin timeout 60 "$tool" agree "$scenario" >"$log" 2>&1
     say "$which agree $scenario: exit $? $(grep -E '^AGREE,[^,]*,0,' "$log" | cut -d, -f4,5 | tr '\n' ' ')"
     grep -E "^AGREE," "$log" | sed "s/^AGREE,/$which,/" >>"$out/agree.csv"
-    grep -E "^COST," "$log" | sed "s/^COST,/$which,/" >>"$out/cost.csv"
+    grep -E "^COST," "$log" | sed "s/^COST,/$which,/" | tee -a "$out/cost.csv" | sed "s/^/  /" |
+      tee -a "$summary" >/dev/null
     grep -E "^AGREE,[^,]*,0,UNAVAILABLE" "$log" | cut -d, -f6- | cut -c1-400 | sed "s/^/  /" |
       tee -a "$summary" >/dev/null
   done

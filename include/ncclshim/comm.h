@@ -217,5 +217,6 @@ NCCLSHIM_API void ncclshim_comm_free(ncclshim_comm *comm);
 #endif
 
 #include "ncclshim/watchdog.h"
+#include "ncclshim/comm_query.h" /* per-communicator capabilities, agreement */
 
 #endif /* NCCLSHIM_COMM_H */

@@ -42,8 +42,9 @@ typedef struct ncclshim_symmem ncclshim_symmem;
  * Returns OK with *out set; INVALID_ARGUMENT (comm or out NULL, size 0 or too large,
  * timeout_ms < 0, the communicator not READY, the stream capturing: "... is capturing a CUDA
  * graph ..."); UNAVAILABLE (no SYMMETRIC_MEMORY: "needs NCCL >= 2.28.0 ...; the loaded NCCL
- * is 2.27.3 (path)"); NCCL_ERROR (ncclMemAlloc or ncclCommWindowRegister failed, checked
- * message; or success with a NULL window); TIMEOUT; CUDA_ERROR (cuStreamIsCapturing failed
+ * is 2.27.3 (path)"; or NCCL gave success with a NULL window: windows do not register on
+ * this communicator, see ncclshim_comm_has); NCCL_ERROR (ncclMemAlloc or
+ * ncclCommWindowRegister failed, checked message); TIMEOUT; CUDA_ERROR (cuStreamIsCapturing failed
  * with an unexpected code); OUT_OF_MEMORY. On failure everything taken is given back. */
 NCCLSHIM_API ncclshim_status ncclshim_symmem_alloc(ncclshim_comm *comm, size_t size,
                                                    cudaStream_t stream, int timeout_ms,
@@ -58,7 +59,7 @@ NCCLSHIM_API ncclshim_status ncclshim_symmem_alloc_in_group(ncclshim_comm *comm,
                                                             ncclshim_symmem **out);
 
 /* Finish a registration: wait (at most timeout_ms) for a non-blocking communicator, then
- * check that NCCL gave a window. OK (also when already complete); NCCL_ERROR ("... returned
+ * check that NCCL gave a window. OK (also when already complete); UNAVAILABLE ("... returned
  * success but no window ..."; the buffer stays allocated: free it); TIMEOUT;
  * INVALID_ARGUMENT (NULL, timeout_ms < 0, or the communicator no longer usable). */
 NCCLSHIM_API ncclshim_status ncclshim_symmem_complete(ncclshim_symmem *mem, int timeout_ms);

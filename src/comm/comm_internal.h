@@ -32,7 +32,13 @@ struct ncclshim_comm {
   ncclComm_t parent;
   int split_wanted, split_started;
   ncclComm_t child;
+  atomic_int windows;            /* comm_caps.c: 0 not known, 1 windows register, 2 they do not */
 };
+/* Record whether a registration on the communicator gave a window (comm_caps.c). */
+void ncclshim_comm_note_windows(ncclshim_comm *comm, int registered);
+/* "; device API: the loaded NCCL is ..." for ncclInvalidUsage from a device-API call, else "". */
+void ncclshim_devapi_hint(ncclshim_nccl *nccl, ncclResult_t result, const char *call, char *buf,
+                          size_t size);
 
 /* After the parent's init finished: start the split (once) and wait for it until the
  * deadline; on OK the communicator's comm is the child. *seen as ncclshim_wait_until's. */

@@ -103,11 +103,15 @@ ncclshim_status ncclshim_symmem_complete(ncclshim_symmem *mem, int timeout_ms) {
   if (mem->complete) return NCCLSHIM_OK;
   ncclshim_status status = ncclshim_comm_wait(mem->comm, timeout_ms);
   if (status != NCCLSHIM_OK) return status;
+  /* Outside a group, a NULL window says windows do not register here (comm_caps.c caches
+   * it); inside one it may just be asked for before ncclGroupEnd. */
+  if (!mem->in_group) ncclshim_comm_note_windows(mem->comm, mem->window != NULL);
   if (mem->window == NULL)
-    return ncclshim_fail(NCCLSHIM_NCCL_ERROR,
-                         "ncclCommWindowRegister returned success but no window (registration "
-                         "disabled or CUMEM off? NCCL gives none where the system cannot register "
-                         "windows; NCCL_DEBUG=WARN says more)%s",
+    return ncclshim_fail(mem->in_group ? NCCLSHIM_NCCL_ERROR : NCCLSHIM_UNAVAILABLE,
+                         "ncclCommWindowRegister returned success but no window: symmetric "
+                         "windows do not register on this communicator (NCCL >= 2.29 gives none "
+                         "where the system cannot register them: registration disabled, CUMEM "
+                         "off, a transport without it; NCCL_DEBUG=WARN says more)%s",
                          mem->in_group ? "; inside a group the window only exists after "
                                          "ncclGroupEnd"
                                        : "");

@@ -23,8 +23,9 @@ static const char usage[] =
     "                  the mapped image's build-id): fingerprint_content in the report\n"
     "  --library PATH  use this NCCL file alone, as NCCLSHIM_NCCL_LIBRARY does; a relative\n"
     "                  PATH is taken from the current directory\n"
-    "  --require X     X is a version (2.28, 2.28.3), a capability (symmetric-memory) or\n"
-    "                  driver-compatible (the driver supports NCCL's CUDA build);\n"
+    "  --require X     X is a version (2.28, 2.28.3), a capability (symmetric-memory),\n"
+    "                  driver-compatible (the driver supports NCCL's CUDA build) or\n"
+    "                  plugins-compatible (NCCL takes every plugin it would load);\n"
     "                  repeatable; an unmet one makes the exit status 1\n"
     "  -h, --help      this text\n"
     "\n"
@@ -106,7 +107,7 @@ static int parse_arguments(int argc, char **argv, probe *p, int *json, char **li
       } else {
         return usage_error(
             "unknown requirement '%s': give a version (2.28, 2.28.3), a "
-            "capability name (see the report) or driver-compatible",
+            "capability name (see the report), driver-compatible or plugins-compatible",
             value);
       }
     } else {
@@ -131,6 +132,7 @@ static void gather(probe *p, const char *library) {
     ncclshim_nccl_fingerprint_content(p->nccl, p->fingerprint_content,
                                       sizeof(p->fingerprint_content));
   probe_check_driver(p);
+  probe_gather_plugins(p);
   probe_check_requirements(p);
 }
 
@@ -162,5 +164,6 @@ int main(int argc, char **argv) {
   free(p.devices);
   free(p.requirements);
   free(library);
+  ncclshim_plugin_list_free(p.plugins);
   return status;
 }

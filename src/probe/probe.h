@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "ncclshim/cuda.h"
+#include "ncclshim/nccl_plugins.h"
 #include "ncclshim/ncclshim.h"
 
 /* The JSON document's "schema_version": raised whenever a key is renamed, removed or changes
@@ -34,7 +35,8 @@ typedef struct probe_driver_check {
 typedef enum probe_requirement_kind {
   PROBE_REQUIRE_VERSION,
   PROBE_REQUIRE_CAPABILITY,
-  PROBE_REQUIRE_DRIVER /* "driver-compatible" */
+  PROBE_REQUIRE_DRIVER, /* "driver-compatible" */
+  PROBE_REQUIRE_PLUGINS /* "plugins-compatible" */
 } probe_requirement_kind;
 
 typedef struct probe_requirement {
@@ -61,7 +63,8 @@ typedef struct probe {
   probe_driver_check driver;
   probe_requirement *requirements;
   int requirement_count;
-  int unmet; /* how many requirements are not met */
+  int unmet;                     /* how many requirements are not met */
+  ncclshim_plugin_list *plugins; /* plugins.c */
 } probe;
 
 void probe_print_text(probe *p, FILE *out);
@@ -79,5 +82,11 @@ const char *probe_driver_verdict_name(probe_driver_verdict verdict);
 int probe_parse_requirement(const char *text, probe_requirement *r);
 /* Fills met and reason of every requirement and p->unmet; call after probe_check_driver. */
 void probe_check_requirements(probe *p);
+
+/* plugins.c: the plugin list, its report, --require plugins-compatible. */
+void probe_gather_plugins(probe *p);
+void probe_text_plugins(const probe *p, FILE *out);
+void probe_json_plugins(const probe *p, FILE *out);
+void probe_check_plugins(const probe *p, probe_requirement *r);
 
 #endif

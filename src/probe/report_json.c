@@ -169,7 +169,7 @@ static void driver_object(const probe *p, FILE *out) {
 }
 
 static void requirements_array(const probe *p, FILE *out) {
-  static const char *const kinds[] = {"version", "capability", "driver"};
+  static const char *const kinds[] = {"version", "capability", "driver", "plugins"};
   fprintf(out, "\"requirements\": [");
   for (int i = 0; i < p->requirement_count; i++) {
     const probe_requirement *r = &p->requirements[i];
@@ -191,6 +191,8 @@ void probe_print_json(probe *p, FILE *out) {
   cuda_object(p, out);
   fputs(", ", out);
   driver_object(p, out);
+  fputs(", ", out);
+  probe_json_plugins(p, out);
   fputs(", ", out);
   requirements_array(p, out);
   fprintf(out, ", \"fingerprint\": ");

@@ -127,6 +127,7 @@ void probe_print_text(probe *p, FILE *out) {
   fprintf(out, "ncclshim %s\n", ncclshim_library_version());
   print_nccl(p, out);
   probe_text_visible(p, out);
+  probe_text_plugins(p, out);
   print_cuda(p, out);
   fprintf(out, "driver vs NCCL: %s (%s)\n", probe_driver_verdict_name(p->driver.verdict),
           p->driver.reason);

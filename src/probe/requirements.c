@@ -9,6 +9,8 @@ int probe_parse_requirement(const char *text, probe_requirement *r) {
   *r = (probe_requirement){.text = text, .capability = -1};
   if (strcmp(text, "driver-compatible") == 0) {
     r->kind = PROBE_REQUIRE_DRIVER;
+  } else if (strcmp(text, "plugins-compatible") == 0) {
+    r->kind = PROBE_REQUIRE_PLUGINS;
   } else if ((r->version = probe_parse_version(text)) != 0) {
     r->kind = PROBE_REQUIRE_VERSION;
   } else if ((r->capability = ncclshim_capability_from_name(text)) >= 0) {
@@ -52,6 +54,8 @@ void probe_check_requirements(probe *p) {
       check_version(p, r);
     } else if (r->kind == PROBE_REQUIRE_CAPABILITY) {
       check_capability(p, r);
+    } else if (r->kind == PROBE_REQUIRE_PLUGINS) {
+      probe_check_plugins(p, r);
     } else {
       /* Minor version compatibility runs the NCCL: met, with the caveat in the reason. */
       r->met =

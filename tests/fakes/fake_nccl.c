@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -103,8 +104,14 @@ static int async_final;
 static atomic_int abort_hang, abort_returns;
 static atomic_int null_window, live_allocations, live_windows;
 static char last_error_text[256];
+static int gather_on, gather_rank = -1;
+static char gather_from[128], gather_to[128];
+static int prop_device_api, prop_multimem, prop_gin_type;
 
-static struct ncclComm { int blocking; } fake_comm = {1}, fake_child = {1};
+static struct ncclComm {
+  int blocking;
+  int nranks;
+} fake_comm = {1, 1}, fake_child = {1, 1};
 static char windows[WINDOWS];
 static int next_window, group_depth, pending_count;
 static ncclshim_window_t *pending[MAX_PENDING]; /* windows NCCL has yet to fill in */
@@ -171,6 +178,10 @@ EXPORT void fake_nccl_reset(void) {
   atomic_store(&live_windows, 0);
   last_error_text[0] = '\0';
   fake_comm.blocking = 1;
+  fake_comm.nranks = 1;
+  gather_on = 0;
+  gather_rank = -1;
+  prop_device_api = prop_multimem = prop_gin_type = 0;
   group_depth = pending_count = 0;
   reset_faults();
 }
@@ -213,8 +224,9 @@ static void fill_pending(void) {
   pending_count = 0;
 }
 
-static ncclResult_t init_comm(ncclComm_t *out, const ncclConfig_t *config) {
+static ncclResult_t init_comm(ncclComm_t *out, int nranks, const ncclConfig_t *config) {
   fake_comm.blocking = 1;
+  fake_comm.nranks = nranks > 0 ? nranks : 1;
   if (config != NULL && config->size >= offsetof(ncclConfig_t, blocking) + sizeof(int) &&
       config->blocking != INT_MIN)
     fake_comm.blocking = config->blocking;
@@ -226,6 +238,7 @@ static ncclResult_t init_comm(ncclComm_t *out, const ncclConfig_t *config) {
  * as its parent's mode does, as NCCL's group rule makes it. */
 static ncclResult_t split_comm(ncclComm_t parent, ncclComm_t *out, const ncclConfig_t *config) {
   fake_child.blocking = 1;
+  fake_child.nranks = fake_comm.nranks;
   if (config != NULL && config->size >= offsetof(ncclConfig_t, blocking) + sizeof(int) &&
       config->blocking != INT_MIN)
     fake_child.blocking = config->blocking;
@@ -279,6 +292,71 @@ static ncclResult_t window_register(ncclshim_window_t *win) {
   return ncclSuccess;
 }
 
+/* ---- The all-gather of host memory, with one rank's slot edited; the properties -------- */
+/* Once fake_nccl_set_gather_edit was called, ncclAllGather copies sendbuff into every rank's
+ * slot (the buffers are host memory: the fake CUDA's "device" memory is malloc'd), then in slot
+ * gather_rank replaces gather_from by gather_to, as if that rank had sent something else.
+ * ncclCommQueryProperties writes the 2.29.4+ layout: rank 0, nranks, device 0, and what
+ * fake_nccl_set_properties chose. */
+
+EXPORT void fake_nccl_set_gather_edit(int rank, const char *from, const char *to) {
+  gather_on = 1;
+  gather_rank = rank;
+  snprintf(gather_from, sizeof(gather_from), "%s", from ? from : "");
+  snprintf(gather_to, sizeof(gather_to), "%s", to ? to : "");
+}
+EXPORT void fake_nccl_set_properties(int device_api, int multimem, int gin_type) {
+  prop_device_api = device_api;
+  prop_multimem = multimem;
+  prop_gin_type = gin_type;
+}
+
+static void edit_slot(char *slot, size_t size) {
+  char *at = gather_from[0] ? strstr(slot, gather_from) : NULL;
+  if (at == NULL || strnlen(slot, size) == size) return;
+  char rest[4096];
+  snprintf(rest, sizeof(rest), "%s", at + strlen(gather_from));
+  snprintf(at, size - (size_t)(at - slot), "%s%s", gather_to, rest);
+}
+
+static ncclResult_t all_gather(const void *send, void *recv, size_t count, ncclDataType_t type) {
+  static const size_t bytes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+  if (!gather_on || (unsigned)type >= sizeof(bytes) / sizeof(bytes[0]))
+    return ncclSuccess; /* as every other call: nothing done */
+  size_t size = count * bytes[type];
+  for (int r = 0; r < fake_comm.nranks; r++) {
+    char *slot = (char *)recv + (size_t)r * size;
+    memcpy(slot, send, size);
+    if (r == gather_rank) edit_slot(slot, size);
+  }
+  return fake_comm.blocking ? ncclSuccess : ncclInProgress;
+}
+
+static ncclResult_t query_properties(void *out) {
+  struct {
+    size_t size;
+    unsigned int magic, version;
+    int rank, nRanks, cudaDev, nvmlDev;
+    _Bool deviceApiSupport, multimemSupport;
+    int ginType, nLsaTeams;
+    _Bool hostRmaSupport;
+    int railedGinType;
+  } p;
+  memcpy(&p, out, sizeof(p));
+  if (p.magic != 0xcafebeefu || (int)p.version > FAKE_VERSION_CODE) return ncclInvalidUsage;
+  p.rank = 0;
+  p.nRanks = fake_comm.nranks;
+  p.cudaDev = p.nvmlDev = 0;
+  p.deviceApiSupport = prop_device_api;
+  p.multimemSupport = prop_multimem;
+  p.ginType = prop_gin_type;
+  p.nLsaTeams = 1;
+  p.hostRmaSupport = 0;
+  p.railedGinType = 0;
+  memcpy(out, &p, sizeof(p));
+  return ncclSuccess;
+}
+
 static ncclResult_t group_end(void) {
   if (group_depth > 0) group_depth--;
   if (group_depth > 0 || pending_count == 0) return ncclSuccess;
@@ -298,9 +376,9 @@ static ncclResult_t answer(int fn, const void *const *args) {
   if (!atomic_load(&live)) return (ncclResult_t)next_result;
   switch (fn) {
   case NCCLSHIM_FN_ncclCommInitRank:
-    return init_comm(ARG(ncclComm_t *, 0), NULL);
+    return init_comm(ARG(ncclComm_t *, 0), ARG(int, 1), NULL);
   case NCCLSHIM_FN_ncclCommInitRankConfig:
-    return init_comm(ARG(ncclComm_t *, 0), ARG(ncclConfig_t *, 4));
+    return init_comm(ARG(ncclComm_t *, 0), ARG(int, 1), ARG(ncclConfig_t *, 4));
   case NCCLSHIM_FN_ncclCommGetAsyncError:
     return async_error(ARG(ncclResult_t *, 1));
   case NCCLSHIM_FN_ncclCommSplit:
@@ -319,6 +397,10 @@ static ncclResult_t answer(int fn, const void *const *args) {
   case NCCLSHIM_FN_ncclCommWindowDeregister:
     atomic_fetch_sub(&live_windows, 1);
     return ncclSuccess;
+  case NCCLSHIM_FN_ncclAllGather:
+    return all_gather(ARG(const void *, 0), ARG(void *, 1), ARG(size_t, 2), ARG(ncclDataType_t, 3));
+  case NCCLSHIM_FN_ncclCommQueryProperties:
+    return query_properties(ARG(void *, 1));
   case NCCLSHIM_FN_ncclGroupStart:
     group_depth++;
     return ncclSuccess;

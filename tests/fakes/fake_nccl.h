@@ -45,6 +45,13 @@ typedef int (*fake_nccl_count_fn)(void); /* ncclGetVersion calls, or all calls *
  *                                     as well if set_abort_hang is on)
  *   fake_nccl_set_null_window(on)     ncclCommWindowRegister succeeds and leaves *win as is
  *   fake_nccl_set_last_error(text)    what ncclGetLastError returns ("" for the default)
+ *   fake_nccl_set_gather_edit(r, a, b) from now on ncclAllGather copies the send buffer
+ *                                     into every rank's slot (host memory), then replaces
+ *                                     text a by b in rank r's slot (r < 0: none), as if r
+ *                                     sent that
+ *   fake_nccl_set_properties(d, m, g) ncclCommQueryProperties answers deviceApiSupport d,
+ *                                     multimemSupport m, ginType g (ncclInvalidUsage for a
+ *                                     struct without NCCL_API_MAGIC or newer than the fake)
  *   fake_nccl_inject(fn, result, n)   the next n calls of fn (n < 0: all) return result and do
  *                                     nothing else
  *   fake_nccl_count(fn)               calls of fn since the reset; -1 for an unknown name
@@ -57,5 +64,7 @@ typedef void (*fake_nccl_async_fn)(int in_progress_polls, int final_result);
 typedef void (*fake_nccl_text_fn)(const char *text);
 typedef void (*fake_nccl_inject_fn)(const char *function, int result, int times);
 typedef int (*fake_nccl_named_count_fn)(const char *function);
+typedef void (*fake_nccl_edit_fn)(int rank, const char *from, const char *to);
+typedef void (*fake_nccl_properties_fn)(int device_api, int multimem, int gin_type);
 
 #endif

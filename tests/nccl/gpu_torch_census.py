@@ -21,6 +21,10 @@ import sys
 SKIP = 77
 OK, SECOND_COPY = 0, 17
 VIA_PRELOADED = 3
+# ncclshim's variables that change the search, the census or the message; cleared for the
+# child (NCCLSHIM_NCCL_LIBRARY would replace the default search this test checks).
+UNCONTROLLED = ("NCCLSHIM_NCCL_LIBRARY", "NCCLSHIM_REFUSE_SECOND_NCCL", "NCCLSHIM_LD_CACHE",
+                "NCCLSHIM_CUDA_LIBRARY", "NCCLSHIM_DEBUG", "LD_PRELOAD")
 
 
 class Options(ctypes.Structure):
@@ -156,7 +160,10 @@ def main():
             return SKIP
     else:
         python = sys.executable
-    env = dict(os.environ, NCCL_NVLS_ENABLE="0")
+    # The test's own environment: what it asserts (the default search reusing the mapped
+    # NCCL, the census) must not be steered by ncclshim settings of the caller's shell.
+    env = {k: v for k, v in os.environ.items() if k not in UNCONTROLLED}
+    env["NCCL_NVLS_ENABLE"] = "0"
     return subprocess.run([python, __file__, libpath, "--child"], env=env).returncode
 
 

@@ -566,3 +566,96 @@ extern "C" {
     pub fn ncclshim_symmem_window(mem: *const ncclshim_symmem) -> ncclshim_window_t;
     pub fn ncclshim_symmem_free(mem: *mut ncclshim_symmem, timeout_ms: c_int) -> ncclshim_status;
 }
+
+// ---- comm_query.h, nccl_plugins.h ------------------------------------------------------------
+
+/// `ncclshim_comm_facts`: what `ncclCommQueryProperties` says (-1: unknown).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ncclshim_comm_facts {
+    pub size: usize,
+    pub rank: c_int,
+    pub nranks: c_int,
+    pub cuda_device: c_int,
+    pub nvml_device: c_int,
+    pub device_api: c_int,
+    pub multimem: c_int,
+    pub gin_type: c_int,
+    pub railed_gin_type: c_int,
+    pub lsa_teams: c_int,
+    pub host_rma: c_int,
+}
+
+/// One plugin library NCCL would try (`ncclshim_plugin`), owned by its list.
+#[repr(C)]
+#[derive(Debug)]
+pub struct ncclshim_plugin {
+    pub kind: c_int,
+    pub variable: *const c_char,
+    pub requested: *const c_char,
+    pub path: *const c_char,
+    pub exports: *const c_char,
+    pub chosen: *const c_char,
+    pub verdict: c_int,
+    pub reason: *const c_char,
+}
+
+/// Opaque list made by `ncclshim_nccl_plugins`.
+#[repr(C)]
+pub struct ncclshim_plugin_list {
+    _opaque: [u8; 0],
+}
+
+#[link(name = "ncclshim")]
+extern "C" {
+    // comm_query.h
+    pub fn ncclshim_comm_capability_name(cap: c_int) -> *const c_char;
+    pub fn ncclshim_comm_capability_from_name(name: *const c_char) -> c_int;
+    pub fn ncclshim_comm_has(
+        comm: *mut ncclshim_comm,
+        cap: c_int,
+        timeout_ms: c_int,
+        answer: *mut c_int,
+        reason: *mut c_char,
+        size: usize,
+    ) -> ncclshim_status;
+    pub fn ncclshim_comm_query_facts(
+        comm: *mut ncclshim_comm,
+        facts: *mut ncclshim_comm_facts,
+    ) -> ncclshim_status;
+    pub fn ncclshim_gin_type_name(gin_type: c_int) -> *const c_char;
+    pub fn ncclshim_comm_agree(comm: *mut ncclshim_comm, timeout_ms: c_int) -> ncclshim_status;
+    pub fn ncclshim_nccl_agree(
+        nccl: *mut ncclshim_nccl,
+        comm: ncclComm_t,
+        nranks: c_int,
+        timeout_ms: c_int,
+    ) -> ncclshim_status;
+    pub fn ncclshim_agree_record(
+        nccl: *mut ncclshim_nccl,
+        buf: *mut c_char,
+        size: usize,
+    ) -> *const c_char;
+    pub fn ncclshim_devapi_explain(
+        nccl: *const ncclshim_nccl,
+        reqs: *const c_void,
+        buf: *mut c_char,
+        size: usize,
+    ) -> *const c_char;
+
+    // nccl_plugins.h
+    pub fn ncclshim_nccl_plugins(
+        nccl: *const ncclshim_nccl,
+        out: *mut *mut ncclshim_plugin_list,
+    ) -> ncclshim_status;
+    pub fn ncclshim_plugin_list_count(list: *const ncclshim_plugin_list) -> usize;
+    pub fn ncclshim_plugin_list_entry(
+        list: *const ncclshim_plugin_list,
+        index: usize,
+    ) -> *const ncclshim_plugin;
+    pub fn ncclshim_plugin_list_free(list: *mut ncclshim_plugin_list);
+    pub fn ncclshim_plugin_list_has_problem(list: *const ncclshim_plugin_list) -> c_int;
+    pub fn ncclshim_plugin_abi_accepted(symbol: *const c_char, nccl_version: c_int) -> c_int;
+    pub fn ncclshim_plugin_kind_name(kind: c_int) -> *const c_char;
+    pub fn ncclshim_plugin_verdict_name(verdict: c_int) -> *const c_char;
+}

@@ -28,6 +28,7 @@
 #![deny(missing_docs)]
 
 mod comm;
+mod comm_query;
 mod config;
 mod cuda;
 mod error;
@@ -38,6 +39,7 @@ mod symmem;
 mod types;
 
 pub use comm::{Blocking, CommState, Communicator};
+pub use comm_query::{Answer, CommCapability};
 pub use config::Config;
 pub use cuda::{Cuda, DevicePtr, Event, Stream};
 pub use error::{Error, Result, Status};

@@ -11,7 +11,9 @@ use crate::{millis, Communicator, Stream};
 /// (`ncclshim_symmem`), so that NCCL can run its symmetric kernels on it. Allocation and free
 /// are collective: every rank makes the same calls with the same size. On an NCCL without
 /// symmetric memory (before 2.28) allocation is refused with UNAVAILABLE and a message naming
-/// the version needed and the one loaded. It borrows its communicator, so it is freed before
+/// the version needed and the one loaded; where windows do not register on this
+/// communicator (NCCL 2.29+ gives success with no window), with UNAVAILABLE and that reason
+/// ([`Communicator::has`] asks beforehand). It borrows its communicator, so it is freed before
 /// the communicator is torn down; `Drop` frees it within the communicator's [`Communicator::timeout`].
 pub struct SymmetricBuffer<'c> {
     raw: *mut ffi::ncclshim_symmem,

@@ -5,7 +5,9 @@ mod support;
 
 use std::time::Duration;
 
-use ncclshim::{Blocking, Communicator, Status, Stream, SymmetricBuffer, UniqueId};
+use ncclshim::{
+    Answer, Blocking, CommCapability, Communicator, Status, Stream, SymmetricBuffer, UniqueId,
+};
 use support::{lock, symbol, Fake};
 
 const ID: UniqueId = UniqueId::from_bytes([7; 128]);
@@ -71,7 +73,7 @@ fn symmetric_memory_needs_nccl_2_28() {
 }
 
 #[test]
-fn success_with_a_null_window_is_an_error_and_nothing_leaks() {
+fn success_with_a_null_window_is_unavailable_and_nothing_leaks() {
     let build = need_fakes!();
     let _guard = lock();
     capture_driver(&build, 0, 0);
@@ -81,9 +83,13 @@ fn success_with_a_null_window_is_an_error_and_nothing_leaks() {
     let error = SymmetricBuffer::alloc(&comm, 4096, &Stream::DEFAULT, SECOND)
         .err()
         .unwrap();
-    assert_eq!(error.status(), Status::NcclError);
-    assert!(error.message().contains("window"), "{error}");
+    assert_eq!(error.status(), Status::Unavailable);
+    assert!(error.message().contains("do not register"), "{error}");
     assert_eq!(fake.allocations(), 0);
+    // The communicator remembers: asked afterwards, it answers No without a trial.
+    let (answer, why) = comm.has(CommCapability::SymmetricWindows, SECOND).unwrap();
+    assert_eq!(answer, Answer::No, "{why}");
+    assert_eq!(fake.count("ncclCommWindowRegister"), 1);
 }
 
 #[test]

@@ -32,7 +32,9 @@ static void tell(int fd, int rank, report_kind kind) {
 static int alloc_buffers(gpu_rank *r, ncclshim_comm *comm, int symmetric, buffers *b) {
   size_t bytes = COUNT * sizeof(float);
   if (symmetric) {
-    GPU_OK(r, ncclshim_symmem_alloc(comm, bytes, r->stream, WAIT_MS, &b->send_mem));
+    ncclshim_status got = ncclshim_symmem_alloc(comm, bytes, r->stream, WAIT_MS, &b->send_mem);
+    if (got == NCCLSHIM_UNAVAILABLE) return GPU_SKIP; /* windows do not register here */
+    GPU_OK(r, got);
     GPU_OK(r, ncclshim_symmem_alloc(comm, bytes, r->stream, WAIT_MS, &b->recv_mem));
     b->send = (CUdeviceptr)(uintptr_t)ncclshim_symmem_ptr(b->send_mem);
     b->recv = (CUdeviceptr)(uintptr_t)ncclshim_symmem_ptr(b->recv_mem);
@@ -194,7 +196,14 @@ int fault_rank(gpu_rank *r, const fault_case *c, int fd) {
       GPU_OK(r, ncclshim_watchdog_start(NULL, &dog));
       GPU_OK(r, ncclshim_comm_watch(comm, dog, WAIT_MS));
     }
-    if (alloc_buffers(r, comm, c->point == KILL_AFTER_WINDOWS, &b) != GPU_PASS) return GPU_FAIL;
+    int got = alloc_buffers(r, comm, c->point == KILL_AFTER_WINDOWS, &b);
+    if (got == GPU_SKIP) { /* rank 0 tells the harness why, which skips the case */
+      snprintf(report.problem, sizeof(report.problem), "skip: %s", ncclshim_last_error());
+      if (r->rank == 0) send_report(fd, &report);
+      ncclshim_watchdog_stop(dog);
+      return GPU_SKIP;
+    }
+    if (got != GPU_PASS) return GPU_FAIL;
     status = loop(r, comm, &b, fd, r->rank == 0 ? RANK0_LOOP_MS : RANK1_LOOP_MS, &report);
   }
   if (r->rank != 0) { /* rank 1 should have been killed by now */

@@ -1,0 +1,364 @@
+/* NCCL's plugins, found as NCCL would find them and read from their files, never loaded. */
+#include "ncclshim/nccl_plugins.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "../../loader/elf_symbols.h"
+#include "../../loader/ld_cache.h"
+#include "../../loader/search.h"
+#include "../handle.h"
+#include "../internal.h"
+
+typedef struct plugin_abi {
+  ncclshim_plugin_kind kind;
+  const char *symbol;
+  int primary, first, last;
+} plugin_abi;
+
+#define ABI_ROW_(kind, symbol, primary, first, last) \
+  {NCCLSHIM_PLUGIN_##kind, symbol, primary, first, last},
+static const plugin_abi abis[] = {NCCLSHIM_PLUGIN_ABIS(ABI_ROW_)};
+#define ABI_COUNT (sizeof(abis) / sizeof(abis[0]))
+
+#define KIND_NAME_(id, name, variable, library) name,
+#define KIND_VARIABLE_(id, name, variable, library) variable,
+#define KIND_LIBRARY_(id, name, variable, library) library,
+static const char *const kind_names[] = {NCCLSHIM_PLUGIN_KINDS(KIND_NAME_)};
+static const char *const kind_variables[] = {NCCLSHIM_PLUGIN_KINDS(KIND_VARIABLE_)};
+static const char *const kind_libraries[] = {NCCLSHIM_PLUGIN_KINDS(KIND_LIBRARY_)};
+
+struct ncclshim_plugin_list {
+  ncclshim_plugin *items;
+  size_t count;
+  int out_of_memory;
+};
+
+const char *ncclshim_plugin_kind_name(ncclshim_plugin_kind kind) {
+  return (unsigned)kind < NCCLSHIM_PLUGIN_KIND_COUNT ? kind_names[kind] : NULL;
+}
+
+const char *ncclshim_plugin_verdict_name(ncclshim_plugin_verdict verdict) {
+  static const char *const names[] = {"absent", "disabled",  "accepted",   "refused",
+                                      "no-abi", "not-found", "unreadable", "unknown"};
+  return (unsigned)verdict < sizeof(names) / sizeof(names[0]) ? names[verdict] : NULL;
+}
+
+/* The length of the "ncclNetPlugin_v" part of a table-shaped symbol, and its number in *n;
+ * 0 when `symbol` does not end in "_v<digits>". */
+static size_t split_version(const char *symbol, int *n) {
+  const char *v = strrchr(symbol, 'v');
+  if (v == NULL || v == symbol || v[-1] != '_' || v[1] == '\0' || strlen(v + 1) > 4) return 0;
+  for (const char *d = v + 1; *d; d++)
+    if (*d < '0' || *d > '9') return 0;
+  *n = atoi(v + 1);
+  return (size_t)(v + 1 - symbol);
+}
+
+/* The table's row family (same prefix) of `symbol`: its kind, or -1 when no row shares it. */
+static int family(const char *symbol, size_t prefix) {
+  for (size_t i = 0; i < ABI_COUNT; i++) {
+    int n;
+    if (split_version(abis[i].symbol, &n) == prefix && strncmp(abis[i].symbol, symbol, prefix) == 0)
+      return (int)abis[i].kind;
+  }
+  return -1;
+}
+
+static int row_accepts(const plugin_abi *row, int version) {
+  return version >= row->first && (row->last == 0 || version <= row->last);
+}
+
+int ncclshim_plugin_abi_accepted(const char *symbol, int nccl_version) {
+  int n = 0;
+  size_t prefix = symbol ? split_version(symbol, &n) : 0;
+  if (prefix == 0 || family(symbol, prefix) < 0 || nccl_version < NCCLSHIM_PLUGIN_TABLE_OLDEST)
+    return -1;
+  int version =
+      nccl_version > NCCLSHIM_PLUGIN_TABLE_NEWEST ? NCCLSHIM_PLUGIN_TABLE_NEWEST : nccl_version;
+  int lowest = INT_MAX;
+  for (size_t i = 0; i < ABI_COUNT; i++) {
+    int m;
+    if (split_version(abis[i].symbol, &m) != prefix || strncmp(abis[i].symbol, symbol, prefix))
+      continue;
+    if (m < lowest) lowest = m;
+    if (m == n) return row_accepts(&abis[i], version);
+  }
+  /* Not in the table: older than every row (dropped before the oldest release checked) is
+   * refused; newer than every row is refused by the releases checked, unknown to later ones. */
+  return n < lowest || nccl_version <= NCCLSHIM_PLUGIN_TABLE_NEWEST ? 0 : -1;
+}
+
+/* ---- Finding a file as the dynamic loader would ------------------------------------------ */
+
+static char *existing(const char *dir, const char *name) {
+  char file[PATH_MAX];
+  if (snprintf(file, sizeof(file), "%s/%s", dir, name) >= (int)sizeof(file)) return NULL;
+  return access(file, F_OK) == 0 ? realpath(file, NULL) : NULL;
+}
+
+static void free_list(char **list) {
+  for (size_t i = 0; list != NULL && list[i] != NULL; i++) free(list[i]);
+  free(list);
+}
+
+/* The absolute path dlopen(name) would open, or NULL. */
+static char *locate(const char *name) {
+  if (strchr(name, '/') != NULL) return access(name, F_OK) == 0 ? realpath(name, NULL) : NULL;
+  char *found = NULL;
+  char **dirs = ncshl_library_path_dirs();
+  for (size_t i = 0; dirs != NULL && dirs[i] != NULL && found == NULL; i++)
+    found = existing(dirs[i], name);
+  free_list(dirs);
+  if (found != NULL) return found;
+  char **files = ncshl_ld_cache_lookup(ncclshim_ld_cache_file(), name);
+  if (files != NULL && files[0] != NULL) found = realpath(files[0], NULL);
+  free_list(files);
+  static const char *const system_dirs[] = {"/lib64",
+                                            "/usr/lib64",
+                                            "/lib/x86_64-linux-gnu",
+                                            "/usr/lib/x86_64-linux-gnu",
+                                            "/lib/aarch64-linux-gnu",
+                                            "/usr/lib/aarch64-linux-gnu",
+                                            "/lib",
+                                            "/usr/lib"};
+  for (size_t i = 0; found == NULL && i < sizeof(system_dirs) / sizeof(system_dirs[0]); i++)
+    found = existing(system_dirs[i], name);
+  return found;
+}
+
+/* ---- Reading a plugin file ------------------------------------------------------------------ */
+
+typedef struct scan {
+  char exports[512];
+  ncclshim_plugin_kind kind;
+  int nccl_version;
+  int best;        /* the highest accepted primary version of the kind, -1 none */
+  char chosen[64]; /* its symbol */
+  int any_of_kind; /* a primary symbol of the kind was seen */
+  int unknown;     /* one of them could not be judged */
+} scan;
+
+static int each_symbol(void *context, const char *name) {
+  scan *s = context;
+  int n;
+  size_t prefix = split_version(name, &n);
+  int kind = prefix ? family(name, prefix) : -1;
+  if (kind < 0) return 0;
+  size_t used = strlen(s->exports);
+  snprintf(s->exports + used, sizeof(s->exports) - used, "%s%s", used ? " " : "", name);
+  if (kind != (int)s->kind) return 0;
+  /* The companions (CollNet, RMA) share no prefix with the primary symbol of their kind. */
+  int primary = 0;
+  for (size_t i = 0; i < ABI_COUNT; i++) {
+    int m;
+    if (abis[i].kind == s->kind && abis[i].primary && split_version(abis[i].symbol, &m) == prefix &&
+        strncmp(abis[i].symbol, name, prefix) == 0)
+      primary = 1;
+  }
+  if (!primary) return 0;
+  s->any_of_kind = 1;
+  int accepted = ncclshim_plugin_abi_accepted(name, s->nccl_version);
+  if (accepted < 0) s->unknown = 1;
+  if (accepted > 0 && n > s->best) {
+    s->best = n;
+    snprintf(s->chosen, sizeof(s->chosen), "%s", name);
+  }
+  return 0;
+}
+
+static char *dup_or_flag(ncclshim_plugin_list *list, const char *text) {
+  char *copy = text ? strdup(text) : NULL;
+  if (text != NULL && copy == NULL) list->out_of_memory = 1;
+  return copy;
+}
+
+static void add(ncclshim_plugin_list *list, ncclshim_plugin_kind kind, const char *requested,
+                const char *path, const char *exports, const char *chosen,
+                ncclshim_plugin_verdict verdict, const char *reason) {
+  ncclshim_plugin *grown = realloc(list->items, (list->count + 1) * sizeof(*grown));
+  if (grown == NULL) {
+    list->out_of_memory = 1;
+    return;
+  }
+  list->items = grown;
+  list->items[list->count++] = (ncclshim_plugin){
+      .kind = kind,
+      .variable = kind_variables[kind],
+      .requested = dup_or_flag(list, requested),
+      .path = dup_or_flag(list, path),
+      .exports = dup_or_flag(list, exports ? exports : ""),
+      .chosen = dup_or_flag(list, chosen),
+      .verdict = verdict,
+      .reason = dup_or_flag(list, reason),
+  };
+}
+
+/* Judge the file at `path` for `kind` and add the entry. */
+static void judge(ncclshim_plugin_list *list, ncclshim_plugin_kind kind, const char *requested,
+                  const char *path, int nccl_version) {
+  scan s = {.kind = kind, .nccl_version = nccl_version, .best = -1};
+  char why[256] = "", reason[512], have[16];
+  if (ncshl_elf_exports(path, each_symbol, &s, why, sizeof(why)) != NCSHL_OK) {
+    snprintf(reason, sizeof(reason), "not readable as a plugin: %s", why);
+    add(list, kind, requested, path, NULL, NULL, NCCLSHIM_PLUGIN_UNREADABLE, reason);
+    return;
+  }
+  ncclshim_format_version(nccl_version, have, sizeof(have));
+  ncclshim_plugin_verdict verdict;
+  if (!s.any_of_kind) {
+    verdict = NCCLSHIM_PLUGIN_NO_ABI;
+    snprintf(reason, sizeof(reason), "exports no %s plugin symbol: NCCL ignores it",
+             kind_names[kind]);
+  } else if (s.best >= 0) {
+    verdict = NCCLSHIM_PLUGIN_ACCEPTED;
+    snprintf(reason, sizeof(reason), "NCCL %s takes %s", have, s.chosen);
+  } else if (s.unknown || nccl_version == 0) {
+    verdict = NCCLSHIM_PLUGIN_UNKNOWN;
+    if (nccl_version == 0)
+      snprintf(reason, sizeof(reason), "no NCCL is loaded to judge it");
+    else
+      snprintf(reason, sizeof(reason),
+               "NCCL %s is outside the releases checked (%d.%d.%d to %d.%d.%d and later ones "
+               "for versions those accept)",
+               have, NCCLSHIM_PLUGIN_TABLE_OLDEST / 10000, NCCLSHIM_PLUGIN_TABLE_OLDEST / 100 % 100,
+               NCCLSHIM_PLUGIN_TABLE_OLDEST % 100, NCCLSHIM_PLUGIN_TABLE_NEWEST / 10000,
+               NCCLSHIM_PLUGIN_TABLE_NEWEST / 100 % 100, NCCLSHIM_PLUGIN_TABLE_NEWEST % 100);
+  } else {
+    verdict = NCCLSHIM_PLUGIN_REFUSED;
+    snprintf(reason, sizeof(reason),
+             "NCCL %s accepts none of its %s versions: it falls back without an error "
+             "(only an INFO line says so)",
+             have, kind_names[kind]);
+  }
+  add(list, kind, requested, path, s.exports, s.best >= 0 ? s.chosen : NULL, verdict, reason);
+}
+
+/* 1 for a name NCCL also tries as "libnccl-<kind>-<name>.so": not a path, not "lib*.so". */
+static int bare_name(const char *name) {
+  size_t n = strlen(name);
+  if (strchr(name, '/') != NULL) return 0;
+  return strncmp(name, "lib", 3) != 0 || n < 3 || strcmp(name + n - 3, ".so") != 0;
+}
+
+/* One entry of the variable (or the default name): the files NCCL would try, in its order. */
+static void find_one(ncclshim_plugin_list *list, ncclshim_plugin_kind kind, const char *name,
+                     int from_variable, int nccl_version) {
+  char *path = locate(name);
+  char alternative[PATH_MAX] = "";
+  if (path == NULL && from_variable && bare_name(name)) {
+    /* "libnccl-net.so" -> "libnccl-net-<name>.so" */
+    snprintf(alternative, sizeof(alternative), "%.*s-%s.so",
+             (int)(strlen(kind_libraries[kind]) - 3), kind_libraries[kind], name);
+    path = locate(alternative);
+  }
+  if (path != NULL) {
+    judge(list, kind, name, path, nccl_version);
+    free(path);
+    return;
+  }
+  /* No tuner or profiler library of its own: NCCL looks in the net plugin's library. */
+  const ncclshim_plugin *net = list->count > 0 ? &list->items[0] : NULL;
+  if ((kind == NCCLSHIM_PLUGIN_TUNER || kind == NCCLSHIM_PLUGIN_PROFILER) && net != NULL &&
+      net->kind == NCCLSHIM_PLUGIN_NET && net->path != NULL &&
+      strstr(net->exports,
+             kind == NCCLSHIM_PLUGIN_TUNER ? "ncclTunerPlugin_v" : "ncclProfiler_v")) {
+    char *net_path = strdup(net->path);
+    if (net_path == NULL) {
+      list->out_of_memory = 1;
+      return;
+    }
+    judge(list, kind, name, net_path, nccl_version);
+    free(net_path);
+    return;
+  }
+  char reason[PATH_MAX + 128];
+  if (from_variable)
+    snprintf(reason, sizeof(reason),
+             "%s names '%s', but no file %s%s%s is found: NCCL goes on "
+             "without it",
+             kind_variables[kind], name, name, alternative[0] ? " or " : "", alternative);
+  else
+    snprintf(reason, sizeof(reason), "no %s: NCCL uses its own", name);
+  add(list, kind, name, NULL, NULL, NULL,
+      from_variable ? NCCLSHIM_PLUGIN_NOT_FOUND : NCCLSHIM_PLUGIN_ABSENT, reason);
+}
+
+static void find_kind(ncclshim_plugin_list *list, ncclshim_plugin_kind kind, int nccl_version) {
+  /* NCCL reads these through its own getenv wrapper; the env plugin itself with getenv. */
+  const char *value = getenv(kind_variables[kind]);
+  if (value == NULL) {
+    find_one(list, kind, kind_libraries[kind], 0, nccl_version);
+    return;
+  }
+  if (strcasecmp(value, "none") == 0 || value[0] == '\0') {
+    char reason[96];
+    snprintf(reason, sizeof(reason), "%s=%s: NCCL loads none", kind_variables[kind],
+             value[0] ? value : "\"\"");
+    add(list, kind, value, NULL, NULL, NULL, NCCLSHIM_PLUGIN_DISABLED, reason);
+    return;
+  }
+  int is_list = kind == NCCLSHIM_PLUGIN_NET || kind == NCCLSHIM_PLUGIN_GIN;
+  char *copy = strdup(value), *save = NULL;
+  if (copy == NULL) {
+    list->out_of_memory = 1;
+    return;
+  }
+  for (char *name = is_list ? strtok_r(copy, ",", &save) : copy; name != NULL;
+       name = is_list ? strtok_r(NULL, ",", &save) : NULL)
+    find_one(list, kind, name, 1, nccl_version);
+  free(copy);
+}
+
+ncclshim_status ncclshim_nccl_plugins(const ncclshim_nccl *nccl, ncclshim_plugin_list **out) {
+  if (out == NULL)
+    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "ncclshim_nccl_plugins: out is NULL");
+  if (nccl == NULL) nccl = ncclshim_nccl_default();
+  ncclshim_plugin_list *list = calloc(1, sizeof(*list));
+  if (list == NULL)
+    return ncclshim_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_nccl_plugins: out of memory");
+  int version = ncclshim_nccl_version(nccl);
+  for (int kind = 0; kind < NCCLSHIM_PLUGIN_KIND_COUNT; kind++) find_kind(list, kind, version);
+  if (list->out_of_memory) {
+    ncclshim_plugin_list_free(list);
+    return ncclshim_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_nccl_plugins: out of memory");
+  }
+  *out = list;
+  return NCCLSHIM_OK;
+}
+
+size_t ncclshim_plugin_list_count(const ncclshim_plugin_list *list) {
+  return list ? list->count : 0;
+}
+
+const ncclshim_plugin *ncclshim_plugin_list_entry(const ncclshim_plugin_list *list, size_t index) {
+  return list && index < list->count ? &list->items[index] : NULL;
+}
+
+int ncclshim_plugin_list_has_problem(const ncclshim_plugin_list *list) {
+  for (size_t i = 0; list != NULL && i < list->count; i++) {
+    ncclshim_plugin_verdict v = list->items[i].verdict;
+    if (v == NCCLSHIM_PLUGIN_REFUSED || v == NCCLSHIM_PLUGIN_NO_ABI ||
+        v == NCCLSHIM_PLUGIN_NOT_FOUND || v == NCCLSHIM_PLUGIN_UNREADABLE)
+      return 1;
+  }
+  return 0;
+}
+
+void ncclshim_plugin_list_free(ncclshim_plugin_list *list) {
+  if (list == NULL) return;
+  for (size_t i = 0; i < list->count; i++) {
+    ncclshim_plugin *p = &list->items[i];
+    free((char *)p->requested);
+    free((char *)p->path);
+    free((char *)p->exports);
+    free((char *)p->chosen);
+    free((char *)p->reason);
+  }
+  free(list->items);
+  free(list);
+}

@@ -1,0 +1,48 @@
+/* The export reader on arbitrary bytes (written to a memfd, read through its path): every
+ * answer is OK, ABSENT or LOAD_FAILED with a reason; every name it hands out is a terminated
+ * string inside the file; nothing may read outside the file. */
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "../../loader/elf_symbols.h"
+#include "fuzz.h"
+
+static int file = -1;
+static char file_path[64];
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+  (void)argc;
+  (void)argv;
+  file = memfd_create("ncclshim-fuzz-elf-symbols", MFD_CLOEXEC);
+  if (file < 0) {
+    perror("memfd_create");
+    abort();
+  }
+  snprintf(file_path, sizeof(file_path), "/proc/self/fd/%d", file);
+  return 0;
+}
+
+static int each(void *context, const char *name) {
+  size_t *count = context;
+  FUZZ_CHECK(strlen(name) < (1u << 26), "a name of %zu bytes", strlen(name));
+  return ++*count > 100000; /* stop: enough */
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (ftruncate(file, 0) != 0 || (size && pwrite(file, data, size, 0) != (ssize_t)size)) {
+    perror("memfd write");
+    abort();
+  }
+  char reason[256];
+  memset(reason, 'x', sizeof(reason));
+  size_t count = 0;
+  ncshl_outcome status = ncshl_elf_exports(file_path, each, &count, reason, sizeof(reason));
+  FUZZ_CHECK(status == NCSHL_OK || status == NCSHL_UNLOADABLE, "status %d", status);
+  if (status != NCSHL_OK) {
+    FUZZ_CHECK(memchr(reason, '\0', sizeof(reason)) != NULL, "reason not terminated");
+    FUZZ_CHECK(reason[0] != '\0', "a refusal without a reason");
+  }
+  return 0;
+}

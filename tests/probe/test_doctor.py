@@ -97,8 +97,8 @@ class Machine:
             os.makedirs(lib, exist_ok=True)
             shutil.copy(wheel, os.path.join(lib, "libnccl.so.2"))
         for package, version in records:
-            os.makedirs(os.path.join(site, "%s-%s.dist-info" % (package.replace("-", "_"),
-                                                                 version)))
+            record = "%s-%s.dist-info" % (package.replace("-", "_"), version)
+            os.makedirs(os.path.join(site, record))
         return prefix
 
     def wheel_file(self, prefix, layout="nccl", python="python3.12"):
@@ -379,7 +379,7 @@ class OtherTexts(unittest.TestCase):
         self.assertEqual(code, 0)
         self.assertNotIn("\x1b", out)
         _, doc, _ = run_json("--explain", text, env=self.env)
-        self.assertEqual(doc["explain"]["input"], 'undefined symbol: ncclCommResume\n\x1b[2J"\\\xff')
+        self.assertEqual(doc["explain"]["input"], text)
 
     def test_broken_wheel_file(self):
         m = Machine(self)

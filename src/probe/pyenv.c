@@ -3,7 +3,6 @@
  * two overwrite each other; other layouts beside it), and leaves a package record,
  * <package>-<version>.dist-info, which pip writes whichever file won. Both are read here. */
 #include <dirent.h>
-#include <glob.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +35,39 @@ static int add_string(char ***list, size_t *count, const char *text) {
   return 0;
 }
 
+static int by_version(const void *a, const void *b) {
+  return strverscmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The names in `dir` that start with `prefix` and end with `suffix`, in version order
+ * (python3.9 before python3.12), NULL-terminated; NULL when none or unreadable. Not glob(3):
+ * its current symbol version is newer than the glibc 2.17 baseline of the shipped probe. */
+static char **list_dir(const char *dir, const char *prefix, const char *suffix) {
+  DIR *d = opendir(dir);
+  if (d == NULL) return NULL;
+  char **names = NULL;
+  size_t count = 0, plen = strlen(prefix), slen = strlen(suffix);
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    size_t len = strlen(e->d_name);
+    if (len < plen + slen || strncmp(e->d_name, prefix, plen) != 0 ||
+        strcmp(e->d_name + len - slen, suffix) != 0 || e->d_name[0] == '.')
+      continue;
+    char **grown = realloc(names, (count + 2) * sizeof(char *));
+    if (grown == NULL) break;
+    names = grown;
+    if ((names[count] = strdup(e->d_name)) != NULL) names[++count] = NULL;
+  }
+  closedir(d);
+  if (count > 1) qsort(names, count, sizeof(char *), by_version);
+  return names;
+}
+
+static void free_names(char **names) {
+  for (size_t i = 0; names != NULL && names[i] != NULL; i++) free(names[i]);
+  free(names);
+}
+
 /* "nvidia_nccl_cu12-2.27.3.dist-info" into a record; 0 when the name is not an NCCL wheel's. */
 static int parse_record(const char *base, py_wheel_record *r) {
   static const char prefix[] = "nvidia_nccl";
@@ -55,39 +87,52 @@ static int parse_record(const char *base, py_wheel_record *r) {
 
 /* The NCCL wheel files and records of one site-packages folder into e. */
 static int scan_site(py_env *e, const char *site) {
-  char pattern[PATH_MAX];
-  glob_t g;
+  char path[PATH_MAX];
   int rc = 0;
-  snprintf(pattern, sizeof(pattern), "%s/nvidia/*/lib/libnccl.so.2", site);
-  if (glob(pattern, 0, NULL, &g) == 0) {
-    /* nvidia/nccl first: the layout the frameworks' loaders look for. */
-    for (int pass = 0; pass < 2 && rc == 0; pass++) {
-      for (size_t i = 0; i < g.gl_pathc && rc == 0; i++) {
-        int main_layout = strstr(g.gl_pathv[i], "/nvidia/nccl/lib/") != NULL;
-        if (main_layout != (pass == 0)) continue;
-        char *real = realpath(g.gl_pathv[i], NULL);
-        if (real) rc = add_string(&e->wheel_files, &e->wheel_count, real);
-        free(real);
-      }
+  snprintf(path, sizeof(path), "%s/nvidia", site);
+  char **dirs = list_dir(path, "", "");
+  /* nvidia/nccl first: the layout the frameworks' loaders look for. */
+  for (int pass = 0; pass < 2 && rc == 0; pass++) {
+    for (size_t i = 0; dirs != NULL && dirs[i] != NULL && rc == 0; i++) {
+      if ((strcmp(dirs[i], "nccl") == 0) != (pass == 0)) continue;
+      snprintf(path, sizeof(path), "%s/nvidia/%s/lib/libnccl.so.2", site, dirs[i]);
+      char *real = realpath(path, NULL);
+      if (real) rc = add_string(&e->wheel_files, &e->wheel_count, real);
+      free(real);
     }
-    globfree(&g);
   }
-  snprintf(pattern, sizeof(pattern), "%s/nvidia_nccl*.dist-info", site);
-  if (rc == 0 && glob(pattern, 0, NULL, &g) == 0) {
-    for (size_t i = 0; i < g.gl_pathc; i++) {
-      py_wheel_record r;
-      const char *base = strrchr(g.gl_pathv[i], '/') + 1;
-      if (!parse_record(base, &r)) continue;
-      py_wheel_record *grown = realloc(e->records, (e->record_count + 1) * sizeof(*grown));
-      if (grown == NULL) {
-        rc = -1;
-        break;
-      }
-      e->records = grown;
-      e->records[e->record_count++] = r;
+  free_names(dirs);
+  char **records = rc == 0 ? list_dir(site, "nvidia_nccl", ".dist-info") : NULL;
+  for (size_t i = 0; records != NULL && records[i] != NULL; i++) {
+    py_wheel_record r;
+    if (!parse_record(records[i], &r)) continue;
+    py_wheel_record *grown = realloc(e->records, (e->record_count + 1) * sizeof(*grown));
+    if (grown == NULL) {
+      rc = -1;
+      break;
     }
-    globfree(&g);
+    e->records = grown;
+    e->records[e->record_count++] = r;
   }
+  free_names(records);
+  return rc;
+}
+
+/* Each <lib>/python3*\/<folder> (site-packages, dist-packages) of a prefix, newest first. */
+static int scan_lib(py_env *e, const char *lib, const char *folder) {
+  char **pythons = list_dir(lib, "python3", "");
+  size_t n = 0;
+  int rc = 0;
+  while (pythons != NULL && pythons[n] != NULL) n++;
+  for (size_t i = n; i-- > 0 && rc == 0;) {
+    char site[PATH_MAX];
+    snprintf(site, sizeof(site), "%s/%s/%s", lib, pythons[i], folder);
+    DIR *d = opendir(site);
+    if (d == NULL) continue;
+    closedir(d);
+    rc = scan_site(e, site);
+  }
+  free_names(pythons);
   return rc;
 }
 
@@ -107,18 +152,10 @@ static void add_env(envs *list, const char *prefix, const char *why, int site_it
   if (site_itself) {
     rc = scan_site(&e, real);
   } else {
-    static const char *const layouts[] = {"%s/lib/python3*/site-packages",
-                                          "%s/lib/python3*/dist-packages",
-                                          "%s/lib/python3/dist-packages"};
-    for (size_t l = 0; l < sizeof(layouts) / sizeof(layouts[0]) && rc == 0; l++) {
-      char pattern[PATH_MAX];
-      glob_t g;
-      snprintf(pattern, sizeof(pattern), layouts[l], real);
-      if (glob(pattern, GLOB_ONLYDIR, NULL, &g) != 0) continue;
-      for (size_t i = g.gl_pathc; i-- > 0 && rc == 0;) /* newest Python first */
-        rc = scan_site(&e, g.gl_pathv[i]);
-      globfree(&g);
-    }
+    char lib[PATH_MAX];
+    snprintf(lib, sizeof(lib), "%s/lib", real);
+    rc = scan_lib(&e, lib, "site-packages");
+    if (rc == 0) rc = scan_lib(&e, lib, "dist-packages"); /* Debian's; python3/ included */
   }
   if (rc == 0 && (e.wheel_count || e.record_count)) {
     py_env *grown = realloc(list->items, (list->count + 1) * sizeof(*grown));
@@ -161,13 +198,17 @@ int pyenv_discover(char **pythons, int python_count, py_env **out, size_t *count
   for (int i = 0; i < python_count; i++) add_env(&list, pythons[i], "--python", 0);
   add_path_pythons(&list);
   if ((dir = secure_getenv("HOME")) && dir[0] == '/') { /* secure_getenv: none when setuid */
-    char pattern[PATH_MAX];
-    glob_t g;
-    snprintf(pattern, sizeof(pattern), "%s/.local/lib/python3*/site-packages", dir);
-    if (glob(pattern, GLOB_ONLYDIR, NULL, &g) == 0) {
-      for (size_t i = g.gl_pathc; i-- > 0;) add_env(&list, g.gl_pathv[i], "user site", 1);
-      globfree(&g);
+    char lib[PATH_MAX];
+    snprintf(lib, sizeof(lib), "%s/.local/lib", dir);
+    char **pythons = list_dir(lib, "python3", "");
+    size_t n = 0;
+    while (pythons != NULL && pythons[n] != NULL) n++;
+    for (size_t i = n; i-- > 0;) {
+      char site[PATH_MAX];
+      snprintf(site, sizeof(site), "%s/%s/site-packages", lib, pythons[i]);
+      add_env(&list, site, "user site", 1);
     }
+    free_names(pythons);
   }
   add_env(&list, "/usr", "system packages", 0);
   add_env(&list, "/usr/local", "system packages", 0);

@@ -396,6 +396,22 @@ class OtherTexts(unittest.TestCase):
         self.assertTrue(any(s == "error" and "cannot serve as NCCL" in t
                             for s, t in severities(doc["doctor"])))
 
+    def test_user_site_and_dist_packages(self):
+        """pip --user's site and Debian's dist-packages are environments too."""
+        m = Machine(self)
+        user = os.path.join(m.root, ".local", "lib", "python3.11", "site-packages")
+        deb = os.path.join(m.root, "deb", "lib", "python3", "dist-packages")
+        for site, variant in ((user, "2.28.9"), (deb, "2.27.3")):
+            os.makedirs(os.path.join(site, "nvidia", "nccl", "lib"))
+            shutil.copy(fake(variant), os.path.join(site, "nvidia", "nccl", "lib", "libnccl.so.2"))
+        _, doc, _ = run_json("--doctor", "--python", os.path.join(m.root, "deb"), env=m.env())
+        envs = {e["prefix"]: (e["found_by"], e["loads"]) for e in doc["doctor"]["python_envs"]}
+        self.assertEqual(envs[user], ("user site", os.path.join(user, "nvidia", "nccl", "lib",
+                                                                "libnccl.so.2")))
+        self.assertEqual(envs[os.path.join(m.root, "deb")][0], "--python")
+        self.assertEqual(envs[os.path.join(m.root, "deb")][1],
+                         os.path.join(deb, "nvidia", "nccl", "lib", "libnccl.so.2"))
+
     def test_usage(self):
         for args in (["--explain"], ["--python"]):
             code, _, err = run_probe(*args)

@@ -1,4 +1,5 @@
 /* The probe's hooks for --explain, --doctor and --python. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +24,14 @@ int doctor_parse_option(int argc, char **argv, int *i, doctor_args *a) {
 }
 
 int doctor_run(const doctor_args *a, int json, FILE *out) {
+  const char *wrong = a->explain && a->doctor ? "give --explain or --doctor, not both"
+                      : a->python_count && !a->explain && !a->doctor
+                          ? "--python goes with --explain or --doctor"
+                          : NULL;
+  if (wrong) {
+    fprintf(stderr, "ncclshim-probe: %s (ncclshim-probe --help)\n", wrong);
+    return 2;
+  }
   if (a->explain) return probe_explain(a, json, out);
   if (a->doctor) return probe_doctor(a, json, out);
   return -1;

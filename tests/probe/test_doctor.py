@@ -417,6 +417,11 @@ class OtherTexts(unittest.TestCase):
             code, _, err = run_probe(*args)
             self.assertEqual(code, 2, args)
             self.assertIn("needs a value", err)
+        for args, why in ((["--doctor", "--explain", "x"], "not both"),
+                          (["--python", "/usr"], "--python goes with")):
+            code, out, err = run_probe(*args)
+            self.assertEqual((code, out), (2, ""), args)
+            self.assertIn(why, err)
 
 
 class Documentation(unittest.TestCase):

@@ -412,6 +412,30 @@ class OtherTexts(unittest.TestCase):
         self.assertEqual(envs[os.path.join(m.root, "deb")][1],
                          os.path.join(deb, "nvidia", "nccl", "lib", "libnccl.so.2"))
 
+    def test_corrupt_files_never_crash(self):
+        """Bytes changed at random in the ELF header, the program and section headers and
+        the dynamic tables: always a report (exit 0 or 1), never a signal."""
+        import random
+        rng = random.Random(24)
+        with open(fake("cuda13.0"), "rb") as f:
+            good = f.read()
+        shoff = int.from_bytes(good[0x28:0x30], "little") if good[4] == 2 else len(good) - 2048
+        m = Machine(self)
+        venv = m.venv("venv", fake("cuda13.0"))
+        path = m.wheel_file(venv)
+        runs = 10 if VALGRIND else 40
+        for i in range(runs):
+            data = bytearray(good)
+            for _ in range(rng.randint(1, 16)):
+                at = rng.choice([rng.randrange(0, 4096), rng.randrange(min(shoff, len(data) - 1),
+                                                                       len(data))])
+                data[at] = rng.randrange(256)
+            with open(path, "wb") as f:
+                f.write(data)
+            code, out, err = run_probe("--doctor", env=m.env(VIRTUAL_ENV=venv))
+            self.assertIn(code, (0, 1), "run %d: exit %d %s" % (i, code, err))
+            self.assertIn("findings:", out)
+
     def test_usage(self):
         for args in (["--explain"], ["--python"]):
             code, _, err = run_probe(*args)

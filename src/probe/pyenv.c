@@ -156,6 +156,18 @@ static void add_env(envs *list, const char *prefix, const char *why, int site_it
     snprintf(lib, sizeof(lib), "%s/lib", real);
     rc = scan_lib(&e, lib, "site-packages");
     if (rc == 0) rc = scan_lib(&e, lib, "dist-packages"); /* Debian's; python3/ included */
+    /* A conda environment (it has conda-meta/) installs NCCL as <prefix>/lib/libnccl.so.2,
+     * which its packages' RUNPATH names: after the wheels, as pip inside conda comes later. */
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/conda-meta", real);
+    DIR *conda = rc == 0 ? opendir(path) : NULL;
+    if (conda != NULL) {
+      closedir(conda);
+      snprintf(path, sizeof(path), "%s/libnccl.so.2", lib);
+      char *file = realpath(path, NULL);
+      if (file) rc = add_string(&e.wheel_files, &e.wheel_count, file);
+      free(file);
+    }
   }
   if (rc == 0 && (e.wheel_count || e.record_count)) {
     py_env *grown = realloc(list->items, (list->count + 1) * sizeof(*grown));

@@ -436,6 +436,19 @@ class OtherTexts(unittest.TestCase):
             self.assertIn(code, (0, 1), "run %d: exit %d %s" % (i, code, err))
             self.assertIn("findings:", out)
 
+    def test_conda_environment(self):
+        """A conda environment's lib/libnccl.so.2 is what its Python loads."""
+        m = Machine(self)
+        conda = os.path.join(m.root, "conda")
+        os.makedirs(os.path.join(conda, "conda-meta"))
+        os.makedirs(os.path.join(conda, "lib"))
+        shutil.copy(fake("2.27.3"), os.path.join(conda, "lib", "libnccl.so.2"))
+        _, doc, _ = run_json("--doctor", env=m.env(CONDA_PREFIX=conda))
+        env = [e for e in doc["doctor"]["python_envs"] if e["prefix"] == conda]
+        file = os.path.join(conda, "lib", "libnccl.so.2")
+        self.assertEqual([(e["found_by"], e["loads"]) for e in env], [("CONDA_PREFIX", file)])
+        self.assertEqual(copy_of(doc["doctor"], file)["found_via"], "active-environment")
+
     def test_usage(self):
         for args in (["--explain"], ["--python"]):
             code, _, err = run_probe(*args)

@@ -123,10 +123,14 @@ static void explain_glibc(const inventory *inv, explanation *x) {
   unsigned major = 0, minor = 0;
   if (sscanf(x->parse.glibc, "GLIBC_%u.%u", &major, &minor) >= 1 && major < 100 && minor < 1000)
     need = (int)(major * 1000 + minor);
+  /* Another file than the one named: that one is what failed. */
+  char *named = x->parse.required_by[0] ? realpath(x->parse.required_by, NULL) : NULL;
   int fitting = -1;
   for (size_t i = 0; i < inv->count && fitting < 0; i++)
-    if (inv->copies[i].usable && inv->copies[i].facts.glibc_need_packed <= inv->host_glibc)
+    if (inv->copies[i].usable && inv->copies[i].facts.glibc_need_packed <= inv->host_glibc &&
+        (named == NULL || strcmp(named, inv->copies[i].path) != 0))
       fitting = (int)i;
+  free(named);
   snprintf(x->meaning, sizeof(x->meaning),
            "%s needs glibc %u.%u or newer (%s); this host's glibc is %d.%d%s",
            x->parse.required_by[0] ? x->parse.required_by : "a library", major, minor,
@@ -143,8 +147,9 @@ static void explain_glibc(const inventory *inv, explanation *x) {
              vtext(inv, fitting, v, sizeof(v)));
   else
     snprintf(x->todo, sizeof(x->todo),
-             "Install an NCCL built for this OS release (glibc %d.%d; NVIDIA's pip wheels need "
-             "only an old glibc), or run on a newer OS release",
+             "Install an NCCL built for this OS release (glibc %d.%d; the nvidia-nccl-cu12/cu13 "
+             "wheels are manylinux "
+             "builds, made for old glibc releases), or run on a newer OS release",
              inv->host_glibc / 1000, inv->host_glibc % 1000);
   x->explained = 1;
 }

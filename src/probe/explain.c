@@ -148,8 +148,8 @@ static void explain_glibc(const inventory *inv, explanation *x) {
   else
     snprintf(x->todo, sizeof(x->todo),
              "Install an NCCL built for this OS release (glibc %d.%d; the nvidia-nccl-cu12/cu13 "
-             "wheels are manylinux "
-             "builds, made for old glibc releases), or run on a newer OS release",
+             "wheels are manylinux builds, made for old glibc releases), or run on a newer OS "
+             "release",
              inv->host_glibc / 1000, inv->host_glibc % 1000);
   x->explained = 1;
 }

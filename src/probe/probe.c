@@ -7,11 +7,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "explain.h"
 #include "text.h"
 
 static const char usage[] =
     "usage: ncclshim-probe [--json] [-v] [--no-devices] [--verify] [--library PATH]\n"
     "                      [--require X]...\n"
+    "       ncclshim-probe --explain TEXT | --doctor [--json] [--python PREFIX]...\n"
     "\n"
     "Reports the NCCL and CUDA driver that ncclshim finds: where, how, which version, what\n"
     "they can do, whether the driver can run that NCCL, and (with a driver) every GPU.\n"
@@ -27,6 +29,12 @@ static const char usage[] =
     "                  driver-compatible (the driver supports NCCL's CUDA build) or\n"
     "                  plugins-compatible (NCCL takes every plugin it would load);\n"
     "                  repeatable; an unmet one makes the exit status 1\n"
+    "  --explain TEXT  what an NCCL error text means on this machine (undefined symbol,\n"
+    "                  GLIBC_ version not found, Mismatched NCCL version, libnccl.so.2 not\n"
+    "                  found) and what to change; exit 0 explained, 1 cannot tell\n"
+    "  --doctor        every NCCL here, which one each kind of process loads, and each\n"
+    "                  problem with what to do; exit 0 nothing wrong, 1 a problem found\n"
+    "  --python PREFIX with --explain or --doctor, also this Python environment; repeatable\n"
     "  -h, --help      this text\n"
     "\n"
     "Exit status: 0 report made and requirements met; 1 a requirement unmet; 2 usage error\n"
@@ -82,10 +90,16 @@ static char *absolute_library(const char *path) {
 }
 
 /* Reads the command line into p and *library. Returns -1 to go on, else the exit status. */
-static int parse_arguments(int argc, char **argv, probe *p, int *json, char **library) {
+static int parse_arguments(int argc, char **argv, probe *p, int *json, char **library,
+                           doctor_args *doctor) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    if (strcmp(a, "--json") == 0) {
+    int mine = doctor_parse_option(argc, argv, &i, doctor);
+    if (mine < 0) {
+      return usage_error("%s needs a value", a);
+    } else if (mine) {
+      continue;
+    } else if (strcmp(a, "--json") == 0) {
       *json = 1;
     } else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
       p->verbose = 1;
@@ -140,12 +154,14 @@ int main(int argc, char **argv) {
   probe p = {.query_devices = 1};
   int json = 0, status;
   char *library = NULL;
+  doctor_args doctor = {0};
   p.requirements = calloc((size_t)argc, sizeof(*p.requirements));
   if (p.requirements == NULL) {
     fprintf(stderr, "ncclshim-probe: out of memory\n");
     return 2;
   }
-  if ((status = parse_arguments(argc, argv, &p, &json, &library)) < 0) {
+  if ((status = parse_arguments(argc, argv, &p, &json, &library, &doctor)) < 0 &&
+      (status = doctor_run(&doctor, json, stdout)) < 0) {
     gather(&p, library);
     if (json)
       probe_print_json(&p, stdout);
@@ -165,5 +181,6 @@ int main(int argc, char **argv) {
   free(p.requirements);
   free(library);
   ncclshim_plugin_list_free(p.plugins);
+  free(doctor.pythons);
   return status;
 }

@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Builds the ncclshim wheel with the standard library alone (zipfile): no pip, no backend.
+
+    build_wheel.py --arch x86_64|aarch64 --library LIB --probe PROBE --version V OUTDIR
+
+PROBE goes in as ncclshim/bin/ncclshim-probe, LIB (libncclshim.so.<version>) under its SONAME
+libncclshim.so.0 where the probe's RUNPATH finds it: ncclshim/lib/ for a release build
+($ORIGIN/../lib), ncclshim/ for a meson build tree's probe ($ORIGIN/..; the tests'
+wheel). The tag is manylinux_2_17 (manylinux2014): the binaries' glibc policy is checked by
+the caller (cross/wheel.sh). Reproducible: entries sorted, every timestamp SOURCE_DATE_EPOCH
+(default the fixed 1980-01-01, the oldest a zip can hold), fixed permissions and compression
+level.
+Prints the wheel's path."""
+import argparse
+import base64
+import hashlib
+import os
+import posixpath
+import re
+import subprocess
+import sys
+import time
+import zipfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCES = ["__init__.py", "__main__.py", "_native.py", "py.typed"]
+
+METADATA = """Metadata-Version: 2.1
+Name: ncclshim
+Version: {version}
+Summary: Which NCCL this machine offers and which one this interpreter has: probe, doctor, explain
+License: see the project's repository
+Requires-Python: >=3.7
+
+ncclshim's Python package: ``python -m ncclshim`` (the probe, ``--explain TEXT``,
+``--doctor``, ``--loaded``, ``--json``) and ``ncclshim.probe()``, ``ncclshim.loaded()``,
+``ncclshim.explain()``, ``ncclshim.doctor()``. Pure Python over libncclshim (ctypes) and the
+ncclshim-probe program, both inside; no dependency.
+"""
+
+
+def wheel_text(arch):
+    return ("Wheel-Version: 1.0\nGenerator: ncclshim build_wheel.py\nRoot-Is-Purelib: false\n"
+            "Tag: py3-none-manylinux_2_17_%s\nTag: py3-none-manylinux2014_%s\n" % (arch, arch))
+
+
+def digest(data):
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def library_dir(probe):
+    """Where in the wheel the probe's first $ORIGIN RUNPATH entry points (readelf, or $READELF)."""
+    out = subprocess.run([os.environ.get("READELF", "readelf"), "-d", probe], check=True,
+                         capture_output=True, text=True).stdout
+    m = re.search(r"\((?:RUNPATH|RPATH)\)\s+Library r(?:un)?path: \[([^\]]*)\]", out)
+    for entry in (m.group(1).split(":") if m else []):
+        if entry.startswith("$ORIGIN"):
+            where = posixpath.normpath("ncclshim/bin" + entry[len("$ORIGIN"):])
+            if where == "ncclshim" or where.startswith("ncclshim/"):
+                return where
+    raise SystemExit("build_wheel.py: %s has no $ORIGIN RUNPATH inside the package" % probe)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--arch", required=True, choices=["x86_64", "aarch64"])
+    ap.add_argument("--library", required=True)
+    ap.add_argument("--probe", required=True)
+    ap.add_argument("--version", required=True)
+    ap.add_argument("outdir")
+    a = ap.parse_args()
+    epoch = int(os.environ.get("SOURCE_DATE_EPOCH", "315532800"))
+    stamp = time.gmtime(max(epoch, 315532800))[:6]  # a zip holds nothing before 1980
+    dist = "ncclshim-%s.dist-info" % a.version
+    files = {}  # name -> (bytes, mode)
+    for name in SOURCES:
+        with open(os.path.join(HERE, "ncclshim", name), "rb") as f:
+            files["ncclshim/" + name] = (f.read(), 0o644)
+    for src, name in ((a.library, library_dir(a.probe) + "/libncclshim.so.0"),
+                      (a.probe, "ncclshim/bin/ncclshim-probe")):
+        with open(src, "rb") as f:
+            files[name] = (f.read(), 0o755)
+    files[dist + "/METADATA"] = (METADATA.format(version=a.version).encode(), 0o644)
+    files[dist + "/WHEEL"] = (wheel_text(a.arch).encode(), 0o644)
+    files[dist + "/entry_points.txt"] = (b"[console_scripts]\nncclshim = ncclshim.__main__:main\n",
+                                         0o644)
+    record = "".join("%s,%s,%d\n" % (n, digest(d), len(d)) for n, (d, _) in sorted(files.items()))
+    record += dist + "/RECORD,,\n"
+    files[dist + "/RECORD"] = (record.encode(), 0o644)
+    tag = "py3-none-manylinux_2_17_%s.manylinux2014_%s" % (a.arch, a.arch)
+    os.makedirs(a.outdir, exist_ok=True)
+    path = os.path.join(os.path.abspath(a.outdir), "ncclshim-%s-%s.whl" % (a.version, tag))
+    # Package files sorted, then the dist-info with RECORD last (as installers expect).
+    order = sorted(n for n in files if not n.startswith(dist)) + \
+        sorted(n for n in files if n.startswith(dist) and n != dist + "/RECORD") + \
+        [dist + "/RECORD"]
+    with zipfile.ZipFile(path, "w") as z:
+        for name in order:
+            data, mode = files[name]
+            info = zipfile.ZipInfo(name, date_time=stamp)
+            info.create_system = 3  # Unix: the mode below is honoured
+            info.external_attr = (0o100000 | mode) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            z.writestr(info, data, compresslevel=9)
+    print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,286 @@
+/* --explain TEXT: what an error text means with this machine's facts, and what to change. */
+#include "explain.h"
+
+#include <libgen.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "report_inventory.h"
+#include "text.h"
+
+typedef struct explanation {
+  explain_parse parse;
+  int since; /* the symbol's first release, from the function list; 0 unknown */
+  int explained;
+  char meaning[1024];
+  char todo[1024];
+} explanation;
+
+static int symbol_since(const char *name) {
+  for (int fn = 0; fn < NCCLSHIM_NCCL_FUNCTION_COUNT; fn++)
+    if (strcmp(ncclshim_nccl_function_name(fn), name) == 0)
+      return ncclshim_nccl_function_version(fn);
+  return 0;
+}
+
+static int has(const inventory *inv, int at, const char *symbol) {
+  return at >= 0 && elf_facts_defines(&inv->copies[at].facts, symbol);
+}
+
+static const char *vtext(const inventory *inv, int at, char *buf, size_t size) {
+  return at >= 0 ? copy_version_text(&inv->copies[at], buf, size) : "none";
+}
+
+static const char *dir_of(const char *path, char *buf, size_t size) {
+  snprintf(buf, size, "%s", path);
+  return dirname(buf);
+}
+
+/* An environment with two NCCL package records (cu12 and cu13 wheels), -1 when none. */
+static int doubled_env(const inventory *inv) {
+  for (size_t e = 0; e < inv->env_count; e++)
+    if (inv->envs[e].record_count > 1) return (int)e;
+  return -1;
+}
+
+/* "nvidia-nccl-cu12 2.29.3, nvidia-nccl-cu13 2.29.7" */
+static void records_text(const py_env *env, char *buf, size_t size) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (size_t r = 0; r < env->record_count && used < size; r++)
+    used += (size_t)snprintf(buf + used, size - used, "%s%s %s", r ? ", " : "",
+                             env->records[r].name, env->records[r].version);
+}
+
+static void explain_symbol(const inventory *inv, explanation *x) {
+  const char *sym = x->parse.symbol;
+  char since[32], v1[48], v2[48], dir[PATH_MAX];
+  x->since = symbol_since(sym);
+  ncclshim_format_version(x->since, since, sizeof(since));
+  int first_has = -1;
+  for (size_t i = 0; i < inv->count && first_has < 0; i++)
+    if (has(inv, (int)i, sym)) first_has = (int)i;
+  if (x->since)
+    snprintf(x->meaning, sizeof(x->meaning),
+             "%s is in NCCL from %s on; the NCCL the failing program resolved lacks it (an older "
+             "release, or another copy than the one it was built against)",
+             sym, since);
+  else
+    snprintf(x->meaning, sizeof(x->meaning),
+             "%s is not in ncclshim's list of NCCL functions (a private, plugin or newer "
+             "function); the NCCL the failing program resolved lacks it",
+             sym);
+  x->explained = 1;
+  int env = doubled_env(inv);
+  if (env >= 0 && !has(inv, inventory_env_winner(inv, (size_t)env), sym)) {
+    char records[256];
+    records_text(&inv->envs[env], records, sizeof(records));
+    snprintf(x->todo, sizeof(x->todo),
+             "%s has two NCCL wheels (%s) writing the same nvidia/nccl/lib/libnccl.so.2; the file "
+             "left is %s, which lacks it: pip uninstall -y the NCCL packages there and pip "
+             "install only the one your framework needs (%s or newer)",
+             inv->envs[env].prefix, records,
+             vtext(inv, inventory_env_winner(inv, (size_t)env), v1, sizeof(v1)),
+             x->since ? since : "the newest");
+  } else if (first_has < 0) {
+    snprintf(x->todo, sizeof(x->todo),
+             "No NCCL on this machine has %s: install NCCL %s (pip install -U nvidia-nccl-cu13, "
+             "or cu12, matching your framework's CUDA; or the system's libnccl2)",
+             sym, x->since ? strcat(since, " or newer") : "with it");
+  } else if (inv->plain >= 0 && !has(inv, inv->plain, sym)) {
+    snprintf(x->todo, sizeof(x->todo),
+             "A program loading libnccl.so.2 by name gets %s (%s, %s), which lacks it, and if it "
+             "loads first the whole process uses it: put %s first on LD_LIBRARY_PATH (it has %s, "
+             "%s), or upgrade or remove %s",
+             inv->copies[inv->plain].path, vtext(inv, inv->plain, v1, sizeof(v1)),
+             ncclshim_found_via_name(inv->copies[inv->plain].how),
+             dir_of(inv->copies[first_has].path, dir, sizeof(dir)), sym,
+             vtext(inv, first_has, v2, sizeof(v2)), inv->copies[inv->plain].path);
+  } else {
+    for (size_t e = 0; e < inv->env_count; e++) {
+      int w = inventory_env_winner(inv, e);
+      if (w >= 0 && !has(inv, w, sym)) {
+        snprintf(x->todo, sizeof(x->todo),
+                 "Python in %s loads its wheel's %s, which lacks it: pip install -U its NCCL "
+                 "package there (to %s or newer)",
+                 inv->envs[e].prefix, vtext(inv, w, v1, sizeof(v1)),
+                 x->since ? since : "a release with it");
+        return;
+      }
+    }
+    snprintf(x->todo, sizeof(x->todo),
+             "Every NCCL a process here would load has %s: the failing process mapped another "
+             "copy first (an earlier import, LD_PRELOAD, a RUNPATH); run `python -m ncclshim` "
+             "(ncclshim.loaded()) inside it to see which",
+             sym);
+  }
+}
+
+static void explain_glibc(const inventory *inv, explanation *x) {
+  int need = 0;
+  unsigned major = 0, minor = 0;
+  if (sscanf(x->parse.glibc, "GLIBC_%u.%u", &major, &minor) >= 1 && major < 100 && minor < 1000)
+    need = (int)(major * 1000 + minor);
+  /* Another file than the one named: that one is what failed. */
+  char *named = x->parse.required_by[0] ? realpath(x->parse.required_by, NULL) : NULL;
+  int fitting = -1;
+  for (size_t i = 0; i < inv->count && fitting < 0; i++)
+    if (inv->copies[i].usable && inv->copies[i].facts.glibc_need_packed <= inv->host_glibc &&
+        (named == NULL || strcmp(named, inv->copies[i].path) != 0))
+      fitting = (int)i;
+  free(named);
+  snprintf(x->meaning, sizeof(x->meaning),
+           "%s needs glibc %u.%u or newer (%s); this host's glibc is %d.%d%s",
+           x->parse.required_by[0] ? x->parse.required_by : "a library", major, minor,
+           x->parse.glibc, inv->host_glibc / 1000, inv->host_glibc % 1000,
+           need > inv->host_glibc ? ": it cannot load here"
+                                  : " (enough here: the text came from "
+                                    "another host or container)");
+  char v[48];
+  if (fitting >= 0)
+    snprintf(x->todo, sizeof(x->todo),
+             "Use an NCCL built for glibc <= %d.%d: %s (%s) fits this host (point "
+             "NCCLSHIM_NCCL_LIBRARY or LD_LIBRARY_PATH at it), or run on a newer OS release",
+             inv->host_glibc / 1000, inv->host_glibc % 1000, inv->copies[fitting].path,
+             vtext(inv, fitting, v, sizeof(v)));
+  else
+    snprintf(x->todo, sizeof(x->todo),
+             "Install an NCCL built for this OS release (glibc %d.%d; the nvidia-nccl-cu12/cu13 "
+             "wheels are manylinux builds, made for old glibc releases), or run on a newer OS "
+             "release",
+             inv->host_glibc / 1000, inv->host_glibc % 1000);
+  x->explained = 1;
+}
+
+static void explain_mismatch(const inventory *inv, explanation *x) {
+  char a[16], b[16];
+  if (x->parse.versions[0] && x->parse.versions[1])
+    snprintf(x->meaning, sizeof(x->meaning),
+             "rank %d runs NCCL %s and rank %d runs NCCL %s: NCCL refuses to make one "
+             "communicator of different releases",
+             x->parse.ranks[0], ncclshim_format_version(x->parse.versions[0], a, sizeof(a)),
+             x->parse.ranks[1], ncclshim_format_version(x->parse.versions[1], b, sizeof(b)));
+  else
+    snprintf(x->meaning, sizeof(x->meaning),
+             "the ranks run different NCCL releases: NCCL refuses to make one communicator of "
+             "them");
+  int differ = inv->plain >= 0 && inv->ncclshim >= 0 &&
+               inv->copies[inv->plain].version != inv->copies[inv->ncclshim].version;
+  for (size_t e = 0; e < inv->env_count; e++) {
+    int w = inventory_env_winner(inv, e);
+    if (w >= 0 && inv->plain >= 0 && inv->copies[w].version != inv->copies[inv->plain].version)
+      differ = 1;
+  }
+  snprintf(x->todo, sizeof(x->todo),
+           "Make every rank load the same file: the same wheel on every host, or "
+           "NCCLSHIM_NCCL_LIBRARY=<path>; compare `ncclshim-probe --json` fingerprints across "
+           "hosts before starting%s",
+           differ ? ". On this host alone, a plain process and a Python process load different "
+                    "releases (below), so ranks started differently disagree here too"
+                  : "");
+  x->explained = 1;
+}
+
+static void explain_not_found(const inventory *inv, explanation *x) {
+  char dir[PATH_MAX], v[48];
+  snprintf(x->meaning, sizeof(x->meaning),
+           "the dynamic loader found no libnccl.so.2 on LD_LIBRARY_PATH, the program's RUNPATH "
+           "or in the ld.so cache");
+  int pick = inv->ncclshim >= 0 ? inv->ncclshim : (inv->count ? 0 : -1);
+  if (pick >= 0)
+    snprintf(
+        x->todo, sizeof(x->todo),
+        "An NCCL is here but off the loader's path: export LD_LIBRARY_PATH=%s:$LD_LIBRARY_PATH "
+        "(it holds %s), or give its path with NCCLSHIM_NCCL_LIBRARY",
+        dir_of(inv->copies[pick].path, dir, sizeof(dir)), vtext(inv, pick, v, sizeof(v)));
+  else
+    snprintf(x->todo, sizeof(x->todo),
+             "No NCCL is on this machine: install one (pip install nvidia-nccl-cu13, or cu12; or "
+             "the system's libnccl2 package)");
+  x->explained = 1;
+}
+
+static void explain_run(const inventory *inv, explanation *x) {
+  switch (x->parse.kind) {
+  case EXPLAIN_UNDEFINED_SYMBOL:
+    explain_symbol(inv, x);
+    break;
+  case EXPLAIN_GLIBC:
+    explain_glibc(inv, x);
+    break;
+  case EXPLAIN_VERSION_MISMATCH:
+    explain_mismatch(inv, x);
+    break;
+  case EXPLAIN_NOT_FOUND:
+    explain_not_found(inv, x);
+    break;
+  default:
+    snprintf(x->meaning, sizeof(x->meaning),
+             "cannot tell: this text names no NCCL function, glibc version, NCCL version mismatch "
+             "or missing libnccl.so.2 that ncclshim knows");
+    snprintf(x->todo, sizeof(x->todo),
+             "Give the whole error line (the dynamic loader's or NCCL's WARN line); below is every "
+             "NCCL visible here");
+  }
+}
+
+static void print_text(const inventory *inv, const explanation *x, FILE *out) {
+  const char *symbol = x->parse.kind == EXPLAIN_UNDEFINED_SYMBOL ? x->parse.symbol : NULL;
+  char since[16];
+  fprintf(out, "explain: %s", explain_kind_name(x->parse.kind));
+  if (symbol) {
+    fprintf(out, " ");
+    text_put(out, symbol, 0);
+    fprintf(out, " (first in NCCL %s)",
+            x->since ? ncclshim_format_version(x->since, since, sizeof(since)) : "unknown");
+  }
+  fprintf(out, "\n  meaning: ");
+  text_put(out, x->meaning, 0);
+  fprintf(out, "\n");
+  inventory_print_text(inv, symbol, out);
+  inventory_print_winners_text(inv, symbol, out);
+  fprintf(out, "  what to do: ");
+  text_put(out, x->todo, 0);
+  fprintf(out, "\n");
+}
+
+static void print_json(const inventory *inv, const explanation *x, const char *input, FILE *out) {
+  const char *symbol = x->parse.kind == EXPLAIN_UNDEFINED_SYMBOL ? x->parse.symbol : NULL;
+  char since[16];
+  fputs("{\"explain\": {\"input\": ", out);
+  json_string(out, input);
+  fprintf(out,
+          ", \"kind\": \"%s\", \"explained\": %s, \"symbol\": ", explain_kind_name(x->parse.kind),
+          x->explained ? "true" : "false");
+  json_string(out, symbol);
+  fputs(", \"since\": ", out);
+  json_string(out, x->since ? ncclshim_format_version(x->since, since, sizeof(since)) : NULL);
+  fputs(", \"glibc\": ", out);
+  json_string(out, x->parse.kind == EXPLAIN_GLIBC ? x->parse.glibc : NULL);
+  fputs(", \"meaning\": ", out);
+  json_string(out, x->meaning);
+  fputs(", \"what_to_do\": ", out);
+  json_string(out, x->todo);
+  fputs(", ", out);
+  inventory_print_json(inv, symbol, out);
+  fputs("}}\n", out);
+}
+
+int probe_explain(const doctor_args *a, int json, FILE *out) {
+  inventory inv;
+  explanation x = {0};
+  if (inventory_gather(&inv, a->pythons, a->python_count) != 0) {
+    inventory_free(&inv);
+    return 2;
+  }
+  explain_classify(a->explain, &x.parse);
+  explain_run(&inv, &x);
+  if (json)
+    print_json(&inv, &x, a->explain, out);
+  else
+    print_text(&inv, &x, out);
+  inventory_free(&inv);
+  return x.explained ? 0 : 1;
+}

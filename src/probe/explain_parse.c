@@ -1,0 +1,86 @@
+/* Which NCCL trouble an error text names. The texts come from the dynamic loader
+ * ("undefined symbol: ncclX", "version `GLIBC_2.34' not found (required by F)", "libnccl.so.2:
+ * cannot open shared object file") and from NCCL itself (init.cc: "Mismatched NCCL version
+ * detected : rank %d version %d rank %d version %d"). */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "explain.h"
+#include "ncclshim/ncclshim.h"
+
+const char *explain_kind_name(explain_kind kind) {
+  switch (kind) {
+  case EXPLAIN_UNDEFINED_SYMBOL:
+    return "undefined-symbol";
+  case EXPLAIN_GLIBC:
+    return "glibc";
+  case EXPLAIN_VERSION_MISMATCH:
+    return "version-mismatch";
+  case EXPLAIN_NOT_FOUND:
+    return "not-found";
+  default:
+    return "unknown";
+  }
+}
+
+static int ident_char(char c) { return isalnum((unsigned char)c) || c == '_'; }
+
+/* The first identifier ncclX or pncclX (X an upper-case letter) standing alone in text. */
+static int find_nccl_identifier(const char *text, char *out, size_t size) {
+  for (const char *s = text; *s; s++) {
+    if (s != text && ident_char(s[-1])) continue;
+    const char *name = s[0] == 'p' ? s + 1 : s;
+    if (strncmp(name, "nccl", 4) != 0 || !isupper((unsigned char)name[4])) continue;
+    size_t n = 0;
+    while (ident_char(name[n])) n++;
+    if (n >= size) continue;
+    snprintf(out, size, "%.*s", (int)n, name);
+    return 1;
+  }
+  return 0;
+}
+
+static int contains(const char *text, const char *what) { return strstr(text, what) != NULL; }
+
+void explain_classify(const char *text, explain_parse *out) {
+  *out = (explain_parse){.kind = EXPLAIN_UNKNOWN};
+  const char *g = strstr(text, "GLIBC_");
+  if (g && contains(text, "not found")) {
+    size_t n = strspn(g + 6, "0123456789.");
+    if (n > 0 && n < sizeof(out->glibc) - 7) {
+      out->kind = EXPLAIN_GLIBC;
+      snprintf(out->glibc, sizeof(out->glibc), "GLIBC_%.*s", (int)n, g + 6);
+      const char *by = strstr(text, "required by ");
+      if (by) {
+        by += strlen("required by ");
+        snprintf(out->required_by, sizeof(out->required_by), "%.*s", (int)strcspn(by, ")\n"), by);
+      }
+      return;
+    }
+  }
+  const char *m = strstr(text, "Mismatched NCCL version");
+  if (m && sscanf(m, "Mismatched NCCL version detected : rank %d version %d rank %d version %d",
+                  &out->ranks[0], &out->versions[0], &out->ranks[1], &out->versions[1]) == 4) {
+    out->kind = EXPLAIN_VERSION_MISMATCH;
+    for (int i = 0; i < 2; i++)
+      out->versions[i] = ncclshim_decode_version(out->versions[i], 0, 0, 0);
+    return;
+  }
+  if (m) {
+    out->kind = EXPLAIN_VERSION_MISMATCH;
+    return;
+  }
+  if ((contains(text, "undefined symbol") || contains(text, "symbol lookup error") ||
+       contains(text, "not defined") || contains(text, "could not find symbol") ||
+       contains(text, "symbol not found") || contains(text, "Symbol not found")) &&
+      find_nccl_identifier(text, out->symbol, sizeof(out->symbol))) {
+    out->kind = EXPLAIN_UNDEFINED_SYMBOL;
+    return;
+  }
+  if (contains(text, "libnccl") &&
+      (contains(text, "cannot open shared object") || contains(text, "No such file") ||
+       contains(text, "not found") || contains(text, "Unable to load") ||
+       contains(text, "Failed to load")))
+    out->kind = EXPLAIN_NOT_FOUND;
+}

@@ -1,0 +1,167 @@
+/* The doctor's and --explain's picture of the machine: candidates of the search and Python
+ * environments' wheels merged into one list of files (by real path), each read as bytes. */
+#include "inventory.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ncclshim/cuda.h"
+
+int inventory_find(const inventory *inv, const char *path) {
+  for (size_t i = 0; i < inv->count; i++)
+    if (strcmp(inv->copies[i].path, path) == 0) return (int)i;
+  return -1;
+}
+
+static int add_copy(inventory *inv, const char *path) {
+  int found = inventory_find(inv, path);
+  if (found >= 0) return found;
+  nccl_copy *grown = realloc(inv->copies, (inv->count + 1) * sizeof(*grown));
+  if (grown == NULL) return -1;
+  inv->copies = grown;
+  nccl_copy *c = &grown[inv->count];
+  *c = (nccl_copy){.search_rank = -1, .env = -1, .how = NCCLSHIM_VIA_NONE};
+  if ((c->path = strdup(path)) == NULL) return -1;
+  return (int)inv->count++;
+}
+
+/* 22803 for ".../libnccl.so.2.28.3"; 0 when the name carries no full version. */
+static int version_from_name(const char *path) {
+  const char *base = strrchr(path, '/');
+  unsigned major, minor, patch;
+  char end;
+  base = base ? base + 1 : path;
+  if (sscanf(base, "libnccl.so.%u.%u.%u%c", &major, &minor, &patch, &end) != 3 || major > 9 ||
+      minor > 99 || patch > 99)
+    return 0;
+  return (int)(major * 10000 + minor * 100 + patch);
+}
+
+static void read_copy(nccl_copy *c) {
+  c->version_source = "unknown";
+  if (!elf_facts_read(c->path, &c->facts)) {
+    snprintf(c->unusable, sizeof(c->unusable), "%s", c->facts.reason);
+    return;
+  }
+  int newest_function = 0;
+  const char *missing = NULL;
+  for (int fn = 0; fn < NCCLSHIM_NCCL_FUNCTION_COUNT; fn++) {
+    const char *name = ncclshim_nccl_function_name(fn);
+    if (elf_facts_defines(&c->facts, name)) {
+      int since = ncclshim_nccl_function_version(fn);
+      if (since > newest_function) newest_function = since;
+    } else if (ncclshim_nccl_function_required(fn) && missing == NULL) {
+      missing = name;
+    }
+  }
+  if (c->facts.banner_version) {
+    c->version = c->facts.banner_version;
+    c->version_source = "banner";
+  } else if ((c->version = version_from_name(c->path))) {
+    c->version_source = "file-name";
+  } else if ((c->version = newest_function)) {
+    c->version_source = "functions";
+  }
+  if (!elf_facts_defines(&c->facts, "ncclGetVersion"))
+    snprintf(c->unusable, sizeof(c->unusable), "not NCCL: it defines no ncclGetVersion");
+  else if (missing)
+    snprintf(c->unusable, sizeof(c->unusable), "lacks the required function %s", missing);
+  else if (c->version && c->version / 10000 != 2)
+    snprintf(c->unusable, sizeof(c->unusable), "NCCL major version %d, ncclshim speaks 2",
+             c->version / 10000);
+  else
+    c->usable = 1;
+}
+
+int inventory_gather(inventory *inv, char **pythons, int python_count) {
+  *inv = (inventory){.plain = -1, .ncclshim = -1};
+  probe_candidate *cands = NULL;
+  size_t ncands = 0;
+  int rc = probe_candidates(&cands, &ncands);
+  for (size_t i = 0; rc == 0 && i < ncands; i++) {
+    int at = add_copy(inv, cands[i].path);
+    if (at < 0) {
+      rc = -1;
+      break;
+    }
+    nccl_copy *c = &inv->copies[at];
+    c->search_rank = (int)i;
+    c->how = cands[i].how;
+    c->mapped = cands[i].mapped;
+    snprintf(c->reason, sizeof(c->reason), "%s", cands[i].reason);
+  }
+  probe_candidates_free(cands, ncands);
+  if (rc == 0 && pyenv_discover(pythons, python_count, &inv->envs, &inv->env_count) != 0) rc = -1;
+  for (size_t e = 0; rc == 0 && e < inv->env_count; e++) {
+    for (size_t w = 0; w < inv->envs[e].wheel_count; w++) {
+      int at = add_copy(inv, inv->envs[e].wheel_files[w]);
+      if (at < 0) {
+        rc = -1;
+        break;
+      }
+      if (inv->copies[at].env < 0) inv->copies[at].env = (int)e;
+    }
+  }
+  for (size_t i = 0; i < inv->count; i++) read_copy(&inv->copies[i]);
+  /* A program loading libnccl.so.2 by name: LD_LIBRARY_PATH first, then the ld.so cache. */
+  for (int pass = 0; pass < 2 && inv->plain < 0; pass++) {
+    ncclshim_found_via want = pass == 0 ? NCCLSHIM_VIA_LIBRARY_PATH : NCCLSHIM_VIA_LD_CACHE;
+    for (size_t i = 0; i < inv->count && inv->plain < 0; i++)
+      if (inv->copies[i].how == want && inv->copies[i].facts.ok) inv->plain = (int)i;
+  }
+  int best = -1;
+  for (size_t i = 0; i < inv->count; i++) {
+    const nccl_copy *c = &inv->copies[i];
+    if (c->usable && c->search_rank >= 0 &&
+        (best < 0 || c->search_rank < inv->copies[best].search_rank))
+      best = (int)i;
+  }
+  inv->ncclshim = best;
+  inv->host_glibc = elf_facts_host_glibc();
+  ncclshim_cuda *cuda = ncclshim_cuda_default();
+  if (ncclshim_cuda_status(cuda) == NCCLSHIM_OK)
+    inv->driver_cuda = ncclshim_cuda_driver_version(cuda, NULL, NULL);
+  if (rc != 0) fprintf(stderr, "ncclshim-probe: out of memory\n");
+  return rc;
+}
+
+void inventory_free(inventory *inv) {
+  for (size_t i = 0; i < inv->count; i++) {
+    elf_facts_close(&inv->copies[i].facts);
+    free(inv->copies[i].path);
+  }
+  free(inv->copies);
+  pyenv_free(inv->envs, inv->env_count);
+  *inv = (inventory){.plain = -1, .ncclshim = -1};
+}
+
+int inventory_env_winner(const inventory *inv, size_t e) {
+  if (e < inv->env_count && inv->envs[e].wheel_count > 0)
+    return inventory_find(inv, inv->envs[e].wheel_files[0]);
+  return inv->plain;
+}
+
+const char *copy_version_text(const nccl_copy *c, char *buf, size_t size) {
+  char v[16];
+  if (c->version == 0) {
+    snprintf(buf, size, "unknown");
+  } else {
+    ncclshim_format_version(c->version, v, sizeof(v));
+    snprintf(buf, size, "%s%s%s", strcmp(c->version_source, "functions") == 0 ? ">= " : "", v,
+             c->facts.build);
+  }
+  return buf;
+}
+
+const char *copy_where(const inventory *inv, const nccl_copy *c, char *buf, size_t size) {
+  size_t used = 0;
+  buf[0] = '\0';
+  if (c->search_rank >= 0)
+    used = (size_t)snprintf(buf, size, "%s", ncclshim_found_via_name(c->how));
+  if (c->env >= 0 && used < size)
+    snprintf(buf + used, size - used, "%spython env %s (%s)", used ? "; " : "",
+             inv->envs[c->env].prefix, inv->envs[c->env].why);
+  if (buf[0] == '\0') snprintf(buf, size, "(not reached)");
+  return buf;
+}

@@ -1,0 +1,123 @@
+#include "report_inventory.h"
+
+#include <string.h>
+
+#include "json.h"
+#include "ncclshim/cuda.h"
+#include "text.h"
+
+static void print_copy_line(const inventory *inv, const nccl_copy *c, const char *symbol,
+                            FILE *out) {
+  char version[48], where[4200];
+  fprintf(out, "    ");
+  if (symbol) fprintf(out, "%-6s ", elf_facts_defines(&c->facts, symbol) ? "has" : "lacks");
+  fprintf(out, "%-20s ", copy_version_text(c, version, sizeof(version)));
+  text_put(out, c->path, 0);
+  fprintf(out, "  [");
+  text_put(out, copy_where(inv, c, where, sizeof(where)), 0);
+  fprintf(out, "]");
+  if (c->facts.glibc_need[0]) fprintf(out, " needs %s", c->facts.glibc_need);
+  if (!c->usable) {
+    fprintf(out, " UNUSABLE: ");
+    text_put(out, c->unusable, 0);
+  }
+  fputc('\n', out);
+}
+
+void inventory_print_text(const inventory *inv, const char *symbol, FILE *out) {
+  fprintf(out, "  NCCLs visible (%zu)%s\n", inv->count, inv->count ? ":" : ": none");
+  for (size_t i = 0; i < inv->count; i++) print_copy_line(inv, &inv->copies[i], symbol, out);
+}
+
+static void print_winner(const inventory *inv, int at, const char *symbol, FILE *out) {
+  if (at < 0) {
+    fprintf(out, "none\n");
+    return;
+  }
+  const nccl_copy *c = &inv->copies[at];
+  char version[48];
+  text_put(out, c->path, 0);
+  fprintf(out, " (%s)", copy_version_text(c, version, sizeof(version)));
+  if (symbol) fprintf(out, ": %s it", elf_facts_defines(&c->facts, symbol) ? "has" : "lacks");
+  fputc('\n', out);
+}
+
+void inventory_print_winners_text(const inventory *inv, const char *symbol, FILE *out) {
+  fprintf(out, "  a plain process loads:  ");
+  print_winner(inv, inv->plain, symbol, out);
+  fprintf(out, "  ncclshim's search takes: ");
+  print_winner(inv, inv->ncclshim, symbol, out);
+  if (inv->ncclshim >= 0)
+    fprintf(out, "    (step %s: %s)\n", ncclshim_found_via_name(inv->copies[inv->ncclshim].how),
+            inv->copies[inv->ncclshim].reason);
+  for (size_t e = 0; e < inv->env_count; e++) {
+    fprintf(out, "  Python of ");
+    text_put(out, inv->envs[e].prefix, 0);
+    fprintf(out, " loads: ");
+    print_winner(inv, inventory_env_winner(inv, e), symbol, out);
+  }
+}
+
+static void json_path_of(const inventory *inv, int at, FILE *out) {
+  json_string(out, at >= 0 ? inv->copies[at].path : NULL);
+}
+
+void inventory_print_json(const inventory *inv, const char *symbol, FILE *out) {
+  char version[48], v[16];
+  fputs("\"copies\": [", out);
+  for (size_t i = 0; i < inv->count; i++) {
+    const nccl_copy *c = &inv->copies[i];
+    fputs(i ? ", {\"path\": " : "{\"path\": ", out);
+    json_string(out, c->path);
+    fputs(", \"version\": ", out);
+    json_string(out, c->version ? ncclshim_format_version(c->version, v, sizeof(v)) : NULL);
+    fprintf(out, ", \"version_source\": \"%s\", \"build\": ", c->version_source);
+    json_string(out, c->facts.build);
+    fputs(", \"found_via\": ", out);
+    json_string(out, c->search_rank >= 0 ? ncclshim_found_via_name(c->how) : NULL);
+    fputs(", \"python_env\": ", out);
+    json_string(out, c->env >= 0 ? inv->envs[c->env].prefix : NULL);
+    fputs(", \"glibc_need\": ", out);
+    json_string(out, c->facts.glibc_need[0] ? c->facts.glibc_need : NULL);
+    fprintf(out,
+            ", \"mapped\": %s, \"usable\": %s, \"unusable_reason\": ", c->mapped ? "true" : "false",
+            c->usable ? "true" : "false");
+    json_string(out, c->usable ? NULL : c->unusable);
+    if (symbol)
+      fprintf(out, ", \"has_symbol\": %s", elf_facts_defines(&c->facts, symbol) ? "true" : "false");
+    fputc('}', out);
+  }
+  fputs("], \"plain_process\": ", out);
+  json_path_of(inv, inv->plain, out);
+  fputs(", \"ncclshim\": ", out);
+  json_path_of(inv, inv->ncclshim, out);
+  fputs(", \"python_envs\": [", out);
+  for (size_t e = 0; e < inv->env_count; e++) {
+    const py_env *env = &inv->envs[e];
+    fputs(e ? ", {\"prefix\": " : "{\"prefix\": ", out);
+    json_string(out, env->prefix);
+    fputs(", \"found_by\": ", out);
+    json_string(out, env->why);
+    fputs(", \"loads\": ", out);
+    json_path_of(inv, inventory_env_winner(inv, e), out);
+    fputs(", \"wheel_files\": [", out);
+    for (size_t w = 0; w < env->wheel_count; w++) {
+      if (w) fputs(", ", out);
+      json_string(out, env->wheel_files[w]);
+    }
+    fputs("], \"packages\": [", out);
+    for (size_t r = 0; r < env->record_count; r++) {
+      fputs(r ? ", {\"name\": " : "{\"name\": ", out);
+      json_string(out, env->records[r].name);
+      fputs(", \"version\": ", out);
+      json_string(out, env->records[r].version);
+      fputc('}', out);
+    }
+    fputs("]}", out);
+  }
+  fprintf(out, "], \"host_glibc\": \"%d.%d\", \"driver_cuda\": ", inv->host_glibc / 1000,
+          inv->host_glibc % 1000);
+  json_string(out, inv->driver_cuda > 0
+                       ? ncclshim_cuda_format_version(inv->driver_cuda, version, sizeof(version))
+                       : NULL);
+}

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""The Python package over this build's libncclshim and probe, on the fake NCCLs: loaded()
+names what the interpreter has mapped (none, one, two, one under another name), probe()
+returns the dataclass, explain() and doctor() the probe's answers, `python -m ncclshim` its
+command line, and an unactivated venv's interpreter gets its wheel.
+   test_api.py PACKAGE_DIR LIBNCCLSHIM PROBE FAKE_DIR SANITIZE"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+from common import PACKAGE, fake, run_python, skip_if_needed, clean_env, LIBRARY, PROBE
+
+LOADED = """
+import ctypes, dataclasses, json, sys, ncclshim
+for path in %r:
+    ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL)
+print(json.dumps([dataclasses.asdict(x) for x in ncclshim.loaded()]))
+"""
+
+
+def loaded_after(*paths):
+    return json.loads(run_python(LOADED % (list(paths),)))
+
+
+class Loaded(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.dir)
+
+    def copy(self, variant, name):
+        path = os.path.join(self.dir, variant, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        shutil.copy(fake(variant), path)
+        return path
+
+    def test_none(self):
+        self.assertEqual(loaded_after(), [])
+
+    def test_one(self):
+        path = self.copy("2.28.9", "libnccl.so.2")
+        found = loaded_after(path)
+        self.assertEqual([(x["path"], x["version"], x["mapped"]) for x in found],
+                         [(os.path.realpath(path), "2.28.9", True)])
+
+    def test_two_copies(self):
+        a = self.copy("2.28.3", "libnccl.so.2")
+        b = self.copy("2.29.7", "libnccl.so.2")
+        found = loaded_after(a, b)
+        self.assertEqual(sorted((x["path"], x["version"]) for x in found),
+                         sorted([(os.path.realpath(a), "2.28.3"), (os.path.realpath(b), "2.29.7")]))
+
+    def test_other_name(self):
+        """Found by its ncclGetVersion, whatever the file is called."""
+        path = self.copy("2.27.3", "libcustom_collectives.so")
+        self.assertEqual([(x["path"], x["version"]) for x in loaded_after(path)],
+                         [(os.path.realpath(path), "2.27.3")])
+
+
+class ProbeAndDoctor(unittest.TestCase):
+    def test_probe_dataclass(self):
+        out = run_python("import dataclasses, json, ncclshim\n"
+                         "p = ncclshim.probe()\n"
+                         "assert isinstance(p, ncclshim.Probe), type(p)\n"
+                         "d = dataclasses.asdict(p); d.pop('raw')\n"
+                         "print(json.dumps(d))", NCCLSHIM_NCCL_LIBRARY=fake("cuda13.0"))
+        p = json.loads(out)
+        self.assertEqual((p["found"], p["version"], p["found_via"], p["build"]),
+                         (True, "2.28.9", "environment", "+cuda13.0"))
+        self.assertEqual(p["path"], os.path.realpath(fake("cuda13.0")))
+        self.assertIn("symmetric-memory", p["capabilities"])
+        self.assertTrue(p["fingerprint"].startswith("nccl2.28.9-"))
+
+    def test_explain_and_doctor(self):
+        venv = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, venv)
+        lib = os.path.join(venv, "lib", "python3.12", "site-packages", "nvidia", "nccl", "lib")
+        os.makedirs(lib)
+        shutil.copy(fake("b2.29.3-cuda12.9"), os.path.join(lib, "libnccl.so.2"))
+        out = run_python("import json, ncclshim\n"
+                         "x = ncclshim.explain('undefined symbol: ncclCommResume')\n"
+                         "d = ncclshim.doctor()\n"
+                         "print(json.dumps([x, d]))", VIRTUAL_ENV=venv)
+        x, d = json.loads(out)
+        self.assertEqual((x["kind"], x["symbol"], x["since"]),
+                         ("undefined-symbol", "ncclCommResume", "2.29.7"))
+        wheel = [c for c in x["copies"] if c["path"] == os.path.join(os.path.realpath(lib),
+                                                                     "libnccl.so.2")]
+        self.assertEqual([c["has_symbol"] for c in wheel], [False])
+        self.assertIsInstance(d["problems"], int)
+        self.assertIn(os.path.realpath(venv), [e["prefix"] for e in d["python_envs"]])
+
+    def test_command_line(self):
+        env = clean_env(PYTHONPATH=PACKAGE, NCCLSHIM_PYTHON_LIBRARY=LIBRARY,
+                        NCCLSHIM_PYTHON_PROBE=PROBE)
+        proc = subprocess.run([sys.executable, "-m", "ncclshim", "--json", "--no-devices",
+                               "--library", fake("2.28.9")], env=env, capture_output=True,
+                              text=True)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(json.loads(proc.stdout)["nccl"]["version"], "2.28.9")
+        proc = subprocess.run([sys.executable, "-m", "ncclshim", "--explain", "Segfault"],
+                              env=env, capture_output=True, text=True)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("cannot tell", proc.stdout)
+        proc = subprocess.run([sys.executable, "-m", "ncclshim", "--loaded", "--json"], env=env,
+                              capture_output=True, text=True)
+        self.assertEqual(json.loads(proc.stdout), {"loaded": []})
+
+
+class UnactivatedVenv(unittest.TestCase):
+    """The venv's own python3, VIRTUAL_ENV unset: the doctor and the probe still see its
+    wheel, because the package passes the interpreter's environment to the probe."""
+
+    def test_venv_python(self):
+        root = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, root)
+        venv = os.path.join(root, "venv")
+        if subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv],
+                          capture_output=True).returncode != 0:
+            self.skipTest("python3 -m venv does not work here (python3-venv missing)")
+        python = os.path.join(venv, "bin", "python3")
+        site = run_python("import sysconfig; print(sysconfig.get_paths()['purelib'])",
+                          python=python).strip()
+        lib = os.path.join(site, "nvidia", "nccl", "lib")
+        os.makedirs(lib)
+        shutil.copy(fake("cuda13.0"), os.path.join(lib, "libnccl.so.2"))
+        wheel = os.path.join(os.path.realpath(lib), "libnccl.so.2")
+        out = run_python("import json, ncclshim\n"
+                         "p = ncclshim.probe()\n"
+                         "print(json.dumps([p.path, p.found_via, ncclshim.doctor()]))",
+                         python=python)
+        path, via, doctor = json.loads(out)
+        self.assertEqual((path, via), (wheel, "active-environment"))
+        env = [e for e in doctor["python_envs"] if e["prefix"] == os.path.realpath(venv)]
+        self.assertEqual([e["loads"] for e in env], [wheel])
+
+
+if __name__ == "__main__":
+    skip_if_needed()
+    unittest.main(argv=[sys.argv[0]], verbosity=2)

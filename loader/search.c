@@ -29,9 +29,7 @@ static int add(ncshl_candidates *out, const char *path, ncshl_step step, ncshl_r
   return 0;
 }
 
-/* The absolute entries of LD_LIBRARY_PATH (secure_getenv), as ld.so splits it (':' or ';').
- * Empty, relative and $ORIGIN-style entries are left to SYSTEM, where ld.so reads them. */
-static void library_path_places(ncshl_list *dirs) {
+void ncshl_library_path_places(ncshl_list *dirs) {
   const char *value = secure_getenv("LD_LIBRARY_PATH");
   for (const char *start = value; start != NULL && *start != '\0';) {
     size_t length = strcspn(start, ":;");
@@ -163,7 +161,7 @@ static int gather(const ncshl_search *s, const ncshl_step_spec *spec, ncshl_cand
   case NCSHL_STEP_PRELOADED:
     return add_preloaded(s, out);
   case NCSHL_STEP_LIBRARY_PATH:
-    return add_dirs(s, spec->step, library_path_places, out);
+    return add_dirs(s, spec->step, ncshl_library_path_places, out);
   case NCSHL_STEP_ACTIVE_ENV:
   case NCSHL_STEP_WELL_KNOWN:
     return spec->places ? add_dirs(s, spec->step, spec->places, out) : 0;

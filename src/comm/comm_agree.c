@@ -196,21 +196,23 @@ static ncclshim_status prepare(buffers *b, const char *record, int nranks) {
 /* The all-gather on `stream`, finished within the deadline: NCCL's enqueue (a non-blocking
  * communicator answers ncclInProgress), then the stream, the communicator watched meanwhile.
  * *seen gets the NCCL code behind an NCCL_ERROR. */
-static ncclshim_status gather(ncclshim_nccl *nccl, ncclComm_t comm, buffers *b, int64_t deadline,
-                              int timeout_ms, ncclResult_t *seen) {
+static ncclshim_status gather(ncclshim_nccl *nccl, ncclComm_t comm, ncclshim_comm *owner,
+                              buffers *b, int64_t deadline, int timeout_ms, ncclResult_t *seen) {
   ncclResult_t r = ncclshim_nccl_functions(nccl)->ncclAllGather(
       (const void *)(uintptr_t)b->send, (void *)(uintptr_t)b->recv, RECORD, ncclUint8, comm,
       (cudaStream_t)b->stream);
   *seen = r;
   if (r != ncclSuccess && r != ncclInProgress) return ncclshim_nccl_check(nccl, r, "ncclAllGather");
-  ncclshim_status status = ncclshim_wait_until(nccl, comm, deadline, timeout_ms, seen);
+  ncclshim_status status = ncclshim_wait_until(nccl, comm, owner, deadline, timeout_ms, seen);
   if (status != NCCLSHIM_OK) return status;
   ncclshim_backoff backoff = ncclshim_backoff_start(deadline);
   for (;;) {
     int idle = 0, busy = 0;
     if ((status = ncclshim_cuda_stream_query(b->cuda, b->stream, &idle)) != NCCLSHIM_OK || idle)
       return status;
-    if ((status = ncclshim_poll(nccl, comm, &busy, seen)) != NCCLSHIM_OK) return status;
+    status =
+        owner ? ncclshim_comm_poll(owner, &busy, seen) : ncclshim_poll(nccl, comm, &busy, seen);
+    if (status != NCCLSHIM_OK) return status;
     if (!ncclshim_backoff_sleep(&backoff))
       return ncclshim_fail(NCCLSHIM_TIMEOUT,
                            "the all-gather of fingerprints is still running after %d ms (a rank "
@@ -219,8 +221,9 @@ static ncclshim_status gather(ncclshim_nccl *nccl, ncclComm_t comm, buffers *b, 
   }
 }
 
-static ncclshim_status agree(ncclshim_nccl *nccl, ncclComm_t comm, int nranks, int timeout_ms,
-                             ncclResult_t *seen) {
+/* owner: the wrapper of `comm`, whose polls stop once an abort has started; NULL for a bare one. */
+static ncclshim_status agree(ncclshim_nccl *nccl, ncclComm_t comm, ncclshim_comm *owner, int nranks,
+                             int timeout_ms, ncclResult_t *seen) {
   int64_t deadline = ncclshim_deadline_ns(timeout_ms);
   char *record = calloc(1, RECORD), *slots = calloc((size_t)nranks, RECORD);
   buffers b = {0};
@@ -230,7 +233,7 @@ static ncclshim_status agree(ncclshim_nccl *nccl, ncclComm_t comm, int nranks, i
   } else {
     ncclshim_agree_record(nccl, record, RECORD);
     status = prepare(&b, record, nranks);
-    if (status == NCCLSHIM_OK) status = gather(nccl, comm, &b, deadline, timeout_ms, seen);
+    if (status == NCCLSHIM_OK) status = gather(nccl, comm, owner, &b, deadline, timeout_ms, seen);
     if (status == NCCLSHIM_OK) {
       int r = ncclshim_cuda_functions(b.cuda)->cuMemcpyDtoH(slots, b.recv,
                                                             (size_t)RECORD * (size_t)nranks);
@@ -258,7 +261,7 @@ ncclshim_status ncclshim_nccl_agree(ncclshim_nccl *nccl, ncclComm_t comm, int nr
   ncclshim_status status = ncclshim_comm_usable(nccl, "ncclshim_nccl_agree");
   if (status != NCCLSHIM_OK) return status;
   ncclResult_t seen = ncclSuccess;
-  return agree(nccl, comm, nranks, timeout_ms, &seen);
+  return agree(nccl, comm, NULL, nranks, timeout_ms, &seen);
 }
 
 ncclshim_status ncclshim_comm_agree(ncclshim_comm *comm, int timeout_ms) {
@@ -271,7 +274,7 @@ ncclshim_status ncclshim_comm_agree(ncclshim_comm *comm, int timeout_ms) {
                          "ncclshim_comm_agree: the communicator is %s, not ready",
                          ncclshim_comm_state_name(ncclshim_comm_state_of(comm)));
   ncclResult_t seen = ncclSuccess;
-  ncclshim_status status = agree(comm->nccl, raw, comm->nranks, timeout_ms, &seen);
+  ncclshim_status status = agree(comm->nccl, raw, comm, comm->nranks, timeout_ms, &seen);
   /* An NCCL error seen on the way makes the communicator FAILED, as any wait does. */
   return status == NCCLSHIM_NCCL_ERROR ? ncclshim_comm_note(comm, status, seen) : status;
 }

@@ -101,23 +101,25 @@ static char *existing(const char *dir, const char *name) {
   return access(file, F_OK) == 0 ? realpath(file, NULL) : NULL;
 }
 
-static void free_list(char **list) {
-  for (size_t i = 0; list != NULL && list[i] != NULL; i++) free(list[i]);
-  free(list);
+/* The first of `list`'s directories holding `name`, or NULL. */
+static char *first_in(const ncshl_list *dirs, const char *name) {
+  char *found = NULL;
+  for (size_t i = 0; i < dirs->count && found == NULL; i++)
+    found = existing(dirs->items[i].path, name);
+  return found;
 }
 
 /* The absolute path dlopen(name) would open, or NULL. */
 static char *locate(const char *name) {
   if (strchr(name, '/') != NULL) return access(name, F_OK) == 0 ? realpath(name, NULL) : NULL;
-  char *found = NULL;
-  char **dirs = ncshl_library_path_dirs();
-  for (size_t i = 0; dirs != NULL && dirs[i] != NULL && found == NULL; i++)
-    found = existing(dirs[i], name);
-  free_list(dirs);
+  ncshl_list dirs = {0}, files = {0};
+  ncshl_library_path_places(&dirs);
+  char *found = first_in(&dirs, name);
+  ncshl_list_free(&dirs);
   if (found != NULL) return found;
-  char **files = ncshl_ld_cache_lookup(ncclshim_ld_cache_file(), name);
-  if (files != NULL && files[0] != NULL) found = realpath(files[0], NULL);
-  free_list(files);
+  if (ncshl_ld_cache_lookup(ncclshim_ld_cache_file(), name, &files) == 0 && files.count > 0)
+    found = realpath(files.items[0].path, NULL);
+  ncshl_list_free(&files);
   static const char *const system_dirs[] = {"/lib64",
                                             "/usr/lib64",
                                             "/lib/x86_64-linux-gnu",

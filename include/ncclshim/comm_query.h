@@ -86,7 +86,7 @@ NCCLSHIM_API const char *ncclshim_gin_type_name(int gin_type);
  * build and library identity, the CUDA driver, the plugins NCCL would load (kind, file name,
  * ABI symbol taken) and the NCCL_* settings of the documented list (docs/collectives.md,
  * "A job that agrees with itself"). OK when every rank's record equals rank 0's.
- * UNAVAILABLE when they differ (the job cannot work as configured: it would hang or
+ * UNAVAILABLE when they differ (ranks set up unlike each other may hang or
  * compute differently later), with every differing rank named:
  * "ranks disagree with rank 0 (host a): rank 1 (host b): NCCL_PROTO=Simple, rank 0 has it
  * unset". TIMEOUT (the all-gather did not finish in timeout_ms, as when a rank never calls

@@ -19,6 +19,8 @@ NCCL = os.path.join(FAKE_DIR, "libfake-nccl-%s.so")
 SYSTEM_DIRS = ["/lib64", "/usr/lib64", "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
                "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib", "/usr/lib"]
 VALGRIND = shlex.split(os.environ.get("PROBE_VALGRIND", ""))
+# A cross build's exe_wrapper (qemu-aarch64), as test_probe.py takes it; empty natively.
+WRAPPER = shlex.split(os.environ.get("MESON_EXE_WRAPPER", ""))
 VALGRIND_FAILED = 99  # valgrind's exit status on an error; the probe's own are 0, 1, 2
 
 
@@ -30,7 +32,7 @@ def probe(env, *args, version="2.29.7"):
     full = {"NCCLSHIM_NCCL_LIBRARY": NCCL % version, "NCCLSHIM_LD_CACHE": "/dev/null",
             "NCCLSHIM_CUDA_LIBRARY": "/nonexistent/libcuda.so.1", **env}
     check = VALGRIND + ["--error-exitcode=%d" % VALGRIND_FAILED] if VALGRIND else []
-    proc = subprocess.run([*check, PROBE, "--json", "--no-devices", *args], env=full,
+    proc = subprocess.run([*WRAPPER, *check, PROBE, "--json", "--no-devices", *args], env=full,
                           capture_output=True, text=True, timeout=120)
     for line in proc.stderr.splitlines():  # the summaries, for .ci/run's counts
         if "ERROR SUMMARY" in line or "definitely lost:" in line:
@@ -121,7 +123,7 @@ class Plugins(unittest.TestCase):
         self.assertEqual(plugins["net"]["verdict"], "accepted")
 
     def test_text_report(self):
-        proc = subprocess.run([PROBE, "--no-devices"], capture_output=True, text=True,
+        proc = subprocess.run([*WRAPPER, PROBE, "--no-devices"], capture_output=True, text=True,
                               env={"NCCLSHIM_NCCL_LIBRARY": NCCL % "2.29.7",
                                    "NCCLSHIM_LD_CACHE": "/dev/null",
                                    "NCCL_NET_PLUGIN": plugin("net-old")}, timeout=60)

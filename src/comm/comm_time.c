@@ -30,7 +30,7 @@ static int64_t spin_limit_ns = 2000 * 1000; /* NCCLSHIM_WAIT_SPIN_US */
 static pthread_once_t spin_once = PTHREAD_ONCE_INIT;
 
 static void read_spin_limit(void) {
-  const char *text = getenv("NCCLSHIM_WAIT_SPIN_US");
+  const char *text = secure_getenv("NCCLSHIM_WAIT_SPIN_US");
   if (text == NULL || *text == '\0') return;
   char *end = NULL;
   long long us = strtoll(text, &end, 10);

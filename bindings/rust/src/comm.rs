@@ -15,6 +15,10 @@ pub enum Blocking {
     /// Calls return at once and finish in the background, so that every wait has a deadline
     /// (NCCL 2.14+, the nonblocking-init capability).
     No,
+    /// Bounded init, blocking operations (`NCCLSHIM_COMM_SPLIT_BLOCKING`, NCCL 2.18.1+): a
+    /// non-blocking init, then, in the same [`Communicator::wait`], a split into a blocking
+    /// child that collectives run on; watch it with a [`crate::Watchdog`].
+    Split,
 }
 
 /// Where a communicator is in its life (`ncclshim_comm_state`).
@@ -86,7 +90,11 @@ impl Communicator {
         nccl.status()?;
         let options = ffi::ncclshim_comm_options {
             size: std::mem::size_of::<ffi::ncclshim_comm_options>(),
-            blocking: i32::from(blocking == Blocking::Yes),
+            blocking: match blocking {
+                Blocking::No => 0,
+                Blocking::Yes => 1,
+                Blocking::Split => 2,
+            },
         };
         let id = id.to_raw();
         let mut raw = std::ptr::null_mut();

@@ -292,6 +292,26 @@ pub struct ncclshim_comm_options {
     pub blocking: c_int,
 }
 
+/// Opaque watchdog (`ncclshim/watchdog.h`).
+#[repr(C)]
+pub struct ncclshim_watchdog {
+    _opaque: [u8; 0],
+}
+pub type ncclshim_watchdog_callback = unsafe extern "C" fn(
+    comm: *mut ncclshim_comm,
+    status: ncclshim_status,
+    message: *const c_char,
+    user: *mut c_void,
+);
+#[repr(C)]
+pub struct ncclshim_watchdog_options {
+    pub size: usize,
+    pub interval_ms: c_int,
+    pub cuda: *const ncclshim_cuda,
+    pub on_failure: Option<ncclshim_watchdog_callback>,
+    pub user: *mut c_void,
+}
+
 #[link(name = "ncclshim")]
 extern "C" {
     // status.h
@@ -542,6 +562,27 @@ extern "C" {
     pub fn ncclshim_comm_destroy(comm: *mut ncclshim_comm, timeout_ms: c_int) -> ncclshim_status;
     pub fn ncclshim_comm_abort(comm: *mut ncclshim_comm, timeout_ms: c_int) -> ncclshim_status;
     pub fn ncclshim_comm_free(comm: *mut ncclshim_comm);
+    // watchdog.h
+    pub fn ncclshim_watchdog_start(
+        options: *const ncclshim_watchdog_options,
+        out: *mut *mut ncclshim_watchdog,
+    ) -> ncclshim_status;
+    pub fn ncclshim_watchdog_stop(dog: *mut ncclshim_watchdog);
+    pub fn ncclshim_comm_watch(
+        comm: *mut ncclshim_comm,
+        dog: *mut ncclshim_watchdog,
+        timeout_ms: c_int,
+    ) -> ncclshim_status;
+    pub fn ncclshim_comm_unwatch(comm: *mut ncclshim_comm) -> ncclshim_status;
+    pub fn ncclshim_comm_record(
+        comm: *mut ncclshim_comm,
+        stream: CUstream,
+        call: *const c_char,
+        count: usize,
+        dtype: ncclDataType_t,
+    ) -> ncclshim_status;
+    pub fn ncclshim_comm_failure(comm: *const ncclshim_comm) -> *const c_char;
+    pub fn ncclshim_nccl_type_name(dtype: ncclDataType_t) -> *const c_char;
 
     // symmem.h
     pub fn ncclshim_symmem_alloc(

@@ -17,6 +17,7 @@
 //!   capabilities, the search trail, unique ids, checked results, groups, the raw table.
 //! - [`Communicator`]: blocking or non-blocking communicators whose every wait has a deadline,
 //!   collectives, and a `Drop` that destroys (or aborts) with a bounded wait.
+//! - [`Watchdog`], [`Watched`]: hang detection on blocking communicators by a watchdog thread.
 //! - [`SymmetricBuffer`]: NCCL 2.28's symmetric memory, refused cleanly on an older NCCL.
 //! - [`Cuda`]: the CUDA driver, streams and events.
 //! - [`Config`]: `ncclConfig_t` for any NCCL, refusing fields the loaded one would ignore.
@@ -37,6 +38,7 @@ mod nccl;
 mod probe;
 mod symmem;
 mod types;
+mod watchdog;
 
 pub use comm::{Blocking, CommState, Communicator};
 pub use comm_query::{Answer, CommCapability};
@@ -48,6 +50,7 @@ pub use nccl::{Attempt, Nccl};
 pub use probe::{probe, probe_with, CapabilityReport, CudaReport, NcclReport, ProbeReport};
 pub use symmem::SymmetricBuffer;
 pub use types::{DataType, RedOp, UniqueId, Version};
+pub use watchdog::{OnFailure, Watchdog, Watched};
 
 use std::ffi::{c_char, c_int, CStr};
 use std::time::Duration;

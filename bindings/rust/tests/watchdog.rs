@@ -1,0 +1,141 @@
+//! The watchdog on the fakes: a split-blocking communicator watched with events of the
+//! communicator tests' fake driver (tests/comm/fake_cuda_capture.c), whose events fire or
+//! never fire as told.
+
+mod support;
+
+use std::ffi::{c_int, c_void};
+use std::path::Path;
+use std::ptr::null_mut;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ncclshim::{
+    Blocking, CommState, Communicator, Cuda, DataType, RedOp, Status, Stream, UniqueId, Watchdog,
+};
+use support::{lock, symbol, Fake};
+
+const ID: UniqueId = UniqueId::from_bytes([0x5a; 128]);
+const NEVER_FIRES: c_int = 600;
+
+fn set_event_query(path: &Path, result: c_int) {
+    let f = symbol(path, "fake_cuda_set_event_query");
+    // SAFETY: the fake's documented signature.
+    unsafe { std::mem::transmute::<*mut c_void, extern "C" fn(c_int)>(f)(result) }
+}
+
+fn capture_driver(build: &Path) -> (Cuda, std::path::PathBuf) {
+    let path = build.join("tests/comm/libfake-cuda-capture.so");
+    let cuda = Cuda::open(Some(&path)).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    (cuda, path)
+}
+
+fn split_comm(fake: &Fake) -> Communicator {
+    let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::Split).unwrap();
+    assert_eq!(comm.state(), CommState::Initializing);
+    comm.wait(Duration::from_secs(1)).unwrap();
+    assert_eq!(comm.state(), CommState::Ready);
+    assert_eq!(fake.count("ncclCommSplit"), 1);
+    comm
+}
+
+#[test]
+fn a_hang_fails_the_communicator_and_calls_back() {
+    let build = need_fakes!();
+    let _guard = lock();
+    let fake = Fake::open(&build, "2.28.9");
+    let (cuda, path) = capture_driver(&build);
+    set_event_query(&path, 0);
+    let seen: Arc<Mutex<Vec<(Status, String)>>> = Arc::default();
+    let sink = seen.clone();
+    let dog = Watchdog::start_with(
+        Duration::from_millis(5),
+        Some(&cuda),
+        Some(Box::new(move |status, message| {
+            sink.lock().unwrap().push((status, message.to_owned()))
+        })),
+    )
+    .unwrap();
+    let comm = dog
+        .watch(split_comm(&fake), Duration::from_millis(100))
+        .map_err(|(e, _)| e)
+        .unwrap();
+    let buf = null_mut::<c_void>();
+    for _ in 0..3 {
+        // SAFETY: the fake NCCL touches no buffer.
+        unsafe { comm.all_reduce(buf, buf, 64, DataType::Float32, RedOp::Sum, Stream::DEFAULT) }
+            .unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(300)); // past the deadline: the events fired
+    assert_eq!(comm.state(), CommState::Ready);
+    assert_eq!(comm.failure(), None);
+    set_event_query(&path, NEVER_FIRES);
+    // SAFETY: as above.
+    unsafe {
+        comm.all_reduce(
+            buf,
+            buf,
+            256,
+            DataType::Float32,
+            RedOp::Sum,
+            Stream::DEFAULT,
+        )
+    }
+    .unwrap();
+    let start = Instant::now();
+    while comm.state() == CommState::Ready && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert_eq!(comm.state(), CommState::Failed);
+    let message = comm.failure().expect("a failure message");
+    assert!(
+        message.contains("ncclAllReduce #4 (count 256, ncclFloat32)"),
+        "{message}"
+    );
+    // The next call fails at once with the watchdog's status and message.
+    // SAFETY: as above.
+    let error =
+        unsafe { comm.all_reduce(buf, buf, 8, DataType::Float32, RedOp::Sum, Stream::DEFAULT) }
+            .unwrap_err();
+    assert_eq!(error.status(), Status::Timeout);
+    assert!(error.to_string().contains("ncclAllReduce #4"), "{error}");
+    while seen.lock().unwrap().is_empty() && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    {
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 1);
+        assert_eq!(seen[0].0, Status::Timeout);
+        assert_eq!(seen[0].1, message);
+    }
+    let mut comm = comm.into_inner();
+    comm.abort(Duration::from_secs(1)).unwrap();
+    assert_eq!(comm.state(), CommState::Aborted);
+    assert_eq!(fake.count("ncclCommAbort"), 2); // the child and the parent
+    drop(comm);
+    drop(dog);
+    set_event_query(&path, 0);
+}
+
+#[test]
+fn watch_refuses_a_communicator_not_ready_and_gives_it_back() {
+    let build = need_fakes!();
+    let _guard = lock();
+    let fake = Fake::open(&build, "2.28.9");
+    let (cuda, _) = capture_driver(&build);
+    let dog = Watchdog::start_with(Duration::from_millis(10), Some(&cuda), None).unwrap();
+    let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::Split).unwrap();
+    let (error, comm) = dog.watch(comm, Duration::from_secs(1)).unwrap_err();
+    assert_eq!(error.status(), Status::InvalidArgument);
+    assert!(error.to_string().contains("not ready"), "{error}");
+    comm.wait(Duration::from_secs(1)).unwrap();
+    let watched = dog
+        .watch(comm, Duration::from_secs(1))
+        .map_err(|(e, _)| e)
+        .unwrap();
+    assert!(format!("{watched:?}").contains("Watched"));
+    drop(watched); // destroys: child then parent
+    assert_eq!(fake.count("ncclCommDestroy"), 2);
+    let error = Watchdog::start(Duration::ZERO, None).unwrap_err();
+    assert_eq!(error.status(), Status::InvalidArgument);
+}

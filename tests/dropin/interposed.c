@@ -155,6 +155,7 @@ static void *churn(void *arg) {
 }
 
 static void threads(void) {
+  start(0); /* the process's rank, known before the first dump: one file name throughout */
   pthread_t workers[8];
   for (int t = 0; t < 8; t++) pthread_create(&workers[t], NULL, churn, (void *)(intptr_t)t);
   for (int i = 0; i < 5; i++) raise(SIGUSR1);

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # One call on the GPU host, from the repository root:
 #   PARTS="suite percall faults recorder commcaps doctor" bash bench/gpu/session.sh
+# Per part: LIMIT_<part> seconds (PART_LIMIT_S, 300, by default); the suite runs on NCCLS
+# (default "sys pip 2297"); doctor takes the wheel carried in build-wheel/.
 # Unpacks a carried NCCL build (.carry/nccl2297.tar.xz: libnccl.so.2.29.7 and its include/,
 # made by shared build.sh on that host, see bench/results/README.md), builds ncclshim once in
 # build-gpu/ (reused while the machine stays warm), then runs each part under its own time
@@ -36,7 +38,7 @@ echo "build: ok ($(date -u +%T))"
 suite() {
   local d=$out/suite which lib
   mkdir -p "$d"
-  for which in sys pip 2297; do
+  for which in ${NCCLS:-sys pip 2297}; do
     case $which in sys) lib=$SYS_NCCL ;; pip) lib=$PIP_NCCL ;; 2297) lib=${NCCL_2297:-} ;; esac
     [ -n "$lib" ] || continue
     NCCLSHIM_NCCL_LIBRARY=$lib meson test -C build-gpu --suite gpu --print-errorlogs \
@@ -55,7 +57,9 @@ for part in ${PARTS:-suite}; do
   if [ "$part" = suite ]; then
     suite
   elif [ -f "bench/gpu/$part.sh" ]; then
-    OUT=$out timeout "${PART_LIMIT_S:-300}" bash "bench/gpu/$part.sh" 2>&1 | tail -40
+    limit=LIMIT_$part args=()
+    [ "$part" = doctor ] && args=(build-wheel/*.whl)
+    OUT=$out timeout "${!limit:-${PART_LIMIT_S:-300}}" bash "bench/gpu/$part.sh" "${args[@]}" 2>&1 | tail -25
   else
     echo "no part $part"
   fi

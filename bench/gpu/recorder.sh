@@ -2,11 +2,13 @@
 # The flight recorder on the GPU host with no signal sent (issue 22), from the repository root:
 #   bash bench/gpu/recorder.sh
 # Each run is a 2-GPU job in which rank 1 stops issuing collectives; the job ends by itself
-# (a watchdog's ncclCommAbort then abort(), and the launcher's teardown), the recorder dumps on
-# the abort, on SIGABRT and on the launcher's SIGTERM (NCCLSHIM_RECORD_SIGNAL=TERM; nothing is
-# sent by this script), and ncclshim-record-compare must say "rank 1 is behind" (exit 1):
+# (a watchdog's ncclCommAbort then abort(); an exit), the recorder dumps on the abort, on
+# SIGABRT, at exit, and on a launcher's SIGTERM should one come (NCCLSHIM_RECORD_SIGNAL=TERM;
+# nothing is sent by this script), and ncclshim-record-compare must say "rank 1 is behind"
+# (exit 1):
 #   torch-preload-pip   tests/dropin/gpu/torch_allreduce.py under torch.distributed.run, the
-#                       drop-in in LD_PRELOAD, rank 1 skipping the last all-reduce, PyTorch's
+#                       drop-in in LD_PRELOAD, rank 1 skipping the last all-reduce and leaving,
+#                       PyTorch's
 #                       NCCL timeout 15 s (its watchdog aborts rank 0: TORCH_NCCL_ASYNC_ERROR_HANDLING=1,
 #                       ncclCommAbort then abort()); torch's own NCCL (pip 2.28.9)
 #   torch-audit-pip     the same under audit mode (LD_AUDIT=the drop-in)
@@ -83,7 +85,7 @@ torch_run() {
     TORCH_NCCL_ASYNC_ERROR_HANDLING=1 timeout -k 5 100 "$torch_python" -m torch.distributed.run \
     --nproc-per-node 2 tests/dropin/gpu/torch_allreduce.py >"$dir/run.log" 2>&1
   local rc=$?
-  grep -E "skipping|interposing|audit mode|Watchdog|timed out|wrote|warning" "$dir/run.log" |
+  grep -E "skipping|leaving|interposing|audit mode|Watchdog|timed out|wrote|warning" "$dir/run.log" |
     cut -c1-200 | head -12
   local rc_ok=0
   [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $rc -ne 137 ] && rc_ok=1 # ended by itself, with an error

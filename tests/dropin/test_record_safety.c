@@ -335,7 +335,7 @@ static void test_threads(void **state) {
   scenario s;
   const char *args[] = {"threads", NULL};
   char *dir = scratch_dir();
-  const char *env[] = {"NCCLSHIM_RECORD=100000", env_entry("NCCLSHIM_RECORD_DIR", dir),
+  const char *env[] = {"NCCLSHIM_RECORD=20000", env_entry("NCCLSHIM_RECORD_DIR", dir),
                        "NCCLSHIM_RECORD_SIGNAL=USR1", NULL};
   run_interposed(&s, 1, args, env);
   assert_int_equal(s.exit_code, 0);
@@ -344,7 +344,7 @@ static void test_threads(void **state) {
   assert_int_equal(lines(dump, "\"kind\":\"comm\"", "\"last_seq\":10,", "\"comm_id\":\""), 8 + 64);
   assert_int_equal(lines(dump, "\"kind\":\"comm\"", "\"ended_by\"", ""), 64);
   assert_int_equal(lines(dump, "\"function\":\"ncclAllReduce\"", "\"comm_id\":\"", "\"seq\":"),
-                   8 * 200 * 10);
+                   8 * 100 * 10);
   assert_int_equal(lines(dump, "\"comm_id\":null", "", ""), 0);
   free(dump);
 }

@@ -2,11 +2,13 @@
     python -m torch.distributed.run --nproc-per-node 2 torch_allreduce.py
 Each rank prints "rank R: all-reduce ok (N rounds)" when every result is right.
 
-With SKIP_RANK=R and NCCL_TIMEOUT_S=T, rank R skips the last all-reduce and stops issuing
-(stuck elsewhere, as a rank in a data-dependent branch is); the other ranks wait in that
-all-reduce until PyTorch's own watchdog, T seconds later, aborts the communicator and ends
-the process (ncclCommAbort, then abort()). No signal is sent from outside; the launcher then
-ends the rank that stopped (SIGTERM). The flight recorder's dumps must name rank R."""
+With SKIP_RANK=R and NCCL_TIMEOUT_S=T, rank R skips the last all-reduce and leaves (exit
+status 0, its process group not destroyed); the other
+ranks wait in that all-reduce until PyTorch's own watchdog, T seconds later (or sooner, on
+NCCL's error for the peer that left), aborts the communicator and ends the process
+(ncclCommAbort, then abort()). No signal is sent; the flight recorder dumps on the aborts,
+SIGABRT and at exit (and on the launcher's SIGTERM, should a rank still be there), and its
+dumps must name rank R."""
 import datetime
 import os
 import sys
@@ -25,9 +27,9 @@ rank, world = dist.get_rank(), dist.get_world_size()
 rounds = 20
 for i in range(rounds):
     if rank == skip_rank and i == rounds - 1:
-        print("rank %d: skipping all-reduce %d and stopping" % (rank, i), flush=True)
-        time.sleep(3 * max(timeout_s, 10))  # ended by the launcher once the others abort
-        sys.exit(3)
+        print("rank %d: skipping all-reduce %d and leaving" % (rank, i), flush=True)
+        time.sleep(2)
+        sys.exit(0)
     x = torch.full((1 << 20,), float(rank + 1 + i), device="cuda")
     dist.all_reduce(x)
     expected = world * (world + 1) / 2 + world * i

@@ -69,7 +69,10 @@ fault_case() { # NCCL TRANSPORT COMM POINT LAUNCH
   if grep -q '^FAULTS-CSV,' "$log"; then
     grep '^FAULTS-CSV,' "$log" | sed 's/^FAULTS-CSV,//' >>"$out/faults.csv"
   else
-    echo "$name,$3,$5,$tr,$which,$4,-,-,,,,,,,,,,,,,FAIL (exit $rc: $(grep -m1 -E 'FAIL|skip' "$log" | tr ',' ' '))" >>"$out/faults.csv"
+    # Exit 77: the case cannot run here (windows that do not register), with its reason.
+    local verdict=FAIL
+    [ "$rc" -eq 77 ] && verdict=SKIP
+    echo "$name,$3,$5,$tr,$which,$4,-,-,,,,,,,,,,,,,$verdict (exit $rc: $(grep -m1 -E 'FAIL|skip' "$log" | tr ',' ' '))" >>"$out/faults.csv"
   fi
   grep '^FAULTS-MSG,' "$log" >>"$out/messages.txt"
   orphans "$which $tr $name" || echo "$name,$3,$5,$tr,$which,$4,-,-,,,,,,,,,,,,,FAIL (orphans)" >>"$out/faults.csv"
@@ -138,7 +141,8 @@ echo "=== table ($(date -u +%T))"
 cat "$out/faults.md"
 pass=$(tail -n +2 "$out/faults.csv" | grep -c ',PASS$')
 total=$(tail -n +2 "$out/faults.csv" | wc -l)
-echo "=== summary: $pass of $total killed-rank cases passed; launchers: $(tail -n +2 "$out/launchers.csv" | cut -d, -f6 | sort | uniq -c | tr '\n' ' ')"
+skip=$(tail -n +2 "$out/faults.csv" | grep -c ',SKIP (')
+echo "=== summary: $pass of $total killed-rank cases passed, $skip skipped with their reason; launchers: $(tail -n +2 "$out/launchers.csv" | cut -d, -f6 | sort | uniq -c | tr '\n' ' ')"
 echo "skipped for time: $(wc -l <"$out/skipped.txt"); orphans: $(wc -l <"$out/orphans.txt")"
 orphans "the end" && echo "no process of ours left"
 echo "total $((SECONDS - start)) s; files in $out"

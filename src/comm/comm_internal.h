@@ -32,7 +32,7 @@ struct ncclshim_comm {
   ncclComm_t parent;
   int split_wanted, split_started;
   ncclComm_t child;
-  atomic_int windows;            /* comm_caps.c: 0 not known, 1 windows register, 2 they do not */
+  atomic_int windows; /* comm_caps.c: 0 not known, 1 windows register, 2 they do not */
 };
 /* Record whether a registration on the communicator gave a window (comm_caps.c). */
 void ncclshim_comm_note_windows(ncclshim_comm *comm, int registered);
@@ -81,6 +81,7 @@ typedef struct ncclshim_backoff {
   int64_t start_ns;
   int64_t lateness_ns;   /* how late sleeps come back, learnt */
   int64_t spin_limit_ns; /* NCCLSHIM_WAIT_SPIN_US in ns */
+  unsigned polls;        /* back-to-back polls so far: every YIELD_EVERY-th yields */
 } ncclshim_backoff;
 ncclshim_backoff ncclshim_backoff_start(int64_t deadline_ns);
 /* The sleep the next step would take at `now`; 0: poll again at once. */

@@ -3,9 +3,8 @@
  * A wait must notice completion within max(2 us, 5 %) of the moment it happened, for waits of
  * a microsecond to seconds. A sleep cannot promise that for short waits: nanosleep returns
  * tens of microseconds late (the kernel's timer slack, 50 us by default, plus the wake-up).
- * So a wait polls back to back (yielding the core between polls, in case another thread
- * needs it) while a sleep would overshoot by more than 5 % of the time already waited, and
- * only then sleeps, for WAIT_FRACTION of the time already waited minus the lateness its
+ * So a wait polls back to back while a sleep would overshoot by more than 5 % of the time already
+ * waited, and only then sleeps, for WAIT_FRACTION of the time already waited minus the lateness its
  * sleeps have shown, capped at LONGEST_SLEEP_NS. With the default slack that switch comes
  * after about 1.75 ms of waiting; a 10 s wait then polls about once a millisecond. The
  * polling phase ends after NCCLSHIM_WAIT_SPIN_US (default 2000) whatever the lateness, so
@@ -23,8 +22,24 @@ enum {
   WAIT_FRACTION = 25,             /* sleep at most 1/25 (4 %) of the time waited so far */
   SHORTEST_SLEEP_NS = 10 * 1000,  /* a shorter sleep is all overhead: poll instead */
   LONGEST_SLEEP_NS = 1000 * 1000, /* so that a long wait still looks every millisecond */
-  FIRST_LATENESS_NS = 60 * 1000   /* the guess before a sleep has been measured */
+  FIRST_LATENESS_NS = 60 * 1000,  /* the guess before a sleep has been measured */
+  YIELD_EVERY = 64                /* back-to-back polls between two sched_yield calls */
 };
+
+/* Between back-to-back polls: the CPU's spin-wait hint. A sched_yield after every poll cost
+ * tens of microseconds whenever another thread (NCCL's proxy) was ready on the same core, so
+ * the core is only given up every YIELD_EVERY polls, in case a thread there needs it. */
+static void relax(ncclshim_backoff *backoff) {
+  if (++backoff->polls % YIELD_EVERY == 0) {
+    sched_yield();
+    return;
+  }
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield" ::: "memory");
+#endif
+}
 
 static int64_t spin_limit_ns = 2000 * 1000; /* NCCLSHIM_WAIT_SPIN_US */
 static pthread_once_t spin_once = PTHREAD_ONCE_INIT;
@@ -49,7 +64,7 @@ int64_t ncclshim_deadline_ns(int timeout_ms) {
 
 ncclshim_backoff ncclshim_backoff_start(int64_t deadline_ns) {
   pthread_once(&spin_once, read_spin_limit);
-  ncclshim_backoff backoff = {deadline_ns, ncclshim_now_ns(), FIRST_LATENESS_NS, spin_limit_ns};
+  ncclshim_backoff backoff = {deadline_ns, ncclshim_now_ns(), FIRST_LATENESS_NS, spin_limit_ns, 0};
   return backoff;
 }
 
@@ -68,7 +83,7 @@ int ncclshim_backoff_sleep(ncclshim_backoff *backoff) {
   if (left <= 0) return 0;
   int64_t step = ncclshim_backoff_step_ns(backoff, now);
   if (step == 0) {
-    sched_yield();
+    relax(backoff);
     return 1;
   }
   if (step > left) step = left;

@@ -37,11 +37,8 @@ EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *async) 
 /* Every row but the two above. */
 #define WRITTEN_ncclGetVersion ~, 1,
 #define WRITTEN_ncclCommGetAsyncError ~, 1,
-#define SECOND(a, b, ...) b
-#define SECOND_(...) SECOND(__VA_ARGS__)
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
 #define GENERATE_0(...) NOOP_(__VA_ARGS__)
 #define GENERATE_1(...)
-#define GENERATE_(name, ...) CAT(GENERATE_, SECOND_(WRITTEN_##name, 0, ~))(name, __VA_ARGS__)
+#define GENERATE_(name, ...) \
+  NCCLSHIM_PP_CAT(GENERATE_, NCCLSHIM_PP_SELECT(WRITTEN_##name, 0))(name, __VA_ARGS__)
 NCCLSHIM_NCCL_FUNCTIONS(GENERATE_)

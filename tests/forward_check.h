@@ -100,18 +100,16 @@ static void check_unavailable(const char *name, int version, const char *path) {
   }
 
 /* Every row but ncclGetVersion, the fakes' one hand-written function (the loader's own use
- * checks it): PROBE_ turns that name into "~, 1," so that SECOND picks 1 for it alone. */
+ * checks it): PROBE_ turns that name into "~, 1," so that NCCLSHIM_PP_SELECT picks 1 for it alone.
+ */
 #define PROBE_ncclGetVersion ~, 1,
-#define SECOND(a, b, ...) b
-#define SECOND_(...) SECOND(__VA_ARGS__)
-#define FWD_IF_(a, b) a##b
-#define FWD_IF(a, b) FWD_IF_(a, b)
 #define GENERATE_0(...) FORWARD_(__VA_ARGS__)
 #define GENERATE_1(...)
-#define GENERATE_(name, ...) FWD_IF(GENERATE_, SECOND_(PROBE_##name, 0, ~))(name, __VA_ARGS__)
+#define GENERATE_(name, ...) \
+  NCCLSHIM_PP_CAT(GENERATE_, NCCLSHIM_PP_SELECT(PROBE_##name, 0))(name, __VA_ARGS__)
 #define LIST_0(name) FWD_CAT(forward_, FORWARD_TAG, name),
 #define LIST_1(name)
-#define LIST_(name, ...) FWD_IF(LIST_, SECOND_(PROBE_##name, 0, ~))(name)
+#define LIST_(name, ...) NCCLSHIM_PP_CAT(LIST_, NCCLSHIM_PP_SELECT(PROBE_##name, 0))(name)
 
 /* forward_<TAG><name> for every row, and forwarders_<TAG>[] listing them. */
 #define FORWARD_DEFINE                                        \

@@ -15,31 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#ifdef VIA_TABLE
-#include "ncclshim/ncclshim.h"
-static const ncclshim_nccl_table *table;
-#define N(f) (table->f)
-#else
-#define N(f) f
-#endif
-
-#define CHECK(ok, ...)                    \
-  do {                                    \
-    if (!(ok)) {                          \
-      fprintf(stderr, "rank %d: ", rank); \
-      fprintf(stderr, __VA_ARGS__);       \
-      fprintf(stderr, "\n");              \
-      exit(1);                            \
-    }                                     \
-  } while (0)
-#define CUDA(call) CHECK((call) == cudaSuccess, "%s failed", #call)
-#define NCCL(call)                                                        \
-  do {                                                                    \
-    ncclResult_t r_ = (call);                                             \
-    CHECK(r_ == ncclSuccess, "%s: %s", #call, N(ncclGetErrorString)(r_)); \
-  } while (0)
-
-static int rank;
+#include "bench_checks.h"
 
 static int by_value(const void *a, const void *b) {
   float x = *(const float *)a, y = *(const float *)b;

@@ -35,37 +35,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_checks.h"
 #ifdef VIA_TABLE
 #include <stdatomic.h>
 
 #include "ncclshim/comm.h"
-static const ncclshim_nccl_table *table;
-#define N(f) (table->f)
-#else
-#define N(f) f
-#endif
-
-#define CHECK(ok, ...)                    \
-  do {                                    \
-    if (!(ok)) {                          \
-      fprintf(stderr, "rank %d: ", rank); \
-      fprintf(stderr, __VA_ARGS__);       \
-      fprintf(stderr, "\n");              \
-      exit(1);                            \
-    }                                     \
-  } while (0)
-#define CUDA(call) CHECK((call) == cudaSuccess, "%s failed", #call)
-#define NCCL(call)                                                        \
-  do {                                                                    \
-    ncclResult_t r_ = (call);                                             \
-    CHECK(r_ == ncclSuccess, "%s: %s", #call, N(ncclGetErrorString)(r_)); \
-  } while (0)
-#ifdef VIA_TABLE
 #define SHIM(call) CHECK((call) == NCCLSHIM_OK, "%s: %s", #call, ncclshim_last_error())
 #endif
 
 enum { NRANKS = 2, MAX_VARIANTS = 4, TIMEOUT_MS = 60000 };
-static int rank;
 static float *sendbuf, *recvbuf;
 static cudaStream_t stream;
 

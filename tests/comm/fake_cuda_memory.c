@@ -85,14 +85,10 @@ EXPORT ncclshim_cu_result cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t siz
 #define WRITTEN_cuMemcpyDtoH ~, 1,
 #define WRITTEN_cuGetErrorName ~, 1,
 #define WRITTEN_cuGetErrorString ~, 1,
-#define SECOND(a, b, ...) b
-#define SECOND_(...) SECOND(__VA_ARGS__)
-#define IS_WRITTEN(name) SECOND_(WRITTEN_##name, 0, ~)
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
+#define IS_WRITTEN(name) NCCLSHIM_PP_SELECT(WRITTEN_##name, 0)
 #define GENERATE_0(name, ask, policy, abi, n, params)                        \
   EXPORT ncclshim_cu_result name NCCLSHIM_PP_PARAMS(n, params) { return 0; } \
   EXPORT ncclshim_cu_result name##_v2 NCCLSHIM_PP_PARAMS(n, params) __attribute__((alias(#name)));
 #define GENERATE_1(...)
-#define GENERATE_(name, ...) CAT(GENERATE_, IS_WRITTEN(name))(name, __VA_ARGS__)
+#define GENERATE_(name, ...) NCCLSHIM_PP_CAT(GENERATE_, IS_WRITTEN(name))(name, __VA_ARGS__)
 NCCLSHIM_CUDA_FUNCTIONS(GENERATE_)

@@ -454,14 +454,10 @@ static ncclshim_team_t team_answer(int fn) {
       __attribute__((alias(#name)));
 
 /* Every row but ncclGetVersion, which is written out above: PROBE_ turns that one name into
- * "~, 1," so that SECOND picks 1 for it and 0 for every other name. */
+ * "~, 1," so that NCCLSHIM_PP_SELECT picks 1 for it and 0 for every other name. */
 #define PROBE_ncclGetVersion ~, 1,
-#define SECOND(a, b, ...) b
-#define SECOND_(...) SECOND(__VA_ARGS__)
-#define IS_GET_VERSION(name) SECOND_(PROBE_##name, 0, ~)
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
+#define IS_GET_VERSION(name) NCCLSHIM_PP_SELECT(PROBE_##name, 0)
 #define GENERATE_0(...) FAKE_(__VA_ARGS__)
 #define GENERATE_1(...)
-#define GENERATE_(name, ...) CAT(GENERATE_, IS_GET_VERSION(name))(name, __VA_ARGS__)
+#define GENERATE_(name, ...) NCCLSHIM_PP_CAT(GENERATE_, IS_GET_VERSION(name))(name, __VA_ARGS__)
 NCCLSHIM_NCCL_FUNCTIONS(GENERATE_)

@@ -14,7 +14,7 @@
 
 static char *current;
 
-static void *symbol_in(const char *path, const char *name) {
+void *fake_symbol(const char *path, const char *name) {
   void *handle = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
   if (handle == NULL) fail_msg("%s is not loaded", path);
   void *address = dlsym(handle, name);
@@ -23,7 +23,7 @@ static void *symbol_in(const char *path, const char *name) {
   return address;
 }
 
-#define FAKE(type, name) ((type)(uintptr_t)symbol_in(current, name))
+#define FAKE(type, name) ((type)(uintptr_t)fake_symbol(current, name))
 
 ncclshim_nccl *fake_open(const char *variant) {
   ncclshim_nccl_options options = NCCLSHIM_NCCL_OPTIONS_INIT;
@@ -66,7 +66,7 @@ static int *cuda_variable(const char *name) {
   const char *path = getenv("NCCLSHIM_CUDA_LIBRARY");
   if (path == NULL) fail_msg("NCCLSHIM_CUDA_LIBRARY is not set");
   ncclshim_cuda_default(); /* loads it */
-  return symbol_in(path, name);
+  return fake_symbol(path, name);
 }
 void fake_cuda_capture(int result, int status) {
   *cuda_variable("fake_capture_result") = result;

@@ -28,6 +28,9 @@ int fake_seq(const char *function);
 int fake_allocations(void);
 int fake_windows(void);
 
+/* The address of `name` in the loaded library at `path`; fails the test when either is missing. */
+void *fake_symbol(const char *path, const char *name);
+
 /* The fake libcuda (NCCLSHIM_CUDA_LIBRARY): cuStreamIsCapturing's answer, cuStreamQuery's. */
 void fake_cuda_capture(int result, int status);
 void fake_cuda_query(int result);
@@ -37,8 +40,9 @@ void fake_cuda_event_query(int result);
 void fake_cuda_record_result(int result);
 int fake_cuda_events(int which);
 
-/* A communicator on the current fake: READY (blocking) or INITIALIZING (non-blocking, with
- * the fake's async script as it is); asserts success. */
+/* A 2-rank communicator (rank 0) on the current fake, `blocking` as ncclshim_comm_options
+ * takes it: READY (blocking) or INITIALIZING (non-blocking or split-blocking, with the fake's
+ * async script as it is); asserts success. */
 ncclshim_comm *fake_comm(ncclshim_nccl *nccl, int blocking);
 
 /* Milliseconds on CLOCK_MONOTONIC. */

@@ -20,15 +20,6 @@
 #include "ncclshim/symmem.h"
 #include "support.h"
 
-static void *fake_symbol(const char *path, const char *name) {
-  void *handle = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
-  if (handle == NULL) fail_msg("%s is not loaded", path);
-  void *address = dlsym(handle, name);
-  if (address == NULL) fail_msg("%s has no %s", path, name);
-  dlclose(handle);
-  return address;
-}
-
 static void gather_edit(int rank, const char *from, const char *to) {
   ((fake_nccl_edit_fn)(uintptr_t)fake_symbol(fake_current_path(), "fake_nccl_set_gather_edit"))(
       rank, from, to);

@@ -281,12 +281,7 @@ static void watchdog_aborted(ncclshim_comm *comm) {
 }
 
 static ncclshim_comm *watched_comm(ncclshim_nccl *nccl, ncclshim_watchdog **dog) {
-  ncclUniqueId id;
-  memset(&id, 0x5a, sizeof(id));
-  ncclshim_comm_options options = NCCLSHIM_COMM_OPTIONS_INIT;
-  options.blocking = NCCLSHIM_COMM_SPLIT_BLOCKING;
-  ncclshim_comm *comm = NULL;
-  assert_int_equal(ncclshim_comm_init(nccl, 2, &id, 0, &options, &comm), NCCLSHIM_OK);
+  ncclshim_comm *comm = fake_comm(nccl, NCCLSHIM_COMM_SPLIT_BLOCKING);
   assert_int_equal(ncclshim_comm_wait(comm, 1000), NCCLSHIM_OK);
   ncclshim_watchdog_options wo = NCCLSHIM_WATCHDOG_OPTIONS_INIT;
   wo.interval_ms = 5;

@@ -380,12 +380,7 @@ static void test_wait_meets_the_watchdog(void **state) {
 /* NCCLSHIM_COMM_SPLIT_BLOCKING: a non-blocking init, bounded; then a blocking child for the
  * operations. */
 static ncclshim_comm *split_comm(ncclshim_nccl *nccl) {
-  ncclUniqueId id;
-  memset(&id, 0x5a, sizeof(id));
-  ncclshim_comm_options options = NCCLSHIM_COMM_OPTIONS_INIT;
-  options.blocking = NCCLSHIM_COMM_SPLIT_BLOCKING;
-  ncclshim_comm *comm = NULL;
-  assert_int_equal(ncclshim_comm_init(nccl, 2, &id, 0, &options, &comm), NCCLSHIM_OK);
+  ncclshim_comm *comm = fake_comm(nccl, NCCLSHIM_COMM_SPLIT_BLOCKING);
   assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_INITIALIZING);
   return comm;
 }

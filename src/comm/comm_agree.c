@@ -215,8 +215,10 @@ static ncclshim_status gather(ncclshim_nccl *nccl, ncclComm_t comm, ncclshim_com
     if (status != NCCLSHIM_OK) return status;
     if (!ncclshim_backoff_sleep(&backoff))
       return ncclshim_fail(NCCLSHIM_TIMEOUT,
-                           "the all-gather of fingerprints is still running after %d ms (a rank "
-                           "that never called ncclshim_comm_agree?)",
+                           "the all-gather of fingerprints is still running after %d ms: a rank "
+                           "did not call ncclshim_comm_agree, or the ranks' settings differ so "
+                           "much that NCCL's own all-gather cannot run (NCCL_PROTO set on some "
+                           "ranks only does this on 2 H200s)",
                            timeout_ms);
   }
 }

@@ -96,7 +96,8 @@ void ncclshim_registry_absent(ncclshim_binding_kind kind, const char *what, char
   }
 
 /* The accessors every binding offers (PREFIX_status, _message, _path, _found_via,
- * _preloaded, _attempt_count, _attempt), each safe on NULL (out of memory at first use). */
+ * _preloaded, _attempt_count, _attempt), each safe on NULL (the out parameter of an explicit
+ * open that ran out of memory; the default handles are static, never NULL). */
 #define NCCLSHIM_HANDLE_ACCESSORS(prefix, type)                                          \
   ncclshim_status prefix##_status(const type *h) {                                       \
     return h ? h->core.status : NCCLSHIM_OUT_OF_MEMORY;                                  \

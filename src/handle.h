@@ -79,9 +79,10 @@ void ncclshim_registry_visit(ncclshim_binding_kind kind,
 void ncclshim_registry_absent(ncclshim_binding_kind kind, const char *what, char *buf, size_t size);
 
 /* The process-wide handle of a binding, in the library's static storage (a program that
- * dlcloses libncclshim gets it back with the library's pages), opened once on first use with
- * the default options and never closed. `open_into(type *, const options_type *)` fills
- * zeroed storage. Defines `static type *default_of(void)`, never NULL. */
+ * dlcloses libncclshim gets it back with the library's pages; what it points to stays:
+ * docs/loader.md, "Unloading libncclshim"), opened once on first use with the default
+ * options and never closed. `open_into(type *, const options_type *)` fills zeroed storage.
+ * Defines `static type *default_of(void)`, never NULL. */
 #define NCCLSHIM_DEFAULT_HANDLE(type, options_type, options_init, open_into) \
   static type default_storage;                                               \
   static pthread_once_t default_once = PTHREAD_ONCE_INIT;                    \

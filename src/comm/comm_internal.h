@@ -32,7 +32,7 @@ struct ncclshim_comm {
   ncclComm_t parent;
   int split_wanted, split_started;
   ncclComm_t child;
-  atomic_int windows;            /* comm_caps.c: 0 not known, 1 windows register, 2 they do not */
+  atomic_int windows; /* comm_caps.c: 0 not known, 1 windows register, 2 they do not */
 };
 /* Record whether a registration on the communicator gave a window (comm_caps.c). */
 void ncclshim_comm_note_windows(ncclshim_comm *comm, int registered);

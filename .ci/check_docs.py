@@ -45,13 +45,15 @@ MESON_OWN = {
     "werror", "warning_level", "optimization", "debug", "strip", "pkg_config_path",
     "cmake_prefix_path", "c_std", "wrap_mode",
 }
-# Placeholders in the docs, not names: a capability's row, a future version node.
-PLACEHOLDERS = {"NCCLSHIM_CAP_X", "NCCLSHIM_1"}
+# Placeholders in the docs, not names: a capability's row (of the library, of a communicator),
+# a future version node.
+PLACEHOLDERS = {"NCCLSHIM_CAP_X", "NCCLSHIM_COMM_CAP_X", "NCCLSHIM_1"}
 # Files of other projects that the docs cite by their own paths: NCCL's source tree (its
-# src/*.cc, src/include/, src/nccl.h.in, makefiles), the CUDA toolkit's headers, and the
-# subproject directory a consumer creates.
+# src/**/*.cc, src/include/, src/nccl.h.in, makefiles; ncclshim's src/ holds no C++), the
+# CUDA toolkit's headers, and the subproject directory a consumer creates.
 OTHERS = re.compile(
-    r"^(src/(include/|misc/|register/|nccl_device|Makefile$|CMakeLists\.txt$)|src/[^/]*\.(cc|in)$"
+    r"^(src/(include/|misc/|register/|nccl_device|Makefile$|CMakeLists\.txt$)"
+    r"|src/.*\.(cc|in)$"
     r"|src/include/nccl_device|include/cuda\.h$|include/cudaTypedefs\.h$|makefiles/"
     r"|subprojects/ncclshim$)")
 # Prose that looks like a path but is not one in the tree.

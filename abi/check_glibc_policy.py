@@ -125,9 +125,9 @@ def check_file(path, baseline, bind_now, build_tree):
         if key is None or key > base_key:
             too_new[version] = [s for s, v in symbols if v == version]
     for version, users in sorted(too_new.items()):
+        named = ", ".join(sorted(users)) or "no symbol named"
         problems.append("needs %s, above the baseline GLIBC_%s: %s (pin in "
-                        "compat/glibc_baseline.h)" % (version, baseline,
-                                                   ", ".join(sorted(users)) or "no symbol named"))
+                        "compat/glibc_baseline.h)" % (version, baseline, named))
 
     dynamic = dynamic_entries(path)
     needed = dynamic.get("NEEDED", [])

@@ -79,9 +79,10 @@ void ncclshim_registry_visit(ncclshim_binding_kind kind,
 void ncclshim_registry_absent(ncclshim_binding_kind kind, const char *what, char *buf, size_t size);
 
 /* The process-wide handle of a binding, in the library's static storage (a program that
- * dlcloses libncclshim gets it back with the library's pages), opened once on first use with
- * the default options and never closed. `open_into(type *, const options_type *)` fills
- * zeroed storage. Defines `static type *default_of(void)`, never NULL. */
+ * dlcloses libncclshim gets it back with the library's pages; what it points to stays:
+ * docs/loader.md, "Unloading libncclshim"), opened once on first use with the default
+ * options and never closed. `open_into(type *, const options_type *)` fills zeroed storage.
+ * Defines `static type *default_of(void)`, never NULL. */
 #define NCCLSHIM_DEFAULT_HANDLE(type, options_type, options_init, open_into) \
   static type default_storage;                                               \
   static pthread_once_t default_once = PTHREAD_ONCE_INIT;                    \
@@ -96,7 +97,8 @@ void ncclshim_registry_absent(ncclshim_binding_kind kind, const char *what, char
   }
 
 /* The accessors every binding offers (PREFIX_status, _message, _path, _found_via,
- * _preloaded, _attempt_count, _attempt), each safe on NULL (out of memory at first use). */
+ * _preloaded, _attempt_count, _attempt), each safe on NULL (the out parameter of an explicit
+ * open that ran out of memory; the default handles are static, never NULL). */
 #define NCCLSHIM_HANDLE_ACCESSORS(prefix, type)                                          \
   ncclshim_status prefix##_status(const type *h) {                                       \
     return h ? h->core.status : NCCLSHIM_OUT_OF_MEMORY;                                  \

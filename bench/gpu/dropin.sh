@@ -36,16 +36,16 @@ note() { summary+=("$(printf '%-28s %s' "$1" "$2")"); echo "=== $1: $2"; }
 step_build() {
   { meson setup "$build" && ninja -C "$build"; } >"$out/build.log" 2>&1 ||
     { tail -30 "$out/build.log"; note build FAILED; return 1; }
-  local cc=(gcc -std=c11 -O2 -Wall -Wextra -Werror -I$cuda/include)
-  local cudart=(-L$cuda/lib64 -lcudart -Wl,-rpath,$cuda/lib64)
+  local cc=(gcc -std=c11 -O2 -Wall -Wextra -Werror "-I$cuda/include")
+  local cudart=("-L$cuda/lib64" -lcudart "-Wl,-rpath,$cuda/lib64")
   local ok=1
-  "${cc[@]}" -I$sys_include tests/dropin/gpu/stop_rank.c -o "$out/stop-linked" \
-    -L$build/src/dropin -lncclshim-nccl -Wl,-rpath,"$PWD/$build/src/dropin" "${cudart[@]}" || ok=0
-  "${cc[@]}" -I$sys_include tests/dropin/gpu/stop_rank.c -o "$out/stop-sys" $sys_nccl \
+  "${cc[@]}" -I"$sys_include" tests/dropin/gpu/stop_rank.c -o "$out/stop-linked" \
+    -L"$build/src/dropin" -lncclshim-nccl -Wl,-rpath,"$PWD/$build/src/dropin" "${cudart[@]}" || ok=0
+  "${cc[@]}" -I"$sys_include" tests/dropin/gpu/stop_rank.c -o "$out/stop-sys" "$sys_nccl" \
     "${cudart[@]}" || ok=0
-  "${cc[@]}" -I$pip_root/include tests/dropin/gpu/stop_rank.c -o "$out/stop-pip" $pip_nccl \
-    -Wl,-rpath,$pip_root/lib "${cudart[@]}" || ok=0
-  "${cc[@]}" -I$sys_include bench/gpu/collectives.c -o "$out/collectives-sys" $sys_nccl \
+  "${cc[@]}" -I"$pip_root/include" tests/dropin/gpu/stop_rank.c -o "$out/stop-pip" "$pip_nccl" \
+    -Wl,-rpath,"$pip_root/lib" "${cudart[@]}" || ok=0
+  "${cc[@]}" -I"$sys_include" bench/gpu/collectives.c -o "$out/collectives-sys" "$sys_nccl" \
     "${cudart[@]}" || ok=0
   for p in stop-linked stop-sys stop-pip collectives-sys; do
     echo "$p NEEDED: $(readelf -d "$out/$p" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
@@ -102,9 +102,9 @@ step_preload() {
 step_torch() {
   local dir="$out/torch"
   mkdir -p "$dir"
-  [ -x $torch_python ] || { note torch "SKIPPED (no $torch_python)"; return; }
+  [ -x "$torch_python" ] || { note torch "SKIPPED (no $torch_python)"; return; }
   LD_PRELOAD=$dropin NCCLSHIM_DEBUG=1 NCCLSHIM_RECORD=10000 NCCLSHIM_RECORD_DIR="$dir" \
-    NCCLSHIM_RECORD_AT_EXIT=1 timeout -k 5 150 $torch_python -m torch.distributed.run \
+    NCCLSHIM_RECORD_AT_EXIT=1 timeout -k 5 150 "$torch_python" -m torch.distributed.run \
     --nproc-per-node 2 tests/dropin/gpu/torch_allreduce.py >"$dir/run.log" 2>&1
   local rc=$?
   grep -E "all-reduce ok|interposing|forwarding|warning|Error|error" "$dir/run.log" | head -20
@@ -146,7 +146,7 @@ PY
   note cost "$(tr '\n' ' ' <"$out/recorder-cost-summary-h200x2.txt")"
 }
 
-{ date -u; nvidia-smi --query-gpu=index,name,driver_version --format=csv; ls -l $sys_nccl $pip_nccl; } \
+{ date -u; nvidia-smi --query-gpu=index,name,driver_version --format=csv; ls -l "$sys_nccl" "$pip_nccl"; } \
   >"$out/machine.txt" 2>&1
 # STEPS="build torch" runs those alone (a rerun); all by default.
 steps=" ${STEPS:-build hang preload torch cost} "

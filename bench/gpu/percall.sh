@@ -41,12 +41,14 @@ for which in "${ncclses[@]}"; do
   cc=(gcc -std=c11 -O2 -Wall -Wextra -Werror "-I$cuda/include" "-I$(nccl_inc "$which")"
     bench/gpu/percall.c)
   cudart=("-L$cuda/lib64" -lcudart "-Wl,-rpath,$cuda/lib64")
-  "${cc[@]}" -o "$bin/direct-$which" "$lib" -Wl,-rpath,"$(dirname "$lib")" "${cudart[@]}" &&
+  if ! { "${cc[@]}" -o "$bin/direct-$which" "$lib" -Wl,-rpath,"$(dirname "$lib")" "${cudart[@]}" &&
     "${cc[@]}" -o "$bin/dropin-$which" -Lbuild-gpu/src/dropin -lncclshim-nccl \
       -Wl,-rpath,"$PWD/build-gpu/src/dropin" "${cudart[@]}" &&
     "${cc[@]}" -o "$bin/shim-$which" -DVIA_TABLE -Iinclude -Lbuild-gpu/src -lncclshim \
-      -Wl,-rpath,"$PWD/build-gpu/src" "${cudart[@]}" ||
-    { echo "build of percall against $which failed"; exit 1; }
+      -Wl,-rpath,"$PWD/build-gpu/src" "${cudart[@]}"; }; then
+    echo "build of percall against $which failed"
+    exit 1
+  fi
 done
 
 # Processes of ours still there after a step: named, killed by pid, counted.
@@ -80,7 +82,7 @@ for round in $(seq 1 "$rounds"); do
     run "r$round-$which-direct" direct "$which" blocking,spin 8 "$max_bytes"
     run "r$round-$which-shim" shim "$which" table,nonblocking,watchdog 8 "$max_bytes"
     run "r$round-$which-dropin" dropin "$which" dropin 8 "$max_bytes"
-    grep -hv "^detect" "$out"/r"$round-$which"-*.out | sed "s/^/$round,/" >>"$out/percall.csv"
+    grep -hv "^detect" "$out/r$round-$which"-*.out | sed "s/^/$round,/" >>"$out/percall.csv"
   done
 done
 

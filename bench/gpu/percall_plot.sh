@@ -4,7 +4,7 @@
 #   bench/gpu/percall_plot.sh DIR    (DIR holds summary.csv; the PNGs go beside it)
 set -euo pipefail
 cd "$1"
-for nccl in $(awk -F, 'NR > 1 {print $1}' summary.csv | sort -u); do
+awk -F, 'NR > 1 {print $1}' summary.csv | sort -u | while IFS= read -r nccl; do
   gnuplot <<GP
 set terminal pngcairo size 900,550 noenhanced
 set output "percall-$nccl.png"

@@ -32,7 +32,7 @@ pip_root=${PIP_ROOT:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl}
 pip_nccl=$pip_root/lib/libnccl.so.2
 torch_python=${TORCH_PYTHON:-/opt/torch/.venv/bin/python3}
 cuda=${CUDA:-/usr/local/cuda}
-cudart=$(ls "$cuda"/lib64/libcudart.so* 2>/dev/null | head -1)
+cudart=$(find "$cuda/lib64/" -maxdepth 1 -name 'libcudart.so*' 2>/dev/null | sort | head -1)
 dropin=$PWD/$build/src/dropin/libncclshim-nccl.so.0
 compare=$PWD/src/dropin/ncclshim-record-compare
 started=$(date +%s)
@@ -54,7 +54,7 @@ verdict() {
   local crc=$?
   grep -E "^(verdict|  rank|communicator)" "$dir/compare.txt" | head -8
   local dumps
-  dumps=$(ls "$dir"/ncclshim-record-*.jsonl 2>/dev/null | wc -l)
+  dumps=$(find "$dir" -maxdepth 1 -name 'ncclshim-record-*.jsonl' | wc -l)
   if [ "$rc" = 77 ]; then
     note "$name" "SKIPPED (fewer than 2 GPUs)"
   elif [ "$rc_ok" = 1 ] && [ $crc -eq 1 ] && grep -q "^verdict: rank 1 is behind on communicator [0-9a-f]* at seq" \
@@ -67,9 +67,10 @@ verdict() {
   fi
 }
 
+# Sets rec_env: the recorder's environment, dumps into DIR.
 recorder_env() {
-  echo NCCLSHIM_DEBUG=1 NCCLSHIM_RECORD=10000 NCCLSHIM_RECORD_DIR="$1" \
-    NCCLSHIM_RECORD_SIGNAL=TERM NCCLSHIM_RECORD_AT_EXIT=1
+  rec_env=(NCCLSHIM_DEBUG=1 NCCLSHIM_RECORD=10000 "NCCLSHIM_RECORD_DIR=$1"
+    NCCLSHIM_RECORD_SIGNAL=TERM NCCLSHIM_RECORD_AT_EXIT=1)
 }
 
 # torch NAME MODE(preload|audit) [EXTRA_PRELOAD]
@@ -78,10 +79,13 @@ torch_run() {
   rm -rf "$dir" && mkdir -p "$dir"
   [ -x "$torch_python" ] || { note "$name" "SKIPPED (no $torch_python)"; return; }
   [ -f "$dropin" ] || { note "$name" "SKIPPED (not built)"; return; }
-  local how="LD_PRELOAD=$dropin${extra:+:$extra}"
-  [ "$mode" = audit ] && how="LD_AUDIT=$dropin${extra:+ LD_PRELOAD=$extra}"
-  # shellcheck disable=SC2046
-  env $how $(recorder_env "$dir") SKIP_RANK=1 NCCL_TIMEOUT_S=15 \
+  local how=("LD_PRELOAD=$dropin${extra:+:$extra}")
+  if [ "$mode" = audit ]; then
+    how=("LD_AUDIT=$dropin")
+    [ -n "$extra" ] && how+=("LD_PRELOAD=$extra")
+  fi
+  recorder_env "$dir"
+  env "${how[@]}" "${rec_env[@]}" SKIP_RANK=1 NCCL_TIMEOUT_S=15 \
     TORCH_NCCL_ASYNC_ERROR_HANDLING=1 timeout -k 5 100 "$torch_python" -m torch.distributed.run \
     --nproc-per-node 2 tests/dropin/gpu/torch_allreduce.py >"$dir/run.log" 2>&1
   local rc=$?
@@ -97,9 +101,12 @@ ctypes_run() {
   local name=$1 nccl=$2 dir="$out/$1"
   rm -rf "$dir" && mkdir -p "$dir"
   [ -x "$torch_python" ] || { note "$name" "SKIPPED (no $torch_python)"; return; }
-  [ -f "$nccl" ] && [ -n "$cudart" ] || { note "$name" "SKIPPED (no $nccl or cudart)"; return; }
-  # shellcheck disable=SC2046
-  env LD_AUDIT="$dropin" $(recorder_env "$dir") timeout -k 5 80 "$torch_python" \
+  if [ ! -f "$nccl" ] || [ -z "$cudart" ]; then
+    note "$name" "SKIPPED (no $nccl or cudart)"
+    return
+  fi
+  recorder_env "$dir"
+  env LD_AUDIT="$dropin" "${rec_env[@]}" timeout -k 5 80 "$torch_python" \
     tests/dropin/gpu/ctypes_allreduce.py --nccl "$nccl" --cudart "$cudart" --stop-rank 1 \
     --stop-after 5 --timeout 12 >"$dir/run.log" 2>&1
   local rc=$?

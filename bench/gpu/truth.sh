@@ -47,7 +47,7 @@ if ! { meson setup $build >"$logs/build.log" 2>&1 || meson setup --reconfigure $
 fi
 lib=$PWD/$build/src/libncclshim.so
 probe=$PWD/$build/src/probe/ncclshim-probe
-census=tests/nccl/gpu_torch_census.py
+census=tests/nccl/gpu/gpu_torch_census.py
 
 # 1. The torch case, as meson runs it (suite gpu), and the same script directly, verbose.
 run gpu-torch-census-meson meson test -C $build --no-rebuild --print-errorlogs gpu-torch-census

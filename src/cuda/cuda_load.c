@@ -114,7 +114,7 @@ NCCLSHIM_DEFAULT_HANDLE(ncclshim_cuda, ncclshim_cuda_options, NCCLSHIM_CUDA_OPTI
 
 ncclshim_cuda *ncclshim_cuda_default(void) { return default_of(); }
 
-/* ---- Accessors: each is safe on NULL (out of memory at first use). ---- */
+/* ---- Accessors: each is safe on NULL (an explicit open that ran out of memory). ---- */
 
 NCCLSHIM_HANDLE_ACCESSORS(ncclshim_cuda, ncclshim_cuda)
 

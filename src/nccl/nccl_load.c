@@ -273,7 +273,7 @@ ncclshim_status ncclshim_init(void) { return ncclshim_nccl_status(default_of());
 int ncclshim_version(void) { return ncclshim_nccl_version(default_of()); }
 const ncclshim_nccl_table *ncclshim_table(void) { return ncclshim_nccl_functions(default_of()); }
 
-/* ---- Accessors: each is safe on NULL (out of memory at first use). ---- */
+/* ---- Accessors: each is safe on NULL (an explicit open that ran out of memory). ---- */
 
 NCCLSHIM_HANDLE_ACCESSORS(ncclshim_nccl, ncclshim_nccl)
 

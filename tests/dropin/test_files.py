@@ -160,8 +160,8 @@ def compare_dir(directory, files, expect, needle):
                           capture_output=True, text=True, timeout=60, env=clean_env())
     out = proc.stdout + proc.stderr
     print("$ compare %s -> %d\n%s" % (os.path.basename(directory), proc.returncode, out.rstrip()))
-    check(proc.returncode == expect, "%s: exit %d, expected %d" % (directory, proc.returncode,
-                                                                  expect))
+    check(proc.returncode == expect,
+          "%s: exit %d, expected %d" % (directory, proc.returncode, expect))
     check("Traceback" not in out, "%s: a traceback" % directory)
     check(needle in out, "%s: no %r" % (directory, needle))
 
@@ -201,19 +201,21 @@ def check_compare_hostile(tmp):
             job, proc.returncode, proc.stderr))
 
     # Two containers: one host name, one pid, two processes (ranks 0 and 1): both counted.
-    compare_dir(os.path.join(tmp, "containers"), {
-        "ncclshim-record-h-7-rank0-a.jsonl": dump_text(process="00000000000000a1", rank=0,
-                                                       last_seq=4),
-        "ncclshim-record-h-7-rank1-b.jsonl": dump_text(process="00000000000000b2", rank=1,
-                                                       last_seq=3)}, 1,
-        "verdict: rank 1 is behind on communicator 00000000000000c1 at seq 4")
+    compare_dir(
+        os.path.join(tmp, "containers"),
+        {"ncclshim-record-h-7-rank0-a.jsonl": dump_text(process="00000000000000a1", rank=0,
+                                                        last_seq=4),
+         "ncclshim-record-h-7-rank1-b.jsonl": dump_text(process="00000000000000b2", rank=1,
+                                                        last_seq=3)},
+        1, "verdict: rank 1 is behind on communicator 00000000000000c1 at seq 4")
     # Two processes claim rank 1 (a fork, or two jobs in one directory): no pick, exit 2.
-    compare_dir(os.path.join(tmp, "claims"), {
-        "ncclshim-record-a.jsonl": dump_text(process="00000000000000a1", rank=0, last_seq=4),
-        "ncclshim-record-b.jsonl": dump_text(process="00000000000000b2", rank=1, last_seq=3),
-        "ncclshim-record-c.jsonl": dump_text(process="00000000000000c3", rank=1, last_seq=4,
-                                             pid=8)}, 2,
-        "verdict: unusable: two processes claim rank 1 of communicator 00000000000000c1")
+    compare_dir(
+        os.path.join(tmp, "claims"),
+        {"ncclshim-record-a.jsonl": dump_text(process="00000000000000a1", rank=0, last_seq=4),
+         "ncclshim-record-b.jsonl": dump_text(process="00000000000000b2", rank=1, last_seq=3),
+         "ncclshim-record-c.jsonl": dump_text(process="00000000000000c3", rank=1, last_seq=4,
+                                              pid=8)},
+        2, "verdict: unusable: two processes claim rank 1 of communicator 00000000000000c1")
 
 
 def check_audit(tmp):

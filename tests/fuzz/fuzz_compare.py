@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Property test of ncclshim-record-compare's reader and comparison (suite 'fuzz'): at least a
-million generated inputs (nine in ten a single line, the rest whole dumps), mutated from valid ones (bytes flipped, cut,
-repeated, inserted; values replaced by other types, huge numbers, Infinity, NaN, deep
-nesting, non-UTF-8), called in this process. Every line must give a record or ValueError, every dump
-a dump or BadDump, never another exception; dumps that parse are compared, which must give an exit status of 0, 1 or
-2; no call may take more than a second.
+million generated inputs (nine in ten a single line, the rest whole dumps), mutated from valid
+ones (bytes flipped, cut, repeated, inserted; values replaced by other types, huge numbers,
+Infinity, NaN, deep nesting, non-UTF-8), called in this process. Every line must give a record
+or ValueError, every dump a dump or BadDump, never another exception; dumps that parse are
+compared, which must give an exit status of 0, 1 or 2; no call may take more than a second.
 
     fuzz_compare.py COMPARE [INPUTS] [SEED]     exit 0 pass, 1 fail
 """

@@ -14,6 +14,7 @@
 #include "../internal.h"
 #include "../nccl/nccl_names.h"
 #include "../nccl/nccl_stub_set.h"
+#include "checks.h"
 #include "dropin.h"
 #include "interpose.h"
 #include "record.h"
@@ -45,18 +46,18 @@ static const ncclshim_nccl_table absent_table = {NCCLSHIM_NCCL_FUNCTIONS(ABSENT_
  * ncclGetLastError returns once, in place of NCCL's. ---- */
 static const ncclshim_nccl_table *loaded_table;
 static ncclshim_nccl_table forwarding;
-static __thread int message_unread NCCLSHIM_THREAD_MODEL;
+__thread int ncclshim_dropin_message_unread NCCLSHIM_THREAD_MODEL;
 
 #define UNAVAILABLE_(name, version, policy, returns, n, params)                            \
   static NCCLSHIM_RETURNS(returns) unavailable_##name NCCLSHIM_PP_PARAMS(n, params) {      \
-    message_unread = 1;                                                                    \
+    ncclshim_dropin_message_unread = 1;                                                    \
     NCCLSHIM_NCCL_RETURN_IF_VALUE(returns) loaded_table->name NCCLSHIM_PP_ARGS(n, params); \
   }
 NCCLSHIM_NCCL_FUNCTIONS(UNAVAILABLE_)
 
 static const char *last_error(ncclComm_t comm) {
-  if (message_unread) {
-    message_unread = 0;
+  if (ncclshim_dropin_message_unread) {
+    ncclshim_dropin_message_unread = 0;
     return ncclshim_last_error();
   }
   return loaded_table->ncclGetLastError(comm);
@@ -70,6 +71,7 @@ static void build_forwarding(const ncclshim_nccl *nccl) {
   NCCLSHIM_NCCL_FUNCTIONS(FORWARDING_)
 #undef FORWARDING_
   forwarding.ncclGetLastError = last_error;
+  ncclshim_dropin_checks(&forwarding, loaded_table);
 }
 
 static void load(void) {

@@ -65,6 +65,8 @@ static ncclshim_rec_comm *comm_of(const void *comm) {
 
 /* ---- The ring ---- */
 
+enum { PREFETCH_AHEAD = 4 };
+
 static rec_entry *slot_of(uint64_t index) {
   return &ncclshim_rec->entries[index & ncclshim_rec->mask];
 }
@@ -72,9 +74,19 @@ static rec_entry *slot_of(uint64_t index) {
 static void publish(ncclshim_rec_call *call, int result) {
   rec_state *r = ncclshim_rec;
   ncclshim_rec_comm *c = comm_of(call->comm);
-  uint64_t seq = call->is_op && c != NULL ? atomic_fetch_add(&c->ops, 1) + 1 : 0;
+  /* A load and a store, not a locked add: NCCL requires a communicator's operations to be
+   * issued by one thread at a time, in the same order on every rank, so no two threads number
+   * one communicator's operations at once. */
+  uint64_t seq = 0;
+  if (call->is_op && c != NULL) {
+    seq = atomic_load_explicit(&c->ops, memory_order_relaxed) + 1;
+    atomic_store_explicit(&c->ops, seq, memory_order_relaxed);
+  }
   uint64_t index = atomic_fetch_add_explicit(&r->next, 1, memory_order_relaxed);
   rec_entry *e = slot_of(index);
+  /* The slots a few calls on are this thread's next ones in a single-threaded loop: start
+   * fetching them for writing now, so that their cache miss overlaps this call's work. */
+  __builtin_prefetch(slot_of(index + PREFETCH_AHEAD), 1);
   struct timespec now;
   clock_gettime(CLOCK_REALTIME_COARSE, &now);
   if (here.tid == 0) here.tid = (int)syscall(SYS_gettid);

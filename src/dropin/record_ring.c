@@ -11,10 +11,13 @@
 rec_state *ncclshim_rec;
 
 /* Per thread: how deep in recorded calls (NCCL calling its own names through the drop-in
- * makes it 2) and the thread id, asked of the kernel once. */
+ * makes it 2), the thread id, asked of the kernel once, and the communicator it used last
+ * with its record (a loop of calls on one communicator skips the table). */
 static __thread struct {
   int depth;
   int tid;
+  uintptr_t comm;
+  ncclshim_rec_comm *record;
 } here NCCLSHIM_THREAD_MODEL;
 
 static uint64_t mix(uint64_t h, const void *bytes, size_t size) {
@@ -55,11 +58,19 @@ static void add_comm(const ncclshim_rec_call *call, const void *made, uint64_t n
 /* A communicator the recorder meets in a call without having seen it made. */
 static ncclshim_rec_comm *comm_of(const void *comm) {
   if (comm == NULL) return NULL;
-  ncclshim_rec_comm *c = ncclshim_rec_find(comm);
+  /* The record is still this communicator's while its key is: an ended record's key is 0
+   * until it is reused, and records are never freed. */
+  ncclshim_rec_comm *c = here.record;
+  if (here.comm == (uintptr_t)comm && c != NULL &&
+      atomic_load_explicit(&c->key, memory_order_relaxed) == (uintptr_t)comm)
+    return c;
+  c = ncclshim_rec_find(comm);
   if (c == NULL && (c = ncclshim_rec_add(comm)) != NULL) {
     uint64_t unknown = 0;
     atomic_compare_exchange_strong(&c->id, &unknown, 1);
   }
+  here.comm = (uintptr_t)comm;
+  here.record = c;
   return c;
 }
 

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "../internal.h"
+#include "../nccl/nccl_names.h"
 #include "record.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -99,7 +100,7 @@ static int has_symbol(const tables *t, const char *name) {
 static int is_nccl(const struct link_map *map) {
   tables t;
   return find_tables(map, &t) && has_symbol(&t, "ncclGetVersion") &&
-         !has_symbol(&t, "ncclshim_dropin_identity");
+         !has_symbol(&t, NCCLSHIM_DROPIN_MARKER_NAME);
 }
 
 static const char *name_of(const struct link_map *map) {

@@ -12,16 +12,17 @@
 #include <stdio.h>
 
 #include "../internal.h"
+#include "../nccl/nccl_names.h"
 #include "../nccl/nccl_stub_set.h"
+#include "checks.h"
 #include "dropin.h"
 #include "interpose.h"
 #include "record.h"
-#include "select.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
 /* ncclshim's search skips any library that exports this name: it is not NCCL. */
-EXPORT const char ncclshim_dropin_identity[] = "ncclshim drop-in NCCL library";
+EXPORT const char NCCLSHIM_DROPIN_MARKER[] = "ncclshim drop-in NCCL library";
 
 /* Names here must not collide with any parameter name of the list. */
 static _Atomic(const ncclshim_nccl_table *) cached;
@@ -45,18 +46,18 @@ static const ncclshim_nccl_table absent_table = {NCCLSHIM_NCCL_FUNCTIONS(ABSENT_
  * ncclGetLastError returns once, in place of NCCL's. ---- */
 static const ncclshim_nccl_table *loaded_table;
 static ncclshim_nccl_table forwarding;
-static __thread int message_unread NCCLSHIM_THREAD_MODEL;
+__thread int ncclshim_dropin_message_unread NCCLSHIM_THREAD_MODEL;
 
-#define UNAVAILABLE_(name, version, policy, returns, n, params)                       \
-  static NCCLSHIM_RETURNS(returns) unavailable_##name NCCLSHIM_PP_PARAMS(n, params) { \
-    message_unread = 1;                                                               \
-    NCCLSHIM_RETURN_IF_VALUE(returns) loaded_table->name NCCLSHIM_PP_ARGS(n, params); \
+#define UNAVAILABLE_(name, version, policy, returns, n, params)                            \
+  static NCCLSHIM_RETURNS(returns) unavailable_##name NCCLSHIM_PP_PARAMS(n, params) {      \
+    ncclshim_dropin_message_unread = 1;                                                    \
+    NCCLSHIM_NCCL_RETURN_IF_VALUE(returns) loaded_table->name NCCLSHIM_PP_ARGS(n, params); \
   }
 NCCLSHIM_NCCL_FUNCTIONS(UNAVAILABLE_)
 
 static const char *last_error(ncclComm_t comm) {
-  if (message_unread) {
-    message_unread = 0;
+  if (ncclshim_dropin_message_unread) {
+    ncclshim_dropin_message_unread = 0;
     return ncclshim_last_error();
   }
   return loaded_table->ncclGetLastError(comm);
@@ -70,6 +71,7 @@ static void build_forwarding(const ncclshim_nccl *nccl) {
   NCCLSHIM_NCCL_FUNCTIONS(FORWARDING_)
 #undef FORWARDING_
   forwarding.ncclGetLastError = last_error;
+  ncclshim_dropin_checks(&forwarding, loaded_table);
 }
 
 static void load(void) {
@@ -106,11 +108,11 @@ static inline const ncclshim_nccl_table *current_table(void) {
   return __builtin_expect(t != NULL, 1) ? t : first_table();
 }
 
-#define EXPORT_(name, version, policy, returns, n, params)                               \
-  EXPORT NCCLSHIM_RETURNS(returns)                                                       \
-  name NCCLSHIM_PP_PARAMS(n, params) {                                                   \
-    NCCLSHIM_RETURN_IF_VALUE(returns) current_table()->name NCCLSHIM_PP_ARGS(n, params); \
-  }                                                                                      \
-  EXPORT NCCLSHIM_RETURNS(returns) p##name NCCLSHIM_PP_PARAMS(n, params)                 \
+#define EXPORT_(name, version, policy, returns, n, params)                                    \
+  EXPORT NCCLSHIM_RETURNS(returns)                                                            \
+  name NCCLSHIM_PP_PARAMS(n, params) {                                                        \
+    NCCLSHIM_NCCL_RETURN_IF_VALUE(returns) current_table()->name NCCLSHIM_PP_ARGS(n, params); \
+  }                                                                                           \
+  EXPORT NCCLSHIM_RETURNS(returns) p##name NCCLSHIM_PP_PARAMS(n, params)                      \
       __attribute__((alias(#name)));
 NCCLSHIM_NCCL_FUNCTIONS(EXPORT_)

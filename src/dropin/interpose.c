@@ -4,15 +4,10 @@
  * it, and NCCL's names resolve to the drop-in first. */
 #include <dlfcn.h>
 #include <stdio.h>
-#include <sys/stat.h>
 
 #include "../internal.h"
+#include "../../loader/list.h"
 #include "interpose.h"
-
-static int same_file(const char *a, const char *b) {
-  struct stat x, y;
-  return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
-}
 
 void ncclshim_dropin_report(const ncclshim_nccl *nccl) {
   const char *path = ncclshim_nccl_path(nccl);
@@ -20,7 +15,7 @@ void ncclshim_dropin_report(const ncclshim_nccl *nccl) {
   void *next = dlsym(RTLD_NEXT, "ncclGetVersion");
   Dl_info info;
   if (next != NULL && dladdr(next, &info) && info.dli_fname != NULL &&
-      !same_file(info.dli_fname, path))
+      !ncshl_same_file(info.dli_fname, path))
     fprintf(stderr,
             "ncclshim drop-in: warning: two NCCLs in this process: the program's %s and %s, "
             "which the drop-in loaded (%s) and forwards to\n",

@@ -62,5 +62,7 @@ void ncclshim_rec_dump(const char *why, int fn, int value);
 /* "ncclshim recorder: A B C[: error text (errno N)]" on stderr, B with its control
  * characters escaped (async-signal-safe). */
 void ncclshim_rec_say(const char *a, const char *b, const char *c, int error);
+/* "ncclshim: A B" on stderr, B escaped the same way: the drop-in's own checks. */
+void ncclshim_dropin_say(const char *a, const char *b);
 
 #endif

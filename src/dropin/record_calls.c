@@ -1,13 +1,12 @@
 /* The recording wrappers, one per row of the NCCL function list: each notes the arguments
  * whose role the recorder knows by their name in the list (comm, count, datatype, op, root,
  * peer, stream, ...), brackets the real call with ncclshim_rec_begin / ncclshim_rec_end, and
- * returns what the real call returned. A new row needs nothing here; a new return kind
- * neither (VOID returns nothing, RESULT is recorded as a result code, any other kind is
- * passed through); a new parameter name with a role needs one REC_ROLE_ line. */
+ * returns what the real call returned. A new row needs nothing here; a new return kind of
+ * the list needs one REC_FINISH_ line; a new parameter name with a role one REC_ROLE_ line.
+ * Queries (NCCLSHIM_NCCL_IS_QUERY, a column of the list) are kept only when they fail. */
 #include <stddef.h>
 
 #include "record.h"
-#include "select.h"
 
 /* ---- Parameter roles, by the parameter's name in the list ---- */
 #define REC_ROLE_comm ~, COMM
@@ -29,7 +28,8 @@
 #define REC_ROLE_peer ~, PEER
 #define REC_ROLE_stream ~, STREAM
 #define REC_ROLE_asyncError ~, ASYNC
-#define REC_NOTE(type, name) NCCLSHIM_CAT(REC_NOTE_, NCCLSHIM_SELECT(REC_ROLE_##name, NONE))(name)
+#define REC_NOTE(type, name) \
+  NCCLSHIM_PP_CAT(REC_NOTE_, NCCLSHIM_PP_SELECT(REC_ROLE_##name, NONE))(name)
 
 /* Each role takes the value only when it has the type expected (ncclCommCount's `count` is
  * an int *, not a count); otherwise the field keeps "no value". */
@@ -67,22 +67,12 @@ static const void *rec_uid(int by_value, const void *address) {
   return by_value ? address : *(const void *const *)address;
 }
 
-/* ---- Queries: recorded only when they fail (a watchdog polls them all the time) ---- */
-#define REC_QUERY_ncclGetVersion ~, 1
-#define REC_QUERY_ncclGetErrorString ~, 1
-#define REC_QUERY_ncclGetLastError ~, 1
-#define REC_QUERY_ncclCommGetAsyncError ~, 1
-#define REC_QUERY_ncclCommCount ~, 1
-#define REC_QUERY_ncclCommCuDevice ~, 1
-#define REC_QUERY_ncclCommUserRank ~, 1
-#define REC_QUERY_ncclCommMemStats ~, 1
-#define REC_QUERY_ncclWinGetUserPtr ~, 1
-
-/* ---- Return kinds ---- */
-#define REC_KIND_VOID ~, VOID
-#define REC_KIND_RESULT ~, RESULT
-#define REC_FINISH(returns, call) \
-  NCCLSHIM_CAT(REC_FINISH_, NCCLSHIM_SELECT(REC_KIND_##returns, VALUE))(returns, call)
+/* ---- Return kinds, one line each: RESULT is recorded as a result code, VOID returns nothing,
+ * every other kind is passed through. */
+#define REC_FINISH(returns, call) REC_FINISH_##returns(returns, call)
+#define REC_FINISH_STRING REC_FINISH_VALUE
+#define REC_FINISH_INT REC_FINISH_VALUE
+#define REC_FINISH_TEAM REC_FINISH_VALUE
 #define REC_FINISH_RESULT(returns, call)     \
   ncclResult_t rec_result_ = call;           \
   ncclshim_rec_end(&rec_, (int)rec_result_); \
@@ -103,7 +93,7 @@ static const ncclshim_nccl_table *real_;
   static NCCLSHIM_RETURNS(returns) record_##name NCCLSHIM_PP_PARAMS(n, params) { \
     ncclshim_rec_call rec_ = {                                                   \
         .fn = NCCLSHIM_FN_##name,                                                \
-        .is_query = NCCLSHIM_SELECT(REC_QUERY_##name, 0),                        \
+        .is_query = NCCLSHIM_NCCL_IS_QUERY(name),                                \
         .datatype = NCCLSHIM_REC_NONE,                                           \
         .op = NCCLSHIM_REC_NONE,                                                 \
         .root = NCCLSHIM_REC_NONE,                                               \

@@ -339,9 +339,9 @@ static const char *errno_text(int e) {
   }
 }
 
-void ncclshim_rec_say(const char *a, const char *b, const char *c, int error) {
+static void say(const char *who, const char *a, const char *b, const char *c, int error) {
   out o = {.fd = 2};
-  put(&o, "ncclshim recorder: ");
+  put(&o, who);
   put(&o, a);
   put_escaped(&o, b);
   put(&o, c);
@@ -355,6 +355,12 @@ void ncclshim_rec_say(const char *a, const char *b, const char *c, int error) {
   put(&o, "\n");
   flush(&o);
 }
+
+void ncclshim_rec_say(const char *a, const char *b, const char *c, int error) {
+  say("ncclshim recorder: ", a, b, c, error);
+}
+
+void ncclshim_dropin_say(const char *a, const char *b) { say("ncclshim: ", a, b, "", 0); }
 
 /* The directory's descriptor still names the directory opened at start (a program that
  * closes every descriptor may have closed it, and the number may name something else now). */

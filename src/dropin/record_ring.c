@@ -11,10 +11,13 @@
 rec_state *ncclshim_rec;
 
 /* Per thread: how deep in recorded calls (NCCL calling its own names through the drop-in
- * makes it 2) and the thread id, asked of the kernel once. */
+ * makes it 2), the thread id, asked of the kernel once, and the communicator it used last
+ * with its record (a loop of calls on one communicator skips the table). */
 static __thread struct {
   int depth;
   int tid;
+  uintptr_t comm;
+  ncclshim_rec_comm *record;
 } here NCCLSHIM_THREAD_MODEL;
 
 static uint64_t mix(uint64_t h, const void *bytes, size_t size) {
@@ -55,15 +58,25 @@ static void add_comm(const ncclshim_rec_call *call, const void *made, uint64_t n
 /* A communicator the recorder meets in a call without having seen it made. */
 static ncclshim_rec_comm *comm_of(const void *comm) {
   if (comm == NULL) return NULL;
-  ncclshim_rec_comm *c = ncclshim_rec_find(comm);
+  /* The record is still this communicator's while its key is: an ended record's key is 0
+   * until it is reused, and records are never freed. */
+  ncclshim_rec_comm *c = here.record;
+  if (here.comm == (uintptr_t)comm && c != NULL &&
+      atomic_load_explicit(&c->key, memory_order_relaxed) == (uintptr_t)comm)
+    return c;
+  c = ncclshim_rec_find(comm);
   if (c == NULL && (c = ncclshim_rec_add(comm)) != NULL) {
     uint64_t unknown = 0;
     atomic_compare_exchange_strong(&c->id, &unknown, 1);
   }
+  here.comm = (uintptr_t)comm;
+  here.record = c;
   return c;
 }
 
 /* ---- The ring ---- */
+
+enum { PREFETCH_AHEAD = 4 };
 
 static rec_entry *slot_of(uint64_t index) {
   return &ncclshim_rec->entries[index & ncclshim_rec->mask];
@@ -72,9 +85,19 @@ static rec_entry *slot_of(uint64_t index) {
 static void publish(ncclshim_rec_call *call, int result) {
   rec_state *r = ncclshim_rec;
   ncclshim_rec_comm *c = comm_of(call->comm);
-  uint64_t seq = call->is_op && c != NULL ? atomic_fetch_add(&c->ops, 1) + 1 : 0;
+  /* A load and a store, not a locked add: NCCL requires a communicator's operations to be
+   * issued by one thread at a time, in the same order on every rank, so no two threads number
+   * one communicator's operations at once. */
+  uint64_t seq = 0;
+  if (call->is_op && c != NULL) {
+    seq = atomic_load_explicit(&c->ops, memory_order_relaxed) + 1;
+    atomic_store_explicit(&c->ops, seq, memory_order_relaxed);
+  }
   uint64_t index = atomic_fetch_add_explicit(&r->next, 1, memory_order_relaxed);
   rec_entry *e = slot_of(index);
+  /* The slots a few calls on are this thread's next ones in a single-threaded loop: start
+   * fetching them for writing now, so that their cache miss overlaps this call's work. */
+  __builtin_prefetch(slot_of(index + PREFETCH_AHEAD), 1);
   struct timespec now;
   clock_gettime(CLOCK_REALTIME_COARSE, &now);
   if (here.tid == 0) here.tid = (int)syscall(SYS_gettid);

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../internal.h"
 #include "record.h"
 #include "record_state.h"
 
@@ -83,10 +84,6 @@ static void install(int which, int signo) {
 static void uninstall(int which, int signo) {
   if (installed[which]) sigaction(signo, &previous[which], NULL);
   installed[which] = 0;
-}
-
-static int is_on(const char *value) {
-  return value != NULL && value[0] != '\0' && strcmp(value, "0") != 0;
 }
 
 /* NCCLSHIM_RECORD's value without the blanks around it (' 5' and '5 ' are 5). */
@@ -157,7 +154,7 @@ static rec_state *make_state(const char *calls_text) {
   r->mask = slots - 1;
   r->capacity = calls;
   r->signal = signo;
-  r->at_exit = is_on(secure_getenv("NCCLSHIM_RECORD_AT_EXIT"));
+  r->at_exit = ncclshim_env_flag("NCCLSHIM_RECORD_AT_EXIT");
   atomic_store(&r->process_rank, NCCLSHIM_REC_NONE);
   atomic_store(&r->nccl_version, NCCLSHIM_REC_NONE); /* not asked of NCCL in audit mode */
   ncclshim_rec_identity(r);

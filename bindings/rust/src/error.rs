@@ -128,10 +128,13 @@ impl Error {
         let message = crate::text(unsafe { ffi::ncclshim_last_error() });
         let mut error = Error::new(Status::from_code(status), message);
         if error.status == Status::NcclError {
-            let details = NcclDetails::of(&error.message);
-            error.nccl_result = details.result;
-            error.nccl_text = details.text;
-            error.nccl_last_error = details.last_error;
+            if let Some(details) = NcclDetails::of(&error.message) {
+                // SAFETY: no arguments; reads the calling thread's own value.
+                let code = unsafe { ffi::ncclshim_last_nccl_result() };
+                error.nccl_result = (code != 0).then_some(code);
+                error.nccl_text = details.text;
+                error.nccl_last_error = details.last_error;
+            }
         }
         error
     }
@@ -166,9 +169,9 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
-/// NCCL's details of an NCCL_ERROR message.
+/// NCCL's texts in an NCCL_ERROR message; the result code itself comes from
+/// `ncclshim_last_nccl_result`, never from the text.
 struct NcclDetails {
-    result: Option<i32>,
     text: Option<String>,
     last_error: Option<String>,
 }
@@ -178,33 +181,21 @@ const LAST_ERROR: &str = "; NCCL's last error: ";
 impl NcclDetails {
     /// Read from ncclshim_nccl_check's message, whose form is documented:
     /// "CALL failed: NAME (CODE): TEXT; NCCL's last error: LAST", or
-    /// "CALL failed: unknown result code CODE...".
-    // The code only until the library exports ncclshim_last_nccl_result (issue 25): then
-    // `result` comes from that accessor, and the text is no longer parsed for it.
-    fn of(message: &str) -> NcclDetails {
-        let mut details = NcclDetails {
-            result: None,
-            text: None,
-            last_error: None,
+    /// "CALL failed: unknown result code CODE...". None for an NCCL_ERROR of another form
+    /// ("... returned ncclSuccess but no communicator"): no failing NCCL call behind it, and
+    /// the thread's last NCCL result, which only ncclshim_nccl_check sets, is an older one.
+    fn of(message: &str) -> Option<NcclDetails> {
+        let (_, after) = message.split_once(" failed: ")?;
+        let (what, last_error) = match after.split_once(LAST_ERROR) {
+            Some((what, last)) => (what, Some(last.to_string())),
+            None => (after, None),
         };
-        let Some((_, after)) = message.split_once(" failed: ") else {
-            return details;
+        let text = if what.starts_with("unknown result code ") {
+            Some(what.to_string())
+        } else {
+            what.split_once("): ").map(|(_, text)| text.to_string())
         };
-        let what = match after.split_once(LAST_ERROR) {
-            Some((what, last)) => {
-                details.last_error = Some(last.to_string());
-                what
-            }
-            None => after,
-        };
-        if let Some(code) = what.strip_prefix("unknown result code ") {
-            details.result = code.trim().parse().ok();
-            details.text = Some(what.to_string());
-        } else if let Some((head, text)) = what.split_once("): ") {
-            details.result = head.rsplit_once(" (").and_then(|(_, c)| c.parse().ok());
-            details.text = Some(text.to_string());
-        }
-        details
+        Some(NcclDetails { text, last_error })
     }
 }
 

@@ -516,6 +516,7 @@ extern "C" {
 
     // comm.h
     pub fn ncclshim_nccl_result_name(result: c_int) -> *const c_char;
+    pub fn ncclshim_last_nccl_result() -> c_int;
     pub fn ncclshim_nccl_check(
         nccl: *mut ncclshim_nccl,
         result: ncclResult_t,

@@ -4,7 +4,7 @@
 //! ```no_run
 //! use std::time::Duration;
 //! use ncclshim::{Blocking, Communicator, DataType, Nccl, RedOp, Stream, UniqueId, Watchdog};
-//! # fn run(nccl: &Nccl, id: &UniqueId, stream: Stream, buf: *mut std::ffi::c_void) -> ncclshim::Result<()> {
+//! # fn run(nccl: &Nccl, id: &UniqueId, stream: &Stream, buf: *mut std::ffi::c_void) -> ncclshim::Result<()> {
 //! let dog = Watchdog::start(Duration::from_millis(10), None)?;
 //! let comm = Communicator::init(nccl, 2, id, 0, Blocking::Split)?;
 //! comm.wait(Duration::from_secs(60))?; // bounded init, then the split
@@ -142,14 +142,20 @@ impl Watched<'_> {
     /// in the watchdog's message.
     pub fn record(
         &self,
-        stream: Stream,
+        stream: &Stream,
         call: &'static CStr,
         count: usize,
         dtype: DataType,
     ) -> Result<()> {
         // SAFETY: ours; `call` lives for ever, as the C side keeps the pointer.
         check(unsafe {
-            ffi::ncclshim_comm_record(self.comm.raw(), stream.0, call.as_ptr(), count, dtype.raw())
+            ffi::ncclshim_comm_record(
+                self.comm.raw(),
+                stream.as_raw(),
+                call.as_ptr(),
+                count,
+                dtype.raw(),
+            )
         })
     }
 
@@ -171,7 +177,7 @@ impl Watched<'_> {
         count: usize,
         dtype: DataType,
         op: RedOp,
-        stream: Stream,
+        stream: &Stream,
     ) -> Result<()> {
         self.comm.check(0, "ncclAllReduce")?; // the watchdog's failure, if any, at once
                                               // SAFETY: the caller's promise.

@@ -65,6 +65,12 @@ fn an_asynchronous_error_fails_the_communicator_and_drop_aborts_it() {
         Some("peer 1 closed the connection")
     );
     assert_eq!(comm.state(), CommState::Failed);
+    // An NCCL_ERROR with no failing NCCL call behind it carries no code, not the thread's
+    // older one (REMOTE_ERROR, still ncclshim_last_nccl_result).
+    let again = comm.wait(SECOND).unwrap_err();
+    assert_eq!(again.status(), Status::NcclError);
+    assert!(again.message().contains("failed earlier"), "{again}");
+    assert_eq!(again.nccl_result(), None);
     drop(comm);
     assert_eq!(fake.count("ncclCommAbort"), 1);
     assert_eq!(

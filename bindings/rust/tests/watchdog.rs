@@ -63,8 +63,17 @@ fn a_hang_fails_the_communicator_and_calls_back() {
     let buf = null_mut::<c_void>();
     for _ in 0..3 {
         // SAFETY: the fake NCCL touches no buffer.
-        unsafe { comm.all_reduce(buf, buf, 64, DataType::Float32, RedOp::Sum, Stream::DEFAULT) }
-            .unwrap();
+        unsafe {
+            comm.all_reduce(
+                buf,
+                buf,
+                64,
+                DataType::Float32,
+                RedOp::Sum,
+                &Stream::DEFAULT,
+            )
+        }
+        .unwrap();
     }
     std::thread::sleep(Duration::from_millis(300)); // past the deadline: the events fired
     assert_eq!(comm.state(), CommState::Ready);
@@ -78,7 +87,7 @@ fn a_hang_fails_the_communicator_and_calls_back() {
             256,
             DataType::Float32,
             RedOp::Sum,
-            Stream::DEFAULT,
+            &Stream::DEFAULT,
         )
     }
     .unwrap();
@@ -95,7 +104,7 @@ fn a_hang_fails_the_communicator_and_calls_back() {
     // The next call fails at once with the watchdog's status and message.
     // SAFETY: as above.
     let error =
-        unsafe { comm.all_reduce(buf, buf, 8, DataType::Float32, RedOp::Sum, Stream::DEFAULT) }
+        unsafe { comm.all_reduce(buf, buf, 8, DataType::Float32, RedOp::Sum, &Stream::DEFAULT) }
             .unwrap_err();
     assert_eq!(error.status(), Status::Timeout);
     assert!(error.to_string().contains("ncclAllReduce #4"), "{error}");

@@ -69,28 +69,39 @@ static int family(const char *symbol, size_t prefix) {
   return -1;
 }
 
-static int row_accepts(const plugin_abi *row, int version) {
-  return version >= row->first && (row->last == 0 || version <= row->last);
+#define CHECKED_(release) release,
+static const int checked[] = {NCCLSHIM_PLUGIN_CHECKED_RELEASES(CHECKED_)};
+#define CHECKED_COUNT (sizeof(checked) / sizeof(checked[0]))
+
+/* Whether the checked release `release` looks up the symbol of `row` (NULL: a symbol no row
+ * names, which no checked release looks up). */
+static int looks_up(const plugin_abi *row, int release) {
+  return row != NULL && release >= row->first && (row->last == 0 || release <= row->last);
 }
 
 int ncclshim_plugin_abi_accepted(const char *symbol, int nccl_version) {
   int n = 0;
   size_t prefix = symbol ? split_version(symbol, &n) : 0;
-  if (prefix == 0 || family(symbol, prefix) < 0 || nccl_version < NCCLSHIM_PLUGIN_TABLE_OLDEST)
-    return -1;
-  int version =
-      nccl_version > NCCLSHIM_PLUGIN_TABLE_NEWEST ? NCCLSHIM_PLUGIN_TABLE_NEWEST : nccl_version;
-  int lowest = INT_MAX;
+  int kind = prefix ? family(symbol, prefix) : -1;
+  if (kind < 0) return -1;
+  if (kind == NCCLSHIM_PLUGIN_PROFILER && nccl_version < NCCLSHIM_PLUGIN_PROFILER_SINCE) return 0;
+  if (nccl_version < checked[0]) return -1;
+  const plugin_abi *row = NULL;
+  int highest = 0;
   for (size_t i = 0; i < ABI_COUNT; i++) {
     int m;
     if (split_version(abis[i].symbol, &m) != prefix || strncmp(abis[i].symbol, symbol, prefix))
       continue;
-    if (m < lowest) lowest = m;
-    if (m == n) return row_accepts(&abis[i], version);
+    if (m > highest) highest = m;
+    if (m == n) row = &abis[i];
   }
-  /* Not in the table: older than every row (dropped before the oldest release checked) is
-   * refused; newer than every row is refused by the releases checked, unknown to later ones. */
-  return n < lowest || nccl_version <= NCCLSHIM_PLUGIN_TABLE_NEWEST ? 0 : -1;
+  size_t below = 0; /* the newest checked release not newer than nccl_version */
+  while (below + 1 < CHECKED_COUNT && checked[below + 1] <= nccl_version) below++;
+  int then = looks_up(row, checked[below]);
+  if (nccl_version == checked[below]) return then;
+  if (below + 1 == CHECKED_COUNT) /* newer than every checked release */
+    return row == NULL && n > highest ? -1 : then;
+  return then == looks_up(row, checked[below + 1]) ? then : -1;
 }
 
 /* ---- Finding a file as the dynamic loader would ------------------------------------------ */
@@ -200,11 +211,23 @@ static void add(ncclshim_plugin_list *list, ncclshim_plugin_kind kind, const cha
   };
 }
 
+/* "2.28.9, 2.29.7, 2.30.3, 2.30.7": the releases the table was checked against. */
+static const char *checked_text(char *text, size_t size) {
+  size_t used = 0;
+  text[0] = '\0';
+  for (size_t i = 0; i < CHECKED_COUNT && used < size; i++) {
+    char v[16];
+    ncclshim_format_version(checked[i], v, sizeof(v));
+    used += (size_t)snprintf(text + used, size - used, "%s%s", i ? ", " : "", v);
+  }
+  return text;
+}
+
 /* Judge the file at `path` for `kind` and add the entry. */
 static void judge(ncclshim_plugin_list *list, ncclshim_plugin_kind kind, const char *requested,
                   const char *path, int nccl_version) {
   scan s = {.kind = kind, .nccl_version = nccl_version, .best = -1};
-  char why[256] = "", reason[512], have[16];
+  char why[256] = "", reason[512], have[16], releases[96];
   if (ncshl_elf_exports(path, each_symbol, &s, why, sizeof(why)) != NCSHL_OK) {
     snprintf(reason, sizeof(reason), "not readable as a plugin: %s", why);
     add(list, kind, requested, path, NULL, NULL, NCCLSHIM_PLUGIN_UNREADABLE, reason);
@@ -225,11 +248,9 @@ static void judge(ncclshim_plugin_list *list, ncclshim_plugin_kind kind, const c
       snprintf(reason, sizeof(reason), "no NCCL is loaded to judge it");
     else
       snprintf(reason, sizeof(reason),
-               "NCCL %s is outside the releases checked (%d.%d.%d to %d.%d.%d and later ones "
-               "for versions those accept)",
-               have, NCCLSHIM_PLUGIN_TABLE_OLDEST / 10000, NCCLSHIM_PLUGIN_TABLE_OLDEST / 100 % 100,
-               NCCLSHIM_PLUGIN_TABLE_OLDEST % 100, NCCLSHIM_PLUGIN_TABLE_NEWEST / 10000,
-               NCCLSHIM_PLUGIN_TABLE_NEWEST / 100 % 100, NCCLSHIM_PLUGIN_TABLE_NEWEST % 100);
+               "whether NCCL %s takes these is not known: its plugin lookups were checked "
+               "for %s only (docs/plugins.md)",
+               have, checked_text(releases, sizeof(releases)));
   } else {
     verdict = NCCLSHIM_PLUGIN_REFUSED;
     snprintf(reason, sizeof(reason),

@@ -104,11 +104,14 @@ int inventory_gather(inventory *inv, char **pythons, int python_count) {
     }
   }
   for (size_t i = 0; i < inv->count; i++) read_copy(&inv->copies[i]);
-  /* A program loading libnccl.so.2 by name: LD_LIBRARY_PATH first, then the ld.so cache. */
-  for (int pass = 0; pass < 2 && inv->plain < 0; pass++) {
-    ncclshim_found_via want = pass == 0 ? NCCLSHIM_VIA_LIBRARY_PATH : NCCLSHIM_VIA_LD_CACHE;
-    for (size_t i = 0; i < inv->count && inv->plain < 0; i++)
-      if (inv->copies[i].how == want && inv->copies[i].facts.ok) inv->plain = (int)i;
+  /* A program loading libnccl.so.2 by name gets the first file, in the search's own order
+   * (the copies reached by the search come first, by rank), of the steps the dynamic loader
+   * shares with it: LD_LIBRARY_PATH and the ld.so cache. No second order is kept here. */
+  for (size_t i = 0; i < inv->count && inv->plain < 0; i++) {
+    const nccl_copy *c = &inv->copies[i];
+    if (c->search_rank >= 0 && c->facts.ok &&
+        (c->how == NCCLSHIM_VIA_LIBRARY_PATH || c->how == NCCLSHIM_VIA_LD_CACHE))
+      inv->plain = (int)i;
   }
   int best = -1;
   for (size_t i = 0; i < inv->count; i++) {

@@ -9,8 +9,7 @@
 #include <unistd.h>
 
 #include "../../loader/elf_symbols.h"
-#include "../../loader/ld_cache.h"
-#include "../../loader/search.h"
+#include "../../loader/locate.h"
 #include "../handle.h"
 #include "../internal.h"
 
@@ -102,46 +101,6 @@ int ncclshim_plugin_abi_accepted(const char *symbol, int nccl_version) {
   if (below + 1 == CHECKED_COUNT) /* newer than every checked release */
     return row == NULL && n > highest ? -1 : then;
   return then == looks_up(row, checked[below + 1]) ? then : -1;
-}
-
-/* ---- Finding a file as the dynamic loader would ------------------------------------------ */
-
-static char *existing(const char *dir, const char *name) {
-  char file[PATH_MAX];
-  if (snprintf(file, sizeof(file), "%s/%s", dir, name) >= (int)sizeof(file)) return NULL;
-  return access(file, F_OK) == 0 ? realpath(file, NULL) : NULL;
-}
-
-/* The first of `list`'s directories holding `name`, or NULL. */
-static char *first_in(const ncshl_list *dirs, const char *name) {
-  char *found = NULL;
-  for (size_t i = 0; i < dirs->count && found == NULL; i++)
-    found = existing(dirs->items[i].path, name);
-  return found;
-}
-
-/* The absolute path dlopen(name) would open, or NULL. */
-static char *locate(const char *name) {
-  if (strchr(name, '/') != NULL) return access(name, F_OK) == 0 ? realpath(name, NULL) : NULL;
-  ncshl_list dirs = {0}, files = {0};
-  ncshl_library_path_places(&dirs);
-  char *found = first_in(&dirs, name);
-  ncshl_list_free(&dirs);
-  if (found != NULL) return found;
-  if (ncshl_ld_cache_lookup(ncclshim_ld_cache_file(), name, &files) == 0 && files.count > 0)
-    found = realpath(files.items[0].path, NULL);
-  ncshl_list_free(&files);
-  static const char *const system_dirs[] = {"/lib64",
-                                            "/usr/lib64",
-                                            "/lib/x86_64-linux-gnu",
-                                            "/usr/lib/x86_64-linux-gnu",
-                                            "/lib/aarch64-linux-gnu",
-                                            "/usr/lib/aarch64-linux-gnu",
-                                            "/lib",
-                                            "/usr/lib"};
-  for (size_t i = 0; found == NULL && i < sizeof(system_dirs) / sizeof(system_dirs[0]); i++)
-    found = existing(system_dirs[i], name);
-  return found;
 }
 
 /* ---- Reading a plugin file ------------------------------------------------------------------ */
@@ -271,13 +230,13 @@ static int bare_name(const char *name) {
 /* One entry of the variable (or the default name): the files NCCL would try, in its order. */
 static void find_one(ncclshim_plugin_list *list, ncclshim_plugin_kind kind, const char *name,
                      int from_variable, int nccl_version) {
-  char *path = locate(name);
+  char *path = ncshl_locate(name, ncclshim_ld_cache_file());
   char alternative[PATH_MAX] = "";
   if (path == NULL && from_variable && bare_name(name)) {
     /* "libnccl-net.so" -> "libnccl-net-<name>.so" */
     snprintf(alternative, sizeof(alternative), "%.*s-%s.so",
              (int)(strlen(kind_libraries[kind]) - 3), kind_libraries[kind], name);
-    path = locate(alternative);
+    path = ncshl_locate(alternative, ncclshim_ld_cache_file());
   }
   if (path != NULL) {
     judge(list, kind, name, path, nccl_version);

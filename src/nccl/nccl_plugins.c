@@ -8,7 +8,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "../../loader/elf_symbols.h"
+#include "../../loader/elf_file.h"
 #include "../../loader/locate.h"
 #include "../handle.h"
 #include "../internal.h"
@@ -115,7 +115,8 @@ typedef struct scan {
   int unknown;     /* one of them could not be judged */
 } scan;
 
-static int each_symbol(void *context, const char *name) {
+static int each_symbol(void *context, const char *name, int is_function) {
+  (void)is_function; /* a plugin's ABI symbol is a struct, not a function */
   scan *s = context;
   int n;
   size_t prefix = split_version(name, &n);

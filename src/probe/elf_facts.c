@@ -3,6 +3,8 @@
  * be truncated, foreign or hostile, and runs none of them. */
 #include "elf_facts.h"
 
+#include "parse_version.h"
+
 #include <elf.h>
 #include <gnu/libc-version.h>
 #include <stdio.h>
@@ -13,13 +15,6 @@ static int fail(elf_facts *f, const char *why) {
   snprintf(f->reason, sizeof(f->reason), "%s", why);
   f->ok = 0;
   return 0;
-}
-
-/* major*1000 + minor of "GLIBC_2.34" (patch levels ignored); 0 when not such a name. */
-static int glibc_packed(const char *name) {
-  unsigned major = 0, minor = 0;
-  if (strncmp(name, "GLIBC_", 6) != 0 || sscanf(name + 6, "%u.%u", &major, &minor) < 1) return 0;
-  return major > 99 || minor > 999 ? 0 : (int)(major * 1000 + minor);
 }
 
 static void read_verneed(elf_facts *f, const ElfW(Shdr) * s, const ElfW(Shdr) * strtab) {
@@ -35,7 +30,7 @@ static void read_verneed(elf_facts *f, const ElfW(Shdr) * s, const ElfW(Shdr) * 
       if (!ncshl_elf_inside(file, aux_at, sizeof(va))) return;
       memcpy(&va, file->bytes + aux_at, sizeof(va));
       const char *name = ncshl_elf_string(file, strtab, va.vna_name);
-      int packed = name ? glibc_packed(name) : 0;
+      int packed = name ? probe_parse_glibc(name) : 0;
       if (packed > f->glibc_need_packed) {
         f->glibc_need_packed = packed;
         snprintf(f->glibc_need, sizeof(f->glibc_need), "%s", name);
@@ -146,5 +141,5 @@ int elf_facts_defines(const elf_facts *f, const char *name) {
 int elf_facts_host_glibc(void) {
   char name[32];
   snprintf(name, sizeof(name), "GLIBC_%s", gnu_get_libc_version());
-  return glibc_packed(name);
+  return probe_parse_glibc(name);
 }

@@ -115,7 +115,8 @@ static int read_sections(elf_facts *f) {
   if (ncshl_elf_each_export(&f->file, keep_function, f, f->reason, sizeof(f->reason)) != NCSHL_OK)
     return 0;
   if (f->reason[0] != '\0') return 0;
-  qsort(f->functions, f->function_count, sizeof(f->functions[0]), by_name);
+  if (f->function_count > 1) /* qsort of a NULL array is undefined even when empty */
+    qsort(f->functions, f->function_count, sizeof(f->functions[0]), by_name);
   f->ok = 1;
   return 1;
 }

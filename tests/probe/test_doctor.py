@@ -422,7 +422,7 @@ class OtherTexts(unittest.TestCase):
                 f.write(data)
             code, out, err = run_probe("--doctor", env=m.env(VIRTUAL_ENV=venv))
             self.assertIn(code, (0, 1), "run %d: exit %d %s" % (i, code, err))
-            self.assertIn("findings:", out)
+            self.assertIn("findings:", out, "run %d: %s" % (i, err[-3000:]))
 
     def test_conda_environment(self):
         """A conda environment's lib/libnccl.so.2 is what its Python loads."""

@@ -17,7 +17,7 @@ ALLOWED = {
     "src/nccl": ["compat", "loader", "include/ncclshim", "src"],
     "src/cuda": ["compat", "loader", "include/ncclshim", "src"],
     "src/comm": ["compat", "include/ncclshim", "src"],
-    "src/probe": ["compat", "include/ncclshim"],
+    "src/probe": ["compat", "loader", "include/ncclshim"],
     "src/dropin": ["compat", "loader", "include/ncclshim", "src", "src/nccl"],
     "include/ncclshim": [],
 }

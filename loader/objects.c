@@ -6,12 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A dynamic-section pointer as an address: glibc relocates them in place where the section is
- * writable, but not in a read-only one (the vDSO's, some architectures'). */
-static uintptr_t dyn_address(const struct dl_phdr_info *info, ElfW(Addr) value) {
-  return value < info->dlpi_addr ? info->dlpi_addr + value : value;
-}
-
 typedef struct dyn_tables {
   const ElfW(Sym) * symbols;
   const char *strings;
@@ -19,22 +13,20 @@ typedef struct dyn_tables {
   const ElfW(Word) * sysv_hash;
 } dyn_tables;
 
-static int find_tables(const struct dl_phdr_info *info, dyn_tables *t) {
+static int find_tables(const ElfW(Dyn) * dynamic, uintptr_t base, dyn_tables *t) {
   memset(t, 0, sizeof(*t));
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    if (info->dlpi_phdr[i].p_type != PT_DYNAMIC) continue;
-    const ElfW(Dyn) *dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-    for (; dyn->d_tag != DT_NULL; dyn++) {
-      uintptr_t at = dyn_address(info, dyn->d_un.d_ptr);
-      if (dyn->d_tag == DT_SYMTAB)
-        t->symbols = (const ElfW(Sym) *)at;
-      else if (dyn->d_tag == DT_STRTAB)
-        t->strings = (const char *)at;
-      else if (dyn->d_tag == DT_GNU_HASH)
-        t->gnu_hash = (const uint32_t *)at;
-      else if (dyn->d_tag == DT_HASH)
-        t->sysv_hash = (const ElfW(Word) *)at;
-    }
+  for (const ElfW(Dyn) *dyn = dynamic; dyn != NULL && dyn->d_tag != DT_NULL; dyn++) {
+    /* glibc relocates these pointers in place where the section is writable, but not in a
+     * read-only one (the vDSO's, some architectures'). */
+    uintptr_t at = dyn->d_un.d_ptr < base ? base + dyn->d_un.d_ptr : dyn->d_un.d_ptr;
+    if (dyn->d_tag == DT_SYMTAB)
+      t->symbols = (const ElfW(Sym) *)at;
+    else if (dyn->d_tag == DT_STRTAB)
+      t->strings = (const char *)at;
+    else if (dyn->d_tag == DT_GNU_HASH)
+      t->gnu_hash = (const uint32_t *)at;
+    else if (dyn->d_tag == DT_HASH)
+      t->sysv_hash = (const ElfW(Word) *)at;
   }
   return t->symbols && t->strings && (t->gnu_hash || t->sysv_hash);
 }
@@ -79,6 +71,21 @@ static const ElfW(Sym) * sysv_lookup(const dyn_tables *t, const char *name) {
   return NULL;
 }
 
+const ElfW(Sym) *
+    ncshl_dynamic_lookup(const ElfW(Dyn) * dynamic, uintptr_t base, const char *name) {
+  dyn_tables t;
+  if (!find_tables(dynamic, base, &t)) return NULL;
+  return t.gnu_hash ? gnu_lookup(&t, name) : sysv_lookup(&t, name);
+}
+
+/* The object's dynamic section, from its program headers. */
+static const ElfW(Dyn) * dynamic_of(const struct dl_phdr_info *info) {
+  for (int i = 0; i < info->dlpi_phnum; i++)
+    if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+      return (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+  return NULL;
+}
+
 typedef struct census {
   const char *symbol;
   ncshl_mapped *items;
@@ -95,9 +102,7 @@ static char *object_path(const struct dl_phdr_info *info, int is_program) {
 static int visit(struct dl_phdr_info *info, size_t size, void *context) {
   (void)size;
   census *c = context;
-  dyn_tables t;
-  if (!find_tables(info, &t)) return 0;
-  const ElfW(Sym) *sym = t.gnu_hash ? gnu_lookup(&t, c->symbol) : sysv_lookup(&t, c->symbol);
+  const ElfW(Sym) *sym = ncshl_dynamic_lookup(dynamic_of(info), info->dlpi_addr, c->symbol);
   if (sym == NULL) return 0;
   if (c->count == c->capacity) {
     size_t capacity = c->capacity ? 2 * c->capacity : 4;

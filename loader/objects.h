@@ -5,7 +5,9 @@
 #ifndef NCCLSHIM_LOADER_OBJECTS_H
 #define NCCLSHIM_LOADER_OBJECTS_H
 
+#include <link.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* What a dynamic symbol is. */
 typedef enum ncshl_symbol_kind {
@@ -26,6 +28,12 @@ typedef struct ncshl_mapped {
  * out of memory. */
 int ncshl_objects_defining(const char *symbol, ncshl_mapped **objects, size_t *count);
 void ncshl_objects_free(ncshl_mapped *objects, size_t count);
+
+/* The symbol `name` as the mapped object whose dynamic section is `dynamic` (relocated by
+ * `base`, its load address) defines it (global or weak, not undefined), found through its GNU
+ * or System V hash table as ld.so finds it; NULL when it does not, or the section is NULL or
+ * lacks the tables. For code that is handed link maps (an auditor) as for the census. */
+const ElfW(Sym) * ncshl_dynamic_lookup(const ElfW(Dyn) * dynamic, uintptr_t base, const char *name);
 
 /* The GNU build-id of the mapped object that holds `address`: its length in bytes (0 when the
  * object has none or no object holds the address), with up to `size` bytes copied to `id`. */

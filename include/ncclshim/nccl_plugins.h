@@ -32,52 +32,58 @@ typedef enum ncclshim_plugin_kind {
   NCCLSHIM_PLUGIN_KINDS(NCCLSHIM_PLUGIN_KIND_ENUM_) NCCLSHIM_PLUGIN_KIND_COUNT
 } ncclshim_plugin_kind;
 
-/* The symbols NCCL looks up in a plugin library, and the NCCL releases (packed) that look
- * each up: X(KIND, "symbol", primary, first, last). `primary` 1: the symbol that makes the
- * plugin usable (NCCL tries the newest it knows first); 0: an optional companion (CollNet
- * beside net, RMA beside GIN). `last` 0: still looked up by the newest release checked
- * (NCCLSHIM_PLUGIN_TABLE_NEWEST). `first` is the oldest release checked when the version is
- * older than that (NCCLSHIM_PLUGIN_TABLE_OLDEST): for an NCCL older than that, the answer
- * is "unknown", not a guess. Checked against NCCL 2.29.7's src/plugin/ and the 2.30 release
- * notes (docs/plugins.md). */
+/* The NCCL releases whose plugin lookups were checked (docs/plugins.md has each source):
+ * 2.28.9 (the release's library: the symbol names its loaders look up are strings in its
+ * .rodata), 2.29.7 (its src/plugin/), 2.30.3 and 2.30.7 (release notes). Ascending. */
+#define NCCLSHIM_PLUGIN_CHECKED_RELEASES(X) X(22809) X(22907) X(23003) X(23007)
+
+/* The symbols NCCL looks up in a plugin library: X(KIND, "symbol", primary, first, last).
+ * `primary` 1: the symbol that makes the plugin usable (NCCL tries the newest it knows
+ * first); 0: an optional companion (CollNet beside net, RMA beside GIN). `first` and `last`:
+ * the oldest and the newest CHECKED release that looks it up (`last` 0: the newest checked
+ * one still does). Between two checked releases that agree the answer is theirs; where they
+ * differ, or before the oldest checked release, it is "unknown", never a guess. A symbol of a
+ * known family that no row names (ncclNetPlugin_v4) is looked up by no checked release. */
 /* clang-format off */
 #define NCCLSHIM_PLUGIN_ABIS(X) \
-  X(NET,      "ncclNetPlugin_v6",      1, 22907, 0) \
-  X(NET,      "ncclNetPlugin_v7",      1, 22907, 0) \
-  X(NET,      "ncclNetPlugin_v8",      1, 22907, 0) \
-  X(NET,      "ncclNetPlugin_v9",      1, 22907, 0) \
-  X(NET,      "ncclNetPlugin_v10",     1, 22907, 0) \
-  X(NET,      "ncclNetPlugin_v11",     1, 22907, 0) \
+  X(NET,      "ncclNetPlugin_v6",      1, 22809, 0) \
+  X(NET,      "ncclNetPlugin_v7",      1, 22809, 0) \
+  X(NET,      "ncclNetPlugin_v8",      1, 22809, 0) \
+  X(NET,      "ncclNetPlugin_v9",      1, 22809, 0) \
+  X(NET,      "ncclNetPlugin_v10",     1, 22809, 0) \
+  X(NET,      "ncclNetPlugin_v11",     1, 22809, 0) \
   X(NET,      "ncclNetPlugin_v12",     1, 23003, 0) \
-  X(NET,      "ncclCollNetPlugin_v6",  0, 22907, 0) \
-  X(NET,      "ncclCollNetPlugin_v7",  0, 22907, 0) \
-  X(NET,      "ncclCollNetPlugin_v8",  0, 22907, 0) \
-  X(NET,      "ncclCollNetPlugin_v9",  0, 22907, 0) \
-  X(NET,      "ncclCollNetPlugin_v10", 0, 22907, 0) \
-  X(NET,      "ncclCollNetPlugin_v11", 0, 22907, 0) \
+  X(NET,      "ncclCollNetPlugin_v6",  0, 22809, 0) \
+  X(NET,      "ncclCollNetPlugin_v7",  0, 22809, 0) \
+  X(NET,      "ncclCollNetPlugin_v8",  0, 22809, 0) \
+  X(NET,      "ncclCollNetPlugin_v9",  0, 22809, 0) \
+  X(NET,      "ncclCollNetPlugin_v10", 0, 22809, 0) \
+  X(NET,      "ncclCollNetPlugin_v11", 0, 22809, 0) \
   X(NET,      "ncclCollNetPlugin_v12", 0, 23003, 0) \
-  X(TUNER,    "ncclTunerPlugin_v2",    1, 22907, 0) \
-  X(TUNER,    "ncclTunerPlugin_v3",    1, 22907, 0) \
-  X(TUNER,    "ncclTunerPlugin_v4",    1, 22907, 0) \
-  X(TUNER,    "ncclTunerPlugin_v5",    1, 22907, 0) \
+  X(TUNER,    "ncclTunerPlugin_v2",    1, 22809, 0) \
+  X(TUNER,    "ncclTunerPlugin_v3",    1, 22809, 0) \
+  X(TUNER,    "ncclTunerPlugin_v4",    1, 22809, 0) \
+  X(TUNER,    "ncclTunerPlugin_v5",    1, 22809, 0) \
   X(TUNER,    "ncclTunerPlugin_v6",    1, 23003, 0) \
-  X(PROFILER, "ncclProfiler_v1",       1, 22907, 0) \
-  X(PROFILER, "ncclProfiler_v2",       1, 22907, 0) \
-  X(PROFILER, "ncclProfiler_v3",       1, 22907, 0) \
-  X(PROFILER, "ncclProfiler_v4",       1, 22907, 0) \
-  X(PROFILER, "ncclProfiler_v5",       1, 22907, 0) \
+  X(PROFILER, "ncclProfiler_v1",       1, 22809, 0) \
+  X(PROFILER, "ncclProfiler_v2",       1, 22809, 0) \
+  X(PROFILER, "ncclProfiler_v3",       1, 22809, 0) \
+  X(PROFILER, "ncclProfiler_v4",       1, 22809, 0) \
+  X(PROFILER, "ncclProfiler_v5",       1, 22809, 0) \
   X(PROFILER, "ncclProfiler_v6",       1, 22907, 0) \
-  X(ENV,      "ncclEnvPlugin_v1",      1, 22907, 0) \
+  X(ENV,      "ncclEnvPlugin_v1",      1, 22809, 0) \
   X(ENV,      "ncclEnvPlugin_v2",      1, 23007, 0) \
-  X(GIN,      "ncclGinPlugin_v11",     1, 22907, 23004) \
-  X(GIN,      "ncclGinPlugin_v12",     1, 22907, 23004) \
+  X(GIN,      "ncclGinPlugin_v11",     1, 22809, 23003) \
+  X(GIN,      "ncclGinPlugin_v12",     1, 22907, 23003) \
   X(GIN,      "ncclGinPlugin_v13",     1, 23003, 0) \
   X(GIN,      "ncclGinPlugin_v14",     1, 23007, 0) \
   X(GIN,      "ncclRmaPlugin_v13",     0, 23007, 0) \
   X(GIN,      "ncclRmaPlugin_v14",     0, 23007, 0)
 /* clang-format on */
-#define NCCLSHIM_PLUGIN_TABLE_OLDEST 22907
+#define NCCLSHIM_PLUGIN_TABLE_OLDEST 22809
 #define NCCLSHIM_PLUGIN_TABLE_NEWEST 23007
+/* NCCL loads no profiler plugin before 2.23, which introduced the profiler plugin API. */
+#define NCCLSHIM_PLUGIN_PROFILER_SINCE 22300
 
 /* What the loaded NCCL would make of one plugin library. Stable values. */
 typedef enum ncclshim_plugin_verdict {
@@ -131,8 +137,10 @@ NCCLSHIM_API void ncclshim_plugin_list_free(ncclshim_plugin_list *list);
 NCCLSHIM_API int ncclshim_plugin_list_has_problem(const ncclshim_plugin_list *list);
 
 /* Whether NCCL release `nccl_version` (packed) looks `symbol` up: 1 yes, 0 no, -1 unknown
- * (a symbol not in the table, or a release older than NCCLSHIM_PLUGIN_TABLE_OLDEST; a
- * release newer than NCCLSHIM_PLUGIN_TABLE_NEWEST is taken to accept what that one does). */
+ * (a symbol of no family of the table; a release older than NCCLSHIM_PLUGIN_TABLE_OLDEST,
+ * except that a profiler symbol is refused before NCCLSHIM_PLUGIN_PROFILER_SINCE; a release
+ * between two checked ones that disagree). A release newer than NCCLSHIM_PLUGIN_TABLE_NEWEST
+ * is taken to accept what that one does; a version newer than every row is unknown to it. */
 NCCLSHIM_API int ncclshim_plugin_abi_accepted(const char *symbol, int nccl_version);
 
 /* "net", "accepted"...; NULL for an unknown value. */

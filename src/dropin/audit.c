@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../../loader/objects.h"
 #include "../internal.h"
 #include "../nccl/nccl_names.h"
 #include "record.h"
@@ -38,69 +39,9 @@ static size_t nccl_count;
 
 /* ---- Is this object an NCCL? Its dynamic symbol table, read from memory. ---- */
 
-typedef struct tables {
-  const ElfW(Sym) * symbols;
-  const char *strings;
-  const uint32_t *gnu_hash;
-  const ElfW(Word) * sysv_hash;
-} tables;
-
-static int find_tables(const struct link_map *map, tables *t) {
-  memset(t, 0, sizeof(*t));
-  if (map->l_ld == NULL) return 0;
-  for (const ElfW(Dyn) *dyn = map->l_ld; dyn->d_tag != DT_NULL; dyn++) {
-    /* Relocated in place where the section is writable, not where it is read-only. */
-    uintptr_t at = dyn->d_un.d_ptr < map->l_addr ? map->l_addr + dyn->d_un.d_ptr : dyn->d_un.d_ptr;
-    if (dyn->d_tag == DT_SYMTAB)
-      t->symbols = (const ElfW(Sym) *)at;
-    else if (dyn->d_tag == DT_STRTAB)
-      t->strings = (const char *)at;
-    else if (dyn->d_tag == DT_GNU_HASH)
-      t->gnu_hash = (const uint32_t *)at;
-    else if (dyn->d_tag == DT_HASH)
-      t->sysv_hash = (const ElfW(Word) *)at;
-  }
-  return t->symbols && t->strings && (t->gnu_hash || t->sysv_hash);
-}
-
-static int defines(const tables *t, const ElfW(Sym) * sym, const char *name) {
-  return sym->st_shndx != SHN_UNDEF && strcmp(t->strings + sym->st_name, name) == 0;
-}
-
-static int has_symbol(const tables *t, const char *name) {
-  if (t->gnu_hash != NULL) {
-    uint32_t h = 5381;
-    for (const unsigned char *c = (const unsigned char *)name; *c; c++) h = h * 33 + *c;
-    uint32_t nbuckets = t->gnu_hash[0], symoffset = t->gnu_hash[1], bloom = t->gnu_hash[2];
-    if (nbuckets == 0) return 0;
-    const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)(t->gnu_hash + 4) + bloom);
-    const uint32_t *chain = buckets + nbuckets;
-    uint32_t i = buckets[h % nbuckets];
-    if (i < symoffset) return 0;
-    for (;; i++) {
-      uint32_t other = chain[i - symoffset];
-      if ((h | 1) == (other | 1) && defines(t, &t->symbols[i], name)) return 1;
-      if (other & 1) return 0;
-    }
-  }
-  uint32_t h = 0;
-  for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
-    h = (h << 4) + *c;
-    uint32_t g = h & 0xf0000000u;
-    h = (h ^ (g >> 24)) & ~g;
-  }
-  ElfW(Word) nbucket = t->sysv_hash[0];
-  if (nbucket == 0) return 0;
-  const ElfW(Word) *bucket = t->sysv_hash + 2, *chain = bucket + nbucket;
-  for (ElfW(Word) i = bucket[h % nbucket]; i != STN_UNDEF; i = chain[i])
-    if (defines(t, &t->symbols[i], name)) return 1;
-  return 0;
-}
-
 static int is_nccl(const struct link_map *map) {
-  tables t;
-  return find_tables(map, &t) && has_symbol(&t, "ncclGetVersion") &&
-         !has_symbol(&t, NCCLSHIM_DROPIN_MARKER_NAME);
+  return ncshl_dynamic_lookup(map->l_ld, map->l_addr, "ncclGetVersion") != NULL &&
+         ncshl_dynamic_lookup(map->l_ld, map->l_addr, NCCLSHIM_DROPIN_MARKER_NAME) == NULL;
 }
 
 static const char *name_of(const struct link_map *map) {

@@ -8,9 +8,8 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "../../loader/elf_symbols.h"
-#include "../../loader/ld_cache.h"
-#include "../../loader/search.h"
+#include "../../loader/elf_file.h"
+#include "../../loader/locate.h"
 #include "../handle.h"
 #include "../internal.h"
 
@@ -69,68 +68,39 @@ static int family(const char *symbol, size_t prefix) {
   return -1;
 }
 
-static int row_accepts(const plugin_abi *row, int version) {
-  return version >= row->first && (row->last == 0 || version <= row->last);
+#define CHECKED_(release) release,
+static const int checked[] = {NCCLSHIM_PLUGIN_CHECKED_RELEASES(CHECKED_)};
+#define CHECKED_COUNT (sizeof(checked) / sizeof(checked[0]))
+
+/* Whether the checked release `release` looks up the symbol of `row` (NULL: a symbol no row
+ * names, which no checked release looks up). */
+static int looks_up(const plugin_abi *row, int release) {
+  return row != NULL && release >= row->first && (row->last == 0 || release <= row->last);
 }
 
 int ncclshim_plugin_abi_accepted(const char *symbol, int nccl_version) {
   int n = 0;
   size_t prefix = symbol ? split_version(symbol, &n) : 0;
-  if (prefix == 0 || family(symbol, prefix) < 0 || nccl_version < NCCLSHIM_PLUGIN_TABLE_OLDEST)
-    return -1;
-  int version =
-      nccl_version > NCCLSHIM_PLUGIN_TABLE_NEWEST ? NCCLSHIM_PLUGIN_TABLE_NEWEST : nccl_version;
-  int lowest = INT_MAX;
+  int kind = prefix ? family(symbol, prefix) : -1;
+  if (kind < 0) return -1;
+  if (kind == NCCLSHIM_PLUGIN_PROFILER && nccl_version < NCCLSHIM_PLUGIN_PROFILER_SINCE) return 0;
+  if (nccl_version < checked[0]) return -1;
+  const plugin_abi *row = NULL;
+  int highest = 0;
   for (size_t i = 0; i < ABI_COUNT; i++) {
     int m;
     if (split_version(abis[i].symbol, &m) != prefix || strncmp(abis[i].symbol, symbol, prefix))
       continue;
-    if (m < lowest) lowest = m;
-    if (m == n) return row_accepts(&abis[i], version);
+    if (m > highest) highest = m;
+    if (m == n) row = &abis[i];
   }
-  /* Not in the table: older than every row (dropped before the oldest release checked) is
-   * refused; newer than every row is refused by the releases checked, unknown to later ones. */
-  return n < lowest || nccl_version <= NCCLSHIM_PLUGIN_TABLE_NEWEST ? 0 : -1;
-}
-
-/* ---- Finding a file as the dynamic loader would ------------------------------------------ */
-
-static char *existing(const char *dir, const char *name) {
-  char file[PATH_MAX];
-  if (snprintf(file, sizeof(file), "%s/%s", dir, name) >= (int)sizeof(file)) return NULL;
-  return access(file, F_OK) == 0 ? realpath(file, NULL) : NULL;
-}
-
-/* The first of `list`'s directories holding `name`, or NULL. */
-static char *first_in(const ncshl_list *dirs, const char *name) {
-  char *found = NULL;
-  for (size_t i = 0; i < dirs->count && found == NULL; i++)
-    found = existing(dirs->items[i].path, name);
-  return found;
-}
-
-/* The absolute path dlopen(name) would open, or NULL. */
-static char *locate(const char *name) {
-  if (strchr(name, '/') != NULL) return access(name, F_OK) == 0 ? realpath(name, NULL) : NULL;
-  ncshl_list dirs = {0}, files = {0};
-  ncshl_library_path_places(&dirs);
-  char *found = first_in(&dirs, name);
-  ncshl_list_free(&dirs);
-  if (found != NULL) return found;
-  if (ncshl_ld_cache_lookup(ncclshim_ld_cache_file(), name, &files) == 0 && files.count > 0)
-    found = realpath(files.items[0].path, NULL);
-  ncshl_list_free(&files);
-  static const char *const system_dirs[] = {"/lib64",
-                                            "/usr/lib64",
-                                            "/lib/x86_64-linux-gnu",
-                                            "/usr/lib/x86_64-linux-gnu",
-                                            "/lib/aarch64-linux-gnu",
-                                            "/usr/lib/aarch64-linux-gnu",
-                                            "/lib",
-                                            "/usr/lib"};
-  for (size_t i = 0; found == NULL && i < sizeof(system_dirs) / sizeof(system_dirs[0]); i++)
-    found = existing(system_dirs[i], name);
-  return found;
+  size_t below = 0; /* the newest checked release not newer than nccl_version */
+  while (below + 1 < CHECKED_COUNT && checked[below + 1] <= nccl_version) below++;
+  int then = looks_up(row, checked[below]);
+  if (nccl_version == checked[below]) return then;
+  if (below + 1 == CHECKED_COUNT) /* newer than every checked release */
+    return row == NULL && n > highest ? -1 : then;
+  return then == looks_up(row, checked[below + 1]) ? then : -1;
 }
 
 /* ---- Reading a plugin file ------------------------------------------------------------------ */
@@ -145,7 +115,8 @@ typedef struct scan {
   int unknown;     /* one of them could not be judged */
 } scan;
 
-static int each_symbol(void *context, const char *name) {
+static int each_symbol(void *context, const char *name, int is_function) {
+  (void)is_function; /* a plugin's ABI symbol is a struct, not a function */
   scan *s = context;
   int n;
   size_t prefix = split_version(name, &n);
@@ -200,11 +171,23 @@ static void add(ncclshim_plugin_list *list, ncclshim_plugin_kind kind, const cha
   };
 }
 
+/* "2.28.9, 2.29.7, 2.30.3, 2.30.7": the releases the table was checked against. */
+static const char *checked_text(char *text, size_t size) {
+  size_t used = 0;
+  text[0] = '\0';
+  for (size_t i = 0; i < CHECKED_COUNT && used < size; i++) {
+    char v[16];
+    ncclshim_format_version(checked[i], v, sizeof(v));
+    used += (size_t)snprintf(text + used, size - used, "%s%s", i ? ", " : "", v);
+  }
+  return text;
+}
+
 /* Judge the file at `path` for `kind` and add the entry. */
 static void judge(ncclshim_plugin_list *list, ncclshim_plugin_kind kind, const char *requested,
                   const char *path, int nccl_version) {
   scan s = {.kind = kind, .nccl_version = nccl_version, .best = -1};
-  char why[256] = "", reason[512], have[16];
+  char why[256] = "", reason[512], have[16], releases[96];
   if (ncshl_elf_exports(path, each_symbol, &s, why, sizeof(why)) != NCSHL_OK) {
     snprintf(reason, sizeof(reason), "not readable as a plugin: %s", why);
     add(list, kind, requested, path, NULL, NULL, NCCLSHIM_PLUGIN_UNREADABLE, reason);
@@ -225,11 +208,9 @@ static void judge(ncclshim_plugin_list *list, ncclshim_plugin_kind kind, const c
       snprintf(reason, sizeof(reason), "no NCCL is loaded to judge it");
     else
       snprintf(reason, sizeof(reason),
-               "NCCL %s is outside the releases checked (%d.%d.%d to %d.%d.%d and later ones "
-               "for versions those accept)",
-               have, NCCLSHIM_PLUGIN_TABLE_OLDEST / 10000, NCCLSHIM_PLUGIN_TABLE_OLDEST / 100 % 100,
-               NCCLSHIM_PLUGIN_TABLE_OLDEST % 100, NCCLSHIM_PLUGIN_TABLE_NEWEST / 10000,
-               NCCLSHIM_PLUGIN_TABLE_NEWEST / 100 % 100, NCCLSHIM_PLUGIN_TABLE_NEWEST % 100);
+               "whether NCCL %s takes these is not known: its plugin lookups were checked "
+               "for %s only (docs/plugins.md)",
+               have, checked_text(releases, sizeof(releases)));
   } else {
     verdict = NCCLSHIM_PLUGIN_REFUSED;
     snprintf(reason, sizeof(reason),
@@ -250,13 +231,13 @@ static int bare_name(const char *name) {
 /* One entry of the variable (or the default name): the files NCCL would try, in its order. */
 static void find_one(ncclshim_plugin_list *list, ncclshim_plugin_kind kind, const char *name,
                      int from_variable, int nccl_version) {
-  char *path = locate(name);
+  char *path = ncshl_locate(name, ncclshim_ld_cache_file());
   char alternative[PATH_MAX] = "";
   if (path == NULL && from_variable && bare_name(name)) {
     /* "libnccl-net.so" -> "libnccl-net-<name>.so" */
     snprintf(alternative, sizeof(alternative), "%.*s-%s.so",
              (int)(strlen(kind_libraries[kind]) - 3), kind_libraries[kind], name);
-    path = locate(alternative);
+    path = ncshl_locate(alternative, ncclshim_ld_cache_file());
   }
   if (path != NULL) {
     judge(list, kind, name, path, nccl_version);

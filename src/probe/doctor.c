@@ -9,6 +9,7 @@
 #include "explain.h"
 #include "json.h"
 #include "ncclshim/cuda.h"
+#include "parse_version.h"
 #include "report_inventory.h"
 #include "text.h"
 
@@ -40,14 +41,6 @@ static finding *add(findings *f, severity level) {
 
 #define SAY(field, ...) snprintf(x->field, sizeof(x->field), __VA_ARGS__)
 
-/* 13000 for "+cuda13.0"; 0 when the tag names no CUDA. */
-static int build_cuda(const char *tag) {
-  unsigned major = 0, minor = 0;
-  if (sscanf(tag, "+cuda%u.%u", &major, &minor) != 2 || major == 0 || major > 99 || minor > 9)
-    return 0;
-  return (int)(major * 1000 + minor * 10);
-}
-
 static void check_copy(const inventory *inv, const nccl_copy *c, findings *f) {
   finding *x;
   char v[48], have[16], built[16];
@@ -61,7 +54,7 @@ static void check_copy(const inventory *inv, const nccl_copy *c, findings *f) {
         c->facts.glibc_need, inv->host_glibc / 1000, inv->host_glibc % 1000);
     SAY(todo, "Install an NCCL built for this OS release, or remove this one");
   }
-  int cuda = build_cuda(c->facts.build);
+  int cuda = probe_parse_cuda_tag(c->facts.build);
   if (cuda == 0 || inv->driver_cuda <= 0) return;
   ncclshim_cuda_format_version(cuda, built, sizeof(built));
   ncclshim_cuda_format_version(inv->driver_cuda, have, sizeof(have));

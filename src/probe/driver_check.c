@@ -7,21 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "parse_version.h"
 #include "probe.h"
-
-/* 13000 for "+cuda13.0" (the driver's encoding: 1000*major + 10*minor); 0 if none. */
-static int build_cuda_version(const char *tag) {
-  static const char prefix[] = "+cuda";
-  if (strncmp(tag, prefix, sizeof(prefix) - 1) != 0) return 0;
-  const char *s = tag + sizeof(prefix) - 1;
-  int major = 0, minor = 0, digits = 0;
-  for (; *s >= '0' && *s <= '9' && digits < 3; s++, digits++) major = major * 10 + (*s - '0');
-  if (digits == 0 || *s++ != '.') return 0;
-  for (digits = 0; *s >= '0' && *s <= '9' && digits < 2; s++, digits++)
-    minor = minor * 10 + (*s - '0');
-  if (digits == 0 || major == 0) return 0;
-  return major * 1000 + minor * 10;
-}
 
 const char *probe_driver_verdict_name(probe_driver_verdict verdict) {
   switch (verdict) {
@@ -42,7 +29,7 @@ void probe_check_driver(probe *p) {
   *d = (probe_driver_check){PROBE_DRIVER_UNKNOWN, 0, 0, ""};
   int nccl_found = ncclshim_nccl_status(p->nccl) == NCCLSHIM_OK;
   const char *tag = nccl_found ? ncclshim_nccl_build(p->nccl) : "";
-  d->nccl_cuda = build_cuda_version(tag);
+  d->nccl_cuda = probe_parse_cuda_tag(tag);
   if (ncclshim_cuda_status(p->cuda) == NCCLSHIM_OK)
     d->driver_cuda = ncclshim_cuda_driver_version(p->cuda, NULL, NULL);
   ncclshim_cuda_format_version(d->nccl_cuda, built, sizeof(built));

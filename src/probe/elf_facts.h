@@ -6,6 +6,8 @@
 
 #include <stddef.h>
 
+#include "../../loader/elf_file.h"
+
 typedef struct elf_facts {
   int ok;                /* 1 when the file was read as an ELF shared object of this machine */
   char reason[160];      /* why not, when ok is 0 */
@@ -14,13 +16,11 @@ typedef struct elf_facts {
   int glibc_need_packed; /* that version as major*1000 + minor (2034); 0 when none */
   int banner_version;    /* packed NCCL version of the banner (22809), 0 when none */
   char build[32];        /* the banner's build tag ("+cuda13.0"), "" when none */
-  /* private: the mapping and the dynamic symbol table found in it */
-  const unsigned char *map;
-  size_t size;
-  const void *dynsym;
-  size_t dynsym_count;
-  const char *dynstr;
-  size_t dynstr_size;
+  /* private: the file, mapped, and the functions it defines (names inside the mapping),
+   * sorted for bsearch */
+  ncshl_elf_file file;
+  const char **functions;
+  size_t function_count;
 } elf_facts;
 
 /* Reads `path` into *f. Returns f->ok; on failure f->reason says why. Free with

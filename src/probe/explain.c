@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "parse_version.h"
 #include "report_inventory.h"
 #include "text.h"
 
@@ -119,10 +120,7 @@ static void explain_symbol(const inventory *inv, explanation *x) {
 }
 
 static void explain_glibc(const inventory *inv, explanation *x) {
-  int need = 0;
-  unsigned major = 0, minor = 0;
-  if (sscanf(x->parse.glibc, "GLIBC_%u.%u", &major, &minor) >= 1 && major < 100 && minor < 1000)
-    need = (int)(major * 1000 + minor);
+  int need = probe_parse_glibc(x->parse.glibc);
   /* Another file than the one named: that one is what failed. */
   char *named = x->parse.required_by[0] ? realpath(x->parse.required_by, NULL) : NULL;
   int fitting = -1;
@@ -132,8 +130,8 @@ static void explain_glibc(const inventory *inv, explanation *x) {
       fitting = (int)i;
   free(named);
   snprintf(x->meaning, sizeof(x->meaning),
-           "%s needs glibc %u.%u or newer (%s); this host's glibc is %d.%d%s",
-           x->parse.required_by[0] ? x->parse.required_by : "a library", major, minor,
+           "%s needs glibc %d.%d or newer (%s); this host's glibc is %d.%d%s",
+           x->parse.required_by[0] ? x->parse.required_by : "a library", need / 1000, need % 1000,
            x->parse.glibc, inv->host_glibc / 1000, inv->host_glibc % 1000,
            need > inv->host_glibc ? ": it cannot load here"
                                   : " (enough here: the text came from "

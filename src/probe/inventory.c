@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ncclshim/cuda.h"
+#include "parse_version.h"
 
 int inventory_find(const inventory *inv, const char *path) {
   for (size_t i = 0; i < inv->count; i++)
@@ -24,18 +25,6 @@ static int add_copy(inventory *inv, const char *path) {
   *c = (nccl_copy){.search_rank = -1, .env = -1, .how = NCCLSHIM_VIA_NONE};
   if ((c->path = strdup(path)) == NULL) return -1;
   return (int)inv->count++;
-}
-
-/* 22803 for ".../libnccl.so.2.28.3"; 0 when the name carries no full version. */
-static int version_from_name(const char *path) {
-  const char *base = strrchr(path, '/');
-  unsigned major, minor, patch;
-  char end;
-  base = base ? base + 1 : path;
-  if (sscanf(base, "libnccl.so.%u.%u.%u%c", &major, &minor, &patch, &end) != 3 || major > 9 ||
-      minor > 99 || patch > 99)
-    return 0;
-  return (int)(major * 10000 + minor * 100 + patch);
 }
 
 static void read_copy(nccl_copy *c) {
@@ -58,7 +47,7 @@ static void read_copy(nccl_copy *c) {
   if (c->facts.banner_version) {
     c->version = c->facts.banner_version;
     c->version_source = "banner";
-  } else if ((c->version = version_from_name(c->path))) {
+  } else if ((c->version = probe_parse_library_name(c->path))) {
     c->version_source = "file-name";
   } else if ((c->version = newest_function)) {
     c->version_source = "functions";
@@ -104,11 +93,14 @@ int inventory_gather(inventory *inv, char **pythons, int python_count) {
     }
   }
   for (size_t i = 0; i < inv->count; i++) read_copy(&inv->copies[i]);
-  /* A program loading libnccl.so.2 by name: LD_LIBRARY_PATH first, then the ld.so cache. */
-  for (int pass = 0; pass < 2 && inv->plain < 0; pass++) {
-    ncclshim_found_via want = pass == 0 ? NCCLSHIM_VIA_LIBRARY_PATH : NCCLSHIM_VIA_LD_CACHE;
-    for (size_t i = 0; i < inv->count && inv->plain < 0; i++)
-      if (inv->copies[i].how == want && inv->copies[i].facts.ok) inv->plain = (int)i;
+  /* A program loading libnccl.so.2 by name gets the first file, in the search's own order
+   * (the copies reached by the search come first, by rank), of the steps the dynamic loader
+   * shares with it: LD_LIBRARY_PATH and the ld.so cache. No second order is kept here. */
+  for (size_t i = 0; i < inv->count && inv->plain < 0; i++) {
+    const nccl_copy *c = &inv->copies[i];
+    if (c->search_rank >= 0 && c->facts.ok &&
+        (c->how == NCCLSHIM_VIA_LIBRARY_PATH || c->how == NCCLSHIM_VIA_LD_CACHE))
+      inv->plain = (int)i;
   }
   int best = -1;
   for (size_t i = 0; i < inv->count; i++) {

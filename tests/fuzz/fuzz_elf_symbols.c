@@ -6,7 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../../loader/elf_symbols.h"
+#include "../../loader/elf_file.h"
 #include "fuzz.h"
 
 static int file = -1;
@@ -24,7 +24,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   return 0;
 }
 
-static int each(void *context, const char *name) {
+static int each(void *context, const char *name, int is_function) {
+  FUZZ_CHECK(is_function == 0 || is_function == 1, "is_function %d", is_function);
   size_t *count = context;
   FUZZ_CHECK(strlen(name) < (1u << 26), "a name of %zu bytes", strlen(name));
   return ++*count > 100000; /* stop: enough */

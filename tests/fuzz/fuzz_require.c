@@ -1,5 +1,6 @@
 /* ncclshim-probe's --require values: probe_parse_version and the capability names. A version is
- * 0 (refused) or a packed version in range that formats back to text parsing to itself. */
+ * 0 (refused) or a packed version in range that formats back to text parsing to itself. The
+ * doctor's other version texts (parse_version.h) on the same bytes: 0 or a value in range. */
 #include <string.h>
 
 #include "../../src/probe/parse_version.h"
@@ -29,6 +30,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     snprintf(again, sizeof(again), "%d.%d.%d", major, minor, patch);
     FUZZ_CHECK(probe_parse_version(again) == packed, "\"%s\" -> %d -> \"%s\"", text, packed, again);
   }
+  int library = probe_parse_library_name(text), cuda = probe_parse_cuda_tag(text),
+      glibc = probe_parse_glibc(text);
+  FUZZ_CHECK(library == 0 || (library >= 10000 && library < 100000), "library %d", library);
+  FUZZ_CHECK(cuda == 0 || (cuda >= 1000 && cuda <= 999990 && cuda % 10 == 0), "cuda %d", cuda);
+  FUZZ_CHECK(glibc >= 0 && glibc <= 99999, "glibc %d", glibc);
   int capability = ncclshim_capability_from_name(text);
   FUZZ_CHECK(capability >= -1 && capability < NCCLSHIM_CAPABILITY_COUNT, "capability %d",
              capability);

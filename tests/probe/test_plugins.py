@@ -115,12 +115,28 @@ class Plugins(unittest.TestCase):
         self.assertEqual(by_kind["tuner"]["verdict"], "no-abi")
         self.assertEqual(by_kind["tuner"]["exports"], [])
 
-    def test_releases_outside_the_table(self):
-        env = {"NCCL_NET_PLUGIN": plugin("net-accepted")}
-        _, plugins, _, _ = probe(env, version="2.28.9")
-        self.assertEqual(plugins["net"]["verdict"], "unknown")
-        _, plugins, _, _ = probe(env, version="2.30.7")
+    def test_releases_checked_and_not(self):
+        accepted = {"NCCL_NET_PLUGIN": plugin("net-accepted")}
+        old = {"NCCL_NET_PLUGIN": plugin("net-old")}
+        # 2.28.9, the oldest release checked: v8 taken, v4 (dropped before it) flagged.
+        _, plugins, _, _ = probe(accepted, version="2.28.9")
+        self.assertEqual((plugins["net"]["verdict"], plugins["net"]["chosen"]),
+                         ("accepted", "ncclNetPlugin_v8"))
+        code, plugins, doc, err = probe(old, "--require", "plugins-compatible",
+                                        version="2.28.9")
+        self.assertEqual((code, plugins["net"]["verdict"]), (1, "refused"))
+        self.assertIn("NCCL 2.28.9 accepts none", plugins["net"]["reason"])
+        self.assertIn("requirement not met: plugins-compatible", err)
+        # Older than every release checked: not a guess, "unknown", naming those checked.
+        for version in ("2.28.3", "2.18.5"):
+            code, plugins, _, _ = probe(old, "--require", "plugins-compatible",
+                                        version=version)
+            self.assertEqual((code, plugins["net"]["verdict"]), (0, "unknown"), version)
+            self.assertIn("2.28.9, 2.29.7, 2.30.3, 2.30.7", plugins["net"]["reason"])
+        _, plugins, _, _ = probe(accepted, version="2.30.7")
         self.assertEqual(plugins["net"]["verdict"], "accepted")
+        code, plugins, _, _ = probe(old, "--require", "plugins-compatible", version="2.30.7")
+        self.assertEqual((code, plugins["net"]["verdict"]), (1, "refused"))
 
     def test_text_report(self):
         proc = subprocess.run([*WRAPPER, PROBE, "--no-devices"], capture_output=True, text=True,

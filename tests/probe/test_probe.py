@@ -18,6 +18,8 @@ import sys
 import tempfile
 import unittest
 
+from probe_files import elf_machine, interpreter
+
 PROBE, FAKE_DIR, HIDE_AUDIT, CUDA_FAKE_DIR, MAN_PAGE, REFERENCE = map(os.path.abspath,
                                                                       sys.argv[1:7])
 VALGRIND = shlex.split(os.environ.get("PROBE_VALGRIND", ""))
@@ -25,22 +27,6 @@ VALGRIND = shlex.split(os.environ.get("PROBE_VALGRIND", ""))
 # start the target's ld.so by itself without binfmt_misc. Empty in a native build.
 WRAPPER = shlex.split(os.environ.get("MESON_EXE_WRAPPER", ""))
 VALGRIND_FAILED = 99  # valgrind's exit status on an error; the probe's own are 0, 1, 2
-
-
-def interpreter():
-    with open(PROBE, "rb") as f:
-        data = f.read(4096)
-    start = data.index(b"/lib")
-    return data[start:data.index(b"\0", start)].decode()
-
-
-def elf_machine(path):
-    """The ELF file's e_machine (62 x86-64, 183 aarch64, ...), None when it is not ELF."""
-    with open(path, "rb") as f:
-        head = f.read(20)
-    if len(head) < 20 or head[:4] != b"\x7fELF":
-        return None
-    return int.from_bytes(head[18:20], "little" if head[5] == 1 else "big")
 
 
 def fake(variant):
@@ -65,13 +51,13 @@ def probe(*args, env=None, raw=False, cwd=None):
     # No ld.so cache, and system-wide NCCL and libcuda hidden (tests/hide_system.c). valgrind
     # cannot run an audit module (its libc copy frees what valgrind's malloc allocated), so
     # under valgrind only the cache is left out; main() makes sure nothing else is there.
-    cmd = [*WRAPPER, interpreter(), "--inhibit-cache", "--audit", HIDE_AUDIT, PROBE, *args]
+    cmd = [*WRAPPER, interpreter(PROBE), "--inhibit-cache", "--audit", HIDE_AUDIT, PROBE, *args]
     log = None
     if VALGRIND:
         log = tempfile.NamedTemporaryFile(prefix="probe-valgrind-", suffix=".log", delete=False)
         log.close()
         cmd = VALGRIND + ["--error-exitcode=%d" % VALGRIND_FAILED, "--log-file=" + log.name,
-                          interpreter(), "--inhibit-cache", PROBE, *args]
+                          interpreter(PROBE), "--inhibit-cache", PROBE, *args]
     # ncclshim reads the ld.so cache itself: inhibited too, as ld.so's is.
     proc = subprocess.run(cmd, env={"NCCLSHIM_LD_CACHE": "/dev/null", **(env or {})},
                           capture_output=True, cwd=cwd)

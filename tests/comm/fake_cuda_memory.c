@@ -85,10 +85,4 @@ EXPORT ncclshim_cu_result cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t siz
 #define WRITTEN_cuMemcpyDtoH ~, 1,
 #define WRITTEN_cuGetErrorName ~, 1,
 #define WRITTEN_cuGetErrorString ~, 1,
-#define IS_WRITTEN(name) NCCLSHIM_PP_SELECT(WRITTEN_##name, 0)
-#define GENERATE_0(name, ask, policy, abi, n, params)                        \
-  EXPORT ncclshim_cu_result name NCCLSHIM_PP_PARAMS(n, params) { return 0; } \
-  EXPORT ncclshim_cu_result name##_v2 NCCLSHIM_PP_PARAMS(n, params) __attribute__((alias(#name)));
-#define GENERATE_1(...)
-#define GENERATE_(name, ...) NCCLSHIM_PP_CAT(GENERATE_, IS_WRITTEN(name))(name, __VA_ARGS__)
-NCCLSHIM_CUDA_FUNCTIONS(GENERATE_)
+#include "fake_cuda_rest.h"

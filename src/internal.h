@@ -9,14 +9,15 @@
 /* Set the calling thread's message (what ncclshim_last_error returns) and return `status`. */
 ncclshim_status ncclshim_fail(ncclshim_status status, const char *format, ...)
     __attribute__((format(printf, 2, 3)));
+/* NCCL_ERROR, with the message and `result` as the thread's ncclshim_last_nccl_result: what
+ * ncclshim_nccl_check says of a failing call. Every other message sets that code to 0. */
+ncclshim_status ncclshim_fail_nccl(int result, const char *format, ...)
+    __attribute__((format(printf, 2, 3)));
 /* Set the thread's message without a status. */
 void ncclshim_set_error(const char *format, ...) __attribute__((format(printf, 1, 2)));
 
 /* 1 for a result code some NCCL release has used (its name and text are known). */
 int ncclshim_nccl_result_known(int result);
-/* Keep `result` as the calling thread's last NCCL result (ncclshim_last_nccl_result): what
- * ncclshim_nccl_check calls for each failure it turns into a status. */
-void ncclshim_nccl_note_result(int result);
 
 /* 1 when NCCLSHIM_DEBUG asks for the search trail on stderr. */
 int ncclshim_debug_enabled(void);

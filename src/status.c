@@ -6,6 +6,7 @@
 
 #include "../loader/outcome.h"
 #include "internal.h"
+#include "ncclshim/ncclshim.h"
 
 /* X(STATUS, "sentence") in value order. */
 #define STATUS_TEXTS(X)                                                         \
@@ -54,14 +55,19 @@ const char *ncclshim_found_via_name(ncclshim_found_via via) {
   return via == NCCLSHIM_VIA_NONE ? "none" : name ? name : "unknown";
 }
 
-/* The per-thread message lives behind a pthread key rather than in _Thread_local storage:
- * TLS in a dlopen'ed library would add ld.so to the libraries this one needs. */
+/* The per-thread message, and the NCCL result code behind it when ncclshim_nccl_check wrote
+ * it, live behind one pthread key rather than in _Thread_local storage: TLS in a dlopen'ed
+ * library would add ld.so to the libraries this one needs. */
 enum { MESSAGE_SIZE = 2048 };
+typedef struct thread_error {
+  int nccl_result; /* 0: the message is not an NCCL failure */
+  char message[MESSAGE_SIZE];
+} thread_error;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
-static pthread_key_t message_key;
+static pthread_key_t error_key;
 static int key_ok;
 
-static void make_key(void) { key_ok = pthread_key_create(&message_key, free) == 0; }
+static void make_key(void) { key_ok = pthread_key_create(&error_key, free) == 0; }
 
 /* Unloaded (dlclose): give the key back, or a process that loads and unloads the library
  * 1024 times (PTHREAD_KEYS_MAX) has none left and every message is lost. The unloading
@@ -69,47 +75,61 @@ static void make_key(void) { key_ok = pthread_key_create(&message_key, free) == 
 __attribute__((destructor)) static void delete_key(void) {
   if (!key_ok) return;
   key_ok = 0;
-  free(pthread_getspecific(message_key));
-  pthread_setspecific(message_key, NULL);
-  pthread_key_delete(message_key);
+  free(pthread_getspecific(error_key));
+  pthread_setspecific(error_key, NULL);
+  pthread_key_delete(error_key);
 }
 
-static char *message_buffer(void) {
+static thread_error *current(int create) {
   pthread_once(&key_once, make_key);
   if (!key_ok) return NULL;
-  char *buf = pthread_getspecific(message_key);
-  if (buf == NULL && (buf = calloc(1, MESSAGE_SIZE)) != NULL &&
-      pthread_setspecific(message_key, buf) != 0) {
-    free(buf);
-    buf = NULL;
+  thread_error *e = pthread_getspecific(error_key);
+  if (e == NULL && create && (e = calloc(1, sizeof(*e))) != NULL &&
+      pthread_setspecific(error_key, e) != 0) {
+    free(e);
+    e = NULL;
   }
-  return buf;
+  return e;
 }
 
 const char *ncclshim_last_error(void) {
-  pthread_once(&key_once, make_key);
-  const char *buf = key_ok ? pthread_getspecific(message_key) : NULL;
-  return buf ? buf : "";
+  const thread_error *e = current(0);
+  return e ? e->message : "";
 }
 
-static void vset(const char *format, va_list args) {
-  char *buf = message_buffer();
-  if (buf != NULL) vsnprintf(buf, MESSAGE_SIZE, format, args);
+int ncclshim_last_nccl_result(void) {
+  const thread_error *e = current(0);
+  return e ? e->nccl_result : 0;
+}
+
+static void vset(int nccl_result, const char *format, va_list args) {
+  thread_error *e = current(1);
+  if (e == NULL) return;
+  e->nccl_result = nccl_result;
+  vsnprintf(e->message, MESSAGE_SIZE, format, args);
 }
 
 void ncclshim_set_error(const char *format, ...) {
   va_list args;
   va_start(args, format);
-  vset(format, args);
+  vset(0, format, args);
   va_end(args);
 }
 
 ncclshim_status ncclshim_fail(ncclshim_status status, const char *format, ...) {
   va_list args;
   va_start(args, format);
-  vset(format, args);
+  vset(0, format, args);
   va_end(args);
   return status;
+}
+
+ncclshim_status ncclshim_fail_nccl(int result, const char *format, ...) {
+  va_list args;
+  va_start(args, format);
+  vset(result, format, args);
+  va_end(args);
+  return NCCLSHIM_NCCL_ERROR;
 }
 
 int ncclshim_flag_on(const char *value) {

@@ -351,8 +351,9 @@ NCCLSHIM_API const char *ncclshim_nccl_result_name(int result);
 NCCLSHIM_API const char *ncclshim_nccl_result_string(int result);
 /* The calling thread's last failing NCCL result code that ncclshim_nccl_check (comm.h) turned
  * into NCCLSHIM_NCCL_ERROR: the number behind ncclshim_last_error's text, for bindings that
- * must not parse it. 0 (ncclSuccess) when there was none; a success leaves it, as it leaves
- * the message. Each thread has its own. */
+ * must not parse it. It belongs to the message: 0 (ncclSuccess) while the thread's message is
+ * anything else (none yet, or a later failure of another kind); a success leaves both as they
+ * are. Each thread has its own. */
 NCCLSHIM_API int ncclshim_last_nccl_result(void);
 
 #ifdef __cplusplus

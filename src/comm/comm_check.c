@@ -35,7 +35,6 @@ static void error_string(ncclshim_nccl *nccl, ncclResult_t result, char *buf, si
 ncclshim_status ncclshim_nccl_check(ncclshim_nccl *nccl, ncclResult_t result, const char *call) {
   int code = (int)result;
   if (code == ncclSuccess || code == ncclInProgress) return NCCLSHIM_OK;
-  ncclshim_nccl_note_result(code);
   nccl = ncclshim_comm_resolve(nccl);
   if (call == NULL) call = "NCCL call";
   char what[512], last[1024];
@@ -50,7 +49,7 @@ ncclshim_status ncclshim_nccl_check(ncclshim_nccl *nccl, ncclResult_t result, co
   char hint[448]; /* comm_caps.c: which versions meet in a device-API call */
   ncclshim_devapi_hint(nccl, result, call, hint, sizeof(hint));
   if (last[0] != '\0')
-    return ncclshim_fail(NCCLSHIM_NCCL_ERROR, "%s failed: %s; NCCL's last error: %s%s", call, what,
-                         last, hint);
-  return ncclshim_fail(NCCLSHIM_NCCL_ERROR, "%s failed: %s%s", call, what, hint);
+    return ncclshim_fail_nccl(code, "%s failed: %s; NCCL's last error: %s%s", call, what, last,
+                              hint);
+  return ncclshim_fail_nccl(code, "%s failed: %s%s", call, what, hint);
 }

@@ -1,8 +1,5 @@
 /* NCCL's result codes: the name and NCCL's own text of every value a release has used
  * (ncclGetErrorString in NCCL's src/init.cc; docs/nccl-abi.md, section 2). */
-#include <pthread.h>
-#include <stdint.h>
-
 #include "../internal.h"
 #include "ncclshim/ncclshim.h"
 
@@ -33,24 +30,4 @@ const char *ncclshim_nccl_result_name(int result) {
 
 const char *ncclshim_nccl_result_string(int result) {
   return ncclshim_nccl_result_known(result) ? results[result].text : "unknown result code";
-}
-
-/* The thread's last failing result, in the pointer value of a pthread key (no allocation, so
- * nothing to free at thread exit): (code << 1) | 1, NULL when none. */
-static pthread_once_t result_once = PTHREAD_ONCE_INIT;
-static pthread_key_t result_key;
-static int result_key_ok;
-
-static void make_result_key(void) { result_key_ok = pthread_key_create(&result_key, NULL) == 0; }
-
-void ncclshim_nccl_note_result(int result) {
-  pthread_once(&result_once, make_result_key);
-  if (result_key_ok)
-    pthread_setspecific(result_key, (void *)(((uintptr_t)(unsigned)result << 1) | 1u));
-}
-
-int ncclshim_last_nccl_result(void) {
-  pthread_once(&result_once, make_result_key);
-  uintptr_t value = result_key_ok ? (uintptr_t)pthread_getspecific(result_key) : 0;
-  return value ? (int)(unsigned)(value >> 1) : 0;
 }

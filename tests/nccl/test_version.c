@@ -127,6 +127,10 @@ static void test_last_nccl_result(void **state) {
   assert_int_equal(ncclshim_last_nccl_result(), ncclInvalidArgument);
   assert_int_equal(ncclshim_nccl_check(nccl, (ncclResult_t)-7, NULL), NCCLSHIM_NCCL_ERROR);
   assert_int_equal(ncclshim_last_nccl_result(), -7);
+  /* The code belongs to the message: a later failure of another kind clears it. */
+  ncclshim_nccl *again = NULL;
+  assert_int_equal(ncclshim_nccl_open(&options, &again), NCCLSHIM_NOT_FOUND);
+  assert_int_equal(ncclshim_last_nccl_result(), 0);
   pthread_t thread;
   void *seen = (void *)1;
   assert_int_equal(pthread_create(&thread, NULL, other_thread, NULL), 0);

@@ -9,10 +9,11 @@
 /* Set the calling thread's message (what ncclshim_last_error returns) and return `status`. */
 ncclshim_status ncclshim_fail(ncclshim_status status, const char *format, ...)
     __attribute__((format(printf, 2, 3)));
-/* NCCL_ERROR, with the message and `result` as the thread's ncclshim_last_nccl_result: what
- * ncclshim_nccl_check says of a failing call. Every other message sets that code to 0. */
-ncclshim_status ncclshim_fail_nccl(int result, const char *format, ...)
-    __attribute__((format(printf, 2, 3)));
+/* ncclshim_fail with `nccl_result` as the thread's ncclshim_last_nccl_result: what
+ * ncclshim_nccl_check says of a failing call, and what a caller that wraps that message in
+ * more context passes on (the code read before). Every other message sets the code to 0. */
+ncclshim_status ncclshim_fail_code(ncclshim_status status, int nccl_result, const char *format, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Set the thread's message without a status. */
 void ncclshim_set_error(const char *format, ...) __attribute__((format(printf, 1, 2)));
 

@@ -124,12 +124,13 @@ ncclshim_status ncclshim_fail(ncclshim_status status, const char *format, ...) {
   return status;
 }
 
-ncclshim_status ncclshim_fail_nccl(int result, const char *format, ...) {
+ncclshim_status ncclshim_fail_code(ncclshim_status status, int nccl_result, const char *format,
+                                   ...) {
   va_list args;
   va_start(args, format);
-  vset(result, format, args);
+  vset(nccl_result, format, args);
   va_end(args);
-  return NCCLSHIM_NCCL_ERROR;
+  return status;
 }
 
 int ncclshim_flag_on(const char *value) {

@@ -49,7 +49,7 @@ ncclshim_status ncclshim_nccl_check(ncclshim_nccl *nccl, ncclResult_t result, co
   char hint[448]; /* comm_caps.c: which versions meet in a device-API call */
   ncclshim_devapi_hint(nccl, result, call, hint, sizeof(hint));
   if (last[0] != '\0')
-    return ncclshim_fail_nccl(code, "%s failed: %s; NCCL's last error: %s%s", call, what, last,
-                              hint);
-  return ncclshim_fail_nccl(code, "%s failed: %s%s", call, what, hint);
+    return ncclshim_fail_code(NCCLSHIM_NCCL_ERROR, code, "%s failed: %s; NCCL's last error: %s%s",
+                              call, what, last, hint);
+  return ncclshim_fail_code(NCCLSHIM_NCCL_ERROR, code, "%s failed: %s%s", call, what, hint);
 }

@@ -73,11 +73,13 @@ static ncclshim_status name_the_wait(ncclshim_comm *comm, ncclshim_status status
   if (status == NCCLSHIM_OK) return status;
   char cause[1536];
   snprintf(cause, sizeof(cause), "%s", ncclshim_last_error());
+  int code = ncclshim_last_nccl_result(); /* the same failure, said with more context */
   ncclshim_comm_state after = ncclshim_comm_get_state(comm);
-  return ncclshim_fail(status, "%s%scommunicator rank %d of %d (%s%s%s), waiting for %s: %s", who,
-                       who[0] ? ": " : "", comm->rank, comm->nranks,
-                       ncclshim_comm_state_name(before), after != before ? ", now " : "",
-                       after != before ? ncclshim_comm_state_name(after) : "", pending, cause);
+  return ncclshim_fail_code(status, code,
+                            "%s%scommunicator rank %d of %d (%s%s%s), waiting for %s: %s", who,
+                            who[0] ? ": " : "", comm->rank, comm->nranks,
+                            ncclshim_comm_state_name(before), after != before ? ", now " : "",
+                            after != before ? ncclshim_comm_state_name(after) : "", pending, cause);
 }
 
 ncclshim_status ncclshim_comm_wait_deadline(ncclshim_comm *comm, int64_t deadline_ns,

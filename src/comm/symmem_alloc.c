@@ -139,11 +139,12 @@ ncclshim_status ncclshim_symmem_alloc(ncclshim_comm *comm, size_t size, cudaStre
   } else if (status != NCCLSHIM_TIMEOUT) {
     char first[1024];
     snprintf(first, sizeof(first), "%s", ncclshim_last_error());
+    int code = ncclshim_last_nccl_result();
     if (ncclshim_symmem_free(mem, timeout_ms) == NCCLSHIM_OK)
-      ncclshim_set_error("%s", first);
+      ncclshim_fail_code(status, code, "%s", first);
     else /* a window on a communicator that failed meanwhile: see ncclshim_symmem_free */
-      ncclshim_set_error("%s (the buffer stays allocated until the communicator is aborted)",
-                         first);
+      ncclshim_fail_code(
+          status, code, "%s (the buffer stays allocated until the communicator is aborted)", first);
   }
   /* TIMEOUT: NCCL may still write the window into `mem` and use the memory, so both are
    * left allocated on purpose (see symmem.h); aborting the communicator ends that. */

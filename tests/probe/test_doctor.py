@@ -478,4 +478,10 @@ class Documentation(unittest.TestCase):
 
 
 if __name__ == "__main__":
+    if VALGRIND:
+        # The cases hide the machine's own NCCL with ld.so --audit, which a probe started by
+        # valgrind does not get, and they give the probe PATH=/nonexistent; the asan job
+        # checks the doctor's memory instead.
+        print("SKIP: the doctor's cases need ld.so --audit, which valgrind's run cannot take")
+        sys.exit(77)
     unittest.main(argv=[sys.argv[0]], verbosity=2)

@@ -110,13 +110,16 @@ if command -v cmake >/dev/null; then step "CMake consumers" cmake_consumers; els
   echo "skip $arch CMake consumers: cmake is not installed"; fi
 step "probe (text, JSON)" probe
 # The test programs with the unpacked library: LD_LIBRARY_PATH comes before their RUNPATH into
-# the build tree; ld.so's own log (LD_DEBUG_OUTPUT, one file a process) shows which one loaded.
+# the build tree, and LIBNCCLSHIM is the path for those that dlopen it themselves
+# (tests/dropin/last_error_cycles.c); ld.so's own log (LD_DEBUG_OUTPUT, one file a process)
+# shows which one loaded.
 test_suites() {
   local ld=$work/ld-debug/ld
   mkdir -p "$work/ld-debug"
   meson test -C "$test_build" --no-rebuild --suite nccl --suite cuda --suite comm \
     --suite probe --print-errorlogs \
-    --wrapper "env LD_LIBRARY_PATH=$tree/lib LD_DEBUG=libs LD_DEBUG_OUTPUT=$ld" | tail -8 ||
+    --wrapper "env LD_LIBRARY_PATH=$tree/lib LIBNCCLSHIM=$tree/lib/libncclshim.so.0 \
+LD_DEBUG=libs LD_DEBUG_OUTPUT=$ld" | tail -8 ||
     return 1
   local unpacked other
   unpacked=$(grep -l "calling init: $tree/lib/libncclshim.so.0" "$ld".* | wc -l)

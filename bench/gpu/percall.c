@@ -1,30 +1,39 @@
 /* Host-visible time per all-reduce call (float32, sum, one process per GPU), from the call to
  * the moment the host knows the result is there, for the ways a program can run it with and
  * without hang detection (issue 21). One source, three builds (bench/gpu/percall.sh):
- *   direct  linked with -lnccl:
- *     blocking    ncclAllReduce on a blocking communicator, cudaStreamSynchronize
- *     spin        on a non-blocking one: ncclAllReduce, ncclCommGetAsyncError until it stops
- *                 saying ncclInProgress, then cudaStreamQuery and ncclCommGetAsyncError in a
- *                 tight loop (the hand-written loop that detects hangs)
- *   dropin  linked with -lncclshim-nccl:
- *     dropin      as blocking, through the drop-in
- *   shim    linked with -lncclshim (-DVIA_TABLE):
- *     table       as blocking, through ncclshim_table()
- *     nonblocking ncclshim_comm_check + ncclshim_comm_wait_stream on a non-blocking one
- *     watchdog    NCCLSHIM_COMM_SPLIT_BLOCKING communicator watched by the watchdog:
- *                 ncclAllReduce, ncclshim_comm_check, ncclshim_comm_record,
- *                 cudaStreamSynchronize
- * Within a process the variants take turns at every size (interleaved); rank 0 prints CSV
- *   variant,nccl,bytes,us_median,us_p10,us_p90,calls
- * from per-call samples. The shim build's `detect DEADLINE_MS` mode instead stops rank 1
- * (SIGSTOP, a hung peer) and measures how long rank 0 takes to learn of it, non-blocking
- * (the wait's TIMEOUT) and with the watchdog (its callback), printing
+ *   direct  linked with -lnccl
+ *   dropin  linked with -lncclshim-nccl
+ *   shim    linked with -lncclshim (-DVIA_TABLE)
+ * The variants:
+ *   blocking    NCCL's own ncclAllReduce on a blocking communicator, cudaStreamSynchronize
+ *   spin        NCCL's own functions on a non-blocking one: ncclAllReduce,
+ *               ncclCommGetAsyncError until it stops saying ncclInProgress, then
+ *               cudaStreamQuery and ncclCommGetAsyncError in a tight loop (the hand-written
+ *               loop that detects hangs)
+ *   dropin      as blocking, through the drop-in's exported ncclAllReduce (dropin build)
+ *   table       as blocking, through ncclshim_table() (shim build)
+ *   nonblocking ncclshim_comm_check + ncclshim_comm_wait_stream on a non-blocking one (shim)
+ *   watchdog    NCCLSHIM_COMM_SPLIT_BLOCKING communicator watched by the watchdog:
+ *               ncclAllReduce, ncclshim_comm_check, ncclshim_comm_record,
+ *               cudaStreamSynchronize (shim)
+ * blocking and spin run in every build, so that each variant is compared with NCCL's own call
+ * in the same process: linked in the direct build, and elsewhere called through the address
+ * dlsym gives in the libnccl that ncclshim loaded (NCCLSHIM_NCCL_LIBRARY), which the shim
+ * build checks is the very function its table holds. A PLT call is an indirect call too.
+ * Within a process the variants take turns call by call, the first one rotating, so that all
+ * see the same drift of the machine; rank 0 prints CSV
+ *   variant,nccl,bytes,us_median,us_p10,us_p90,calls,enqueue_us_median
+ * from per-call samples (enqueue: until ncclCommGetAsyncError stopped saying ncclInProgress,
+ * for the non-blocking variants; empty for the others). The shim build's `detect DEADLINE_MS`
+ * mode instead stops rank 1 (SIGSTOP, a hung peer) and measures how long rank 0 takes to
+ * learn of it, non-blocking (the wait's TIMEOUT) and with the watchdog (its callback), printing
  *   detect,nccl,mode,deadline_ms,detected_ms,ratio,released_ms
  * Every child has an alarm: nothing outlives its time, and the parent kills and reaps the
  * stopped rank. Usage: percall VARIANTS MIN_BYTES MAX_BYTES   (VARIANTS: comma-separated)
  *                      percall detect DEADLINE_MS */
-#define _DEFAULT_SOURCE /* clock_gettime, usleep, kill under -std=c11 */
+#define _GNU_SOURCE /* clock_gettime, usleep, kill, RTLD_NOLOAD under -std=c11 */
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #include <nccl.h>
 #include <signal.h>
 #include <stdint.h>
@@ -43,7 +52,7 @@
 #define SHIM(call) CHECK((call) == NCCLSHIM_OK, "%s: %s", #call, ncclshim_last_error())
 #endif
 
-enum { NRANKS = 2, MAX_VARIANTS = 4, TIMEOUT_MS = 60000 };
+enum { NRANKS = 2, MAX_VARIANTS = 6, TIMEOUT_MS = 60000 };
 static float *sendbuf, *recvbuf;
 static cudaStream_t stream;
 
@@ -57,6 +66,38 @@ static int by_value(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
 }
+
+/* ---- NCCL's own functions, for blocking and spin --------------------------------------- */
+
+static struct {
+  __typeof__(ncclAllReduce) *all_reduce;
+  __typeof__(ncclCommGetAsyncError) *async_error;
+} own;
+
+#if defined(VIA_TABLE) || defined(VIA_DROPIN)
+/* From the libnccl already loaded (by ncclshim or the drop-in), found by its path. */
+static void find_own_functions(void) {
+  const char *path = getenv("NCCLSHIM_NCCL_LIBRARY");
+  CHECK(path != NULL, "NCCLSHIM_NCCL_LIBRARY is not set");
+  int code = 0;
+  NCCL(N(ncclGetVersion)(&code)); /* NCCL is loaded from here on */
+  void *lib = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+  CHECK(lib != NULL, "%s is not the loaded NCCL: %s", path, dlerror());
+  own.all_reduce = (__typeof__(own.all_reduce))dlsym(lib, "ncclAllReduce");
+  own.async_error = (__typeof__(own.async_error))dlsym(lib, "ncclCommGetAsyncError");
+  CHECK(own.all_reduce && own.async_error, "%s lacks ncclAllReduce or ncclCommGetAsyncError", path);
+#ifdef VIA_TABLE
+  CHECK(own.all_reduce == table->ncclAllReduce, "the table's ncclAllReduce is not NCCL's own");
+#else
+  CHECK(own.all_reduce != ncclAllReduce, "the drop-in's ncclAllReduce is NCCL's own");
+#endif
+}
+#else
+static void find_own_functions(void) {
+  own.all_reduce = ncclAllReduce;
+  own.async_error = ncclCommGetAsyncError;
+}
+#endif
 
 /* ---- The communicators, one unique id each (rank 0 makes them, pipes hand them down) ---- */
 
@@ -118,18 +159,21 @@ typedef struct variant {
 #endif
 } variant;
 
+static int64_t enqueued_ns; /* when the last non-blocking call's enqueue was known done */
+
 static void sync_stream(void) { CUDA(cudaStreamSynchronize(stream)); }
 
 static void one_call(const variant *v, size_t n) {
   if (strcmp(v->name, "spin") == 0) {
-    ncclResult_t r = N(ncclAllReduce)(sendbuf, recvbuf, n, ncclFloat32, ncclSum, v->raw, stream);
-    while (r == ncclInProgress) N(ncclCommGetAsyncError)(v->raw, &r);
+    ncclResult_t r = own.all_reduce(sendbuf, recvbuf, n, ncclFloat32, ncclSum, v->raw, stream);
+    while (r == ncclInProgress) own.async_error(v->raw, &r);
+    enqueued_ns = now_ns();
     CHECK(r == ncclSuccess, "ncclAllReduce: %s", N(ncclGetErrorString)(r));
     for (;;) {
       cudaError_t q = cudaStreamQuery(stream);
       if (q == cudaSuccess) break;
       CHECK(q == cudaErrorNotReady, "cudaStreamQuery: %d", (int)q);
-      NCCL(N(ncclCommGetAsyncError)(v->raw, &r));
+      NCCL(own.async_error(v->raw, &r));
     }
     return;
   }
@@ -138,6 +182,7 @@ static void one_call(const variant *v, size_t n) {
     ncclResult_t r = N(ncclAllReduce)(sendbuf, recvbuf, n, ncclFloat32, ncclSum,
                                       ncclshim_comm_raw(v->comm), stream);
     SHIM(ncclshim_comm_check(v->comm, r, "ncclAllReduce", TIMEOUT_MS));
+    enqueued_ns = now_ns();
     if (strcmp(v->name, "watchdog") == 0) {
       SHIM(ncclshim_comm_record(v->comm, stream, "ncclAllReduce", n, ncclFloat32));
       sync_stream();
@@ -146,9 +191,25 @@ static void one_call(const variant *v, size_t n) {
     }
     return;
   }
+  if (strcmp(v->name, "table") == 0) {
+    NCCL(N(ncclAllReduce)(sendbuf, recvbuf, n, ncclFloat32, ncclSum, v->raw, stream));
+    sync_stream();
+    return;
+  }
 #endif
-  NCCL(N(ncclAllReduce)(sendbuf, recvbuf, n, ncclFloat32, ncclSum, v->raw, stream));
+#ifdef VIA_DROPIN
+  if (strcmp(v->name, "dropin") == 0) {
+    NCCL(ncclAllReduce(sendbuf, recvbuf, n, ncclFloat32, ncclSum, v->raw, stream));
+    sync_stream();
+    return;
+  }
+#endif
+  NCCL(own.all_reduce(sendbuf, recvbuf, n, ncclFloat32, ncclSum, v->raw, stream));
   sync_stream();
+}
+
+static int non_blocking(const variant *v) {
+  return strcmp(v->name, "spin") == 0 || strcmp(v->name, "nonblocking") == 0;
 }
 
 static variant make_variant(const char *name) {
@@ -168,6 +229,15 @@ static variant make_variant(const char *name) {
     SHIM(ncclshim_comm_watch(v.comm, dog, TIMEOUT_MS));
 #endif
   } else {
+    CHECK(strcmp(name, "blocking") == 0
+#ifdef VIA_TABLE
+              || strcmp(name, "table") == 0
+#endif
+#ifdef VIA_DROPIN
+              || strcmp(name, "dropin") == 0
+#endif
+          ,
+          "no variant %s in this build", name);
     v.raw = raw_comm(1);
   }
   return v;
@@ -179,6 +249,17 @@ static int nccl_version(void) {
   return code;
 }
 
+/* Calls per variant at a size: enough samples for a steady median, a few seconds in all. */
+static int calls_at(size_t bytes) {
+  return bytes <= (1 << 20) ? 1000 : bytes <= (64 << 20) ? 400 : bytes <= (256 << 20) ? 100 : 40;
+}
+
+/* Sorts x and gives its median. */
+static double median_of(double *x, int count) {
+  qsort(x, (size_t)count, sizeof(double), by_value);
+  return x[count / 2];
+}
+
 static void measure(variant *variants, int count, size_t min_bytes, size_t max_bytes) {
   int code = nccl_version();
   static const size_t sizes[] = {8,       32,       128,      512,       2048,
@@ -188,29 +269,32 @@ static void measure(variant *variants, int count, size_t min_bytes, size_t max_b
     size_t bytes = sizes[s], n = bytes / sizeof(float);
     if (bytes < min_bytes || bytes > max_bytes) continue;
     if (n == 0) n = 1;
-    int calls = bytes <= (1 << 20) ? 100 : bytes <= (16 << 20) ? 20 : 5;
-    int reps = bytes <= (1 << 20) ? 5 : 3;
-    double *us = malloc(sizeof(double) * (size_t)(calls * reps) * MAX_VARIANTS);
-    for (int v = 0; v < count; v++) one_call(&variants[v], n); /* warm-up */
-    for (int rep = 0; rep < reps; rep++) {
-      for (int v = 0; v < count; v++) { /* the variants take turns */
-        for (int c = 0; c < calls; c++) {
-          int64_t t0 = now_ns();
-          one_call(&variants[v], n);
-          us[(size_t)v * calls * reps + (size_t)rep * calls + c] = (double)(now_ns() - t0) / 1e3;
-        }
+    int calls = calls_at(bytes);
+    double *us = malloc(sizeof(double) * (size_t)calls * MAX_VARIANTS);
+    double *enq = malloc(sizeof(double) * (size_t)calls * MAX_VARIANTS);
+    CHECK(us && enq, "out of memory");
+    for (int w = 0; w < 3; w++)
+      for (int v = 0; v < count; v++) one_call(&variants[v], n); /* warm-up */
+    for (int c = 0; c < calls; c++) {
+      for (int i = 0; i < count; i++) { /* call by call, the first one rotating */
+        int v = (c + i) % count;
+        int64_t t0 = now_ns();
+        one_call(&variants[v], n);
+        us[(size_t)v * calls + c] = (double)(now_ns() - t0) / 1e3;
+        enq[(size_t)v * calls + c] = (double)(enqueued_ns - t0) / 1e3;
       }
     }
     for (int v = 0; v < count && rank == 0; v++) {
-      double *x = us + (size_t)v * calls * reps;
-      int total = calls * reps;
-      qsort(x, (size_t)total, sizeof(double), by_value);
-      printf("%s,%d.%d.%d,%zu,%.3f,%.3f,%.3f,%d\n", variants[v].name, code / 10000,
-             code / 100 % 100, code % 100, bytes, x[total / 2], x[total / 10], x[total * 9 / 10],
-             total);
+      double *x = us + (size_t)v * calls, *e = enq + (size_t)v * calls;
+      double med = median_of(x, calls), p10 = x[calls / 10], p90 = x[calls * 9 / 10];
+      printf("%s,%d.%d.%d,%zu,%.3f,%.3f,%.3f,%d,", variants[v].name, code / 10000, code / 100 % 100,
+             code % 100, bytes, med, p10, p90, calls);
+      if (non_blocking(&variants[v])) printf("%.3f", median_of(e, calls));
+      printf("\n");
     }
     fflush(stdout);
     free(us);
+    free(enq);
   }
 }
 
@@ -297,6 +381,7 @@ static int child(char *variants_arg, size_t min_bytes, size_t max_bytes) {
     return 0;
   }
 #endif
+  find_own_functions();
   variant variants[MAX_VARIANTS];
   int count = 0;
   for (char *name = strtok(variants_arg, ","); name && count < MAX_VARIANTS;

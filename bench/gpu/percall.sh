@@ -4,15 +4,17 @@
 #   [NCCL_2297=/path/libnccl.so.2] bash bench/gpu/percall.sh
 # Builds (or reuses) build-gpu/, builds bench/gpu/percall.c three ways per NCCL (direct,
 # drop-in, ncclshim's table) against that NCCL's nccl.h, and runs, for the system NCCL
-# (2.28.3) and NCCL_2297 (skipped when unset), ROUNDS (2) rounds of the six variants
-# (blocking, spin, dropin, table, nonblocking, watchdog) at 8 B .. 1 GiB, the processes
-# interleaved and the variants taking turns inside each; then the stopped-rank detection
-# (deadline DEADLINE_MS, 1000) and the bounded wait's lateness on the CPU
-# (build-gpu/bench/wait_cost). Writes ${OUT:-/tmp/out}/percall/: percall.csv (every row),
-# summary.csv (median over rounds), ratios.md (the goals: watchdog / blocking and
-# nonblocking / spin <= 1.05; detection <= deadline + 10 %), detect.csv, wait-cost.csv,
-# percall-*.png when gnuplot is there, logs. A time budget (BUDGET_S, 280 s) skips what is
-# left rather than overrun; no process outlives its step. NVLink multicast stays off.
+# (2.28.3) and NCCL_2297 (skipped when unset), ROUNDS (2) rounds of the variants at
+# 8 B .. 1 GiB, the processes interleaved and the variants taking turns call by call inside
+# each: every build runs NCCL's own blocking and spin beside its own variants (shim: table,
+# nonblocking, watchdog; drop-in: dropin), so that each ratio compares calls of one process.
+# Then the stopped-rank detection (deadline DEADLINE_MS, 1000) and the bounded wait's lateness
+# on the CPU (build-gpu/bench/wait_cost). Writes ${OUT:-/tmp/out}/percall/: percall.csv
+# (every row), summary.csv (median over rounds), ratios.md (the goals: watchdog / blocking
+# and nonblocking / spin <= 1.05, each the median over rounds of one process's ratio;
+# detection <= deadline + 10 %), detect.csv, wait-cost.csv, percall-*.png when gnuplot is
+# there, logs. A time budget (BUDGET_S, 280 s) skips what is left rather than overrun; no
+# process outlives its step. NVLink multicast stays off.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -42,7 +44,7 @@ for which in "${ncclses[@]}"; do
     bench/gpu/percall.c)
   cudart=("-L$cuda/lib64" -lcudart "-Wl,-rpath,$cuda/lib64")
   if ! { "${cc[@]}" -o "$bin/direct-$which" "$lib" -Wl,-rpath,"$(dirname "$lib")" "${cudart[@]}" &&
-    "${cc[@]}" -o "$bin/dropin-$which" -Lbuild-gpu/src/dropin -lncclshim-nccl \
+    "${cc[@]}" -o "$bin/dropin-$which" -DVIA_DROPIN -Lbuild-gpu/src/dropin -lncclshim-nccl \
       -Wl,-rpath,"$PWD/build-gpu/src/dropin" "${cudart[@]}" &&
     "${cc[@]}" -o "$bin/shim-$which" -DVIA_TABLE -Iinclude -Lbuild-gpu/src -lncclshim \
       -Wl,-rpath,"$PWD/build-gpu/src" "${cudart[@]}"; }; then
@@ -76,13 +78,17 @@ run() {
 }
 
 echo "=== per-call times, $rounds rounds ($(date -u +%T))"
-echo "round,variant,nccl,bytes,us_median,us_p10,us_p90,calls" >"$out/percall.csv"
+echo "round,build,variant,nccl,bytes,us_median,us_p10,us_p90,calls,enqueue_us_median" \
+  >"$out/percall.csv"
 for round in $(seq 1 "$rounds"); do
   for which in "${ncclses[@]}"; do
     run "r$round-$which-direct" direct "$which" blocking,spin 8 "$max_bytes"
-    run "r$round-$which-shim" shim "$which" table,nonblocking,watchdog 8 "$max_bytes"
-    run "r$round-$which-dropin" dropin "$which" dropin 8 "$max_bytes"
-    grep -hv "^detect" "$out/r$round-$which"-*.out | sed "s/^/$round,/" >>"$out/percall.csv"
+    run "r$round-$which-shim" shim "$which" blocking,spin,table,nonblocking,watchdog 8 "$max_bytes"
+    run "r$round-$which-dropin" dropin "$which" blocking,spin,dropin 8 "$max_bytes"
+    for build in direct shim dropin; do
+      [ -f "$out/r$round-$which-$build.out" ] &&
+        sed "s/^/$round,$build,/" "$out/r$round-$which-$build.out" >>"$out/percall.csv"
+    done
   done
 done
 
@@ -103,61 +109,7 @@ if [ "$(time_left)" -gt 20 ]; then
 fi
 
 echo "=== summary ($(date -u +%T))"
-python3 - "$out" <<'PY'
-import csv, os, statistics, sys
-out = sys.argv[1]
-rows = list(csv.DictReader(open(os.path.join(out, "percall.csv"))))
-by = {}
-for r in rows:
-    by.setdefault((r["nccl"], r["variant"], int(r["bytes"])), []).append(float(r["us_median"]))
-with open(os.path.join(out, "summary.csv"), "w") as f:
-    f.write("nccl,variant,bytes,us,rounds\n")
-    for (nccl, v, b), xs in sorted(by.items()):
-        f.write(f"{nccl},{v},{b},{statistics.median(xs):.3f},{len(xs)}\n")
-med = {k: statistics.median(xs) for k, xs in by.items()}
-lines = ["# Per-call time (us, median over rounds) and the ratios of issue 21", ""]
-for nccl in sorted({k[0] for k in med}):
-    lines += [f"## NCCL {nccl}", "",
-              "| bytes | blocking | spin | dropin | table | nonblocking | watchdog "
-              "| watchdog/blocking | nonblocking/spin | dropin/blocking | table/blocking |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for b in sorted({k[2] for k in med if k[0] == nccl}):
-        g = lambda v: med.get((nccl, v, b))
-        fmt = lambda x: f"{x:.1f}" if x is not None else "-"
-        ratio = lambda a, c: (f"{g(a) / g(c):.3f}" + (" **over**" if g(a) / g(c) > 1.05 else "")
-                              if g(a) and g(c) else "-")
-        lines.append(f"| {b} | " + " | ".join(fmt(g(v)) for v in
-                     ("blocking", "spin", "dropin", "table", "nonblocking", "watchdog")) +
-                     f" | {ratio('watchdog', 'blocking')} | {ratio('nonblocking', 'spin')}"
-                     f" | {ratio('dropin', 'blocking')} | {ratio('table', 'blocking')} |")
-    lines.append("")
-det = os.path.join(out, "detect.csv")
-if os.path.exists(det):
-    lines += ["## A stopped rank", "", "| nccl | mode | deadline ms | detected ms | ratio | "
-              "stream released ms | within +10 % |", "|---|---|---|---|---|---|---|"]
-    for r in csv.DictReader(open(det)):
-        ok = "yes" if float(r["ratio"]) <= 1.10 else "**no**"
-        lines.append(f"| {r['nccl']} | {r['mode']} | {r['deadline_ms']} | {r['detected_ms']} | "
-                     f"{r['ratio']} | {r['released_ms']} | {ok} |")
-    lines.append("")
-wc = os.path.join(out, "wait-cost.csv")
-if os.path.exists(wc):
-    w = list(csv.DictReader(open(wc)))
-    lines += ["## The bounded wait on the CPU (fake work ending at a set time)", "",
-              "| pacing | wait us | goal us | median late us | p90 late us | CPU share |",
-              "|---|---|---|---|---|---|"]
-    for pacing in ("default", "spin0"):
-        for us in sorted({int(r["wait_us"]) for r in w if r["pacing"] == pacing}):
-            sel = [r for r in w if r["pacing"] == pacing and int(r["wait_us"]) == us]
-            late = sorted(int(r["overshoot_ns"]) / 1000 for r in sel)
-            cpu = statistics.median(float(r["cpu"]) for r in sel)
-            lines.append(f"| {pacing} | {us} | {max(2, us * 0.05):.1f} | "
-                         f"{statistics.median(late):.2f} | {late[int(0.9 * (len(late) - 1))]:.2f} | "
-                         f"{cpu:.2f} |")
-    lines.append("")
-open(os.path.join(out, "ratios.md"), "w").write("\n".join(lines))
-print("\n".join(lines))
-PY
+python3 bench/gpu/percall_summary.py "$out"
 
 if command -v gnuplot >/dev/null; then
   bash bench/gpu/percall_plot.sh "$out" || echo "plot failed"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # PNG plots of bench/gpu/percall.sh's summary.csv (gnuplot, Debian package gnuplot-nox), one
-# per NCCL: time per call against message size for the six variants, log-log.
+# per NCCL: time per call against message size for each variant (BUILD:VARIANT), log-log.
 #   bench/gpu/percall_plot.sh DIR    (DIR holds summary.csv; the PNGs go beside it)
 set -euo pipefail
 cd "$1"
@@ -17,7 +17,8 @@ set xlabel "message size (bytes)"
 set ylabel "us per call (median)"
 set key top left
 set grid
-plot for [v in "blocking spin dropin table nonblocking watchdog"] \
-  "< awk -F, '\$1 == \"$nccl\" && \$2 == \"".v."\"' summary.csv" using 3:4 with linespoints title v
+plot for [v in "shim:blocking shim:spin shim:table shim:nonblocking shim:watchdog dropin:dropin"] \
+  "< awk -F, '\$1 == \"$nccl\" && \$2 \":\" \$3 == \"".v."\"' summary.csv" \
+  using 4:5 with linespoints title v
 GP
 done

@@ -481,7 +481,7 @@ extern "C" {
     ) -> ncclshim_status;
     pub fn ncclshim_cuda_support_name(support: c_int) -> *const c_char;
     /// `info` points to an `ncclshim_cuda_device_info` whose `size` the caller set; the crate
-    /// does not mirror that struct (see [`crate::probe`]).
+    /// does not mirror that struct (see [`crate::probe()`]).
     pub fn ncclshim_cuda_describe_device(
         cuda: *const ncclshim_cuda,
         ordinal: c_int,

@@ -7,6 +7,21 @@ use crate::error::{check, Error, Result, Status};
 use crate::ffi;
 use crate::{millis, text, Capability, Cuda, DataType, Nccl, RedOp, Stream, UniqueId};
 
+/// `enqueue!(self, ncclX(args...), dtype, stream)`: calls NCCL's `ncclX` from the table with
+/// `args`, then the communicator and the stream (the order every collective takes), once the
+/// communicator is ready for `dtype`, and checks the result as [`Communicator::check`] does,
+/// under the call's own name. It holds no `unsafe` block: the call through the table compiles
+/// only inside the collectives' `unsafe fn`s, whose `# Safety` covers the arguments.
+macro_rules! enqueue {
+    ($comm:ident, $call:ident($($arg:expr),*), $dtype:expr, $stream:expr) => {{
+        let comm = $comm.ready($dtype)?;
+        $comm.check(
+            ($comm.nccl.table().$call)($($arg,)* comm, $stream.as_raw()),
+            stringify!($call),
+        )
+    }};
+}
+
 /// How NCCL calls on a communicator behave.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Blocking {
@@ -211,6 +226,8 @@ impl Communicator {
         check(unsafe { ffi::ncclshim_comm_abort(self.raw, millis(timeout)) })
     }
 
+    /// NCCL's communicator for an operation on `dtype`: INVALID_ARGUMENT unless READY,
+    /// UNAVAILABLE for fp8 data on an NCCL without it.
     fn ready(&self, dtype: DataType) -> Result<ffi::ncclComm_t> {
         if dtype.is_fp8() {
             self.nccl.require(Capability::Fp8, "fp8 data")?;
@@ -239,18 +256,11 @@ impl Communicator {
         op: RedOp,
         stream: &Stream,
     ) -> Result<()> {
-        let comm = self.ready(dtype)?;
-        self.check(
-            (self.nccl.table().ncclAllReduce)(
-                send,
-                recv,
-                count,
-                dtype.raw(),
-                op.raw(),
-                comm,
-                stream.as_raw(),
-            ),
-            "ncclAllReduce",
+        enqueue!(
+            self,
+            ncclAllReduce(send, recv, count, dtype.raw(), op.raw()),
+            dtype,
+            stream
         )
     }
     /// `ncclBroadcast` of `count` elements from `root`.
@@ -266,18 +276,11 @@ impl Communicator {
         root: i32,
         stream: &Stream,
     ) -> Result<()> {
-        let comm = self.ready(dtype)?;
-        self.check(
-            (self.nccl.table().ncclBroadcast)(
-                send,
-                recv,
-                count,
-                dtype.raw(),
-                root,
-                comm,
-                stream.as_raw(),
-            ),
-            "ncclBroadcast",
+        enqueue!(
+            self,
+            ncclBroadcast(send, recv, count, dtype.raw(), root),
+            dtype,
+            stream
         )
     }
     /// `ncclAllGather`: `send_count` elements from each rank into `recv` (size × send_count).
@@ -292,17 +295,11 @@ impl Communicator {
         dtype: DataType,
         stream: &Stream,
     ) -> Result<()> {
-        let comm = self.ready(dtype)?;
-        self.check(
-            (self.nccl.table().ncclAllGather)(
-                send,
-                recv,
-                send_count,
-                dtype.raw(),
-                comm,
-                stream.as_raw(),
-            ),
-            "ncclAllGather",
+        enqueue!(
+            self,
+            ncclAllGather(send, recv, send_count, dtype.raw()),
+            dtype,
+            stream
         )
     }
     /// `ncclReduceScatter`: `send` (size × recv_count) reduced, this rank's block into `recv`.
@@ -318,18 +315,11 @@ impl Communicator {
         op: RedOp,
         stream: &Stream,
     ) -> Result<()> {
-        let comm = self.ready(dtype)?;
-        self.check(
-            (self.nccl.table().ncclReduceScatter)(
-                send,
-                recv,
-                recv_count,
-                dtype.raw(),
-                op.raw(),
-                comm,
-                stream.as_raw(),
-            ),
-            "ncclReduceScatter",
+        enqueue!(
+            self,
+            ncclReduceScatter(send, recv, recv_count, dtype.raw(), op.raw()),
+            dtype,
+            stream
         )
     }
     /// `ncclSend` of `count` elements to `peer` (pair it with the peer's recv, in a group
@@ -345,10 +335,11 @@ impl Communicator {
         peer: i32,
         stream: &Stream,
     ) -> Result<()> {
-        let comm = self.ready(dtype)?;
-        self.check(
-            (self.nccl.table().ncclSend)(send, count, dtype.raw(), peer, comm, stream.as_raw()),
-            "ncclSend",
+        enqueue!(
+            self,
+            ncclSend(send, count, dtype.raw(), peer),
+            dtype,
+            stream
         )
     }
     /// `ncclRecv` of `count` elements from `peer`.
@@ -363,10 +354,11 @@ impl Communicator {
         peer: i32,
         stream: &Stream,
     ) -> Result<()> {
-        let comm = self.ready(dtype)?;
-        self.check(
-            (self.nccl.table().ncclRecv)(recv, count, dtype.raw(), peer, comm, stream.as_raw()),
-            "ncclRecv",
+        enqueue!(
+            self,
+            ncclRecv(recv, count, dtype.raw(), peer),
+            dtype,
+            stream
         )
     }
 }

@@ -1,39 +1,19 @@
 //! The CUDA driver through ncclshim: streams and events with the names an engine uses
 //! (`create_stream` ... `sync_stream`), device memory for tests and examples.
 
-use std::ffi::CString;
 use std::fmt;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::{check, Error, Result, Status};
 use crate::ffi;
+use crate::handle::{c_path, Handle};
 use crate::text;
-
-struct Handle {
-    raw: *mut ffi::ncclshim_cuda,
-    owned: bool,
-}
-
-// SAFETY: every ncclshim CUDA function is thread-safe; the handle is closed only when the
-// last clone is dropped.
-unsafe impl Send for Handle {}
-unsafe impl Sync for Handle {}
-
-impl Drop for Handle {
-    fn drop(&mut self) {
-        if self.owned {
-            // SAFETY: ours, no clone left.
-            unsafe { ffi::ncclshim_cuda_close(self.raw) }
-        }
-    }
-}
 
 /// A CUDA driver (libcuda.so.1) bound by ncclshim, or the record of why none is. Loading never
 /// calls cuInit: call [`Cuda::init`] in the process that uses the GPU (after any fork).
 #[derive(Clone)]
-pub struct Cuda(Arc<Handle>);
+pub struct Cuda(Arc<Handle<ffi::ncclshim_cuda>>);
 
 /// A CUDA stream (`CUstream`, the same object as `cudaStream_t`), owned: dropping it destroys
 /// it (work already queued still completes), and [`Stream::destroy`] (or
@@ -195,58 +175,33 @@ impl fmt::Debug for Event {
 impl Cuda {
     /// The process-wide driver handle, opened on first use (no cuInit).
     pub fn default_handle() -> Cuda {
-        // SAFETY: no arguments; every function accepts what it returns (NULL included).
-        Cuda(Arc::new(Handle {
-            raw: unsafe { ffi::ncclshim_cuda_default() },
-            owned: false,
-        }))
+        // SAFETY: no arguments; never NULL (the handle is in the library's static storage).
+        Cuda(Handle::shared(unsafe { ffi::ncclshim_cuda_default() }))
     }
 
     /// Open the driver at `path` alone (no fallback), or with None the search
     /// (`NCCLSHIM_CUDA_LIBRARY`, an already loaded libcuda.so.1, the system loader).
     pub fn open(path: Option<&Path>) -> Result<Cuda> {
-        let path = path
-            .map(|p| CString::new(p.as_os_str().as_bytes()))
-            .transpose()
-            .map_err(|_| {
-                Error::new(
-                    Status::InvalidArgument,
-                    "the driver path contains a NUL byte",
-                )
-            })?;
+        let path = path.map(c_path).transpose()?;
         let options = ffi::ncclshim_cuda_options {
             size: std::mem::size_of::<ffi::ncclshim_cuda_options>(),
             path: path.as_ref().map_or(std::ptr::null(), |p| p.as_ptr()),
         };
-        let mut raw = std::ptr::null_mut();
         // SAFETY: valid options and out-pointer.
-        let status = unsafe { ffi::ncclshim_cuda_open(&options, &mut raw) };
-        if raw.is_null() {
-            return Err(Error::last(status));
-        }
-        let cuda = Cuda(Arc::new(Handle { raw, owned: true }));
-        cuda.status()?;
-        Ok(cuda)
+        Handle::open(|out| unsafe { ffi::ncclshim_cuda_open(&options, out) }).map(Cuda)
     }
 
     /// The C handle, for [`crate::ffi`]; valid while this `Cuda` lives.
     pub fn raw(&self) -> *mut ffi::ncclshim_cuda {
-        self.0.raw
+        self.0.raw()
     }
     /// Ok when a usable driver is bound, else why not.
     pub fn status(&self) -> Result<()> {
-        // SAFETY: accessor.
-        let status = unsafe { ffi::ncclshim_cuda_status(self.raw()) };
-        if status == 0 {
-            Ok(())
-        } else {
-            Err(Error::new(Status::from_code(status), self.message()))
-        }
+        self.0.status()
     }
     /// One line: the driver bound, or why none is usable.
     pub fn message(&self) -> String {
-        // SAFETY: accessor.
-        text(unsafe { ffi::ncclshim_cuda_message(self.raw()) })
+        self.0.message()
     }
     /// The driver file, when one is bound.
     pub fn path(&self) -> Option<PathBuf> {

@@ -29,6 +29,20 @@ pub struct FunctionRow {
     pub required: bool,
 }
 
+/// Declares C types that Rust only ever points to: the private zero-sized field keeps them from
+/// being built, moved or read on this side.
+macro_rules! opaque {
+    ($($(#[$attr:meta])* $name:ident;)+) => {
+        $(
+            $(#[$attr])*
+            #[repr(C)]
+            pub struct $name {
+                _opaque: [u8; 0],
+            }
+        )+
+    };
+}
+
 // ---- status.h ----------------------------------------------------------------------------
 
 /// `ncclshim_status` (stable values; see [`crate::Status`]).
@@ -48,10 +62,9 @@ pub struct ncclshim_attempt {
 
 // ---- nccl_abi.h ---------------------------------------------------------------------------
 
-/// Opaque NCCL communicator.
-#[repr(C)]
-pub struct ncclComm {
-    _opaque: [u8; 0],
+opaque! {
+    /// Opaque NCCL communicator.
+    ncclComm;
 }
 pub type ncclComm_t = *mut ncclComm;
 pub type ncclResult_t = c_int;
@@ -59,18 +72,13 @@ pub type ncclDataType_t = c_int;
 pub type ncclRedOp_t = c_int;
 pub type ncclScalarResidence_t = c_int;
 
-/// Opaque CUDA objects, the same as the driver's.
-#[repr(C)]
-pub struct CUstream_st {
-    _opaque: [u8; 0],
-}
-#[repr(C)]
-pub struct CUevent_st {
-    _opaque: [u8; 0],
-}
-#[repr(C)]
-pub struct CUctx_st {
-    _opaque: [u8; 0],
+opaque! {
+    /// Opaque CUDA stream, the same as the driver's.
+    CUstream_st;
+    /// Opaque CUDA event, the same as the driver's.
+    CUevent_st;
+    /// Opaque CUDA context, the same as the driver's.
+    CUctx_st;
 }
 pub type cudaStream_t = *mut CUstream_st;
 pub type CUstream = *mut CUstream_st;
@@ -96,9 +104,8 @@ pub struct ncclUniqueId {
     pub internal: [c_char; 128],
 }
 
-#[repr(C)]
-pub struct ncclWindow_vidmem {
-    _opaque: [u8; 0],
+opaque! {
+    ncclWindow_vidmem;
 }
 pub type ncclshim_window_t = *mut ncclWindow_vidmem;
 #[repr(C)]
@@ -117,9 +124,8 @@ pub struct ncclshim_wait_signal_desc_t {
     pub sigIdx: c_int,
     pub ctx: c_int,
 }
-#[repr(C)]
-pub struct ncclshim_param_handle {
-    _opaque: [u8; 0],
+opaque! {
+    ncclshim_param_handle;
 }
 pub type ncclshim_param_handle_t = *mut ncclshim_param_handle;
 
@@ -139,50 +145,26 @@ pub struct ncclshim_team_t {
 pub struct ncclshim_multimem_handle_t {
     pub mcBasePtr: *mut c_void,
 }
-#[repr(C)]
-pub struct ncclshim_dev_comm_requirements {
-    _opaque: [u8; 0],
+// The device API's structs (2.28+): the table takes them by pointer only.
+opaque! {
+    ncclshim_dev_comm_requirements;
+    ncclshim_dev_comm;
+    ncclshim_dev_resource_requirements;
+    ncclshim_lsa_barrier_handle;
+    ncclshim_gin_barrier_handle;
+    ncclshim_lla2a_handle;
+    ncclshim_comm_properties;
+    ncclshim_gin_outbox_handle;
+    ncclshim_gin_inbox_a2a_handle;
 }
 pub type ncclshim_dev_comm_requirements_t = ncclshim_dev_comm_requirements;
-#[repr(C)]
-pub struct ncclshim_dev_comm {
-    _opaque: [u8; 0],
-}
 pub type ncclshim_dev_comm_t = ncclshim_dev_comm;
-#[repr(C)]
-pub struct ncclshim_dev_resource_requirements {
-    _opaque: [u8; 0],
-}
 pub type ncclshim_dev_resource_requirements_t = ncclshim_dev_resource_requirements;
-#[repr(C)]
-pub struct ncclshim_lsa_barrier_handle {
-    _opaque: [u8; 0],
-}
 pub type ncclshim_lsa_barrier_handle_t = ncclshim_lsa_barrier_handle;
-#[repr(C)]
-pub struct ncclshim_gin_barrier_handle {
-    _opaque: [u8; 0],
-}
 pub type ncclshim_gin_barrier_handle_t = ncclshim_gin_barrier_handle;
-#[repr(C)]
-pub struct ncclshim_lla2a_handle {
-    _opaque: [u8; 0],
-}
 pub type ncclshim_lla2a_handle_t = ncclshim_lla2a_handle;
-#[repr(C)]
-pub struct ncclshim_comm_properties {
-    _opaque: [u8; 0],
-}
 pub type ncclshim_comm_properties_t = ncclshim_comm_properties;
-#[repr(C)]
-pub struct ncclshim_gin_outbox_handle {
-    _opaque: [u8; 0],
-}
 pub type ncclshim_gin_outbox_handle_t = ncclshim_gin_outbox_handle;
-#[repr(C)]
-pub struct ncclshim_gin_inbox_a2a_handle {
-    _opaque: [u8; 0],
-}
 pub type ncclshim_gin_inbox_a2a_handle_t = ncclshim_gin_inbox_a2a_handle;
 
 /// `struct ncclshim_nccl_config`: the newest `ncclConfig_t` layout (2.30.7, 96 bytes).
@@ -218,10 +200,9 @@ pub const ncclInProgress: ncclResult_t = 7;
 
 // ---- ncclshim.h --------------------------------------------------------------------------
 
-/// Opaque handle of a loaded (or not found) NCCL.
-#[repr(C)]
-pub struct ncclshim_nccl {
-    _opaque: [u8; 0],
+opaque! {
+    /// Opaque handle of a loaded (or not found) NCCL.
+    ncclshim_nccl;
 }
 
 #[repr(C)]
@@ -245,18 +226,16 @@ pub struct ncclshim_nccl_entry {
     pub chosen: c_int,
 }
 
-/// Opaque list made by `ncclshim_nccl_list_visible`.
-#[repr(C)]
-pub struct ncclshim_nccl_list {
-    _opaque: [u8; 0],
+opaque! {
+    /// Opaque list made by `ncclshim_nccl_list_visible`.
+    ncclshim_nccl_list;
 }
 
 // ---- cuda.h ------------------------------------------------------------------------------
 
-/// Opaque handle of a loaded (or not found) CUDA driver.
-#[repr(C)]
-pub struct ncclshim_cuda {
-    _opaque: [u8; 0],
+opaque! {
+    /// Opaque handle of a loaded (or not found) CUDA driver.
+    ncclshim_cuda;
 }
 
 #[repr(C)]
@@ -273,15 +252,11 @@ pub const NCCLSHIM_CU_EVENT_DISABLE_TIMING: c_uint = 2;
 
 // ---- comm.h, symmem.h --------------------------------------------------------------------
 
-/// Opaque communicator wrapper.
-#[repr(C)]
-pub struct ncclshim_comm {
-    _opaque: [u8; 0],
-}
-/// Opaque symmetric buffer.
-#[repr(C)]
-pub struct ncclshim_symmem {
-    _opaque: [u8; 0],
+opaque! {
+    /// Opaque communicator wrapper.
+    ncclshim_comm;
+    /// Opaque symmetric buffer.
+    ncclshim_symmem;
 }
 pub type ncclshim_comm_state = c_int;
 
@@ -292,10 +267,9 @@ pub struct ncclshim_comm_options {
     pub blocking: c_int,
 }
 
-/// Opaque watchdog (`ncclshim/watchdog.h`).
-#[repr(C)]
-pub struct ncclshim_watchdog {
-    _opaque: [u8; 0],
+opaque! {
+    /// Opaque watchdog (`ncclshim/watchdog.h`).
+    ncclshim_watchdog;
 }
 pub type ncclshim_watchdog_callback = unsafe extern "C" fn(
     comm: *mut ncclshim_comm,
@@ -507,7 +481,7 @@ extern "C" {
     ) -> ncclshim_status;
     pub fn ncclshim_cuda_support_name(support: c_int) -> *const c_char;
     /// `info` points to an `ncclshim_cuda_device_info` whose `size` the caller set; the crate
-    /// does not mirror that struct (see [`crate::probe`]).
+    /// does not mirror that struct (see [`crate::probe()`]).
     pub fn ncclshim_cuda_describe_device(
         cuda: *const ncclshim_cuda,
         ordinal: c_int,
@@ -642,10 +616,9 @@ pub struct ncclshim_plugin {
     pub reason: *const c_char,
 }
 
-/// Opaque list made by `ncclshim_nccl_plugins`.
-#[repr(C)]
-pub struct ncclshim_plugin_list {
-    _opaque: [u8; 0],
+opaque! {
+    /// Opaque list made by `ncclshim_nccl_plugins`.
+    ncclshim_plugin_list;
 }
 
 #[link(name = "ncclshim")]

@@ -34,6 +34,7 @@ mod config;
 mod cuda;
 mod error;
 pub mod ffi;
+mod handle;
 mod nccl;
 mod probe;
 mod symmem;

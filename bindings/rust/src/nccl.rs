@@ -1,39 +1,20 @@
 //! A loaded NCCL: the process-wide default handle or one opened by path.
 
 use std::ffi::{c_char, c_void, CString};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{check, Error, Result, Status};
 use crate::ffi;
+use crate::handle::{c_path, Handle};
 use crate::{millis, text, Capability, Communicator, Config, UniqueId, Version};
-
-struct Handle {
-    raw: *mut ffi::ncclshim_nccl,
-    owned: bool, // false for the default handle, which is never closed
-}
-
-// SAFETY: ncclshim's handle accessors are thread-safe; the handle is closed only when the
-// last clone is dropped, so no other thread can be using it then.
-unsafe impl Send for Handle {}
-unsafe impl Sync for Handle {}
-
-impl Drop for Handle {
-    fn drop(&mut self) {
-        if self.owned {
-            // SAFETY: ours, and no clone is left.
-            unsafe { ffi::ncclshim_nccl_close(self.raw) }
-        }
-    }
-}
 
 /// An NCCL found and bound by ncclshim (or the record of why none was). Cheap to clone; the
 /// library stays loaded for the life of the process, the handle's bookkeeping until the last
 /// clone is dropped. Thread-safe.
 #[derive(Clone)]
-pub struct Nccl(Arc<Handle>);
+pub struct Nccl(Arc<Handle<ffi::ncclshim_nccl>>);
 
 /// One candidate tried during the search, in order.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,24 +29,12 @@ pub struct Attempt {
     pub reason: String,
 }
 
-fn c_path(path: &Path) -> Result<CString> {
-    CString::new(path.as_os_str().as_bytes()).map_err(|_| {
-        Error::new(
-            Status::InvalidArgument,
-            format!("path {path:?} contains a NUL byte"),
-        )
-    })
-}
-
 impl Nccl {
     /// The process-wide NCCL, searched for and loaded on first use (thread-safe). It exists
     /// even when no NCCL was found: [`Nccl::status`] and [`Nccl::message`] say why.
     pub fn default_handle() -> Nccl {
         // SAFETY: no arguments; never NULL (the handle is in the library's static storage).
-        Nccl(Arc::new(Handle {
-            raw: unsafe { ffi::ncclshim_nccl_default() },
-            owned: false,
-        }))
+        Nccl(Handle::shared(unsafe { ffi::ncclshim_nccl_default() }))
     }
 
     /// Open an NCCL beside the default one: `path` alone when given (never a fallback), else
@@ -80,31 +49,18 @@ impl Nccl {
             min_version: min_version.map_or(0, |v| v.packed() as i32),
             refuse_second_copy: 0,
         };
-        let mut raw = std::ptr::null_mut();
         // SAFETY: options and out are valid for the call.
-        let status = unsafe { ffi::ncclshim_nccl_open(&options, &mut raw) };
-        if raw.is_null() {
-            return Err(Error::last(status));
-        }
-        let nccl = Nccl(Arc::new(Handle { raw, owned: true }));
-        nccl.status()?;
-        Ok(nccl)
+        Handle::open(|out| unsafe { ffi::ncclshim_nccl_open(&options, out) }).map(Nccl)
     }
 
     /// The C handle, for the raw API in [`crate::ffi`]; valid while this `Nccl` lives.
     pub fn raw(&self) -> *mut ffi::ncclshim_nccl {
-        self.0.raw
+        self.0.raw()
     }
 
     /// Ok when an NCCL is loaded, else why not (the handle's status and message).
     pub fn status(&self) -> Result<()> {
-        // SAFETY: the handle lives as long as self.
-        let status = unsafe { ffi::ncclshim_nccl_status(self.raw()) };
-        if status == 0 {
-            Ok(())
-        } else {
-            Err(Error::new(Status::from_code(status), self.message()))
-        }
+        self.0.status()
     }
     /// Whether an NCCL is loaded.
     pub fn is_loaded(&self) -> bool {
@@ -112,8 +68,7 @@ impl Nccl {
     }
     /// One line: what was loaded, or why nothing was (every place searched).
     pub fn message(&self) -> String {
-        // SAFETY: never NULL, lives as long as the handle.
-        text(unsafe { ffi::ncclshim_nccl_message(self.raw()) })
+        self.0.message()
     }
     /// The loaded version; None without NCCL.
     pub fn version(&self) -> Option<Version> {

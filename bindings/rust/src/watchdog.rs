@@ -179,8 +179,9 @@ impl Watched<'_> {
         op: RedOp,
         stream: &Stream,
     ) -> Result<()> {
-        self.comm.check(0, "ncclAllReduce")?; // the watchdog's failure, if any, at once
-                                              // SAFETY: the caller's promise.
+        // The watchdog's failure, if any, at once.
+        self.comm.check(0, "ncclAllReduce")?;
+        // SAFETY: the caller's promise.
         unsafe { self.comm.all_reduce(send, recv, count, dtype, op, stream)? };
         self.record(stream, c"ncclAllReduce", count, dtype)
     }

@@ -128,28 +128,38 @@ fn collectives_reach_nccl_and_their_errors_come_back() {
     let fake = Fake::open(&build, "2.28.9");
     let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::Yes).unwrap();
     let s = &Stream::DEFAULT;
-    // SAFETY: the fake touches no memory.
-    unsafe {
-        comm.all_reduce(null(), null_mut(), 8, DataType::Float32, RedOp::Sum, s)
-            .unwrap();
-        comm.broadcast(null(), null_mut(), 8, DataType::Float32, 0, s)
-            .unwrap();
-        comm.all_gather(null(), null_mut(), 8, DataType::Bfloat16, s)
-            .unwrap();
-        comm.reduce_scatter(null(), null_mut(), 8, DataType::Int64, RedOp::Max, s)
-            .unwrap();
-        comm.send(null(), 8, DataType::Uint8, 1, s).unwrap();
-        comm.recv(null_mut(), 8, DataType::Uint8, 1, s).unwrap();
-    }
-    for f in [
-        "ncclAllReduce",
-        "ncclBroadcast",
-        "ncclAllGather",
-        "ncclReduceScatter",
-        "ncclSend",
-        "ncclRecv",
-    ] {
-        assert_eq!(fake.count(f), 1, "{f}");
+    // SAFETY (each call): the fake touches no memory.
+    let calls: [(&str, &dyn Fn() -> ncclshim::Result<()>); 6] = [
+        ("ncclAllReduce", &|| unsafe {
+            comm.all_reduce(null(), null_mut(), 8, DataType::Float32, RedOp::Sum, s)
+        }),
+        ("ncclBroadcast", &|| unsafe {
+            comm.broadcast(null(), null_mut(), 8, DataType::Float32, 0, s)
+        }),
+        ("ncclAllGather", &|| unsafe {
+            comm.all_gather(null(), null_mut(), 8, DataType::Bfloat16, s)
+        }),
+        ("ncclReduceScatter", &|| unsafe {
+            comm.reduce_scatter(null(), null_mut(), 8, DataType::Int64, RedOp::Max, s)
+        }),
+        ("ncclSend", &|| unsafe {
+            comm.send(null(), 8, DataType::Uint8, 1, s)
+        }),
+        ("ncclRecv", &|| unsafe {
+            comm.recv(null_mut(), 8, DataType::Uint8, 1, s)
+        }),
+    ];
+    // Each reaches its own NCCL function, and its failure names that function.
+    for (name, call) in calls {
+        call().unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(fake.count(name), 1, "{name}");
+        fake.inject(name, 5, 1);
+        let error = call().unwrap_err();
+        assert_eq!(error.nccl_result(), Some(5), "{name}");
+        assert!(
+            error.message().contains(&format!("{name} failed")),
+            "{name}: {error}"
+        );
     }
     fake.inject("ncclAllReduce", 4, 1);
     fake.last_error("AllReduce : invalid type 99");

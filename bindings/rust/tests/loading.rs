@@ -200,3 +200,17 @@ fn capability_names_and_versions_come_from_the_library() {
     );
     assert_eq!(Capability::from_name("no-such-thing"), None);
 }
+
+#[test]
+fn a_path_with_a_nul_byte_is_refused_before_the_search() {
+    let path = std::path::Path::new("/tmp/lib\0nccl.so");
+    let nccl = Nccl::open(Some(path), None).err().unwrap();
+    let cuda = Cuda::open(Some(path)).err().unwrap();
+    for error in [nccl, cuda] {
+        assert_eq!(error.status(), Status::InvalidArgument, "{error}");
+        assert!(
+            error.message().contains("contains a NUL byte") && error.message().contains("/tmp/lib"),
+            "{error}"
+        );
+    }
+}

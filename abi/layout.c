@@ -18,8 +18,8 @@
 #define SIZE(type) printf("sizeof(%s) %zu\n", #type, sizeof(type))
 #define VALUE(name) printf("%s %lld\n", #name, (long long)(name))
 
-#define NCCL_ROW_(name, version, policy, returns, n, params) \
-  FIELD(ncclshim_nccl_table, name);                          \
+#define NCCL_ROW_(name, version, policy, role, returns, n, params) \
+  FIELD(ncclshim_nccl_table, name);                                \
   VALUE(NCCLSHIM_FN_##name);
 #define CUDA_ROW_(name, ask, policy, abi, n, params) \
   FIELD(ncclshim_cuda_table, name);                  \

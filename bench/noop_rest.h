@@ -7,8 +7,8 @@
 #define DONE_VOID
 #define DONE_INT return 0;
 #define DONE_TEAM return (ncclshim_team_t){0, 0, 0};
-#define NOOP_(name, version, policy, returns, n, params) \
-  EXPORT NCCLSHIM_RETURNS(returns)                       \
+#define NOOP_(name, version, policy, role, returns, n, params) \
+  EXPORT NCCLSHIM_RETURNS(returns)                             \
   name NCCLSHIM_PP_PARAMS(n, params) { DONE_##returns }
 #define GENERATE_0(...) NOOP_(__VA_ARGS__)
 #define GENERATE_1(...)

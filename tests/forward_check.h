@@ -79,7 +79,7 @@ static void check_unavailable(const char *name, int version, const char *path) {
 
 #define FWD_CAT_(a, b, c) a##b##c
 #define FWD_CAT(a, b, c) FWD_CAT_(a, b, c)
-#define FORWARD_(name, version, policy, returns, n, params)                                \
+#define FORWARD_(name, version, policy, role, returns, n, params)                          \
   static void FWD_CAT(forward_, FORWARD_TAG, name)(const char *fwd_path,                   \
                                                    ncclshim_nccl *fwd_nccl) {              \
     next_pattern = 0;                                                                      \

@@ -5,7 +5,7 @@
 #include "ncclshim/ncclshim.h"
 
 #define RS_PARAM_(type, name) rs_param type rs_named name
-#define RS_NCCL_(name, version, policy, returns, n, params) \
+#define RS_NCCL_(name, version, policy, role, returns, n, params) \
   rs_row nccl name version policy returns NCCLSHIM_PP_EACH(n, RS_PARAM_, params) rs_end
 #define RS_CUDA_(name, ask, policy, abi, n, params) \
   rs_row cuda name ask policy CU_RESULT NCCLSHIM_PP_EACH(n, RS_PARAM_, params) rs_end

@@ -51,7 +51,7 @@ extern "C" {
 
 /* ---- The function table ------------------------------------------------------------ */
 
-#define NCCLSHIM_NCCL_TABLE_FIELD_(name, version, policy, returns, n, params) \
+#define NCCLSHIM_NCCL_TABLE_FIELD_(name, version, policy, role, returns, n, params) \
   ncclshim_pfn_##name name;
 typedef struct ncclshim_nccl_table {
   NCCLSHIM_NCCL_FUNCTIONS(NCCLSHIM_NCCL_TABLE_FIELD_)

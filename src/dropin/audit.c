@@ -25,7 +25,7 @@
 static ncclshim_nccl_table bound;
 static const ncclshim_nccl_table *recording;
 
-#define FUNCTION_(name, version, policy, returns, n, params) \
+#define FUNCTION_(name, version, policy, role, returns, n, params) \
   {#name, offsetof(ncclshim_nccl_table, name)},
 static const struct {
   const char *name;

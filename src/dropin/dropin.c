@@ -48,7 +48,7 @@ static const ncclshim_nccl_table *loaded_table;
 static ncclshim_nccl_table forwarding;
 __thread int ncclshim_dropin_message_unread NCCLSHIM_THREAD_MODEL;
 
-#define UNAVAILABLE_(name, version, policy, returns, n, params)                            \
+#define UNAVAILABLE_(name, version, policy, role, returns, n, params)                      \
   static NCCLSHIM_RETURNS(returns) unavailable_##name NCCLSHIM_PP_PARAMS(n, params) {      \
     ncclshim_dropin_message_unread = 1;                                                    \
     NCCLSHIM_NCCL_RETURN_IF_VALUE(returns) loaded_table->name NCCLSHIM_PP_ARGS(n, params); \
@@ -65,7 +65,7 @@ static const char *last_error(ncclComm_t comm) {
 
 static void build_forwarding(const ncclshim_nccl *nccl) {
   loaded_table = ncclshim_nccl_functions(nccl);
-#define FORWARDING_(name, version, policy, returns, n, params)                                \
+#define FORWARDING_(name, version, policy, role, returns, n, params)                          \
   forwarding.name = ncclshim_nccl_has_function(nccl, NCCLSHIM_FN_##name) ? loaded_table->name \
                                                                          : unavailable_##name;
   NCCLSHIM_NCCL_FUNCTIONS(FORWARDING_)
@@ -108,7 +108,7 @@ static inline const ncclshim_nccl_table *current_table(void) {
   return __builtin_expect(t != NULL, 1) ? t : first_table();
 }
 
-#define EXPORT_(name, version, policy, returns, n, params)                                    \
+#define EXPORT_(name, version, policy, role, returns, n, params)                              \
   EXPORT NCCLSHIM_RETURNS(returns)                                                            \
   name NCCLSHIM_PP_PARAMS(n, params) {                                                        \
     NCCLSHIM_NCCL_RETURN_IF_VALUE(returns) current_table()->name NCCLSHIM_PP_ARGS(n, params); \

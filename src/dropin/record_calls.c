@@ -3,7 +3,7 @@
  * peer, stream, ...), brackets the real call with ncclshim_rec_begin / ncclshim_rec_end, and
  * returns what the real call returned. A new row needs nothing here; a new return kind of
  * the list needs one REC_FINISH_ line; a new parameter name with a role one REC_ROLE_ line.
- * Queries (NCCLSHIM_NCCL_IS_QUERY, a column of the list) are kept only when they fail. */
+ * Queries (rows whose role column is QUERY) are kept only when they fail. */
 #include <stddef.h>
 
 #include "record.h"
@@ -89,11 +89,11 @@ static const void *rec_uid(int by_value, const void *address) {
 static const ncclshim_nccl_table *real_;
 
 /* Names here must not collide with any parameter name of the list. */
-#define REC_WRAPPER_(name, version, policy, returns, n, params)                  \
+#define REC_WRAPPER_(name, version, policy, role, returns, n, params)            \
   static NCCLSHIM_RETURNS(returns) record_##name NCCLSHIM_PP_PARAMS(n, params) { \
     ncclshim_rec_call rec_ = {                                                   \
         .fn = NCCLSHIM_FN_##name,                                                \
-        .is_query = NCCLSHIM_NCCL_IS_QUERY(name),                                \
+        .is_query = NCCLSHIM_NCCL_IS_QUERY(role),                                \
         .datatype = NCCLSHIM_REC_NONE,                                           \
         .op = NCCLSHIM_REC_NONE,                                                 \
         .root = NCCLSHIM_REC_NONE,                                               \
@@ -108,7 +108,7 @@ static const ncclshim_nccl_table *real_;
   }
 NCCLSHIM_NCCL_FUNCTIONS(REC_WRAPPER_)
 
-#define REC_ENTRY_(name, version, policy, returns, n, params) .name = record_##name,
+#define REC_ENTRY_(name, version, policy, role, returns, n, params) .name = record_##name,
 static const ncclshim_nccl_table recording = {NCCLSHIM_NCCL_FUNCTIONS(REC_ENTRY_)};
 
 const ncclshim_nccl_table *ncclshim_rec_table(const ncclshim_nccl_table *real) {

@@ -5,9 +5,9 @@
 #include "nccl_handle.h"
 #include "ncclshim/pp.h"
 
-#define NAME_(name, version, policy, returns, n, params) #name,
-#define VERSION_(name, version, policy, returns, n, params) version,
-#define REQUIRED_(name, version, policy, returns, n, params) NCCLSHIM_IS_##policy,
+#define NAME_(name, version, policy, role, returns, n, params) #name,
+#define VERSION_(name, version, policy, role, returns, n, params) version,
+#define REQUIRED_(name, version, policy, role, returns, n, params) NCCLSHIM_IS_##policy,
 #define NCCLSHIM_IS_REQUIRED 1
 #define NCCLSHIM_IS_OPTIONAL 0
 #define NCCLSHIM_IS_DEVICE 0

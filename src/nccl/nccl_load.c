@@ -102,7 +102,7 @@ static ncclshim_status bind_functions(ncclshim_nccl *nccl, void *library, char *
   }
   if (missing_required) return NCCLSHIM_MISSING_SYMBOLS;
   for (int i = 0; i < NCCLSHIM_NCCL_FUNCTION_COUNT; i++) nccl->present[i] = found[i] != NULL;
-#define BIND_(name, version, policy, returns, n, params) \
+#define BIND_(name, version, policy, role, returns, n, params) \
   nccl->table.name = (ncclshim_pfn_##name)found[NCCLSHIM_FN_##name];
   NCCLSHIM_NCCL_FUNCTIONS(BIND_)
 #undef BIND_

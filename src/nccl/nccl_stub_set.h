@@ -14,15 +14,15 @@
 
 #include "ncclshim/ncclshim.h"
 
-#define NCCLSHIM_NCCL_STUB(set, name, version, policy, returns, n, params)      \
-  static NCCLSHIM_RETURNS(returns) set##_##name NCCLSHIM_PP_PARAMS(n, params) { \
-    NCCLSHIM_PP_EACH(n, NCCLSHIM_NCCL_STUB_IGNORE, params)                      \
-    set##_note(NCCLSHIM_FN_##name);                                             \
-    NCCLSHIM_NCCL_UNAVAILABLE(returns, set##_result, set##_text())              \
+#define NCCLSHIM_NCCL_STUB(set, name, version, policy, role, returns, n, params) \
+  static NCCLSHIM_RETURNS(returns) set##_##name NCCLSHIM_PP_PARAMS(n, params) {  \
+    NCCLSHIM_PP_EACH(n, NCCLSHIM_NCCL_STUB_IGNORE, params)                       \
+    set##_note(NCCLSHIM_FN_##name);                                              \
+    NCCLSHIM_NCCL_UNAVAILABLE(returns, set##_result, set##_text())               \
   }
 #define NCCLSHIM_NCCL_STUB_IGNORE(type, name) (void)name;
 
-#define NCCLSHIM_NCCL_STUB_ENTRY(set, name, version, policy, returns, n, params) \
+#define NCCLSHIM_NCCL_STUB_ENTRY(set, name, version, policy, role, returns, n, params) \
   .name = set##_##name,
 
 #endif

@@ -75,6 +75,6 @@ const ncclshim_nccl_table ncclshim_absent_table = {
 };
 #pragma GCC diagnostic pop
 
-#define FILL_MISSING_(name, version, policy, returns, n, params) \
+#define FILL_MISSING_(name, version, policy, role, returns, n, params) \
   if (!nccl->present[NCCLSHIM_FN_##name]) nccl->table.name = missing_##name;
 void ncclshim_fill_missing(ncclshim_nccl *nccl) { NCCLSHIM_NCCL_FUNCTIONS(FILL_MISSING_) }

@@ -4,7 +4,7 @@
 
 #include "ncclshim/nccl_functions.h"
 
-#define ROW_(name, version, policy, returns, n, params) \
+#define ROW_(name, version, policy, role, returns, n, params) \
   printf("%s %d %s\n", #name, version, #policy);
 
 int main(void) {

@@ -6,6 +6,7 @@
  *   interposed nocolor RANK         PyTorch's new_group: rank 0 opts out of a first split
  *                                   (NCCL_SPLIT_NOCOLOR), then both split with color 3
  *   interposed errors N             N failing all-reduces, then one failing otherwise
+ *   interposed query                three ncclParamGetI32 (a query) answered, one failing
  *   interposed fulldisk             a dump, then a second one that hits the file size limit
  *   interposed fork                 a child (forked after two all-reduces) and its parent dump
  *   interposed early                the dump signal before any NCCL call
@@ -93,6 +94,17 @@ static void errors(int n) {
   printf("other_result=%d\n", ncclAllReduce(NULL, NULL, 8, ncclInt32, ncclMax, comm, NULL));
 }
 
+/* A query (its row's role is QUERY) that succeeds three times, then fails once. */
+static void query(void) {
+  all_reduces(start(0), 1);
+  ncclshim_param_handle_t handle = NULL;
+  int32_t value = 0;
+  for (int i = 0; i < 3; i++) ncclParamGetI32(handle, &value);
+  under_fail("ncclParamGetI32", ncclInvalidArgument);
+  printf("query_result=%d\n", ncclParamGetI32(handle, &value));
+  printf("query_calls=%d\n", under_calls("ncclParamGetI32"));
+}
+
 /* A file size limit stands for a full disk: writes past it fail (EFBIG). */
 static void full_disk(void) {
   ncclComm_t comm = start(0);
@@ -175,6 +187,8 @@ static int more(int argc, char **argv) {
     nocolor(atoi(argv[2]));
   } else if (strcmp(what, "errors") == 0 && argc == 3) {
     errors(atoi(argv[2]));
+  } else if (strcmp(what, "query") == 0) {
+    query();
   } else if (strcmp(what, "fulldisk") == 0) {
     full_disk();
   } else if (strcmp(what, "fork") == 0) {

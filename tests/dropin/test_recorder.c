@@ -92,6 +92,25 @@ static void test_dump_on_async_error(void **state) {
   free(dump);
 }
 
+/* A row whose role is QUERY: the three calls that succeeded are not recorded, the failing
+ * one is, and dumps. */
+static void test_query_only_on_failure(void **state) {
+  (void)state;
+  scenario s;
+  const char *args[] = {"query", NULL};
+  char *dump = read_dump(record(&s, "100", args, NULL), NULL);
+  assert_string_equal(scenario_get(&s, "query_result"), "4");
+  assert_string_equal(scenario_get(&s, "query_calls"), "4");
+  assert_int_equal(
+      lines(dump, "\"reason\":\"error\",\"function\":\"ncclParamGetI32\",\"result\":4", "", ""), 1);
+  assert_int_equal(lines(dump, "\"kind\":\"call\"", "\"function\":\"ncclParamGetI32\"", ""), 1);
+  assert_int_equal(lines(dump, "\"kind\":\"call\"", "\"function\":\"ncclParamGetI32\"",
+                         "\"result\":4,\"result_name\":\"ncclInvalidArgument\""),
+                   1);
+  assert_int_equal(lines(dump, "\"kind\":\"call\"", "\"function\":\"ncclAllReduce\"", ""), 1);
+  free(dump);
+}
+
 static void test_dump_on_signal(void **state) {
   (void)state;
   scenario s;
@@ -180,10 +199,15 @@ static void test_bad_settings(void **state) {
 
 int run_recorder_tests(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_sequence_numbers), cmocka_unit_test(test_last_n),
-      cmocka_unit_test(test_dump_on_error),    cmocka_unit_test(test_dump_on_async_error),
-      cmocka_unit_test(test_dump_on_signal),   cmocka_unit_test(test_split),
-      cmocka_unit_test(test_off_by_default),   cmocka_unit_test(test_bad_settings),
+      cmocka_unit_test(test_sequence_numbers),
+      cmocka_unit_test(test_last_n),
+      cmocka_unit_test(test_dump_on_error),
+      cmocka_unit_test(test_dump_on_async_error),
+      cmocka_unit_test(test_query_only_on_failure),
+      cmocka_unit_test(test_dump_on_signal),
+      cmocka_unit_test(test_split),
+      cmocka_unit_test(test_off_by_default),
+      cmocka_unit_test(test_bad_settings),
   };
   return cmocka_run_group_tests_name("recorder", tests, NULL, NULL);
 }

@@ -5,7 +5,7 @@
 
 #include "under.h"
 
-#define NAME_(name, version, policy, returns, n, params) #name,
+#define NAME_(name, version, policy, role, returns, n, params) #name,
 static const char *const names[] = {NCCLSHIM_NCCL_FUNCTIONS(NAME_)};
 static int calls[NCCLSHIM_NCCL_FUNCTION_COUNT];
 static int failing[NCCLSHIM_NCCL_FUNCTION_COUNT];
@@ -44,7 +44,7 @@ ncclResult_t under_answer(int fn) {
 #define DONE_TEAM(name)             \
   under_answer(NCCLSHIM_FN_##name); \
   return (ncclshim_team_t){0, 0, 0};
-#define WEAK_(name, version, policy, returns, n, params)                                         \
+#define WEAK_(name, version, policy, role, returns, n, params)                                   \
   UNDER_EXPORT __attribute__((weak)) NCCLSHIM_RETURNS(returns) name NCCLSHIM_PP_PARAMS(n,        \
                                                                                        params) { \
     DONE_##returns(name)                                                                         \

@@ -89,7 +89,7 @@ static const char fake_string[] = "fake NCCL string";
 
 /* ---- Behaviour, off until fake_nccl_set_live(1) -------------------------------------- */
 
-#define NAME_(name, version, policy, returns, n, params) #name,
+#define NAME_(name, version, policy, role, returns, n, params) #name,
 static const char *const names[] = {NCCLSHIM_NCCL_FUNCTIONS(NAME_)};
 enum { MAX_PENDING = 16, WINDOWS = 64 };
 
@@ -443,7 +443,7 @@ static ncclshim_team_t team_answer(int fn) {
 #define FINISH_VOID(name, n, params) atomic_fetch_add(&calls_of[NCCLSHIM_FN_##name], 1);
 #define FINISH_INT(name, n, params) return int_answer(NCCLSHIM_FN_##name);
 #define FINISH_TEAM(name, n, params) return team_answer(NCCLSHIM_FN_##name);
-#define FAKE_(name, version, policy, returns, n, params)                 \
+#define FAKE_(name, version, policy, role, returns, n, params)           \
   EXPORT NCCLSHIM_RETURNS(returns)                                       \
   name NCCLSHIM_PP_PARAMS(n, params) {                                   \
     begin(#name);                                                        \

@@ -8,7 +8,7 @@
 
 #include "ncclshim/nccl_functions.h"
 
-#define ROW_(name, version, policy, returns, n, params) {#name, version},
+#define ROW_(name, version, policy, role, returns, n, params) {#name, version},
 static const struct {
   const char *name;
   int version;

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,20 +14,28 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define DIE(...)                                   \
-  do {                                             \
-    fprintf(stderr, "test support: " __VA_ARGS__); \
-    fprintf(stderr, "\n");                         \
-    exit(99);                                      \
-  } while (0)
+#define DIE(...) test_die("test support", __VA_ARGS__)
 
-char *join(const char *a, const char *b) {
-  size_t length = strlen(a) + strlen(b) + 2;
-  char *path = malloc(length);
-  if (path == NULL) DIE("out of memory");
-  snprintf(path, length, "%s/%s", a, b);
-  return path;
+void test_die(const char *who, const char *format, ...) {
+  va_list args;
+  va_start(args, format);
+  fprintf(stderr, "%s: ", who);
+  vfprintf(stderr, format, args);
+  fprintf(stderr, "\n");
+  va_end(args);
+  exit(99);
 }
+
+/* malloc'd a, separator, b */
+static char *joined(const char *a, char separator, const char *b) {
+  size_t length = strlen(a) + strlen(b) + 2;
+  char *text = malloc(length);
+  if (text == NULL) DIE("out of memory");
+  snprintf(text, length, "%s%c%s", a, separator, b);
+  return text;
+}
+
+char *join(const char *a, const char *b) { return joined(a, '/', b); }
 
 char *fake_path(const char *variant) {
   const char *dir = getenv("FAKE_DIR");
@@ -36,13 +45,7 @@ char *fake_path(const char *variant) {
   return join(dir, name);
 }
 
-char *env_entry(const char *key, const char *value) {
-  size_t length = strlen(key) + strlen(value) + 2;
-  char *entry = malloc(length);
-  if (entry == NULL) DIE("out of memory");
-  snprintf(entry, length, "%s=%s", key, value);
-  return entry;
-}
+char *env_entry(const char *key, const char *value) { return joined(key, '=', value); }
 
 void *loaded_symbol(const char *path, const char *symbol) {
   void *handle = dlopen(path, RTLD_NOW | RTLD_NOLOAD);

@@ -25,6 +25,10 @@ void copy_file(const char *from, const char *to, size_t length, unsigned machine
 void make_dirs(const char *path);
 /* Symlink `link` -> `target`, making the link's directory first. */
 void make_link(const char *target, const char *link);
+/* Print "<who>: <message>" to stderr and exit 99, meson's hard error: the test could not set
+ * itself up, which is no verdict on the code under test. */
+_Noreturn void test_die(const char *who, const char *format, ...)
+    __attribute__((format(printf, 2, 3)));
 /* malloc'd "a/b" */
 char *join(const char *a, const char *b);
 /* malloc'd "KEY=value", for the environments given to run_program. */

@@ -12,12 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DIE(...)                                \
-  do {                                          \
-    fprintf(stderr, "hardening: " __VA_ARGS__); \
-    fprintf(stderr, "\n");                      \
-    exit(99);                                   \
-  } while (0)
+#define DIE(...) test_die("hardening", __VA_ARGS__)
 
 char *hs_long_path(size_t length) {
   char *path = malloc(length + 1);

@@ -26,7 +26,8 @@ static int scan(const char *data, size_t length, const char *key, char *tag, siz
     int major, minor, patch;
     const char *v = small_number(p, end, &major);
     if ((v = dot(v, end)) == NULL || (v = small_number(v, end, &minor)) == NULL ||
-        (v = dot(v, end)) == NULL || (v = small_number(v, end, &patch)) == NULL)
+        (v = dot(v, end)) == NULL || (v = small_number(v, end, &patch)) == NULL ||
+        major + minor + patch == 0) /* 0.0.0 would read as "none" */
       continue;
     size_t n = 0;
     if (v < end && *v == '+')

@@ -10,8 +10,8 @@
 
 /* The first "<key>MAJOR.MINOR.PATCH" (each at most 99) in the file's .rodata section, or in
  * the whole file when it has no readable .rodata: MAJOR * 10000 + MINOR * 100 + PATCH, 0 when
- * there is none. Text after the key that is no such version (a format string's "%s") is
- * skipped. `tag` (size > 0) gets what follows the version when it starts with '+' ("+cuda13.0":
+ * there is none. Text after the key that is no such version (a format string's "%s", 0.0.0)
+ * is skipped. `tag` (size > 0) gets what follows the version when it starts with '+' ("+cuda13.0":
  * printable characters up to a space, at most size - 1 of them), else "". */
 int ncshl_elf_banner(const ncshl_elf_file *f, const char *key, char *tag, size_t size);
 

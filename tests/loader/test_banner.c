@@ -25,7 +25,7 @@ static void test_look_alikes_skipped(void **state) {
   char tag[32];
   static const char data[] =
       "NCCL version %s\n\0NCCL version 2.100.1\0NCCL version 3.1\0"
-      "NCCL version .1.2\0NCCL version 2.28.9+cuda13.0\0";
+      "NCCL version .1.2\0NCCL version 0.0.0+x\0NCCL version 2.28.9+cuda13.0\0";
   assert_int_equal(BANNER(data, tag), 22809);
   assert_string_equal(tag, "+cuda13.0");
 }

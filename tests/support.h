@@ -66,6 +66,10 @@ int test_wrapper_words(const char **words, int max);
 
 /* The same with another helper program. */
 void run_program(scenario *s, const char *program, const char *const *args, const char *const *env);
+/* Start argv[0] (found on PATH) with exactly envp, its stdout a pipe: 0 with *pid and
+ * *read_fd (the pipe's read end, the caller's to close), or posix_spawnp's error (no pipe left
+ * open). */
+int spawn_piped(const char *const *argv, const char *const *envp, pid_t *pid, int *read_fd);
 /* Read a started child's stdout from `fd` (then closed) into s->output and wait for `pid`,
  * filling s->exit_code (128 + signal for a killed child). */
 void collect_output(scenario *s, int fd, pid_t pid);

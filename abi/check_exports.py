@@ -15,18 +15,13 @@ import os
 import subprocess
 import sys
 
+from abi_lists import command_line, from_root, update_command
+
 HEADER = """# Exported symbols of {lib}, checked by abi/check_exports.py
 # (meson test --suite packaging). Regenerate after adding an export on purpose:
 #   python3 abi/check_exports.py --update abi/{list} {built}
 # Never remove or rename a line without bumping the SONAME (docs/reference.md).
 """
-
-
-def from_root(list_path, path):
-    """path relative to the checkout (the folder above abi/) when it lies inside it."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(list_path)))
-    rel = os.path.relpath(os.path.abspath(path), root)
-    return path if rel.startswith("..") else rel
 
 
 def exported(library):
@@ -59,12 +54,10 @@ def read_list(path):
 
 
 def main(argv):
-    update = "--update" in argv
-    args = [a for a in argv if a != "--update"]
-    if len(args) != 2:
-        print(__doc__, file=sys.stderr)
+    parsed = command_line(argv, __doc__)
+    if parsed is None:
         return 2
-    list_path, library = args
+    update, list_path, library = parsed
     names, so = exported(library), soname(library)
     listed = list_path.rsplit("/", 1)[-1]
     if update:
@@ -77,8 +70,7 @@ def main(argv):
 
     want_so, want = read_list(list_path)
     list_path = os.path.normpath(os.path.abspath(list_path))
-    fix = (f"python3 {os.path.join(os.path.dirname(list_path), 'check_exports.py')} --update "
-           f"{list_path} {os.path.abspath(library)}")
+    fix = update_command("check_exports.py", list_path, library)
     ok = True
     if so != want_so:
         ok = False

@@ -15,6 +15,8 @@ import os
 import subprocess
 import sys
 
+from abi_lists import command_line, from_root, update_command
+
 HEADER = """# Layout of ncclshim's public structs, tables and enums (LP64), checked by
 # abi/check_layout.py (meson test --suite packaging). New fields and rows go at the end;
 # after adding some, regenerate:
@@ -34,12 +36,10 @@ def parse(lines):
 
 
 def main(argv):
-    update = "--update" in argv
-    args = [a for a in argv if a != "--update"]
-    if len(args) != 2:
-        print(__doc__, file=sys.stderr)
+    parsed = command_line(argv, __doc__)
+    if parsed is None:
         return 2
-    list_path, program = args
+    update, list_path, program = parsed
     proc = subprocess.run([program], capture_output=True, text=True)
     if proc.returncode == 77:
         print(proc.stdout.strip())
@@ -51,9 +51,7 @@ def main(argv):
     now = parse(lines)
     if update:
         with open(list_path, "w", encoding="utf-8") as f:
-            root = os.path.dirname(os.path.dirname(os.path.abspath(list_path)))
-            rel = os.path.relpath(os.path.abspath(program), root)
-            f.write(HEADER.format(program=program if rel.startswith("..") else rel))
+            f.write(HEADER.format(program=from_root(list_path, program)))
             f.writelines(line + "\n" for line in lines)
         print(f"{list_path}: {len(now)} entries")
         return 0
@@ -61,8 +59,7 @@ def main(argv):
     with open(list_path, encoding="utf-8") as f:
         committed = parse(f)
     list_path = os.path.normpath(os.path.abspath(list_path))
-    fix = (f"python3 {os.path.join(os.path.dirname(list_path), 'check_layout.py')} --update "
-           f"{list_path} {os.path.abspath(program)}")
+    fix = update_command("check_layout.py", list_path, program)
     changed = [k for k in committed if k in now and now[k] != committed[k]]
     removed = [k for k in committed if k not in now]
     added = [k for k in now if k not in committed]

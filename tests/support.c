@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,12 +14,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define DIE(...)                                   \
-  do {                                             \
-    fprintf(stderr, "test support: " __VA_ARGS__); \
-    fprintf(stderr, "\n");                         \
-    exit(99);                                      \
-  } while (0)
+#define DIE(...) test_die("test support", __VA_ARGS__)
+
+void test_die(const char *who, const char *format, ...) {
+  va_list args;
+  va_start(args, format);
+  fprintf(stderr, "%s: ", who);
+  vfprintf(stderr, format, args);
+  fprintf(stderr, "\n");
+  va_end(args);
+  exit(99);
+}
 
 char *join(const char *a, const char *b) {
   size_t length = strlen(a) + strlen(b) + 2;
@@ -36,6 +42,8 @@ char *fake_path(const char *variant) {
   return join(dir, name);
 }
 
+/* Not join's code with another separator: valgrind.supp and sanitizer_defaults.h name the
+ * functions whose results tests keep, and a shared helper would have to be named instead. */
 char *env_entry(const char *key, const char *value) {
   size_t length = strlen(key) + strlen(value) + 2;
   char *entry = malloc(length);
@@ -204,13 +212,6 @@ void run_program(scenario *s, const char *helper, const char *const *args, const
   for (int i = 0; args != NULL && args[i] != NULL && argc < 63; i++) argv[argc++] = args[i];
   argv[argc] = NULL;
 
-  int pipefd[2];
-  if (pipe(pipefd) != 0) DIE("pipe");
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, pipefd[1], STDOUT_FILENO);
-  posix_spawn_file_actions_addclose(&actions, pipefd[0]);
-  pid_t pid;
   /* ncclshim reads the ld.so cache itself: inhibit that as well, unless the test chose one. */
   const char *envp[256];
   int envc = 0, has_cache = 0;
@@ -220,12 +221,26 @@ void run_program(scenario *s, const char *helper, const char *const *args, const
   }
   if (!has_cache) envp[envc++] = "NCCLSHIM_LD_CACHE=/dev/null";
   envp[envc] = NULL;
+  pid_t pid;
+  int fd, rc = spawn_piped(argv, envp, &pid, &fd);
+  if (rc != 0) DIE("posix_spawnp %s: %s", argv[0], strerror(rc));
+  collect_output(s, fd, pid);
+}
+
+int spawn_piped(const char *const *argv, const char *const *envp, pid_t *pid, int *read_fd) {
+  int pipefd[2];
+  if (pipe(pipefd) != 0) DIE("pipe");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, pipefd[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&actions, pipefd[0]);
   /* posix_spawnp: the wrapper may be a bare name, found on this process's PATH. */
-  int rc = posix_spawnp(&pid, argv[0], &actions, NULL, (char *const *)argv, (char *const *)envp);
+  int rc = posix_spawnp(pid, argv[0], &actions, NULL, (char *const *)argv, (char *const *)envp);
   posix_spawn_file_actions_destroy(&actions);
   close(pipefd[1]);
-  if (rc != 0) DIE("posix_spawnp %s: %s", argv[0], strerror(rc));
-  collect_output(s, pipefd[0], pid);
+  if (rc != 0) close(pipefd[0]);
+  *read_fd = rc == 0 ? pipefd[0] : -1;
+  return rc;
 }
 
 void collect_output(scenario *s, int fd, pid_t pid) {

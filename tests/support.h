@@ -25,6 +25,10 @@ void copy_file(const char *from, const char *to, size_t length, unsigned machine
 void make_dirs(const char *path);
 /* Symlink `link` -> `target`, making the link's directory first. */
 void make_link(const char *target, const char *link);
+/* Print "<who>: <message>" to stderr and exit 99, meson's hard error: the test could not set
+ * itself up, which is no verdict on the code under test. */
+_Noreturn void test_die(const char *who, const char *format, ...)
+    __attribute__((format(printf, 2, 3)));
 /* malloc'd "a/b" */
 char *join(const char *a, const char *b);
 /* malloc'd "KEY=value", for the environments given to run_program. */
@@ -62,6 +66,10 @@ int test_wrapper_words(const char **words, int max);
 
 /* The same with another helper program. */
 void run_program(scenario *s, const char *program, const char *const *args, const char *const *env);
+/* Start argv[0] (found on PATH) with exactly envp, its stdout a pipe: 0 with *pid and
+ * *read_fd (the pipe's read end, the caller's to close), or posix_spawnp's error (no pipe left
+ * open). */
+int spawn_piped(const char *const *argv, const char *const *envp, pid_t *pid, int *read_fd);
 /* Read a started child's stdout from `fd` (then closed) into s->output and wait for `pid`,
  * filling s->exit_code (128 + signal for a killed child). */
 void collect_output(scenario *s, int fd, pid_t pid);

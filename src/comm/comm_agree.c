@@ -205,22 +205,12 @@ static ncclshim_status gather(ncclshim_nccl *nccl, ncclComm_t comm, ncclshim_com
   if (r != ncclSuccess && r != ncclInProgress) return ncclshim_nccl_check(nccl, r, "ncclAllGather");
   ncclshim_status status = ncclshim_wait_until(nccl, comm, owner, deadline, timeout_ms, seen);
   if (status != NCCLSHIM_OK) return status;
-  ncclshim_backoff backoff = ncclshim_backoff_start(deadline);
-  for (;;) {
-    int idle = 0, busy = 0;
-    if ((status = ncclshim_cuda_stream_query(b->cuda, b->stream, &idle)) != NCCLSHIM_OK || idle)
-      return status;
-    status =
-        owner ? ncclshim_comm_poll(owner, &busy, seen) : ncclshim_poll(nccl, comm, &busy, seen);
-    if (status != NCCLSHIM_OK) return status;
-    if (!ncclshim_backoff_sleep(&backoff))
-      return ncclshim_fail(NCCLSHIM_TIMEOUT,
-                           "the all-gather of fingerprints is still running after %d ms: a rank "
-                           "did not call ncclshim_comm_agree, or the ranks' settings differ so "
-                           "much that NCCL's own all-gather cannot run (NCCL_PROTO set on some "
-                           "ranks only does this on 2 H200s)",
-                           timeout_ms);
-  }
+  return ncclshim_wait_stream_until(
+      b->cuda, b->stream, nccl, comm, owner, deadline, timeout_ms,
+      "the all-gather of fingerprints is still running",
+      ": a rank did not call ncclshim_comm_agree, or the ranks' settings differ so much that "
+      "NCCL's own all-gather cannot run (NCCL_PROTO set on some ranks only does this on 2 H200s)",
+      seen);
 }
 
 /* owner: the wrapper of `comm`, whose polls stop once an abort has started; NULL for a bare one. */

@@ -99,6 +99,15 @@ ncclshim_status ncclshim_comm_poll(ncclshim_comm *comm, int *busy, ncclResult_t 
  * through ncclshim_comm_poll when `owner` is given. */
 ncclshim_status ncclshim_wait_until(ncclshim_nccl *nccl, ncclComm_t comm, ncclshim_comm *owner,
                                     int64_t deadline_ns, int timeout_ms, ncclResult_t *seen);
+/* Wait until `stream` is idle, polling the communicator meanwhile as ncclshim_wait_until does
+ * (a dead peer shows up as its error instead of a hang). The stream query's failure or the
+ * poll's as they come; the timeout says "<running> after N ms<hint>", which names what was
+ * waited for. *seen as ncclshim_wait_until's. */
+ncclshim_status ncclshim_wait_stream_until(const ncclshim_cuda *cuda, CUstream stream,
+                                           ncclshim_nccl *nccl, ncclComm_t comm,
+                                           ncclshim_comm *owner, int64_t deadline_ns,
+                                           int timeout_ms, const char *running, const char *hint,
+                                           ncclResult_t *seen);
 
 /* The default handle for NULL; the status of a handle that cannot be used, with a message. */
 ncclshim_nccl *ncclshim_comm_resolve(ncclshim_nccl *nccl);

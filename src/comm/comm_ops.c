@@ -134,26 +134,15 @@ ncclshim_status ncclshim_comm_group_end(ncclshim_nccl *nccl, ncclshim_comm *cons
 
 ncclshim_status ncclshim_comm_wait_stream(ncclshim_comm *comm, const ncclshim_cuda *cuda,
                                           CUstream stream, int timeout_ms) {
-  ncclshim_status status = waitable(comm, "ncclshim_comm_wait_stream", timeout_ms);
+  static const char who[] = "ncclshim_comm_wait_stream";
+  ncclshim_status status = waitable(comm, who, timeout_ms);
   if (status != NCCLSHIM_OK) return status;
   if (cuda == NULL) cuda = ncclshim_cuda_default();
   ncclshim_comm_state before = ncclshim_comm_get_state(comm);
-  static const char who[] = "ncclshim_comm_wait_stream", pending[] = "the stream's work";
-  ncclshim_backoff backoff = ncclshim_backoff_start(ncclshim_deadline_ns(timeout_ms));
-  for (;;) {
-    int idle = 0, busy = 0;
-    ncclResult_t seen = ncclSuccess;
-    if ((status = ncclshim_cuda_stream_query(cuda, stream, &idle)) != NCCLSHIM_OK) return status;
-    if (idle) return NCCLSHIM_OK;
-    status = ncclshim_comm_poll(comm, &busy, &seen);
-    if (status != NCCLSHIM_OK)
-      return name_the_wait(comm, ncclshim_comm_note(comm, status, seen), who, before, pending);
-    if (!ncclshim_backoff_sleep(&backoff))
-      return name_the_wait(comm,
-                           ncclshim_fail(NCCLSHIM_TIMEOUT,
-                                         "still running after %d ms and the communicator "
-                                         "reports no error",
-                                         timeout_ms),
-                           who, before, pending);
-  }
+  ncclResult_t seen = ncclSuccess;
+  status = ncclshim_wait_stream_until(cuda, stream, comm->nccl, comm->comm, comm,
+                                      ncclshim_deadline_ns(timeout_ms), timeout_ms, "still running",
+                                      " and the communicator reports no error", &seen);
+  return name_the_wait(comm, ncclshim_comm_note(comm, status, seen), who, before,
+                       "the stream's work");
 }

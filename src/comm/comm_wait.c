@@ -26,19 +26,42 @@ ncclshim_status ncclshim_comm_poll(ncclshim_comm *comm, int *busy, ncclResult_t 
   return status;
 }
 
+/* Through the wrapper when there is one. */
+static ncclshim_status poll_either(ncclshim_nccl *nccl, ncclComm_t comm, ncclshim_comm *owner,
+                                   int *busy, ncclResult_t *seen) {
+  return owner != NULL ? ncclshim_comm_poll(owner, busy, seen)
+                       : ncclshim_poll(nccl, comm, busy, seen);
+}
+
 ncclshim_status ncclshim_wait_until(ncclshim_nccl *nccl, ncclComm_t comm, ncclshim_comm *owner,
                                     int64_t deadline_ns, int timeout_ms, ncclResult_t *seen) {
   ncclshim_backoff backoff = ncclshim_backoff_start(deadline_ns);
   for (;;) {
     int busy = 0;
-    ncclshim_status status = owner != NULL ? ncclshim_comm_poll(owner, &busy, seen)
-                                           : ncclshim_poll(nccl, comm, &busy, seen);
+    ncclshim_status status = poll_either(nccl, comm, owner, &busy, seen);
     if (status != NCCLSHIM_OK || !busy) return status;
     if (!ncclshim_backoff_sleep(&backoff))
       return ncclshim_fail(NCCLSHIM_TIMEOUT,
                            "the communicator is still in progress after %d ms "
                            "(ncclCommGetAsyncError keeps answering ncclInProgress)",
                            timeout_ms);
+  }
+}
+
+ncclshim_status ncclshim_wait_stream_until(const ncclshim_cuda *cuda, CUstream stream,
+                                           ncclshim_nccl *nccl, ncclComm_t comm,
+                                           ncclshim_comm *owner, int64_t deadline_ns,
+                                           int timeout_ms, const char *running, const char *hint,
+                                           ncclResult_t *seen) {
+  ncclshim_backoff backoff = ncclshim_backoff_start(deadline_ns);
+  for (;;) {
+    int idle = 0, busy = 0;
+    ncclshim_status status = ncclshim_cuda_stream_query(cuda, stream, &idle);
+    if (status != NCCLSHIM_OK || idle) return status;
+    /* Busy is no answer here: only the stream says when its work is done. */
+    if ((status = poll_either(nccl, comm, owner, &busy, seen)) != NCCLSHIM_OK) return status;
+    if (!ncclshim_backoff_sleep(&backoff))
+      return ncclshim_fail(NCCLSHIM_TIMEOUT, "%s after %d ms%s", running, timeout_ms, hint);
   }
 }
 

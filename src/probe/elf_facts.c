@@ -3,6 +3,8 @@
  * be truncated, foreign or hostile, and runs none of them. */
 #include "elf_facts.h"
 
+#include "../../loader/elf_banner.h"
+
 #include "parse_version.h"
 
 #include <elf.h>
@@ -55,26 +57,6 @@ static void read_soname(elf_facts *f, const ElfW(Shdr) * s, const ElfW(Shdr) * s
   }
 }
 
-/* "NCCL version 2.28.9+cuda13.0" in the read-only data; format strings ("%s") are skipped. */
-static void read_banner(elf_facts *f, const ElfW(Shdr) * s) {
-  static const char key[] = "NCCL version ";
-  const char *data = (const char *)f->file.bytes + s->sh_offset, *end = data + s->sh_size;
-  for (const char *hit = data; (hit = memmem(hit, (size_t)(end - hit), key, sizeof(key) - 1));
-       hit++) {
-    const char *v = hit + sizeof(key) - 1;
-    unsigned major, minor, patch;
-    int used = 0;
-    if (memchr(v, '\0', (size_t)(end - v)) == NULL) return;
-    if (sscanf(v, "%u.%u.%u%n", &major, &minor, &patch, &used) != 3 || major > 9 || minor > 99 ||
-        patch > 99)
-      continue;
-    f->banner_version = (int)(major * 10000 + minor * 100 + patch);
-    if (v[used] == '+')
-      snprintf(f->build, sizeof(f->build), "%.*s", (int)strcspn(v + used, " \n"), v + used);
-    return;
-  }
-}
-
 static int keep_function(void *context, const char *name, int is_function) {
   elf_facts *f = context;
   if (!is_function) return 0;
@@ -99,18 +81,17 @@ static int read_sections(elf_facts *f) {
     ncshl_elf_section(&f->file, i, &s);
     if (s.sh_type == SHT_NOBITS || !ncshl_elf_inside(&f->file, s.sh_offset, s.sh_size)) continue;
     int linked = ncshl_elf_section(&f->file, s.sh_link, &strtab) && strtab.sh_type == SHT_STRTAB;
-    const char *name = ncshl_elf_section_name(&f->file, &s);
     if (s.sh_type == SHT_DYNSYM) {
       has_dynsym = 1;
     } else if (s.sh_type == SHT_GNU_verneed && linked) {
       read_verneed(f, &s, &strtab);
     } else if (s.sh_type == SHT_DYNAMIC && linked) {
       read_soname(f, &s, &strtab);
-    } else if (name && strcmp(name, ".rodata") == 0 && s.sh_type == SHT_PROGBITS) {
-      read_banner(f, &s);
     }
   }
   if (f->file.shnum == 0) return fail(f, "no readable section headers (stripped of them)");
+  /* "NCCL version 2.28.9+cuda13.0", as the library's ncclshim_nccl_build reads it */
+  f->banner_version = ncshl_elf_banner(&f->file, "NCCL version ", f->build, sizeof(f->build));
   if (!has_dynsym) return fail(f, "no dynamic symbol table");
   if (ncshl_elf_each_export(&f->file, keep_function, f, f->reason, sizeof(f->reason)) != NCSHL_OK)
     return 0;

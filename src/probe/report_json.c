@@ -46,16 +46,23 @@ static void function_list(FILE *out, ncclshim_nccl *nccl, int unexpected) {
   fputc(']', out);
 }
 
+/* The keys a search's object opens with, the same for NCCL and the driver: "found",
+ * "status", "message", "path". The object is left open. Returns "found". */
+static int search_head(FILE *out, const char *key, ncclshim_status status, const char *message,
+                       const char *path) {
+  fprintf(out, "\"%s\": {\"found\": %s, \"status\": \"%s\", \"message\": ", key,
+          status == NCCLSHIM_OK ? "true" : "false", ncclshim_status_name(status));
+  json_string(out, message);
+  fprintf(out, ", \"path\": ");
+  json_string(out, path);
+  return status == NCCLSHIM_OK;
+}
+
 static void nccl_object(probe *p, FILE *out) {
   ncclshim_nccl *nccl = p->nccl;
-  int found = ncclshim_nccl_status(nccl) == NCCLSHIM_OK;
   char version[16];
-  fprintf(out,
-          "\"nccl\": {\"found\": %s, \"status\": \"%s\", \"message\": ", found ? "true" : "false",
-          ncclshim_status_name(ncclshim_nccl_status(nccl)));
-  json_string(out, ncclshim_nccl_message(nccl));
-  fprintf(out, ", \"path\": ");
-  json_string(out, ncclshim_nccl_path(nccl));
+  int found = search_head(out, "nccl", ncclshim_nccl_status(nccl), ncclshim_nccl_message(nccl),
+                          ncclshim_nccl_path(nccl));
   fprintf(out, ", \"found_via\": \"%s\", \"preloaded\": %s, \"version\": ",
           ncclshim_found_via_name(ncclshim_nccl_found_via(nccl)),
           ncclshim_nccl_preloaded(nccl) ? "true" : "false");
@@ -127,13 +134,8 @@ static void device_object(FILE *out, const probe *p, const probe_device *d) {
 static void cuda_object(probe *p, FILE *out) {
   ncclshim_cuda *cuda = p->cuda;
   char version[16];
-  int found = ncclshim_cuda_status(cuda) == NCCLSHIM_OK;
-  fprintf(out,
-          "\"cuda\": {\"found\": %s, \"status\": \"%s\", \"message\": ", found ? "true" : "false",
-          ncclshim_status_name(ncclshim_cuda_status(cuda)));
-  json_string(out, ncclshim_cuda_message(cuda));
-  fprintf(out, ", \"path\": ");
-  json_string(out, ncclshim_cuda_path(cuda));
+  search_head(out, "cuda", ncclshim_cuda_status(cuda), ncclshim_cuda_message(cuda),
+              ncclshim_cuda_path(cuda));
   fprintf(out, ", \"driver_version\": ");
   int driver = ncclshim_cuda_driver_version(cuda, NULL, NULL);
   json_string(out,

@@ -385,6 +385,7 @@ static void test_wait_stream(void **state) {
   fake_async(0, ncclSuccess);
   assert_int_equal(ncclshim_comm_wait_stream(other, NULL, NULL, 1000), NCCLSHIM_CUDA_ERROR);
   assert_message("cuStreamQuery failed");
+  assert_message("rank 0 of 2 (ready), waiting for the stream's work"); /* named too */
   fake_cuda_query(0);
   ncclshim_comm_free(comm);
   ncclshim_comm_free(other);

@@ -6,12 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DIE(...)                                        \
-  do {                                                  \
-    fprintf(stderr, "cuda test support: " __VA_ARGS__); \
-    fprintf(stderr, "\n");                              \
-    exit(99);                                           \
-  } while (0)
+#define DIE(...) test_die("cuda test support", __VA_ARGS__)
 
 char *cuda_fake_path(const char *variant) {
   const char *dir = getenv("CUDA_FAKE_DIR");

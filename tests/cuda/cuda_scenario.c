@@ -1,21 +1,20 @@
 /* Runs one CUDA driver search in a fresh process and prints the outcome as key=value lines,
  * for the search tests. Arguments: [--preload FILE] [--path FILE] [--init] [--call]. Without
  * --path it uses the default handle (twice, to check that it is one handle). */
-#include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "ncclshim/cuda.h"
+
+#include "../scenario_print.h"
 
 int main(int argc, char **argv) {
   ncclshim_cuda_options options = NCCLSHIM_CUDA_OPTIONS_INIT;
   int init = 0, call = 0;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--preload") == 0 && i + 1 < argc) {
-      if (dlopen(argv[++i], RTLD_NOW | RTLD_LOCAL) == NULL) {
-        printf("preload_error=%s\n", dlerror());
-        return 3;
-      }
+      int failed = scenario_preload(argv[++i]);
+      if (failed) return failed;
     } else if (strcmp(argv[i], "--path") == 0 && i + 1 < argc) {
       options.path = argv[++i];
     } else if (strcmp(argv[i], "--init") == 0) {
@@ -43,11 +42,7 @@ int main(int argc, char **argv) {
   printf("stub=%d\n", ncclshim_cuda_is_stub(cuda));
   size_t count = ncclshim_cuda_attempt_count(cuda);
   printf("attempts=%zu\n", count);
-  for (size_t i = 0; i < count; i++) {
-    const ncclshim_attempt *a = ncclshim_cuda_attempt(cuda, i);
-    printf("attempt.%zu=%s|%s|%s|%s\n", i, ncclshim_found_via_name(a->how),
-           ncclshim_status_name(a->result), a->candidate, a->reason);
-  }
+  for (size_t i = 0; i < count; i++) scenario_print_attempt(i, ncclshim_cuda_attempt(cuda, i));
   if (init) printf("init=%s\n", ncclshim_status_name(ncclshim_cuda_init(cuda)));
   if (call) {
     printf("call_result=%d\n", ncclshim_cuda_functions(cuda)->cuInit(0));

@@ -1,11 +1,13 @@
 /* The export reader on arbitrary bytes (written to a memfd, read through its path): every
  * answer is OK, ABSENT or LOAD_FAILED with a reason; every name it hands out is a terminated
- * string inside the file; nothing may read outside the file. */
+ * string inside the file; nothing may read outside the file. The version banner scan
+ * (elf_banner.c) on the same file: a packed version and a terminated tag, empty or "+...". */
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "../../loader/elf_banner.h"
 #include "../../loader/elf_file.h"
 #include "fuzz.h"
 
@@ -45,5 +47,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_CHECK(memchr(reason, '\0', sizeof(reason)) != NULL, "reason not terminated");
     FUZZ_CHECK(reason[0] != '\0', "a refusal without a reason");
   }
+  ncshl_elf_file f;
+  if (ncshl_elf_open(file_path, &f, reason, sizeof(reason)) == NCSHL_OK) {
+    char tag[8];
+    memset(tag, 'x', sizeof(tag));
+    int version = ncshl_elf_banner(&f, "NCCL version ", tag, sizeof(tag));
+    FUZZ_CHECK(version >= 0 && version <= 999999, "version %d", version);
+    FUZZ_CHECK(memchr(tag, '\0', sizeof(tag)) != NULL, "tag not terminated");
+    FUZZ_CHECK(tag[0] == '\0' || (version > 0 && tag[0] == '+'), "tag %s", tag);
+  }
+  ncshl_elf_close(&f);
   return 0;
 }

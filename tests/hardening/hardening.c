@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <grp.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,12 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DIE(...)                                \
-  do {                                          \
-    fprintf(stderr, "hardening: " __VA_ARGS__); \
-    fprintf(stderr, "\n");                      \
-    exit(99);                                   \
-  } while (0)
+#define DIE(...) test_die("hardening", __VA_ARGS__)
 
 char *hs_long_path(size_t length) {
   char *path = malloc(length + 1);
@@ -45,30 +39,22 @@ int hs_helpers_run(const char *helper, char *why, size_t size) {
     snprintf(why, size, "no helper program given");
     return 0;
   }
-  int pipefd[2];
-  if (pipe(pipefd) != 0) DIE("pipe");
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, pipefd[1], STDOUT_FILENO);
-  posix_spawn_file_actions_addclose(&actions, pipefd[0]);
   const char *argv[12];
   int argc = test_wrapper_words(argv, 8);
   argv[argc++] = helper;
   argv[argc++] = "--ping";
   argv[argc] = NULL;
-  char *envp[] = {NULL};
+  const char *envp[] = {NULL};
   pid_t pid;
-  int rc = posix_spawnp(&pid, argv[0], &actions, NULL, (char *const *)argv, envp);
-  posix_spawn_file_actions_destroy(&actions);
-  close(pipefd[1]);
+  int fd, rc = spawn_piped(argv, envp, &pid, &fd);
   char out[16] = "";
   int status = 0;
   if (rc == 0) {
-    ssize_t n = read(pipefd[0], out, sizeof(out) - 1);
+    ssize_t n = read(fd, out, sizeof(out) - 1);
     out[n > 0 ? n : 0] = '\0';
     waitpid(pid, &status, 0);
+    close(fd);
   }
-  close(pipefd[0]);
   if (rc == 0 && strncmp(out, "pong", 4) == 0) return 1;
   snprintf(why, size, "cannot start helper programs here (%s: %s)", helper,
            rc ? strerror(rc) : "it did not run");

@@ -10,16 +10,16 @@
 
 #include "ncclshim/ncclshim.h"
 
+#include "../scenario_print.h"
+
 int main(int argc, char **argv) {
   ncclshim_nccl_options options = NCCLSHIM_NCCL_OPTIONS_INIT;
   int call = 0, use_default = 1, list = 0;
   const char *mapped = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--preload") == 0 && i + 1 < argc) {
-      if (dlopen(argv[++i], RTLD_NOW | RTLD_LOCAL) == NULL) {
-        printf("preload_error=%s\n", dlerror());
-        return 3;
-      }
+      int failed = scenario_preload(argv[++i]);
+      if (failed) return failed;
     } else if (strcmp(argv[i], "--path") == 0 && i + 1 < argc) {
       options.path = argv[++i];
       use_default = 0;
@@ -55,11 +55,7 @@ int main(int argc, char **argv) {
   printf("preloaded=%d\n", ncclshim_nccl_preloaded(nccl));
   size_t count = ncclshim_nccl_attempt_count(nccl);
   printf("attempts=%zu\n", count);
-  for (size_t i = 0; i < count; i++) {
-    const ncclshim_attempt *a = ncclshim_nccl_attempt(nccl, i);
-    printf("attempt.%zu=%s|%s|%s|%s\n", i, ncclshim_found_via_name(a->how),
-           ncclshim_status_name(a->result), a->candidate, a->reason);
-  }
+  for (size_t i = 0; i < count; i++) scenario_print_attempt(i, ncclshim_nccl_attempt(nccl, i));
   char fingerprint[128];
   printf("fingerprint=%s\n", ncclshim_nccl_fingerprint(nccl, fingerprint, sizeof(fingerprint)));
   printf("census=%zu\n", ncclshim_nccl_census_count(nccl));

@@ -1,6 +1,42 @@
-"""What the probe tests read from ELF files themselves: the probe's program interpreter (to
-start it through ld.so) and a file's machine (to skip a fake of another architecture).
-Shared by test_probe.py and test_doctor.py (imported from this folder)."""
+"""What the probe tests share (imported from this folder, the scripts' own): how a probe is
+started (the cross build's wrapper, the valgrind job's PROBE_VALGRIND) and what they read
+from ELF files themselves: the probe's program interpreter (to start it through ld.so) and a
+file's machine (to skip a fake of another architecture)."""
+import os
+import shlex
+import subprocess
+import tempfile
+
+# PROBE_VALGRIND: valgrind and its options (.ci/run's valgrind job); empty otherwise.
+VALGRIND = shlex.split(os.environ.get("PROBE_VALGRIND", ""))
+VALGRIND_FAILED = 99  # valgrind's exit status on an error; the probe's own are 0, 1, 2
+# A cross build's exe_wrapper (qemu-aarch64), which meson gives its tests: the kernel cannot
+# start the target's ld.so by itself without binfmt_misc. Empty in a native build.
+WRAPPER = shlex.split(os.environ.get("MESON_EXE_WRAPPER", ""))
+
+
+def run_probe_command(cmd, valgrind_cmd, **kwargs):
+    """subprocess.run(cmd, capture_output=True, **kwargs), or with PROBE_VALGRIND set
+    `valgrind_cmd` under valgrind instead: its summary lines go to the test's log (where
+    .ci/run counts them), and a memcheck error or a definite leak raises AssertionError."""
+    if not VALGRIND:
+        return subprocess.run(cmd, capture_output=True, **kwargs)
+    log = tempfile.NamedTemporaryFile(prefix="probe-valgrind-", suffix=".log", delete=False)
+    log.close()
+    try:
+        proc = subprocess.run(VALGRIND + ["--error-exitcode=%d" % VALGRIND_FAILED,
+                                          "--log-file=" + log.name, *valgrind_cmd],
+                              capture_output=True, **kwargs)
+        with open(log.name, encoding="utf-8", errors="replace") as f:
+            report = f.read()
+    finally:
+        os.unlink(log.name)
+    for line in report.splitlines():
+        if "ERROR SUMMARY" in line or "definitely lost:" in line:
+            print(line, flush=True)
+    if proc.returncode == VALGRIND_FAILED or "ERROR SUMMARY: 0 errors" not in report:
+        raise AssertionError("valgrind on %s:\n%s" % (" ".join(map(str, valgrind_cmd)), report))
+    return proc
 
 
 def interpreter(program):

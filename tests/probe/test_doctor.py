@@ -9,19 +9,16 @@ With PROBE_VALGRIND set (valgrind and its options), every probe runs under it.""
 import json
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
 import unittest
 
-from probe_files import elf_machine, interpreter
+from probe_files import VALGRIND, WRAPPER, elf_machine, interpreter, run_probe_command
 
 PROBE, FAKE_DIR, HIDE_AUDIT, CUDA_FAKE_DIR, MAN_PAGE, REFERENCE = map(os.path.abspath,
                                                                       sys.argv[1:7])
-VALGRIND = shlex.split(os.environ.get("PROBE_VALGRIND", ""))
-WRAPPER = shlex.split(os.environ.get("MESON_EXE_WRAPPER", ""))
 LDCONFIG = next((p for p in ("/sbin/ldconfig", "/usr/sbin/ldconfig") if os.access(p, os.X_OK)),
                 None)
 
@@ -38,22 +35,7 @@ def run_probe(*args, env=None, program=None):
         cmd = [*WRAPPER, program, *args]
     else:
         cmd = [*WRAPPER, interpreter(PROBE), "--inhibit-cache", "--audit", HIDE_AUDIT, PROBE, *args]
-    log = None
-    if VALGRIND:
-        log = tempfile.NamedTemporaryFile(prefix="doctor-valgrind-", suffix=".log", delete=False)
-        log.close()
-        cmd = VALGRIND + ["--error-exitcode=99", "--log-file=" + log.name,
-                          program or PROBE, *args]
-    proc = subprocess.run(cmd, env=full_env, capture_output=True)
-    if log is not None:
-        with open(log.name, encoding="utf-8", errors="replace") as f:
-            report = f.read()
-        os.unlink(log.name)
-        for line in report.splitlines():
-            if "ERROR SUMMARY" in line or "definitely lost:" in line:
-                print(line, flush=True)
-        if proc.returncode == 99 or "ERROR SUMMARY: 0 errors" not in report:
-            raise AssertionError("valgrind on probe %s:\n%s" % (" ".join(map(str, args)), report))
+    proc = run_probe_command(cmd, [program or PROBE, *args], env=full_env)
     return proc.returncode, proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8")
 
 

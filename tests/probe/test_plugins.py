@@ -5,23 +5,20 @@ symbol NCCL would take, the old one is flagged, --require plugins-compatible fol
 the variables are resolved as NCCL does (a path, a bare name -> libnccl-net-<name>.so on
 LD_LIBRARY_PATH, "none", a name no file matches).
    test_plugins.py PROBE FAKE_DIR PLUGIN_DIR
-With PROBE_VALGRIND set (valgrind and its options, as test_probe.py takes it), every probe runs
+With PROBE_VALGRIND set (valgrind and its options, as probe_files.py takes it), every probe runs
 under it and a memcheck error fails the test."""
 import json
 import os
-import shlex
 import subprocess
 import sys
 import unittest
+
+from probe_files import VALGRIND, VALGRIND_FAILED, WRAPPER
 
 PROBE, FAKE_DIR, PLUGIN_DIR = map(os.path.abspath, sys.argv[1:4])
 NCCL = os.path.join(FAKE_DIR, "libfake-nccl-%s.so")
 SYSTEM_DIRS = ["/lib64", "/usr/lib64", "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
                "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib", "/usr/lib"]
-VALGRIND = shlex.split(os.environ.get("PROBE_VALGRIND", ""))
-# A cross build's exe_wrapper (qemu-aarch64), as test_probe.py takes it; empty natively.
-WRAPPER = shlex.split(os.environ.get("MESON_EXE_WRAPPER", ""))
-VALGRIND_FAILED = 99  # valgrind's exit status on an error; the probe's own are 0, 1, 2
 
 
 def plugin(name):

@@ -11,22 +11,16 @@ import glob
 import json
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
 import unittest
 
-from probe_files import elf_machine, interpreter
+from probe_files import VALGRIND, WRAPPER, elf_machine, interpreter, run_probe_command
 
 PROBE, FAKE_DIR, HIDE_AUDIT, CUDA_FAKE_DIR, MAN_PAGE, REFERENCE = map(os.path.abspath,
                                                                       sys.argv[1:7])
-VALGRIND = shlex.split(os.environ.get("PROBE_VALGRIND", ""))
-# A cross build's exe_wrapper (qemu-aarch64), which meson gives its tests: the kernel cannot
-# start the target's ld.so by itself without binfmt_misc. Empty in a native build.
-WRAPPER = shlex.split(os.environ.get("MESON_EXE_WRAPPER", ""))
-VALGRIND_FAILED = 99  # valgrind's exit status on an error; the probe's own are 0, 1, 2
 
 
 def fake(variant):
@@ -52,25 +46,9 @@ def probe(*args, env=None, raw=False, cwd=None):
     # cannot run an audit module (its libc copy frees what valgrind's malloc allocated), so
     # under valgrind only the cache is left out; main() makes sure nothing else is there.
     cmd = [*WRAPPER, interpreter(PROBE), "--inhibit-cache", "--audit", HIDE_AUDIT, PROBE, *args]
-    log = None
-    if VALGRIND:
-        log = tempfile.NamedTemporaryFile(prefix="probe-valgrind-", suffix=".log", delete=False)
-        log.close()
-        cmd = VALGRIND + ["--error-exitcode=%d" % VALGRIND_FAILED, "--log-file=" + log.name,
-                          interpreter(PROBE), "--inhibit-cache", PROBE, *args]
     # ncclshim reads the ld.so cache itself: inhibited too, as ld.so's is.
-    proc = subprocess.run(cmd, env={"NCCLSHIM_LD_CACHE": "/dev/null", **(env or {})},
-                          capture_output=True, cwd=cwd)
-    if log is not None:
-        with open(log.name, encoding="utf-8", errors="replace") as f:
-            report = f.read()
-        os.unlink(log.name)
-        # The summaries go to the test's log, where .ci/run counts them.
-        for line in report.splitlines():
-            if "ERROR SUMMARY" in line or "definitely lost:" in line:
-                print(line, flush=True)
-        if proc.returncode == VALGRIND_FAILED or "ERROR SUMMARY: 0 errors" not in report:
-            raise AssertionError("valgrind on probe %s:\n%s" % (" ".join(map(str, args)), report))
+    proc = run_probe_command(cmd, [interpreter(PROBE), "--inhibit-cache", PROBE, *args],
+                             env={"NCCLSHIM_LD_CACHE": "/dev/null", **(env or {})}, cwd=cwd)
     if raw:
         return proc
     return proc.returncode, proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8")

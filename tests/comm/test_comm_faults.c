@@ -243,8 +243,10 @@ static void test_abort_slower_than_deadline(void **state) {
 
 /* The watchdog's rank 0: all-reduces recorded and waited for as a blocking program waits
  * (until the stream is idle or the communicator failed); after `busy_after` of them the
- * work never completes. Returns the failure and how long after its record it came. */
-static ncclshim_status watched_until_failure(ncclshim_comm *comm, int busy_after,
+ * work never completes, and once that one is recorded NCCL reports `loss` (ncclSuccess:
+ * nothing; armed only then, so that the watchdog cannot see it before the operation exists).
+ * Returns the failure and how long after its record it came. */
+static ncclshim_status watched_until_failure(ncclshim_comm *comm, int busy_after, ncclResult_t loss,
                                              int64_t *detect_ms) {
   const ncclshim_nccl_table *t = ncclshim_nccl_functions(ncclshim_comm_library(comm));
   for (int i = 0;; i++) {
@@ -260,6 +262,7 @@ static ncclshim_status watched_until_failure(ncclshim_comm *comm, int busy_after
     if (status == NCCLSHIM_OK)
       status = ncclshim_comm_record(comm, NULL, "ncclAllReduce", 1 << 20, ncclFloat32);
     if (status != NCCLSHIM_OK) return status;
+    if (i == busy_after && loss != ncclSuccess) fake_peer_lost(0, loss);
     while (i >= busy_after && ncclshim_comm_state_of(comm) == NCCLSHIM_COMM_READY &&
            now_ms() - start < 10 * DEADLINE_MS) {
       struct timespec us = {0, 100000};
@@ -296,7 +299,7 @@ static void test_watchdog_peer_lost_silently(void **state) {
   ncclshim_watchdog *dog = NULL;
   ncclshim_comm *comm = watched_comm(nccl, &dog);
   int64_t detected = -1;
-  assert_int_equal(watched_until_failure(comm, 5, &detected), NCCLSHIM_TIMEOUT);
+  assert_int_equal(watched_until_failure(comm, 5, ncclSuccess, &detected), NCCLSHIM_TIMEOUT);
   /* Never before the deadline; found at all. How soon after it (within +10 % on the GPU
    * host) is a benchmark's figure (bench/gpu/percall.sh, detect), not a unit test's: under
    * valgrind the watchdog's thread waits its turn. */
@@ -317,9 +320,8 @@ static void test_watchdog_peer_lost_reported(void **state) {
   ncclshim_nccl *nccl = fake_open("2.28.9");
   ncclshim_watchdog *dog = NULL;
   ncclshim_comm *comm = watched_comm(nccl, &dog);
-  fake_peer_lost(0, ncclRemoteError);
   int64_t detected = -1;
-  assert_int_equal(watched_until_failure(comm, 0, &detected), NCCLSHIM_NCCL_ERROR);
+  assert_int_equal(watched_until_failure(comm, 0, ncclRemoteError, &detected), NCCLSHIM_NCCL_ERROR);
   assert_true(detected < DEADLINE_MS);
   assert_message("ncclCommGetAsyncError reported ncclRemoteError (6) during ncclAllReduce #1");
   watchdog_aborted(comm);

@@ -26,17 +26,21 @@
 enum { NOT_READY = 600, LAUNCH_FAILED = 719, TIMEOUT_MS = 100, INTERVAL_MS = 5 };
 enum { CREATED = 0, DESTROYED = 1, RECORDED = 2, QUERIED = 3 };
 
+/* What the callback saw. It runs on the watchdog's thread, where a cmocka assert cannot
+ * fail the test (it longjmps into the test thread's frame): the test thread checks these. */
 static atomic_int callbacks;
 static char callback_message[1024];
 static ncclshim_status callback_status;
+static ncclshim_comm_state callback_state;
+static void *callback_user;
 
 static void on_failure(ncclshim_comm *comm, ncclshim_status status, const char *message,
                        void *user) {
-  assert_ptr_equal(user, &callbacks);
-  assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_FAILED);
+  callback_user = user;
+  callback_state = ncclshim_comm_state_of(comm);
   callback_status = status;
   strncpy(callback_message, message, sizeof(callback_message) - 1);
-  atomic_fetch_add(&callbacks, 1);
+  atomic_fetch_add(&callbacks, 1); /* publishes the fields above */
 }
 
 static ncclshim_watchdog *start(void) {
@@ -55,6 +59,8 @@ static int setup(void **state) {
   fake_cuda_record_result(0);
   atomic_store(&callbacks, 0);
   callback_message[0] = '\0';
+  callback_state = NCCLSHIM_COMM_READY;
+  callback_user = NULL;
   return 0;
 }
 
@@ -88,6 +94,10 @@ static void wait_for_failure(ncclshim_comm *comm, int limit_ms) {
   while (atomic_load(&callbacks) == 0 && now_ms() < until) {
     struct timespec ts = {0, 1000000};
     nanosleep(&ts, NULL);
+  }
+  if (atomic_load(&callbacks) > 0) { /* called with the options' user, once the failure shows */
+    assert_ptr_equal(callback_user, &callbacks);
+    assert_int_equal(callback_state, NCCLSHIM_COMM_FAILED);
   }
 }
 

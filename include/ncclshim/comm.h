@@ -99,8 +99,9 @@ enum {
    * config is blocking, and ncclshim_comm_raw gives the child. Collectives then cost what
    * they cost on a blocking communicator (NCCL's non-blocking mode adds tens of us per call)
    * and the watchdog (ncclshim/watchdog.h) bounds them instead. Teardown: destroy finalizes
-   * the child (which blocks, as on any blocking communicator), then the parent within the
-   * deadline; abort aborts both. */
+   * and destroys the child (its finalize blocks, as on any blocking communicator; where
+   * NCCL_COMM_BLOCKING=0 made it non-blocking, it is waited for within the deadline like the
+   * parent's), then the parent within the deadline; abort aborts both. */
   NCCLSHIM_COMM_SPLIT_BLOCKING = 2
 };
 

@@ -3,6 +3,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -402,6 +403,32 @@ static void test_state_names(void **state) {
   assert_string_equal(ncclshim_comm_state_name((ncclshim_comm_state)-1), "unknown");
 }
 
+/* NCCLSHIM_COMM_SPLIT_BLOCKING under NCCL_COMM_BLOCKING=0, which NCCL lets override the
+ * child's blocking config: the child's finalize answers ncclInProgress, and destroy must wait
+ * for it (bounded) and go on to destroy both communicators, not stop at an OK. */
+static void test_destroy_split_made_nonblocking(void **state) {
+  (void)state;
+  setenv("NCCL_COMM_BLOCKING", "0", 1);
+  ncclshim_nccl *nccl = fake_open("2.28.9");
+  ncclshim_comm *comm = fake_comm(nccl, NCCLSHIM_COMM_SPLIT_BLOCKING);
+  assert_int_equal(ncclshim_comm_wait(comm, 1000), NCCLSHIM_OK);
+  assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_READY);
+  fake_async(-1, ncclSuccess); /* the child's finalize never finishes: TIMEOUT, FINALIZING */
+  assert_int_equal(ncclshim_comm_destroy(comm, 20), NCCLSHIM_TIMEOUT);
+  assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_FINALIZING);
+  assert_int_equal(fake_count("ncclCommDestroy"), 0);
+  fake_async(2, ncclSuccess); /* now it finishes: the parent follows */
+  assert_int_equal(ncclshim_comm_destroy(comm, 1000), NCCLSHIM_OK);
+  assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_DESTROYED);
+  assert_int_equal(fake_count("ncclCommFinalize"), 2); /* once each, never again */
+  assert_int_equal(fake_count("ncclCommDestroy"), 2);
+  assert_int_equal(ncclshim_comm_destroy(comm, 1000), NCCLSHIM_OK);
+  assert_int_equal(fake_count("ncclCommFinalize"), 2);
+  ncclshim_comm_free(comm);
+  ncclshim_nccl_close(nccl);
+  unsetenv("NCCL_COMM_BLOCKING");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_blocking_init),
@@ -416,6 +443,7 @@ int main(void) {
       cmocka_unit_test(test_destroy_nonblocking),
       cmocka_unit_test(test_destroy_waits_for_init),
       cmocka_unit_test(test_destroy_step_fails),
+      cmocka_unit_test(test_destroy_split_made_nonblocking),
       cmocka_unit_test(test_abort_hangs),
       cmocka_unit_test(test_free_during_abort),
       cmocka_unit_test(test_abort_returns_error),

@@ -45,7 +45,10 @@ typedef struct ncclshim_symmem ncclshim_symmem;
  * is 2.27.3 (path)"; or NCCL gave success with a NULL window: windows do not register on
  * this communicator, see ncclshim_comm_has); NCCL_ERROR (ncclMemAlloc or
  * ncclCommWindowRegister failed, checked message); TIMEOUT; CUDA_ERROR (cuStreamIsCapturing failed
- * with an unexpected code); OUT_OF_MEMORY. On failure everything taken is given back. */
+ * with an unexpected code); OUT_OF_MEMORY. On failure everything taken is given back; after a
+ * TIMEOUT only once NCCL is done with the communicator (NCCL may still write the window and
+ * use the memory): when its ncclshim_comm_abort has returned or its destroy has succeeded.
+ * A communicator freed without either keeps them, as it keeps NCCL's communicator. */
 NCCLSHIM_API ncclshim_status ncclshim_symmem_alloc(ncclshim_comm *comm, size_t size,
                                                    cudaStream_t stream, int timeout_ms,
                                                    ncclshim_symmem **out);

@@ -55,5 +55,6 @@ ncclshim_status ncclshim_comm_destroy(ncclshim_comm *comm, int timeout_ms) {
     pthread_mutex_unlock(&comm->lock);
   }
   ncclshim_comm_set_state(comm, NCCLSHIM_COMM_DESTROYED);
+  ncclshim_symmem_release_orphans(comm); /* NCCL is done with them */
   return NCCLSHIM_OK;
 }

@@ -146,7 +146,8 @@ ncclshim_status ncclshim_symmem_alloc(ncclshim_comm *comm, size_t size, cudaStre
       ncclshim_fail_code(
           status, code, "%s (the buffer stays allocated until the communicator is aborted)", first);
   }
-  /* TIMEOUT: NCCL may still write the window into `mem` and use the memory, so both are
-   * left allocated on purpose (see symmem.h); aborting the communicator ends that. */
+  /* TIMEOUT: NCCL may still write the window into `mem` and use the memory, so both stay
+   * allocated, with the communicator, until NCCL is done with it (see symmem.h). */
+  if (status == NCCLSHIM_TIMEOUT) ncclshim_comm_adopt(comm, mem);
   return status;
 }

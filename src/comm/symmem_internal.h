@@ -13,6 +13,7 @@ struct ncclshim_symmem {
   int in_group;             /* registered between the caller's ncclGroupStart and ncclGroupEnd */
   int complete;             /* the window was checked */
   int deregistering;        /* ncclCommWindowDeregister was accepted; its wait is not over */
+  struct ncclshim_symmem *next_orphan; /* the communicator's orphans (ncclshim_comm_adopt) */
 };
 
 /* OK unless `stream` is capturing a CUDA graph (INVALID_ARGUMENT) or the driver gives an

@@ -271,6 +271,7 @@ static ncclResult_t hang_in_abort(void) {
   slow_abort();
   struct timespec ms = {0, 1000000};
   while (atomic_load(&abort_hang)) nanosleep(&ms, NULL);
+  pending_count = 0; /* an aborted communicator fills in no window any more */
   atomic_fetch_add(&abort_returns, 1);
   return ncclSuccess;
 }

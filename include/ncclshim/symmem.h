@@ -64,7 +64,9 @@ NCCLSHIM_API ncclshim_status ncclshim_symmem_alloc_in_group(ncclshim_comm *comm,
 /* Finish a registration: wait (at most timeout_ms) for a non-blocking communicator, then
  * check that NCCL gave a window. OK (also when already complete); UNAVAILABLE ("... returned
  * success but no window ..."; the buffer stays allocated: free it); TIMEOUT;
- * INVALID_ARGUMENT (NULL, timeout_ms < 0, or the communicator no longer usable). */
+ * INVALID_ARGUMENT (NULL, timeout_ms < 0, the communicator no longer usable, or a
+ * registration made in a group before ncclshim_comm_group_end has ended it: "... call it
+ * after ncclshim_comm_group_end"); a FAILED communicator's failure, as ncclshim_comm_wait. */
 NCCLSHIM_API ncclshim_status ncclshim_symmem_complete(ncclshim_symmem *mem, int timeout_ms);
 
 /* The device address (4096-aligned); NULL for NULL. */

@@ -6,7 +6,11 @@ static ncclshim_status refuse(ncclshim_comm *comm, ncclshim_comm_state state) {
     return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT,
                          "ncclshim_comm_destroy: an abort of this communicator is still running; "
                          "ncclshim_comm_abort waits for it");
-  return ncclshim_comm_failed(comm, "ncclshim_comm_destroy");
+  /* NCCL_ERROR whatever the failure was: destroy's TIMEOUT means "FINALIZING, call again",
+   * which a FAILED communicator never is (the watchdog's deadline failures say TIMEOUT
+   * elsewhere). */
+  ncclshim_comm_failed(comm, "ncclshim_comm_destroy");
+  return NCCLSHIM_NCCL_ERROR;
 }
 
 /* An NCCL step of the teardown failed: the communicator is FAILED. */

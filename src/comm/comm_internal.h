@@ -32,7 +32,8 @@ struct ncclshim_comm {
   ncclComm_t parent;
   int split_wanted, split_started;
   ncclComm_t child;
-  atomic_int windows; /* comm_caps.c: 0 not known, 1 windows register, 2 they do not */
+  atomic_int windows;     /* comm_caps.c: 0 not known, 1 windows register, 2 they do not */
+  atomic_uint group_ends; /* ncclshim_comm_group_end calls that named it (symmem_complete) */
   /* Symmetric buffers whose registration timed out (symmem_alloc.c), under the lock: NCCL may
    * still write their window and use their memory until it is done with the communicator. */
   struct ncclshim_symmem *orphans;

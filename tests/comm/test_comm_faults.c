@@ -276,7 +276,16 @@ static ncclshim_status watched_until_failure(ncclshim_comm *comm, int busy_after
 /* The watchdog already started the abort: the user's abort waits for that one (child and
  * parent: two ncclCommAbort), then teardown is a no-op. */
 static void watchdog_aborted(ncclshim_comm *comm) {
+  /* Destroy refuses a FAILED communicator with NCCL_ERROR, whatever the watchdog's status:
+   * its TIMEOUT would mean "FINALIZING, call again". */
+  assert_int_equal(ncclshim_comm_destroy(comm, 100), NCCLSHIM_NCCL_ERROR);
+  assert_message("ncclshim_comm_destroy: the watchdog failed communicator rank 0 of 2");
   assert_int_equal(ncclshim_comm_abort(comm, 1000), NCCLSHIM_OK);
+  /* After the abort, no message sends the caller back to abort. */
+  assert_int_not_equal(ncclshim_comm_record(comm, NULL, "ncclAllReduce", 1, ncclFloat32),
+                       NCCLSHIM_OK);
+  assert_message("it has been aborted: ncclshim_comm_free releases the wrapper");
+  assert_null(strstr(ncclshim_last_error(), "only ncclshim_comm_abort"));
   assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_ABORTED);
   assert_int_equal(ncclshim_comm_destroy(comm, 100), NCCLSHIM_OK);
   assert_int_equal(fake_count("ncclCommAbort"), 2);

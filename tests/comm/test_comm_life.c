@@ -358,6 +358,12 @@ static void test_group_end(void **state) {
   assert_int_equal(ncclshim_comm_group_end(nccl, comms, 2, 1000), NCCLSHIM_NCCL_ERROR);
   assert_int_equal(ncclshim_comm_state_of(comms[0]), NCCLSHIM_COMM_FAILED);
   assert_int_equal(ncclshim_comm_group_end(nccl, NULL, 1, 100), NCCLSHIM_INVALID_ARGUMENT);
+  /* A NULL entry is refused before ncclGroupEnd runs, whatever NCCL would answer. */
+  ncclshim_comm *with_null[2] = {comms[1], NULL};
+  int ends = fake_count("ncclGroupEnd");
+  assert_int_equal(ncclshim_comm_group_end(nccl, with_null, 2, 100), NCCLSHIM_INVALID_ARGUMENT);
+  assert_message("comms[1] is NULL");
+  assert_int_equal(fake_count("ncclGroupEnd"), ends);
   ncclshim_comm_free(comms[0]);
   ncclshim_comm_free(comms[1]);
   ncclshim_nccl_close(nccl);

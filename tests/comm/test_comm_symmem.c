@@ -209,7 +209,9 @@ static void test_in_group(void **state) {
   ncclshim_nccl_close(nccl);
 }
 
-/* complete() before the group ended sees no window, and says where the window comes from. */
+/* complete() before the group ended is a misuse (INVALID_ARGUMENT), and says where the window
+ * comes from; after it, a NULL window says windows do not register (UNAVAILABLE), as outside
+ * a group. */
 static void test_in_group_completed_too_early(void **state) {
   (void)state;
   ncclshim_nccl *nccl = fake_open("2.28.9");
@@ -218,11 +220,20 @@ static void test_in_group_completed_too_early(void **state) {
   ncclshim_symmem *a = NULL;
   assert_int_equal(t->ncclGroupStart(), ncclSuccess);
   assert_int_equal(ncclshim_symmem_alloc_in_group(comm, 4096, NULL, &a), NCCLSHIM_OK);
-  assert_int_equal(ncclshim_symmem_complete(a, 100), NCCLSHIM_NCCL_ERROR);
+  assert_int_equal(ncclshim_symmem_complete(a, 100), NCCLSHIM_INVALID_ARGUMENT);
   assert_message("inside a group the window only exists after ncclGroupEnd");
+  assert_message("call it after ncclshim_comm_group_end");
   assert_int_equal(ncclshim_comm_group_end(nccl, &comm, 1, 1000), NCCLSHIM_OK);
   assert_int_equal(ncclshim_symmem_complete(a, 100), NCCLSHIM_OK);
   assert_int_equal(ncclshim_symmem_free(a, 1000), NCCLSHIM_OK);
+  fake_null_window(1);
+  assert_int_equal(t->ncclGroupStart(), ncclSuccess);
+  assert_int_equal(ncclshim_symmem_alloc_in_group(comm, 4096, NULL, &a), NCCLSHIM_OK);
+  assert_int_equal(ncclshim_comm_group_end(nccl, &comm, 1, 1000), NCCLSHIM_OK);
+  assert_int_equal(ncclshim_symmem_complete(a, 100), NCCLSHIM_UNAVAILABLE);
+  assert_message("symmetric windows do not register on this communicator");
+  assert_int_equal(ncclshim_symmem_free(a, 1000), NCCLSHIM_OK);
+  fake_null_window(0);
   ncclshim_comm_free(comm);
   ncclshim_nccl_close(nccl);
 }

@@ -358,10 +358,17 @@ fn statuses(out: &mut String, text: &str) -> Result<(), String> {
             .next()
             .map(|c| c.to_ascii_uppercase().to_string() + chars.as_str())
             .unwrap_or_default();
-        let _ = writeln!(out, "    /// {sentence} (`NCCLSHIM_{id}`, {value}).\n    {},", camel(id));
+        let _ = writeln!(
+            out,
+            "    /// {sentence} (`NCCLSHIM_{id}`, {value}).\n    {},",
+            camel(id)
+        );
         variants.push(camel(id));
     }
-    let _ = writeln!(out, "    /// A code this crate does not know (a newer libncclshim).\n    Unknown(i32),\n}}\n");
+    let _ = writeln!(
+        out,
+        "    /// A code this crate does not know (a newer libncclshim).\n    Unknown(i32),\n}}\n"
+    );
     let _ = writeln!(out, "impl Status {{\n    /// Every known status, in value order (its index is its code).\n    pub const ALL: &'static [Status] = &[");
     for v in &variants {
         let _ = writeln!(out, "        Status::{v},");

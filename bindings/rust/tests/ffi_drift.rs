@@ -132,10 +132,18 @@ fn status_names_match_their_codes() {
         c_names.push(name);
     }
     assert!(c_names.len() > 17, "SECOND_COPY (17) is in the C list");
-    assert_eq!(Status::ALL.len(), c_names.len(), "Rust knows every C status");
+    assert_eq!(
+        Status::ALL.len(),
+        c_names.len(),
+        "Rust knows every C status"
+    );
     for (code, name) in c_names.iter().enumerate() {
         let status = Status::from_code(code as i32);
-        assert_ne!(status, Status::Unknown(code as i32), "{name} is unknown to Rust");
+        assert_ne!(
+            status,
+            Status::Unknown(code as i32),
+            "{name} is unknown to Rust"
+        );
         assert_eq!(status.name(), *name);
         assert_eq!(status.code(), code as i32);
         let debug = format!("{status:?}").to_ascii_uppercase();

@@ -147,7 +147,8 @@ NCCLSHIM_API int ncclshim_comm_size(const ncclshim_comm *comm);
 
 /* Calls on one ncclshim_comm are not thread-safe with each other (NCCL's own rule for a
  * communicator), except ncclshim_comm_state_of and the accessors above. Each of the following
- * returns INVALID_ARGUMENT for timeout_ms < 0. */
+ * returns INVALID_ARGUMENT for timeout_ms < 0. What each returns in each state is one table,
+ * docs/reference.md "Calls by communicator state", which the test comm-states walks. */
 
 /* Finish what the communicator has in flight (a non-blocking init, operations, finalize)
  * with ncclshim_nccl_wait. OK: done, and an INITIALIZING communicator becomes READY.
@@ -174,6 +175,9 @@ NCCLSHIM_API ncclshim_status ncclshim_comm_check(ncclshim_comm *comm, ncclResult
  * failed, or a communicator reported an error: that one becomes FAILED), TIMEOUT.
  * INVALID_ARGUMENT (count < 0, comms NULL with count > 0, a NULL entry, timeout_ms < 0) is
  * answered before ncclGroupEnd runs: the group stays open, call again with valid arguments.
+ * Once ncclGroupEnd has returned, each communicator answers as for ncclshim_comm_wait, also
+ * when NCCL finished at once: a FAILED one its failure, a destroyed, aborting or aborted one
+ * INVALID_ARGUMENT.
  * Registrations queued in the group (ncclshim_symmem_alloc_in_group) are complete after an
  * OK here; finish them with ncclshim_symmem_complete. nccl: NULL for the default handle;
  * comms may be NULL when count is 0. */

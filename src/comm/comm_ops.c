@@ -134,10 +134,13 @@ ncclshim_status ncclshim_comm_group_end(ncclshim_nccl *nccl, ncclshim_comm *cons
   int64_t deadline = ncclshim_deadline_ns(timeout_ms);
   ncclResult_t r = ncclshim_nccl_functions(nccl)->ncclGroupEnd();
   for (int i = 0; i < count; i++) atomic_fetch_add(&comms[i]->group_ends, 1);
-  if (r == ncclSuccess) return NCCLSHIM_OK;
-  if (r != ncclInProgress) return ncclshim_nccl_check(nccl, r, "ncclGroupEnd");
+  if (r != ncclSuccess && r != ncclInProgress) return ncclshim_nccl_check(nccl, r, "ncclGroupEnd");
+  /* Each communicator is checked as ncclshim_comm_check does, also when NCCL finished at once:
+   * a failed one reports its failure, a torn-down one is refused. */
   for (int i = 0; i < count; i++) {
-    if ((status = waitable(comms[i], "ncclshim_comm_group_end", timeout_ms)) != NCCLSHIM_OK ||
+    if ((status = waitable(comms[i], "ncclshim_comm_group_end", timeout_ms)) != NCCLSHIM_OK)
+      return status;
+    if (r == ncclInProgress &&
         (status = ncclshim_comm_wait_deadline(comms[i], deadline, timeout_ms)) != NCCLSHIM_OK)
       return status;
   }

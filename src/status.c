@@ -8,31 +8,15 @@
 #include "internal.h"
 #include "ncclshim/ncclshim.h"
 
-/* X(STATUS, "sentence") in value order. */
-#define STATUS_TEXTS(X)                                                         \
-  X(OK, "success")                                                              \
-  X(NOT_FOUND, "no library file was found")                                     \
-  X(LOAD_FAILED, "a library file was found but could not be loaded")            \
-  X(NOT_NCCL, "the file loaded is not the library asked for")                   \
-  X(MISSING_SYMBOLS, "the library lacks required functions")                    \
-  X(VERSION_TOO_OLD, "the library is older than the version asked for")         \
-  X(WRONG_MAJOR, "the library has a major version ncclshim does not support")   \
-  X(BAD_VERSION, "the library's version query failed or gave no valid version") \
-  X(INVALID_ARGUMENT, "an argument is invalid")                                 \
-  X(OUT_OF_MEMORY, "out of memory")                                             \
-  X(UNAVAILABLE, "the loaded library does not provide this")                    \
-  X(DRIVER_UNAVAILABLE, "no usable CUDA driver")                                \
-  X(NO_DEVICE, "no CUDA device")                                                \
-  X(CUDA_ERROR, "a CUDA driver call failed")                                    \
-  X(NCCL_ERROR, "an NCCL call failed")                                          \
-  X(TIMEOUT, "the wait ran past its deadline")                                  \
-  X(FORKED, "state from before fork() was used in the child process")           \
-  X(SECOND_COPY, "another NCCL is already mapped in this process")
-
-#define STATUS_NAME_(id, text) #id,
-#define STATUS_TEXT_(id, text) text,
-static const char *const status_names[] = {STATUS_TEXTS(STATUS_NAME_)};
-static const char *const status_texts[] = {STATUS_TEXTS(STATUS_TEXT_)};
+/* Indexed by value; as many entries as rows, so that the values have no gap (and a value
+ * given twice fails to build: -Woverride-init). */
+#define STATUS_NAME_(id, value, text) [value] = #id,
+#define STATUS_TEXT_(id, value, text) [value] = text,
+#define STATUS_ROW_(id, value, text) +1
+static const char *const status_names[] = {NCCLSHIM_STATUSES(STATUS_NAME_)};
+static const char *const status_texts[] = {NCCLSHIM_STATUSES(STATUS_TEXT_)};
+_Static_assert(sizeof(status_names) / sizeof(status_names[0]) == 0 NCCLSHIM_STATUSES(STATUS_ROW_),
+               "NCCLSHIM_STATUSES: the values must be 0, 1, 2, ... without a gap");
 #define STATUS_COUNT (sizeof(status_names) / sizeof(status_names[0]))
 
 const char *ncclshim_status_name(ncclshim_status status) {

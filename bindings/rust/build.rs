@@ -1,5 +1,5 @@
 //! Finds libncclshim and its headers, and generates the crate's declarations of the NCCL and
-//! CUDA function tables, the capabilities and the ncclConfig_t fields from ncclshim's own
+//! CUDA function tables, the capabilities, the ncclConfig_t fields and the statuses from ncclshim's own
 //! X-macro lists: the C preprocessor expands `ffi_rows.c` into one marked row per entry, which
 //! `gen_lists.rs` turns into Rust (each C type through its `C_TYPES`; a type that is not there
 //! stops the build with its name and the row it came from), so the Rust tables cannot drift
@@ -60,7 +60,13 @@ fn main() {
     );
 
     let include = find_headers(&checkout);
-    for list in ["nccl_functions.h", "cuda_functions.h", "ncclshim.h", "pp.h"] {
+    for list in [
+        "nccl_functions.h",
+        "cuda_functions.h",
+        "ncclshim.h",
+        "pp.h",
+        "status.h",
+    ] {
         println!(
             "cargo:rerun-if-changed={}",
             include.join("ncclshim").join(list).display()

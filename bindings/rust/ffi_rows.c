@@ -11,8 +11,10 @@
   rs_row cuda name ask policy CU_RESULT NCCLSHIM_PP_EACH(n, RS_PARAM_, params) rs_end
 #define RS_CAPABILITY_(id, name, version, ...) rs_capability id name version rs_end
 #define RS_CONFIG_(id, field, kind, version) rs_config id field kind version rs_end
+#define RS_STATUS_(id, value, text) rs_status id value text rs_end
 
 NCCLSHIM_NCCL_FUNCTIONS(RS_NCCL_)
 NCCLSHIM_CUDA_FUNCTIONS(RS_CUDA_)
 NCCLSHIM_CAPABILITIES(RS_CAPABILITY_)
 NCCLSHIM_CONFIG_FIELDS(RS_CONFIG_)
+NCCLSHIM_STATUSES(RS_STATUS_)

@@ -1,5 +1,5 @@
 //! Rust declarations from the C preprocessor's expansion of `ffi_rows.c`: the function tables,
-//! their rows, the capabilities and the config fields. Used by build.rs, and by the tests
+//! their rows, the capabilities, the config fields and the statuses. Used by build.rs, and by the tests
 //! (tests/ffi_drift.rs) to show that an unknown C type stops the build with a clear message.
 
 use std::fmt::Write as _;
@@ -335,5 +335,44 @@ pub fn generate(text: &str) -> Result<String, String> {
         "            {}\n        )\n    }}\n}}",
         strings.join(" | ")
     );
+    statuses(&mut out, text)?;
     Ok(out)
+}
+
+/// `Status` from `NCCLSHIM_STATUSES`: one variant per row, `Unknown` for any other code.
+fn statuses(out: &mut String, text: &str) -> Result<(), String> {
+    let rows = groups(text, "rs_status");
+    let _ = writeln!(out, "\n/// ncclshim's status codes (`ncclshim_status`, `NCCLSHIM_STATUSES`), with their stable values.\n#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]\n#[non_exhaustive]\npub enum Status {{");
+    let mut variants = Vec::new();
+    for (i, row) in rows.iter().enumerate() {
+        let [id, value, sentence @ ..] = row.as_slice() else {
+            return Err(format!("malformed status {row:?}"));
+        };
+        if value.parse::<usize>() != Ok(i) {
+            return Err(format!("status {id} has value {value}, not {i}"));
+        }
+        let sentence = sentence.join(" ");
+        let sentence = sentence.trim_matches('"');
+        let mut chars = sentence.chars();
+        let sentence: String = chars
+            .next()
+            .map(|c| c.to_ascii_uppercase().to_string() + chars.as_str())
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "    /// {sentence} (`NCCLSHIM_{id}`, {value}).\n    {},",
+            camel(id)
+        );
+        variants.push(camel(id));
+    }
+    let _ = writeln!(
+        out,
+        "    /// A code this crate does not know (a newer libncclshim).\n    Unknown(i32),\n}}\n"
+    );
+    let _ = writeln!(out, "impl Status {{\n    /// Every known status, in value order (its index is its code).\n    pub const ALL: &'static [Status] = &[");
+    for v in &variants {
+        let _ = writeln!(out, "        Status::{v},");
+    }
+    let _ = writeln!(out, "    ];\n}}");
+    Ok(())
 }

@@ -99,8 +99,9 @@ enum {
    * config is blocking, and ncclshim_comm_raw gives the child. Collectives then cost what
    * they cost on a blocking communicator (NCCL's non-blocking mode adds tens of us per call)
    * and the watchdog (ncclshim/watchdog.h) bounds them instead. Teardown: destroy finalizes
-   * the child (which blocks, as on any blocking communicator), then the parent within the
-   * deadline; abort aborts both. */
+   * and destroys the child (its finalize blocks, as on any blocking communicator; where
+   * NCCL_COMM_BLOCKING=0 made it non-blocking, it is waited for within the deadline like the
+   * parent's), then the parent within the deadline; abort aborts both. */
   NCCLSHIM_COMM_SPLIT_BLOCKING = 2
 };
 
@@ -146,14 +147,18 @@ NCCLSHIM_API int ncclshim_comm_size(const ncclshim_comm *comm);
 
 /* Calls on one ncclshim_comm are not thread-safe with each other (NCCL's own rule for a
  * communicator), except ncclshim_comm_state_of and the accessors above. Each of the following
- * returns INVALID_ARGUMENT for timeout_ms < 0. */
+ * returns INVALID_ARGUMENT for timeout_ms < 0. What each returns in each state is one table,
+ * docs/reference.md "Calls by communicator state", which the test comm-states walks. */
 
 /* Finish what the communicator has in flight (a non-blocking init, operations, finalize)
  * with ncclshim_nccl_wait. OK: done, and an INITIALIZING communicator becomes READY.
  * NCCL_ERROR: an asynchronous error; the communicator becomes FAILED (abort it). TIMEOUT:
  * still in progress; nothing changes, so the caller can wait again or abort.
- * INVALID_ARGUMENT for NULL and for a destroyed or aborted communicator; NCCL_ERROR for a
- * FAILED one (naming the first error). */
+ * INVALID_ARGUMENT for NULL and for a destroyed, aborting or aborted communicator. A FAILED
+ * one answers at once with its failure: NCCL_ERROR naming the first error, or, when the
+ * watchdog failed it, the watchdog's status (TIMEOUT: an operation ran past its deadline;
+ * waiting again does not help: abort it). The same holds for ncclshim_comm_check,
+ * _group_end and _wait_stream (docs/reference.md, "Calls by communicator state"). */
 NCCLSHIM_API ncclshim_status ncclshim_comm_wait(ncclshim_comm *comm, int timeout_ms);
 
 /* Check the result of an NCCL call made on this communicator, and finish it: ncclSuccess is
@@ -168,6 +173,11 @@ NCCLSHIM_API ncclshim_status ncclshim_comm_check(ncclshim_comm *comm, ncclResult
 /* ncclGroupEnd, then, when NCCL answers ncclInProgress, wait on each of the `count`
  * communicators that took part (all sharing one deadline). OK, NCCL_ERROR (ncclGroupEnd
  * failed, or a communicator reported an error: that one becomes FAILED), TIMEOUT.
+ * INVALID_ARGUMENT (count < 0, comms NULL with count > 0, a NULL entry, timeout_ms < 0) is
+ * answered before ncclGroupEnd runs: the group stays open, call again with valid arguments.
+ * Once ncclGroupEnd has returned, each communicator answers as for ncclshim_comm_wait, also
+ * when NCCL finished at once: a FAILED one its failure, a destroyed, aborting or aborted one
+ * INVALID_ARGUMENT.
  * Registrations queued in the group (ncclshim_symmem_alloc_in_group) are complete after an
  * OK here; finish them with ncclshim_symmem_complete. nccl: NULL for the default handle;
  * comms may be NULL when count is 0. */
@@ -189,8 +199,9 @@ NCCLSHIM_API ncclshim_status ncclshim_comm_wait_stream(ncclshim_comm *comm,
  * bounded wait for it, then ncclCommDestroy. An INITIALIZING communicator is first waited
  * for. OK: DESTROYED. TIMEOUT: finalize is still running; the communicator is FINALIZING
  * and a later destroy goes on waiting (or abort it). NCCL_ERROR: a step failed; the
- * communicator is FAILED. A FAILED communicator is refused (NCCL_ERROR: only an abort can
- * release it) and so is one being aborted (INVALID_ARGUMENT). NULL, DESTROYED and ABORTED
+ * communicator is FAILED. A FAILED communicator is refused with NCCL_ERROR, also when the
+ * watchdog failed it for a deadline (only an abort can release it), and so is one being
+ * aborted (INVALID_ARGUMENT). NULL, DESTROYED and ABORTED
  * are OK at once without an NCCL call, so destroy is idempotent. On a blocking communicator
  * finalize itself blocks without a bound. The wrapper stays valid: ncclshim_comm_free. */
 NCCLSHIM_API ncclshim_status ncclshim_comm_destroy(ncclshim_comm *comm, int timeout_ms);

@@ -14,28 +14,33 @@ extern "C" {
 #define NCCLSHIM_API
 #endif
 
-/* Stable values: a code never changes meaning; new codes are only appended. */
-typedef enum ncclshim_status {
-  NCCLSHIM_OK = 0,
-  NCCLSHIM_NOT_FOUND = 1,        /* no candidate file exists */
-  NCCLSHIM_LOAD_FAILED = 2,      /* a file exists but dlopen or the ELF check refused it */
-  NCCLSHIM_NOT_NCCL = 3,         /* it loaded, but it is not the library asked for */
-  NCCLSHIM_MISSING_SYMBOLS = 4,  /* required functions are missing */
-  NCCLSHIM_VERSION_TOO_OLD = 5,  /* older than the minimum asked for */
-  NCCLSHIM_WRONG_MAJOR = 6,      /* a major version ncclshim does not speak */
-  NCCLSHIM_BAD_VERSION = 7,      /* the version query failed or answered nonsense */
-  NCCLSHIM_INVALID_ARGUMENT = 8, /* the caller passed something unusable */
-  NCCLSHIM_OUT_OF_MEMORY = 9,
-  NCCLSHIM_UNAVAILABLE = 10,        /* the loaded library lacks this function or feature */
-  NCCLSHIM_DRIVER_UNAVAILABLE = 11, /* no usable CUDA driver (absent, stub) */
-  NCCLSHIM_NO_DEVICE = 12,          /* a driver, but no CUDA device */
-  NCCLSHIM_CUDA_ERROR = 13,         /* a CUDA driver call failed */
-  NCCLSHIM_NCCL_ERROR = 14,         /* an NCCL call failed */
-  NCCLSHIM_TIMEOUT = 15,            /* a bounded wait ran out */
-  NCCLSHIM_FORKED = 16,             /* state initialised in a parent process used after fork */
-  NCCLSHIM_SECOND_COPY = 17 /* another NCCL is mapped in the process, and the caller asked to
-                               refuse mapping a second one */
-} ncclshim_status;
+/* The status codes, one row each: X(NAME, value, "short sentence"), in value order. Stable
+ * values: a code never changes meaning; new codes are only appended. The enum below, the
+ * names and sentences of ncclshim_status_name/_string, the Rust crate's Status and the table
+ * of docs/reference.md ("Status codes", checked by the test status-docs) all come from it. */
+#define NCCLSHIM_STATUSES(X)                                                       \
+  X(OK, 0, "success")                                                              \
+  X(NOT_FOUND, 1, "no library file was found")                                     \
+  X(LOAD_FAILED, 2, "a library file was found but could not be loaded")            \
+  X(NOT_NCCL, 3, "the file loaded is not the library asked for")                   \
+  X(MISSING_SYMBOLS, 4, "the library lacks required functions")                    \
+  X(VERSION_TOO_OLD, 5, "the library is older than the version asked for")         \
+  X(WRONG_MAJOR, 6, "the library has a major version ncclshim does not support")   \
+  X(BAD_VERSION, 7, "the library's version query failed or gave no valid version") \
+  X(INVALID_ARGUMENT, 8, "an argument is invalid")                                 \
+  X(OUT_OF_MEMORY, 9, "out of memory")                                             \
+  X(UNAVAILABLE, 10, "the loaded library does not provide this")                   \
+  X(DRIVER_UNAVAILABLE, 11, "no usable CUDA driver")                               \
+  X(NO_DEVICE, 12, "no CUDA device")                                               \
+  X(CUDA_ERROR, 13, "a CUDA driver call failed")                                   \
+  X(NCCL_ERROR, 14, "an NCCL call failed")                                         \
+  X(TIMEOUT, 15, "the wait ran past its deadline")                                 \
+  X(FORKED, 16, "state from before fork() was used in the child process")          \
+  X(SECOND_COPY, 17, "another NCCL is already mapped in this process")
+
+#define NCCLSHIM_STATUS_ENUM_(name, value, text) NCCLSHIM_##name = value,
+typedef enum ncclshim_status { NCCLSHIM_STATUSES(NCCLSHIM_STATUS_ENUM_) } ncclshim_status;
+#undef NCCLSHIM_STATUS_ENUM_
 
 /* "NOT_FOUND", ... ; "UNKNOWN" for a value outside the enum. Static string; thread-safe. */
 NCCLSHIM_API const char *ncclshim_status_name(ncclshim_status status);

@@ -45,7 +45,10 @@ typedef struct ncclshim_symmem ncclshim_symmem;
  * is 2.27.3 (path)"; or NCCL gave success with a NULL window: windows do not register on
  * this communicator, see ncclshim_comm_has); NCCL_ERROR (ncclMemAlloc or
  * ncclCommWindowRegister failed, checked message); TIMEOUT; CUDA_ERROR (cuStreamIsCapturing failed
- * with an unexpected code); OUT_OF_MEMORY. On failure everything taken is given back. */
+ * with an unexpected code); OUT_OF_MEMORY. On failure everything taken is given back; after a
+ * TIMEOUT only once NCCL is done with the communicator (NCCL may still write the window and
+ * use the memory): when its ncclshim_comm_abort has returned or its destroy has succeeded.
+ * A communicator freed without either keeps them, as it keeps NCCL's communicator. */
 NCCLSHIM_API ncclshim_status ncclshim_symmem_alloc(ncclshim_comm *comm, size_t size,
                                                    cudaStream_t stream, int timeout_ms,
                                                    ncclshim_symmem **out);
@@ -61,7 +64,9 @@ NCCLSHIM_API ncclshim_status ncclshim_symmem_alloc_in_group(ncclshim_comm *comm,
 /* Finish a registration: wait (at most timeout_ms) for a non-blocking communicator, then
  * check that NCCL gave a window. OK (also when already complete); UNAVAILABLE ("... returned
  * success but no window ..."; the buffer stays allocated: free it); TIMEOUT;
- * INVALID_ARGUMENT (NULL, timeout_ms < 0, or the communicator no longer usable). */
+ * INVALID_ARGUMENT (NULL, timeout_ms < 0, the communicator no longer usable, or a
+ * registration made in a group before ncclshim_comm_group_end has ended it: "... call it
+ * after ncclshim_comm_group_end"); a FAILED communicator's failure, as ncclshim_comm_wait. */
 NCCLSHIM_API ncclshim_status ncclshim_symmem_complete(ncclshim_symmem *mem, int timeout_ms);
 
 /* The device address (4096-aligned); NULL for NULL. */

@@ -12,6 +12,7 @@ static void *abort_thread(void *arg) {
     ncclResult_t p = ncclshim_nccl_functions(comm->nccl)->ncclCommAbort(comm->parent);
     if (r == ncclSuccess) r = p;
   }
+  ncclshim_symmem_release_orphans(comm); /* NCCL is done with them */
   pthread_mutex_lock(&comm->lock);
   comm->abort_result = r;
   comm->abort_done = 1;

@@ -6,7 +6,11 @@ static ncclshim_status refuse(ncclshim_comm *comm, ncclshim_comm_state state) {
     return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT,
                          "ncclshim_comm_destroy: an abort of this communicator is still running; "
                          "ncclshim_comm_abort waits for it");
-  return ncclshim_comm_failed(comm, "ncclshim_comm_destroy");
+  /* NCCL_ERROR whatever the failure was: destroy's TIMEOUT means "FINALIZING, call again",
+   * which a FAILED communicator never is (the watchdog's deadline failures say TIMEOUT
+   * elsewhere). */
+  ncclshim_comm_failed(comm, "ncclshim_comm_destroy");
+  return NCCLSHIM_NCCL_ERROR;
 }
 
 /* An NCCL step of the teardown failed: the communicator is FAILED. */
@@ -32,28 +36,29 @@ ncclshim_status ncclshim_comm_destroy(ncclshim_comm *comm, int timeout_ms) {
       return status;
     state = NCCLSHIM_COMM_READY;
   }
-  if (state == NCCLSHIM_COMM_READY && comm->parent != NULL) {
-    /* NCCLSHIM_COMM_SPLIT_BLOCKING: the blocking child first (its finalize blocks), then the
-     * parent. */
-    ncclResult_t r = t->ncclCommFinalize(comm->comm);
-    if (r == ncclSuccess) r = t->ncclCommDestroy(comm->comm);
-    if (r != ncclSuccess) return step_failed(comm, r, "ncclCommFinalize/Destroy (the child)");
-    pthread_mutex_lock(&comm->lock);
+  /* One communicator at a time, the same steps for each: NCCLSHIM_COMM_SPLIT_BLOCKING's child
+   * first (comm->comm while parent is set), then the parent. NCCL_COMM_BLOCKING may have made
+   * the child non-blocking, so its finalize too may answer ncclInProgress and is waited for. */
+  for (;;) {
+    if (state == NCCLSHIM_COMM_READY &&
+        ncclshim_nccl_has_function(comm->nccl, NCCLSHIM_FN_ncclCommFinalize)) {
+      ncclResult_t r = t->ncclCommFinalize(comm->comm);
+      if (r != ncclSuccess && r != ncclInProgress) return step_failed(comm, r, "ncclCommFinalize");
+      ncclshim_comm_set_state(comm, state = NCCLSHIM_COMM_FINALIZING);
+    }
+    if (state == NCCLSHIM_COMM_FINALIZING &&
+        (status = ncclshim_comm_wait_deadline(comm, deadline, timeout_ms)) != NCCLSHIM_OK)
+      return status;
+    ncclResult_t r = t->ncclCommDestroy(comm->comm);
+    if (r != ncclSuccess) return step_failed(comm, r, "ncclCommDestroy");
+    if (comm->parent == NULL) break;
+    pthread_mutex_lock(&comm->lock); /* the child is gone: the parent's turn */
     comm->comm = comm->parent;
     comm->parent = NULL;
+    comm->state = state = NCCLSHIM_COMM_READY;
     pthread_mutex_unlock(&comm->lock);
   }
-  if (state == NCCLSHIM_COMM_READY &&
-      ncclshim_nccl_has_function(comm->nccl, NCCLSHIM_FN_ncclCommFinalize)) {
-    ncclResult_t r = t->ncclCommFinalize(comm->comm);
-    if (r != ncclSuccess && r != ncclInProgress) return step_failed(comm, r, "ncclCommFinalize");
-    ncclshim_comm_set_state(comm, state = NCCLSHIM_COMM_FINALIZING);
-  }
-  if (state == NCCLSHIM_COMM_FINALIZING &&
-      (status = ncclshim_comm_wait_deadline(comm, deadline, timeout_ms)) != NCCLSHIM_OK)
-    return status;
-  ncclResult_t r = t->ncclCommDestroy(comm->comm);
-  if (r != ncclSuccess) return step_failed(comm, r, "ncclCommDestroy");
   ncclshim_comm_set_state(comm, NCCLSHIM_COMM_DESTROYED);
+  ncclshim_symmem_release_orphans(comm); /* NCCL is done with them */
   return NCCLSHIM_OK;
 }

@@ -32,8 +32,19 @@ struct ncclshim_comm {
   ncclComm_t parent;
   int split_wanted, split_started;
   ncclComm_t child;
-  atomic_int windows; /* comm_caps.c: 0 not known, 1 windows register, 2 they do not */
+  atomic_int windows;     /* comm_caps.c: 0 not known, 1 windows register, 2 they do not */
+  atomic_uint group_ends; /* ncclshim_comm_group_end calls that named it (symmem_complete) */
+  /* Symmetric buffers whose registration timed out (symmem_alloc.c), under the lock: NCCL may
+   * still write their window and use their memory until it is done with the communicator. */
+  struct ncclshim_symmem *orphans;
 };
+/* Keep a buffer whose registration timed out until NCCL is done with the communicator; it
+ * no longer holds a reference (the communicator holds it). */
+void ncclshim_comm_adopt(ncclshim_comm *comm, struct ncclshim_symmem *mem);
+/* Give the orphans back (ncclMemFree), once NCCL is done with the communicator: its
+ * ncclCommAbort returned, or ncclCommDestroy did (symmem_free.c). A wrapper freed without
+ * either leaves them to NCCL, as it leaves the communicator. */
+void ncclshim_symmem_release_orphans(ncclshim_comm *comm);
 /* Record whether a registration on the communicator gave a window (comm_caps.c). */
 void ncclshim_comm_note_windows(ncclshim_comm *comm, int registered);
 /* "; device API: the loaded NCCL is ..." for ncclInvalidUsage from a device-API call, else "". */

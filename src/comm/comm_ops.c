@@ -17,20 +17,25 @@ ncclshim_status ncclshim_comm_note(ncclshim_comm *comm, ncclshim_status status, 
   return status;
 }
 
+/* What is left to do about a failed communicator, from how far its abort has gone. */
+static const char *what_now(int abort_started, int abort_done) {
+  if (abort_done) return "it has been aborted: ncclshim_comm_free releases the wrapper";
+  if (abort_started) return "its abort has started: ncclshim_comm_abort waits for it";
+  return "only ncclshim_comm_abort can release it";
+}
+
 ncclshim_status ncclshim_comm_failed(ncclshim_comm *comm, const char *who) {
-  if (atomic_load(&comm->failed_by_watchdog))
-    return ncclshim_fail(comm->failed_status,
-                         "%s: the watchdog failed communicator rank %d of %d: %s; only "
-                         "ncclshim_comm_abort can release it",
-                         who, comm->rank, comm->nranks, comm->reason);
   pthread_mutex_lock(&comm->lock);
   ncclResult_t failure = comm->failure;
+  const char *next = what_now(comm->abort_started, comm->abort_done);
   pthread_mutex_unlock(&comm->lock);
-  return ncclshim_fail(NCCLSHIM_NCCL_ERROR,
-                       "%s: the communicator (rank %d of %d) failed earlier with %s (%d); only "
-                       "ncclshim_comm_abort can release it",
-                       who, comm->rank, comm->nranks, ncclshim_nccl_result_name(failure),
-                       (int)failure);
+  if (atomic_load(&comm->failed_by_watchdog))
+    return ncclshim_fail(comm->failed_status,
+                         "%s: the watchdog failed communicator rank %d of %d: %s; %s", who,
+                         comm->rank, comm->nranks, comm->reason, next);
+  return ncclshim_fail(
+      NCCLSHIM_NCCL_ERROR, "%s: the communicator (rank %d of %d) failed earlier with %s (%d); %s",
+      who, comm->rank, comm->nranks, ncclshim_nccl_result_name(failure), (int)failure, next);
 }
 
 /* OK when the communicator is in a state that can be waited on; otherwise why not. */
@@ -118,14 +123,24 @@ ncclshim_status ncclshim_comm_group_end(ncclshim_nccl *nccl, ncclshim_comm *cons
     return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT,
                          "ncclshim_comm_group_end: count %d, comms %s, timeout %d ms", count,
                          comms ? "given" : "NULL", timeout_ms);
+  for (int i = 0; i < count; i++) /* before NCCL runs anything */
+    if (comms[i] == NULL)
+      return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT,
+                           "ncclshim_comm_group_end: comms[%d] is NULL (ncclGroupEnd not called: "
+                           "the group is still open)",
+                           i);
   ncclshim_status status = ncclshim_comm_usable(nccl, "ncclshim_comm_group_end");
   if (status != NCCLSHIM_OK) return status;
   int64_t deadline = ncclshim_deadline_ns(timeout_ms);
   ncclResult_t r = ncclshim_nccl_functions(nccl)->ncclGroupEnd();
-  if (r == ncclSuccess) return NCCLSHIM_OK;
-  if (r != ncclInProgress) return ncclshim_nccl_check(nccl, r, "ncclGroupEnd");
+  for (int i = 0; i < count; i++) atomic_fetch_add(&comms[i]->group_ends, 1);
+  if (r != ncclSuccess && r != ncclInProgress) return ncclshim_nccl_check(nccl, r, "ncclGroupEnd");
+  /* Each communicator is checked as ncclshim_comm_check does, also when NCCL finished at once:
+   * a failed one reports its failure, a torn-down one is refused. */
   for (int i = 0; i < count; i++) {
-    if ((status = waitable(comms[i], "ncclshim_comm_group_end", timeout_ms)) != NCCLSHIM_OK ||
+    if ((status = waitable(comms[i], "ncclshim_comm_group_end", timeout_ms)) != NCCLSHIM_OK)
+      return status;
+    if (r == ncclInProgress &&
         (status = ncclshim_comm_wait_deadline(comms[i], deadline, timeout_ms)) != NCCLSHIM_OK)
       return status;
   }

@@ -49,7 +49,8 @@ static void read_spin_limit(void) {
   if (text == NULL || *text == '\0') return;
   char *end = NULL;
   long long us = strtoll(text, &end, 10);
-  if (*end == '\0' && us >= 0) spin_limit_ns = (int64_t)us * 1000;
+  /* A value whose ns do not fit is "anything else" too: the default. */
+  if (*end == '\0' && us >= 0 && us <= INT64_MAX / 1000) spin_limit_ns = (int64_t)us * 1000;
 }
 
 int64_t ncclshim_now_ns(void) {

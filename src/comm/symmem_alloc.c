@@ -75,6 +75,7 @@ static ncclshim_status begin(ncclshim_comm *comm, size_t size, cudaStream_t stre
   if (mem == NULL) return ncclshim_fail(NCCLSHIM_OUT_OF_MEMORY, "%s: out of memory", who);
   mem->size = (size + ALIGNMENT - 1) / ALIGNMENT * ALIGNMENT;
   mem->in_group = in_group;
+  mem->group_ends = atomic_load(&comm->group_ends);
   if ((status = allocate(comm->nccl, mem->size, &mem->ptr)) != NCCLSHIM_OK) {
     free(mem);
     return status;
@@ -101,20 +102,24 @@ ncclshim_status ncclshim_symmem_complete(ncclshim_symmem *mem, int timeout_ms) {
     return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: %s", who,
                          mem == NULL ? "mem is NULL" : "negative timeout (no wait is unbounded)");
   if (mem->complete) return NCCLSHIM_OK;
+  if (mem->in_group && mem->window == NULL &&
+      atomic_load(&mem->comm->group_ends) == mem->group_ends)
+    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT,
+                         "%s: the registration was queued in a group that has not ended: inside "
+                         "a group the window only exists after ncclGroupEnd; call it after "
+                         "ncclshim_comm_group_end",
+                         who);
   ncclshim_status status = ncclshim_comm_wait(mem->comm, timeout_ms);
   if (status != NCCLSHIM_OK) return status;
-  /* Outside a group, a NULL window says windows do not register here (comm_caps.c caches
-   * it); inside one it may just be asked for before ncclGroupEnd. */
-  if (!mem->in_group) ncclshim_comm_note_windows(mem->comm, mem->window != NULL);
+  /* Done (outside a group, or after its end): a NULL window says windows do not register
+   * here (comm_caps.c caches it). */
+  ncclshim_comm_note_windows(mem->comm, mem->window != NULL);
   if (mem->window == NULL)
-    return ncclshim_fail(mem->in_group ? NCCLSHIM_NCCL_ERROR : NCCLSHIM_UNAVAILABLE,
+    return ncclshim_fail(NCCLSHIM_UNAVAILABLE,
                          "ncclCommWindowRegister returned success but no window: symmetric "
                          "windows do not register on this communicator (NCCL >= 2.29 gives none "
                          "where the system cannot register them: registration disabled, CUMEM "
-                         "off, a transport without it; NCCL_DEBUG=WARN says more)%s",
-                         mem->in_group ? "; inside a group the window only exists after "
-                                         "ncclGroupEnd"
-                                       : "");
+                         "off, a transport without it; NCCL_DEBUG=WARN says more)");
   mem->complete = 1;
   return NCCLSHIM_OK;
 }
@@ -146,7 +151,8 @@ ncclshim_status ncclshim_symmem_alloc(ncclshim_comm *comm, size_t size, cudaStre
       ncclshim_fail_code(
           status, code, "%s (the buffer stays allocated until the communicator is aborted)", first);
   }
-  /* TIMEOUT: NCCL may still write the window into `mem` and use the memory, so both are
-   * left allocated on purpose (see symmem.h); aborting the communicator ends that. */
+  /* TIMEOUT: NCCL may still write the window into `mem` and use the memory, so both stay
+   * allocated, with the communicator, until NCCL is done with it (see symmem.h). */
+  if (status == NCCLSHIM_TIMEOUT) ncclshim_comm_adopt(comm, mem);
   return status;
 }

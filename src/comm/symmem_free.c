@@ -45,3 +45,33 @@ ncclshim_status ncclshim_symmem_free(ncclshim_symmem *mem, int timeout_ms) {
   free(mem);
   return ncclshim_nccl_check(nccl, r, "ncclMemFree");
 }
+
+static void free_orphans(ncclshim_comm *comm, ncclshim_symmem *mem) {
+  const ncclshim_nccl_table *t = ncclshim_nccl_functions(comm->nccl);
+  while (mem != NULL) {
+    ncclshim_symmem *next = mem->next_orphan;
+    t->ncclMemFree(mem->ptr);
+    free(mem);
+    mem = next;
+  }
+}
+
+void ncclshim_comm_adopt(ncclshim_comm *comm, ncclshim_symmem *mem) {
+  pthread_mutex_lock(&comm->lock);
+  int done = comm->abort_done; /* the watchdog's abort may have returned meanwhile */
+  if (!done) {
+    mem->next_orphan = comm->orphans;
+    comm->orphans = mem;
+  }
+  pthread_mutex_unlock(&comm->lock);
+  if (done) free_orphans(comm, mem);
+  ncclshim_comm_unref(comm); /* the buffer's: never the last, the caller holds one */
+}
+
+void ncclshim_symmem_release_orphans(ncclshim_comm *comm) {
+  pthread_mutex_lock(&comm->lock);
+  ncclshim_symmem *orphans = comm->orphans;
+  comm->orphans = NULL;
+  pthread_mutex_unlock(&comm->lock);
+  free_orphans(comm, orphans);
+}

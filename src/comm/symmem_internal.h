@@ -11,8 +11,10 @@ struct ncclshim_symmem {
   size_t size;              /* a multiple of 4096 */
   ncclshim_window_t window; /* NCCL writes it, possibly at group end or later */
   int in_group;             /* registered between the caller's ncclGroupStart and ncclGroupEnd */
+  unsigned group_ends;      /* the communicator's group_ends when it was registered */
   int complete;             /* the window was checked */
   int deregistering;        /* ncclCommWindowDeregister was accepted; its wait is not over */
+  struct ncclshim_symmem *next_orphan; /* the communicator's orphans (ncclshim_comm_adopt) */
 };
 
 /* OK unless `stream` is capturing a CUDA graph (INVALID_ARGUMENT) or the driver gives an

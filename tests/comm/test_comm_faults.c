@@ -3,7 +3,7 @@
  *  - a peer lost while a collective runs and the transport reports it (sockets): the stream
  *    wait ends early with NCCL_ERROR, the communicator is FAILED, only an abort releases it;
  *  - the same where nothing is ever reported (NVLink: the kernel just waits): the stream wait
- *    times out within its deadline + 10 %, and the abort ends it;
+ *    times out at its deadline, and the abort ends it;
  *  - a peer lost during a non-blocking init, and an init that never completes;
  *  - a peer lost after both registered a symmetric window: the buffer is freed after the abort;
  *  - an abort that takes its time, within its deadline and past it;
@@ -24,7 +24,11 @@
 #include "comm_fakes.h"
 #include "ncclshim/symmem.h"
 
-enum { NOT_READY = 600, DEADLINE_MS = 300, SLACK_MS = DEADLINE_MS / 10 };
+/* A wait must end at its deadline, never before; how soon after it (within 10 % on the GPU
+ * host) is a benchmark's figure (bench/gpu/faults.sh), not a unit test's: under TSan or
+ * valgrind, beside other tests, a thread waits its turn. LATE_MS only tells "ended" from
+ * "hung". */
+enum { NOT_READY = 600, DEADLINE_MS = 300, LATE_MS = 10 * DEADLINE_MS };
 
 static int setup(void **state) {
   (void)state;
@@ -139,7 +143,7 @@ static void test_peer_lost_silently(void **state) {
     fake_peer_lost(0, ncclSuccess);
     int64_t waited = -1;
     assert_int_equal(loop_until_failure(comm, 5, &waited), NCCLSHIM_TIMEOUT);
-    assert_true(waited >= DEADLINE_MS && waited <= DEADLINE_MS + SLACK_MS);
+    assert_true(waited >= DEADLINE_MS && waited <= LATE_MS);
     assert_message(
         "ncclshim_comm_wait_stream: communicator rank 0 of 2 (ready), waiting for "
         "the stream's work: still running after 300 ms and the communicator reports "
@@ -170,7 +174,7 @@ static void test_peer_lost_during_init(void **state) {
 }
 
 /* An init that never completes (the peer died before it connected, and NCCL keeps trying):
- * TIMEOUT within 10 %, still INITIALIZING, and a slow abort ends it. */
+ * TIMEOUT at its deadline, still INITIALIZING, and a slow abort ends it. */
 static void test_init_never_completes(void **state) {
   (void)state;
   ncclshim_nccl *nccl = fake_open("2.28.9");
@@ -179,7 +183,7 @@ static void test_init_never_completes(void **state) {
   int64_t start = now_ms();
   assert_int_equal(ncclshim_comm_wait(comm, DEADLINE_MS), NCCLSHIM_TIMEOUT);
   int64_t waited = now_ms() - start;
-  assert_true(waited >= DEADLINE_MS && waited <= DEADLINE_MS + SLACK_MS);
+  assert_true(waited >= DEADLINE_MS && waited <= LATE_MS);
   assert_message(
       "communicator rank 0 of 2 (initializing), waiting for its init: the "
       "communicator is still in progress after 300 ms");
@@ -217,7 +221,7 @@ static void test_peer_lost_with_window(void **state) {
   }
 }
 
-/* An abort slower than its deadline: TIMEOUT within 10 %, the wrapper may be freed at once,
+/* An abort slower than its deadline: TIMEOUT at its deadline, the wrapper may be freed at once,
  * and NCCL's abort still returns on its thread later. */
 static void test_abort_slower_than_deadline(void **state) {
   (void)state;
@@ -227,7 +231,7 @@ static void test_abort_slower_than_deadline(void **state) {
   int64_t start = now_ms();
   assert_int_equal(ncclshim_comm_abort(comm, DEADLINE_MS), NCCLSHIM_TIMEOUT);
   int64_t took = now_ms() - start;
-  assert_true(took >= DEADLINE_MS && took <= DEADLINE_MS + SLACK_MS);
+  assert_true(took >= DEADLINE_MS && took <= LATE_MS);
   assert_message("abort timed out after 300 ms: ncclCommAbort (rank 0 of 2) has not returned");
   assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_ABORTING);
   ncclshim_comm_free(comm);
@@ -276,7 +280,16 @@ static ncclshim_status watched_until_failure(ncclshim_comm *comm, int busy_after
 /* The watchdog already started the abort: the user's abort waits for that one (child and
  * parent: two ncclCommAbort), then teardown is a no-op. */
 static void watchdog_aborted(ncclshim_comm *comm) {
+  /* Destroy refuses a FAILED communicator with NCCL_ERROR, whatever the watchdog's status:
+   * its TIMEOUT would mean "FINALIZING, call again". */
+  assert_int_equal(ncclshim_comm_destroy(comm, 100), NCCLSHIM_NCCL_ERROR);
+  assert_message("ncclshim_comm_destroy: the watchdog failed communicator rank 0 of 2");
   assert_int_equal(ncclshim_comm_abort(comm, 1000), NCCLSHIM_OK);
+  /* After the abort, no message sends the caller back to abort. */
+  assert_int_not_equal(ncclshim_comm_record(comm, NULL, "ncclAllReduce", 1, ncclFloat32),
+                       NCCLSHIM_OK);
+  assert_message("it has been aborted: ncclshim_comm_free releases the wrapper");
+  assert_null(strstr(ncclshim_last_error(), "only ncclshim_comm_abort"));
   assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_ABORTED);
   assert_int_equal(ncclshim_comm_destroy(comm, 100), NCCLSHIM_OK);
   assert_int_equal(fake_count("ncclCommAbort"), 2);

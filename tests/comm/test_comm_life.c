@@ -3,6 +3,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -357,6 +358,12 @@ static void test_group_end(void **state) {
   assert_int_equal(ncclshim_comm_group_end(nccl, comms, 2, 1000), NCCLSHIM_NCCL_ERROR);
   assert_int_equal(ncclshim_comm_state_of(comms[0]), NCCLSHIM_COMM_FAILED);
   assert_int_equal(ncclshim_comm_group_end(nccl, NULL, 1, 100), NCCLSHIM_INVALID_ARGUMENT);
+  /* A NULL entry is refused before ncclGroupEnd runs, whatever NCCL would answer. */
+  ncclshim_comm *with_null[2] = {comms[1], NULL};
+  int ends = fake_count("ncclGroupEnd");
+  assert_int_equal(ncclshim_comm_group_end(nccl, with_null, 2, 100), NCCLSHIM_INVALID_ARGUMENT);
+  assert_message("comms[1] is NULL");
+  assert_int_equal(fake_count("ncclGroupEnd"), ends);
   ncclshim_comm_free(comms[0]);
   ncclshim_comm_free(comms[1]);
   ncclshim_nccl_close(nccl);
@@ -402,6 +409,32 @@ static void test_state_names(void **state) {
   assert_string_equal(ncclshim_comm_state_name((ncclshim_comm_state)-1), "unknown");
 }
 
+/* NCCLSHIM_COMM_SPLIT_BLOCKING under NCCL_COMM_BLOCKING=0, which NCCL lets override the
+ * child's blocking config: the child's finalize answers ncclInProgress, and destroy must wait
+ * for it (bounded) and go on to destroy both communicators, not stop at an OK. */
+static void test_destroy_split_made_nonblocking(void **state) {
+  (void)state;
+  setenv("NCCL_COMM_BLOCKING", "0", 1);
+  ncclshim_nccl *nccl = fake_open("2.28.9");
+  ncclshim_comm *comm = fake_comm(nccl, NCCLSHIM_COMM_SPLIT_BLOCKING);
+  assert_int_equal(ncclshim_comm_wait(comm, 1000), NCCLSHIM_OK);
+  assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_READY);
+  fake_async(-1, ncclSuccess); /* the child's finalize never finishes: TIMEOUT, FINALIZING */
+  assert_int_equal(ncclshim_comm_destroy(comm, 20), NCCLSHIM_TIMEOUT);
+  assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_FINALIZING);
+  assert_int_equal(fake_count("ncclCommDestroy"), 0);
+  fake_async(2, ncclSuccess); /* now it finishes: the parent follows */
+  assert_int_equal(ncclshim_comm_destroy(comm, 1000), NCCLSHIM_OK);
+  assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_DESTROYED);
+  assert_int_equal(fake_count("ncclCommFinalize"), 2); /* once each, never again */
+  assert_int_equal(fake_count("ncclCommDestroy"), 2);
+  assert_int_equal(ncclshim_comm_destroy(comm, 1000), NCCLSHIM_OK);
+  assert_int_equal(fake_count("ncclCommFinalize"), 2);
+  ncclshim_comm_free(comm);
+  ncclshim_nccl_close(nccl);
+  unsetenv("NCCL_COMM_BLOCKING");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_blocking_init),
@@ -416,6 +449,7 @@ int main(void) {
       cmocka_unit_test(test_destroy_nonblocking),
       cmocka_unit_test(test_destroy_waits_for_init),
       cmocka_unit_test(test_destroy_step_fails),
+      cmocka_unit_test(test_destroy_split_made_nonblocking),
       cmocka_unit_test(test_abort_hangs),
       cmocka_unit_test(test_free_during_abort),
       cmocka_unit_test(test_abort_returns_error),

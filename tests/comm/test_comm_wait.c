@@ -4,11 +4,14 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <time.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "comm_fakes.h"
+#include "support.h"
 
 static struct ncclComm *const some_comm = (struct ncclComm *)&some_comm;
 
@@ -112,13 +115,56 @@ static void test_default_handle(void **state) {
   ncclshim_nccl_close(nccl);
 }
 
-int main(void) {
+/* This program as a helper: one 3 ms wait that never completes, printing how often it polled.
+ * NCCLSHIM_WAIT_SPIN_US is read once per process, so each value needs a process of its own. */
+static const char *self;
+
+static int count_polls(void) {
+  ncclshim_nccl *nccl = fake_open("2.28.9");
+  fake_async(1 << 30, ncclSuccess);
+  ncclshim_status status = ncclshim_nccl_wait(nccl, some_comm, 3);
+  printf("status=%s\npolls=%d\n", ncclshim_status_name(status),
+         fake_count("ncclCommGetAsyncError"));
+  return 0;
+}
+
+static int polls_with(const char *spin_us) {
+  char fake_dir[4096];
+  snprintf(fake_dir, sizeof(fake_dir), "FAKE_DIR=%s", getenv("FAKE_DIR"));
+  const char *args[] = {"count-polls", NULL};
+  const char *env[] = {fake_dir, env_entry("NCCLSHIM_WAIT_SPIN_US", spin_us), NULL};
+  static scenario s;
+  run_program(&s, self, args, env);
+  assert_int_equal(s.exit_code, 0);
+  assert_string_equal(scenario_get(&s, "status"), "TIMEOUT");
+  return atoi(scenario_get(&s, "polls"));
+}
+
+/* A value too large to be a number of ns (it overflowed the multiply, UBSan, and waits then
+ * slept from the start as with 0) is "anything else": the default, back-to-back polling. */
+static void test_huge_spin_limit_is_the_default(void **state) {
+  (void)state;
+  int sleeping = polls_with("0");
+  int huge = polls_with("9223372036854776");
+  int too_big = polls_with("9223372036854775807");
+  assert_true(huge > 4 * sleeping);
+  assert_true(too_big > 4 * sleeping);
+}
+
+int main(int argc, char **argv) {
+  self = argv[0];
+  if (argc == 2 && strcmp(argv[1], "count-polls") == 0) return count_polls();
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_success_at_once),         cmocka_unit_test(test_success_after_polls),
-      cmocka_unit_test(test_async_error_after_polls), cmocka_unit_test(test_timeout),
-      cmocka_unit_test(test_zero_timeout_polls_once), cmocka_unit_test(test_bad_arguments),
-      cmocka_unit_test(test_poll_itself_fails),       cmocka_unit_test(test_without_nccl),
+      cmocka_unit_test(test_success_at_once),
+      cmocka_unit_test(test_success_after_polls),
+      cmocka_unit_test(test_async_error_after_polls),
+      cmocka_unit_test(test_timeout),
+      cmocka_unit_test(test_zero_timeout_polls_once),
+      cmocka_unit_test(test_bad_arguments),
+      cmocka_unit_test(test_poll_itself_fails),
+      cmocka_unit_test(test_without_nccl),
       cmocka_unit_test(test_default_handle),
+      cmocka_unit_test(test_huge_spin_limit_is_the_default),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,6 @@
 //! Communicators whose every wait has a deadline.
 
+use std::cell::RefCell;
 use std::ffi::{c_void, CString};
 use std::time::Duration;
 
@@ -75,14 +76,24 @@ impl CommState {
 /// after the call returns, which Rust cannot check. Each call's result is checked and, on a
 /// non-blocking communicator, finished within [`Communicator::timeout`].
 ///
-/// `Drop` tears down: a ready communicator is destroyed (collectively: every rank must drop
-/// or destroy its own) with a bounded wait, and aborted when that fails or times out; a
-/// failed one is aborted. Call [`Communicator::destroy`] or [`Communicator::abort`] to see
-/// the outcome.
+/// `Drop` tears down within a bound that depends on the [`Blocking`] mode (README.md,
+/// "Drop"), each step bounded by [`Communicator::timeout`]:
+/// - [`Blocking::No`]: a live communicator is destroyed (collectively: every rank must drop
+///   or destroy its own) with a bounded wait, and aborted when that fails or times out; a
+///   failed one is aborted. At most about twice the timeout.
+/// - [`Blocking::Yes`] and [`Blocking::Split`]: aborted (local), since the finalize of a
+///   blocking communicator (the split's child) cannot be bounded: a dead peer would hang it
+///   for good. At most about the timeout.
+///
+/// Call [`Communicator::destroy`] or [`Communicator::abort`] to see the outcome.
 pub struct Communicator {
     raw: *mut ffi::ncclshim_comm,
     nccl: Nccl,
     timeout: Duration,
+    blocking: Blocking,
+    /// Symmetric buffers dropped while a blocking deregistration could hang: freed once the
+    /// communicator is torn down (crate::symmem).
+    pub(crate) dropped_buffers: RefCell<Vec<*mut ffi::ncclshim_symmem>>,
 }
 
 // SAFETY: NCCL lets a communicator be used from any thread, one at a time. It is Send but not
@@ -121,6 +132,8 @@ impl Communicator {
             raw,
             nccl: nccl.clone(),
             timeout: Duration::from_secs(60),
+            blocking,
+            dropped_buffers: RefCell::default(),
         })
     }
 
@@ -148,7 +161,12 @@ impl Communicator {
         Ok(comm)
     }
 
-    /// The deadline of each operation's completion and of `Drop`'s teardown (60 s at first).
+    /// The mode it was made in.
+    pub fn blocking(&self) -> Blocking {
+        self.blocking
+    }
+    /// The deadline of each operation's completion and of each step of `Drop`'s teardown
+    /// (60 s at first).
     pub fn timeout(&self) -> Duration {
         self.timeout
     }
@@ -212,8 +230,11 @@ impl Communicator {
         })
     }
 
-    /// Finalize and destroy, collectively (every rank calls it), at most `timeout`: Ok
-    /// (DESTROYED), TIMEOUT (FINALIZING: destroy again or abort), NCCL_ERROR (FAILED: abort).
+    /// Finalize and destroy, collectively (every rank calls it): Ok (DESTROYED), TIMEOUT
+    /// (FINALIZING: destroy again or abort), NCCL_ERROR (FAILED: abort). [`Blocking::No`]:
+    /// at most `timeout`. [`Blocking::Yes`], and [`Blocking::Split`]'s child: NCCL's finalize
+    /// blocks until every rank has joined, which `timeout` cannot bound (a dead peer hangs
+    /// it); bound the teardown with [`Communicator::abort`] instead, as `Drop` does.
     pub fn destroy(&mut self, timeout: Duration) -> Result<()> {
         // SAFETY: ours.
         check(unsafe { ffi::ncclshim_comm_destroy(self.raw, millis(timeout)) })
@@ -383,10 +404,18 @@ impl Drop for Communicator {
         let torn_down = match self.state() {
             CommState::Destroyed | CommState::Aborted => true,
             CommState::Failed | CommState::Aborting => false,
+            // A blocking finalize has no bound: abort instead.
+            _ if self.blocking != Blocking::No => false,
             _ => self.destroy(timeout).is_ok(),
         };
         if !torn_down {
             let _ = self.abort(timeout);
+        }
+        for buffer in self.dropped_buffers.take() {
+            // SAFETY: ours; the communicator is aborted or destroyed, so only the memory is
+            // freed (no NCCL wait). Where the abort is still running the buffer is refused
+            // and stays allocated: NCCL may still use it.
+            let _ = unsafe { ffi::ncclshim_symmem_free(buffer, 0) };
         }
         // SAFETY: ours, not used again; a running abort keeps what it needs.
         unsafe { ffi::ncclshim_comm_free(self.raw) }

@@ -5,81 +5,23 @@ use std::fmt;
 
 use crate::ffi;
 
-/// ncclshim's status codes (`ncclshim_status`), with their stable values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Status {
-    /// Success.
-    Ok,
-    /// No candidate library file exists.
-    NotFound,
-    /// A file exists but dlopen or the ELF check refused it.
-    LoadFailed,
-    /// It loaded, but it is not the library asked for.
-    NotNccl,
-    /// Required functions are missing.
-    MissingSymbols,
-    /// Older than the minimum asked for.
-    VersionTooOld,
-    /// An NCCL major version other than 2.
-    WrongMajor,
-    /// The version query failed or answered nonsense.
-    BadVersion,
-    /// The caller passed something unusable.
-    InvalidArgument,
-    /// Out of memory.
-    OutOfMemory,
-    /// The loaded library lacks this function, config field or feature.
-    Unavailable,
-    /// No usable CUDA driver (absent, or the toolkit's stub).
-    DriverUnavailable,
-    /// A driver, but no CUDA device.
-    NoDevice,
-    /// A CUDA driver call failed.
-    CudaError,
-    /// An NCCL call failed.
-    NcclError,
-    /// A bounded wait ran out.
-    Timeout,
-    /// CUDA was initialised in a parent process and is used after fork.
-    Forked,
-    /// A code this crate does not know (a newer libncclshim).
-    Unknown(i32),
-}
-
-const STATUSES: [Status; 17] = [
-    Status::Ok,
-    Status::NotFound,
-    Status::LoadFailed,
-    Status::NotNccl,
-    Status::MissingSymbols,
-    Status::VersionTooOld,
-    Status::WrongMajor,
-    Status::BadVersion,
-    Status::InvalidArgument,
-    Status::OutOfMemory,
-    Status::Unavailable,
-    Status::DriverUnavailable,
-    Status::NoDevice,
-    Status::CudaError,
-    Status::NcclError,
-    Status::Timeout,
-    Status::Forked,
-];
+/// ncclshim's status codes, generated from `status.h`'s `NCCLSHIM_STATUSES` (build.rs), so
+/// that the crate knows every code the library returns.
+pub use crate::ffi::Status;
 
 impl Status {
     /// The status of a C code.
     pub fn from_code(code: i32) -> Status {
         usize::try_from(code)
             .ok()
-            .and_then(|i| STATUSES.get(i).copied())
+            .and_then(|i| Status::ALL.get(i).copied())
             .unwrap_or(Status::Unknown(code))
     }
     /// Its C value.
     pub fn code(self) -> i32 {
         match self {
             Status::Unknown(code) => code,
-            known => STATUSES.iter().position(|s| *s == known).unwrap_or(0) as i32,
+            known => Status::ALL.iter().position(|s| *s == known).unwrap_or(0) as i32,
         }
     }
     /// "NOT_FOUND", as `ncclshim_status_name` spells it.

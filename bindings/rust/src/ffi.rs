@@ -542,7 +542,8 @@ extern "C" {
         options: *const ncclshim_watchdog_options,
         out: *mut *mut ncclshim_watchdog,
     ) -> ncclshim_status;
-    pub fn ncclshim_watchdog_stop(dog: *mut ncclshim_watchdog);
+    /// INVALID_ARGUMENT (nothing stopped) on the watchdog's own thread; OK otherwise.
+    pub fn ncclshim_watchdog_stop(dog: *mut ncclshim_watchdog) -> ncclshim_status;
     pub fn ncclshim_comm_watch(
         comm: *mut ncclshim_comm,
         dog: *mut ncclshim_watchdog,

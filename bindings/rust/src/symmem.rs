@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::error::{check, Result};
 use crate::ffi;
-use crate::{millis, Communicator, Stream};
+use crate::{millis, Blocking, Communicator, Stream};
 
 /// A buffer from `ncclMemAlloc` registered as a symmetric window on a communicator
 /// (`ncclshim_symmem`), so that NCCL can run its symmetric kernels on it. Allocation and free
@@ -13,8 +13,13 @@ use crate::{millis, Communicator, Stream};
 /// symmetric memory (before 2.28) allocation is refused with UNAVAILABLE and a message naming
 /// the version needed and the one loaded; where windows do not register on this
 /// communicator (NCCL 2.29+ gives success with no window), with UNAVAILABLE and that reason
-/// ([`Communicator::has`] asks beforehand). It borrows its communicator, so it is freed before
-/// the communicator is torn down; `Drop` frees it within the communicator's [`Communicator::timeout`].
+/// ([`Communicator::has`] asks beforehand). It borrows its communicator, so it goes before
+/// the communicator is torn down. `Drop` on a [`Blocking::No`](crate::Blocking::No)
+/// communicator deregisters and frees it within the communicator's
+/// [`Communicator::timeout`]; on a blocking one ([`Blocking::Yes`](crate::Blocking::Yes),
+/// [`Blocking::Split`](crate::Blocking::Split)), whose deregistration is a blocking
+/// collective call with no bound, it leaves the buffer to the communicator, which frees the
+/// memory once it is torn down (its `Drop`). [`SymmetricBuffer::free`] gives it back at once.
 pub struct SymmetricBuffer<'c> {
     raw: *mut ffi::ncclshim_symmem,
     comm: &'c Communicator,
@@ -77,9 +82,14 @@ impl<'c> SymmetricBuffer<'c> {
 
 impl Drop for SymmetricBuffer<'_> {
     fn drop(&mut self) {
-        if !self.raw.is_null() {
-            // SAFETY: ours; NULL-safe in C as well.
-            let _ = unsafe { ffi::ncclshim_symmem_free(self.raw, millis(self.comm.timeout())) };
+        if self.raw.is_null() {
+            return;
         }
+        if self.comm.blocking() != Blocking::No {
+            self.comm.dropped_buffers.borrow_mut().push(self.raw);
+            return;
+        }
+        // SAFETY: ours; NULL-safe in C as well.
+        let _ = unsafe { ffi::ncclshim_symmem_free(self.raw, millis(self.comm.timeout())) };
     }
 }

@@ -14,8 +14,10 @@
 //! # Ok(()) }
 //! ```
 
+use std::cell::Cell;
 use std::ffi::{c_char, c_void, CStr};
 use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
 use std::ops::Deref;
 use std::time::Duration;
 
@@ -30,7 +32,10 @@ pub type OnFailure = Box<dyn Fn(Status, &str) + Send + Sync + 'static>;
 /// The watchdog's thread (`ncclshim_watchdog`). One per process is enough: it watches any
 /// number of communicators. Dropping it stops and joins the thread (within about one
 /// interval: it never blocks in NCCL); the borrow of [`Watched`] makes every watched
-/// communicator go first.
+/// communicator go first. Dropped on its own thread (from its `on_failure` callback, which
+/// may own it, e.g. through an `Arc<Mutex<Option<Watchdog>>>`), it cannot join itself: the
+/// stop is handed to a short-lived thread, which stops it once the callback has returned
+/// and only then drops the callback.
 pub struct Watchdog {
     raw: *mut ffi::ncclshim_watchdog,
     callback: Option<Box<OnFailure>>,
@@ -42,19 +47,52 @@ pub struct Watchdog {
 unsafe impl Send for Watchdog {}
 unsafe impl Sync for Watchdog {}
 
+thread_local! {
+    /// Set while a watchdog's callback runs on this thread (the watchdog's own).
+    static IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
+}
+
 unsafe extern "C" fn trampoline(
     _comm: *mut ffi::ncclshim_comm,
     status: ffi::ncclshim_status,
     message: *const c_char,
     user: *mut c_void,
 ) {
-    // SAFETY: `user` is the Box<OnFailure> the Watchdog owns, alive until the thread is joined.
+    // SAFETY: `user` is the Box<OnFailure> the Watchdog owns, alive until the thread is
+    // joined (also when the callback drops the Watchdog: see Drop).
     let callback = unsafe { &*(user as *const OnFailure) };
     let message = text(message);
+    let outer = IN_CALLBACK.with(|flag| flag.replace(true));
     // A panic must not unwind into C.
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         callback(Status::from_code(status), &message)
     }));
+    IN_CALLBACK.with(|flag| flag.set(outer));
+}
+
+/// What a Watchdog dropped on its own thread leaves to the thread that stops it. Dropped
+/// without running (the thread could not start), it leaks rather than free a running
+/// callback.
+struct DeferredStop {
+    raw: *mut ffi::ncclshim_watchdog,
+    callback: ManuallyDrop<Option<Box<OnFailure>>>,
+    cuda: ManuallyDrop<Option<Cuda>>,
+}
+
+// SAFETY: the watchdog is stopped from any thread but its own; the callback is Send + Sync.
+unsafe impl Send for DeferredStop {}
+
+impl DeferredStop {
+    fn run(mut self) {
+        // SAFETY: ours; called off the watchdog's thread, so the stop waits for the callback
+        // to return, then joins.
+        unsafe { ffi::ncclshim_watchdog_stop(self.raw) };
+        // SAFETY: each taken once, after the thread that used them is gone.
+        unsafe {
+            ManuallyDrop::drop(&mut self.callback);
+            ManuallyDrop::drop(&mut self.cuda);
+        }
+    }
 }
 
 impl Watchdog {
@@ -96,6 +134,8 @@ impl Watchdog {
     /// Watch `comm` (READY; [`Blocking::Split`](crate::Blocking::Split) is the mode meant for
     /// it) with `timeout` as each operation's deadline. Its events are created in this
     /// thread's current CUDA context. On failure the communicator comes back with the error.
+    // The communicator comes back whole on failure, as the caller gave it.
+    #[allow(clippy::result_large_err)]
     pub fn watch(
         &self,
         comm: Communicator,
@@ -114,8 +154,23 @@ impl Watchdog {
 
 impl Drop for Watchdog {
     fn drop(&mut self) {
-        // SAFETY: ours; no Watched borrows it any more.
-        unsafe { ffi::ncclshim_watchdog_stop(self.raw) };
+        if IN_CALLBACK.with(Cell::get) {
+            // On the watchdog's own thread, inside the callback: a thread of its own stops
+            // it (and drops the callback) once the callback has returned. If that thread
+            // cannot start, the watchdog is leaked, never freed under its running callback.
+            let deferred = DeferredStop {
+                raw: self.raw,
+                callback: ManuallyDrop::new(self.callback.take()),
+                cuda: ManuallyDrop::new(self._cuda.take()),
+            };
+            let _ = std::thread::Builder::new()
+                .name("ncclshim-watchdog-stop".into())
+                .spawn(move || deferred.run());
+            return;
+        }
+        // SAFETY: ours; no Watched borrows it any more; not the watchdog's thread (above), so
+        // the stop cannot be refused.
+        let _ = unsafe { ffi::ncclshim_watchdog_stop(self.raw) };
         drop(self.callback.take()); // after the thread is joined
     }
 }
@@ -130,8 +185,38 @@ impl std::fmt::Debug for Watchdog {
 
 /// A communicator the watchdog watches. Its collectives are checked, then recorded (one
 /// `cuEventRecord`); once the watchdog has failed it, every call returns that failure at
-/// once. It derefs to the [`Communicator`] (waits, state, teardown); dropping it tears the
-/// communicator down as `Communicator`'s `Drop` does (which unwatches first).
+/// once. It derefs to the [`Communicator`] (waits, state); teardown is [`Watched::destroy`],
+/// [`Watched::abort`], [`Watched::into_inner`] or dropping it, which tears the communicator
+/// down as `Communicator`'s `Drop` does (which unwatches first).
+///
+/// The communicator cannot be taken out or swapped while watched: there is no `&mut` to it,
+/// since a communicator moved to another `Watched` would outlive the watchdog that watches
+/// it. These do not compile:
+///
+/// ```compile_fail
+/// # use ncclshim::{Communicator, Watched};
+/// // A fresh communicator in, the watched one out: the watch stays behind (double free).
+/// fn take(w: &mut Watched<'_>, fresh: Communicator) -> Communicator {
+///     std::mem::replace(w.communicator_mut(), fresh)
+/// }
+/// ```
+///
+/// ```compile_fail
+/// # use ncclshim::Watched;
+/// // Two watched communicators trade watchdogs: dropping one watchdog frees the watch the
+/// // other `Watched` records on (use after free).
+/// fn trade(a: &mut Watched<'_>, b: &mut Watched<'_>) {
+///     std::mem::swap(a.communicator_mut(), b.communicator_mut());
+/// }
+/// ```
+///
+/// ```compile_fail
+/// # use ncclshim::{Communicator, Watched};
+/// // Any other way to a `&mut Communicator` is refused as well.
+/// fn out(w: &mut Watched<'_>, fresh: Communicator) -> Communicator {
+///     std::mem::replace(&mut **w, fresh)
+/// }
+/// ```
 pub struct Watched<'w> {
     comm: Communicator,
     _dog: PhantomData<&'w Watchdog>,
@@ -193,9 +278,19 @@ impl Watched<'_> {
         self.comm
     }
 
-    /// The communicator, mutably (destroy, abort).
-    pub fn communicator_mut(&mut self) -> &mut Communicator {
-        &mut self.comm
+    /// [`Communicator::destroy`]: it unwatches, then tears down.
+    pub fn destroy(&mut self, timeout: Duration) -> Result<()> {
+        self.comm.destroy(timeout)
+    }
+
+    /// [`Communicator::abort`]: it unwatches, then aborts.
+    pub fn abort(&mut self, timeout: Duration) -> Result<()> {
+        self.comm.abort(timeout)
+    }
+
+    /// [`Communicator::set_timeout`].
+    pub fn set_timeout(&mut self, timeout: Duration) {
+        self.comm.set_timeout(timeout)
     }
 }
 

@@ -15,8 +15,10 @@ const ID: UniqueId = UniqueId::from_bytes([0x5a; 128]);
 const SECOND: Duration = Duration::from_secs(1);
 const REMOTE_ERROR: i32 = 6;
 
+/// A blocking communicator's finalize has no bound (a dead peer hangs it for good), so Drop
+/// aborts it: local, bounded by the timeout. Blocking::Split's child is blocking too.
 #[test]
-fn blocking_init_is_ready_and_drop_destroys() {
+fn blocking_init_is_ready_and_drop_aborts_within_its_bound() {
     let build = need_fakes!();
     let _guard = lock();
     let fake = Fake::open(&build, "2.28.9");
@@ -24,6 +26,32 @@ fn blocking_init_is_ready_and_drop_destroys() {
     assert_eq!(comm.state(), CommState::Ready);
     assert_eq!((comm.rank(), comm.size()), (1, 2));
     assert!(!comm.nccl_comm().is_null());
+    assert_eq!(comm.blocking(), Blocking::Yes);
+    drop(comm);
+    assert_eq!(fake.count("ncclCommFinalize"), 0);
+    assert_eq!(fake.count("ncclCommDestroy"), 0);
+    assert_eq!(fake.count("ncclCommAbort"), 1);
+
+    let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::Split).unwrap();
+    comm.wait(SECOND).unwrap();
+    assert_eq!(comm.state(), CommState::Ready);
+    drop(comm);
+    assert_eq!(
+        fake.count("ncclCommFinalize"),
+        0,
+        "the child's finalize would block"
+    );
+    assert_eq!(fake.count("ncclCommAbort"), 3); // and the split's child and parent
+}
+
+/// A non-blocking communicator: Drop destroys it within its timeout (every step bounded).
+#[test]
+fn non_blocking_drop_destroys() {
+    let build = need_fakes!();
+    let _guard = lock();
+    let fake = Fake::open(&build, "2.28.9");
+    let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::No).unwrap();
+    comm.wait(SECOND).unwrap();
     drop(comm);
     assert_eq!(fake.count("ncclCommFinalize"), 1);
     assert_eq!(fake.count("ncclCommDestroy"), 1);

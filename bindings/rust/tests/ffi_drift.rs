@@ -120,36 +120,38 @@ fn generated_rows_match_the_library() {
 
 #[test]
 fn status_names_match_their_codes() {
-    let expected = [
-        "OK",
-        "NOT_FOUND",
-        "LOAD_FAILED",
-        "NOT_NCCL",
-        "MISSING_SYMBOLS",
-        "VERSION_TOO_OLD",
-        "WRONG_MAJOR",
-        "BAD_VERSION",
-        "INVALID_ARGUMENT",
-        "OUT_OF_MEMORY",
-        "UNAVAILABLE",
-        "DRIVER_UNAVAILABLE",
-        "NO_DEVICE",
-        "CUDA_ERROR",
-        "NCCL_ERROR",
-        "TIMEOUT",
-        "FORKED",
-    ];
-    for (code, name) in expected.iter().enumerate() {
+    // The C library's own list: ncclshim_status_name answers "UNKNOWN" past its last code.
+    let mut c_names = Vec::new();
+    loop {
+        // SAFETY: any value is accepted; the string is static.
+        let name = unsafe { CStr::from_ptr(ffi::ncclshim_status_name(c_names.len() as i32)) };
+        let name = name.to_str().unwrap().to_string();
+        if name == "UNKNOWN" {
+            break;
+        }
+        c_names.push(name);
+    }
+    assert!(c_names.len() > 17, "SECOND_COPY (17) is in the C list");
+    assert_eq!(
+        Status::ALL.len(),
+        c_names.len(),
+        "Rust knows every C status"
+    );
+    for (code, name) in c_names.iter().enumerate() {
         let status = Status::from_code(code as i32);
+        assert_ne!(
+            status,
+            Status::Unknown(code as i32),
+            "{name} is unknown to Rust"
+        );
         assert_eq!(status.name(), *name);
         assert_eq!(status.code(), code as i32);
-        let debug = format!("{status:?}");
-        assert_eq!(
-            debug.chars().filter(|c| c.is_uppercase()).count(),
-            name.split('_').count(),
-            "{debug} vs {name}"
-        );
+        let debug = format!("{status:?}").to_ascii_uppercase();
+        assert_eq!(debug, name.replace('_', ""), "{status:?} vs {name}");
     }
+    let past = c_names.len() as i32;
+    assert_eq!(Status::from_code(past), Status::Unknown(past));
+    assert_eq!(Status::from_code(17), Status::SecondCopy);
     assert_eq!(Status::from_code(99), Status::Unknown(99));
     assert_eq!(ConfigField::CommName.name(), "commName");
     assert!(ConfigField::NetName.is_string() && !ConfigField::Blocking.is_string());

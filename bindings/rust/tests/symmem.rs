@@ -33,7 +33,8 @@ fn a_buffer_is_allocated_registered_and_freed() {
     let _guard = lock();
     capture_driver(&build, 0, 0);
     let fake = Fake::open(&build, "2.28.9");
-    let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::Yes).unwrap();
+    let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::No).unwrap();
+    comm.wait(SECOND).unwrap();
     {
         let buffer = SymmetricBuffer::alloc(&comm, 5000, &Stream::DEFAULT, SECOND).unwrap();
         assert_eq!(buffer.len(), 8192);
@@ -48,6 +49,26 @@ fn a_buffer_is_allocated_registered_and_freed() {
     );
     let buffer = SymmetricBuffer::alloc(&comm, 1, &Stream::DEFAULT, SECOND).unwrap();
     buffer.free(SECOND).unwrap();
+    assert_eq!(fake.allocations(), 0);
+}
+
+/// On a blocking communicator the deregistration is a blocking collective call without a
+/// bound: Drop leaves the buffer to the communicator, whose Drop (an abort) frees the memory.
+#[test]
+fn a_buffer_dropped_on_a_blocking_communicator_goes_with_it() {
+    let build = need_fakes!();
+    let _guard = lock();
+    capture_driver(&build, 0, 0);
+    let fake = Fake::open(&build, "2.28.9");
+    let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::Yes).unwrap();
+    drop(SymmetricBuffer::alloc(&comm, 5000, &Stream::DEFAULT, SECOND).unwrap());
+    assert_eq!(fake.count("ncclCommWindowDeregister"), 0);
+    assert_eq!(fake.allocations(), 1);
+    let buffer = SymmetricBuffer::alloc(&comm, 1, &Stream::DEFAULT, SECOND).unwrap();
+    buffer.free(SECOND).unwrap(); // explicitly: at once
+    assert_eq!(fake.allocations(), 1);
+    drop(comm);
+    assert_eq!(fake.count("ncclCommAbort"), 1);
     assert_eq!(fake.allocations(), 0);
 }
 

@@ -143,8 +143,76 @@ fn watch_refuses_a_communicator_not_ready_and_gives_it_back() {
         .map_err(|(e, _)| e)
         .unwrap();
     assert!(format!("{watched:?}").contains("Watched"));
-    drop(watched); // destroys: child then parent
-    assert_eq!(fake.count("ncclCommDestroy"), 2);
+    drop(watched); // aborts (a blocking child's finalize has no bound): child then parent
+    assert_eq!(fake.count("ncclCommAbort"), 2);
+    assert_eq!(fake.count("ncclCommFinalize"), 0);
     let error = Watchdog::start(Duration::ZERO, None).unwrap_err();
     assert_eq!(error.status(), Status::InvalidArgument);
+}
+
+/// Issue 29, item 1: the Watchdog is owned by its own callback's closure (through an
+/// `Arc<Mutex<Option<Watchdog>>>`) and dropped there, on the watchdog's thread. The stop
+/// must wait until the callback has returned, and the closure must outlive it: the witness
+/// the closure owns is dropped only after the callback said it returned. Before, the
+/// closure was freed while it ran (valgrind: "Invalid read ... block free'd").
+#[test]
+fn a_watchdog_dropped_from_its_own_callback_stops_after_it() {
+    struct Witness(Arc<Mutex<Vec<&'static str>>>);
+    impl Drop for Witness {
+        fn drop(&mut self) {
+            self.0.lock().unwrap().push("closure dropped");
+        }
+    }
+    let build = need_fakes!();
+    let _guard = lock();
+    let fake = Fake::open(&build, "2.28.9");
+    let (cuda, path) = capture_driver(&build);
+    set_event_query(&path, NEVER_FIRES);
+    let slot: Arc<Mutex<Option<Watchdog>>> = Arc::default();
+    let events: Arc<Mutex<Vec<&'static str>>> = Arc::default();
+    let witness = Witness(events.clone());
+    let (own, log) = (slot.clone(), events.clone());
+    let dog = Watchdog::start_with(
+        Duration::from_millis(5),
+        Some(&cuda),
+        Some(Box::new(move |_, _| {
+            let _keep = &witness;
+            // The test thread puts the watchdog here once the communicator is watched.
+            let start = Instant::now();
+            let dog = loop {
+                if let Some(dog) = own.lock().unwrap().take() {
+                    break Some(dog);
+                }
+                if start.elapsed() > Duration::from_secs(5) {
+                    break None;
+                }
+                std::thread::yield_now();
+            };
+            assert!(dog.is_some(), "the watchdog was never handed over");
+            drop(dog); // on the watchdog's own thread
+            log.lock().unwrap().push("callback returned");
+        })),
+    )
+    .unwrap();
+    let watched = dog
+        .watch(split_comm(&fake), Duration::from_millis(20))
+        .map_err(|(e, _)| e)
+        .unwrap();
+    let buf = null_mut::<c_void>();
+    // SAFETY: the fake NCCL touches no buffer.
+    unsafe { watched.all_reduce(buf, buf, 8, DataType::Float32, RedOp::Sum, &Stream::DEFAULT) }
+        .unwrap();
+    // Safe code may forget the Watched (its communicator stays watched) and hand the
+    // watchdog to the closure.
+    std::mem::forget(watched);
+    *slot.lock().unwrap() = Some(dog);
+    let start = Instant::now();
+    while events.lock().unwrap().len() < 2 && start.elapsed() < Duration::from_secs(10) {
+        std::thread::yield_now();
+    }
+    assert_eq!(
+        *events.lock().unwrap(),
+        ["callback returned", "closure dropped"]
+    );
+    set_event_query(&path, 0);
 }

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Issue 29 item 4 on the GPU host, a part of bench/gpu/session.sh (PARTS=commsplit), 90 s at
+# most (about 30 s): a one-rank NCCLSHIM_COMM_SPLIT_BLOCKING communicator (init, split, one
+# all-reduce on the blocking child, destroy) on each NCCL (system, pip, 2.29.7 when
+# NCCL_2297 is set), with NCCL_COMM_BLOCKING unset, 0 and 1. NCCL lets the variable override
+# the child's blocking config; destroy must still reach DESTROYED (it used to answer OK with
+# the state left ready when the child's finalize answered ncclInProgress).
+# Writes ${OUT:-/tmp/out}/commsplit/: split.csv (case,verdict,destroy_status,state_after,
+# destroy_ms), summary.txt, build.log and one log per case. Success: every verdict `ok`.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+export NCCL_NVLS_ENABLE=0
+out=${OUT:-/tmp/out}/commsplit
+mkdir -p "$out"
+start=$SECONDS
+{ [ -f build-gpu/build.ninja ] || meson setup build-gpu; } >"$out/build.log" 2>&1
+ninja -C build-gpu >>"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
+tool=build-gpu/commsplit_gpu
+cc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Iinclude -Itests/comm/gpu bench/gpu/commsplit_gpu.c \
+  tests/comm/gpu/gpu_common.c -Lbuild-gpu/src -lncclshim -Wl,-rpath,"$PWD/build-gpu/src" \
+  -o "$tool" >>"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
+
+csv=$out/split.csv
+echo "case,verdict,destroy_status,state_after,destroy_ms" >"$csv"
+declare -A nccl=([sys]=${SYS_NCCL:-/usr/lib/x86_64-linux-gnu/libnccl.so.2}
+  [pip]=${PIP_NCCL:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2})
+order=(sys pip)
+if [ -n "${NCCL_2297:-}" ]; then nccl[src2297]=$NCCL_2297; order+=(src2297); fi
+for which in "${order[@]}"; do
+  lib=${nccl[$which]}
+  [ -f "$lib" ] || { echo "$which: no $lib: skipped" >>"$out/summary.txt"; continue; }
+  for blocking in unset 0 1; do
+    name=$which-env-$blocking
+    if [ $((SECONDS - start)) -gt 60 ]; then echo "$name,FAIL: no time left,,," >>"$csv"; continue; fi
+    env=(NCCLSHIM_NCCL_LIBRARY="$lib")
+    [ "$blocking" = unset ] || env+=(NCCL_COMM_BLOCKING="$blocking")
+    env "${env[@]}" timeout 25 "$tool" "$name" >"$out/$name.log" 2>&1
+    rc=$?
+    line=$(grep "^$name," "$out/$name.log")
+    if [ -n "$line" ]; then echo "$line" >>"$csv"
+    elif [ $rc -eq 77 ]; then echo "$name,FAIL: skipped (no GPU or no NCCL: see $name.log),,," >>"$csv"
+    else echo "$name,FAIL: exit $rc (see $name.log),,," >>"$csv"; fi
+  done
+done
+cases=$(($(wc -l <"$csv") - 1))
+failed=$(grep -c ',FAIL' "$csv")
+echo "commsplit: $cases cases, $failed failed ($((SECONDS - start)) s)" | tee -a "$out/summary.txt"
+column -s, -t <"$csv" | head -12
+[ "$cases" -gt 0 ] && [ "$failed" -eq 0 ]

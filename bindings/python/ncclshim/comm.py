@@ -1,0 +1,422 @@
+"""Communicators for Python engines: what a pynccl wrapper does by hand, over libncclshim.
+
+    uid = ncclshim.unique_id()                    # bytes; rank 0 hands it to the others
+    with ncclshim.Communicator(nranks, rank, uid, mode="split-blocking") as comm:
+        comm.all_reduce(x)                        # in place, on torch's current stream
+        comm.all_reduce(x, y, op="max", stream=s) # s: torch/CuPy stream or int handle
+        with comm.group():
+            comm.send(a, peer=1); comm.recv(b, peer=1)
+
+Modes (docs/python.md has what each detects):
+    "blocking"        NCCL's default: init and collectives block inside NCCL.
+    "nonblocking"     every step returns at once and is waited for with a bound (NCCL 2.14+).
+    "split-blocking"  bounded init, then blocking collectives (NCCL 2.18.1+): the default;
+                      watch() adds per-operation deadlines without per-call waits.
+Every wait has a bound (timeout, seconds). A collective the loaded NCCL lacks raises
+NcclUnavailable at once, naming the release that brought it. The call path allocates no
+device memory, synchronizes nothing and copies nothing, so it can be captured in a CUDA graph."""
+import ctypes
+
+from . import _clib
+from .buffers import buffer, stream as _stream
+from .errors import NcclshimError
+
+MODES = {"nonblocking": 0, "blocking": 1, "split-blocking": 2}
+_OPS = {"sum": 0, "prod": 1, "max": 2, "min": 3, "avg": 4}
+_op_cache = {}
+_IN_PROGRESS = 7
+# Call names as bytes that live as long as the module: ncclshim_comm_record keeps the pointer.
+_NAMES = {n: n.encode() for n in (
+    "ncclAllReduce", "ncclBroadcast", "ncclReduce", "ncclAllGather", "ncclReduceScatter",
+    "ncclSend", "ncclRecv", "ncclAlltoAll", "ncclGather", "ncclScatter")}
+
+
+def _op(op):
+    if type(op) is int:
+        return op
+    code = _op_cache.get(op)
+    if code is None:
+        name = str(op).rsplit(".", 1)[-1].lower()  # "sum", torch's ReduceOp.SUM, "ncclSum"
+        code = _OPS.get(name[4:] if name.startswith("nccl") else name)
+        if code is None:
+            raise ValueError("unknown reduction %r: sum, prod, max, min, avg or an "
+                             "ncclRedOp_t" % (op,))
+        _op_cache[op] = code
+    return code
+
+
+def unique_id():
+    """ncclGetUniqueId, as the 128 bytes every rank passes to Communicator."""
+    f = _clib.functions()
+    uid = f.ncclUniqueId()
+    r = _clib.nccl_function("ncclGetUniqueId")(ctypes.byref(uid))
+    if r != 0:
+        _clib.check(_clib.lib().ncclshim_nccl_check(_clib.nccl(), r, b"ncclGetUniqueId"),
+                    "ncclGetUniqueId")
+    return ctypes.string_at(ctypes.addressof(uid), ctypes.sizeof(uid))
+
+
+class _Group:
+    """ncclGroupStart on entry; on exit ncclshim_comm_group_end, waiting (bounded) for the
+    communicators that took part."""
+
+    def __init__(self, comms, timeout):
+        self.comms, self.timeout = comms, timeout
+
+    def __enter__(self):
+        r = _clib.nccl_function("ncclGroupStart")()
+        if r != 0:
+            _clib.check(_clib.lib().ncclshim_nccl_check(_clib.nccl(), r, b"ncclGroupStart"),
+                        "ncclGroupStart")
+        for c in self.comms:
+            c._groups += 1
+        return self
+
+    def __exit__(self, kind, value, tb):
+        for c in self.comms:
+            c._groups -= 1
+        handles = (ctypes.c_void_p * max(1, len(self.comms)))(
+            *[c._handle() for c in self.comms])
+        status = _clib.lib().ncclshim_comm_group_end(None, handles, len(self.comms),
+                                                     _clib.milliseconds(self.timeout))
+        if kind is None:
+            _clib.check(status, "ncclGroupEnd")
+        return False
+
+
+def group(*comms, timeout=60.0):
+    """ncclGroupStart/End as a context manager over these communicators (each waited for,
+    all within one timeout, when non-blocking)."""
+    return _Group(list(comms), timeout)
+
+
+class Communicator:
+    """Rank `rank` of an `nranks`-rank communicator made from `uid` (unique_id()'s bytes), on
+    the calling thread's current CUDA device. timeout (seconds) bounds every wait: the init
+    (except in "blocking" mode, where NCCL waits by itself), non-blocking operations, group
+    ends, close() and abort()."""
+
+    def __init__(self, nranks, rank, uid, mode="split-blocking", timeout=60.0):
+        if mode not in MODES:
+            raise ValueError("mode must be one of %s" % ", ".join(MODES))
+        if not isinstance(uid, (bytes, bytearray)):
+            raise TypeError("uid must be the bytes unique_id() returned")
+        lib_, f = _clib.lib(), _clib.functions()
+        if len(uid) != ctypes.sizeof(f.ncclUniqueId):
+            raise ValueError("uid has %d bytes; a unique id has %d"
+                             % (len(uid), ctypes.sizeof(f.ncclUniqueId)))
+        _clib.require_nccl()
+        self.nranks, self.rank, self.mode, self.timeout = nranks, rank, mode, timeout
+        self._ms = _clib.milliseconds(timeout)
+        self._c = None
+        self._raw = None
+        self._watched = False
+        self._groups = 0
+        self._fns = {}
+        ident = f.ncclUniqueId.from_buffer_copy(bytes(uid))
+        options = f.ncclshim_comm_options(ctypes.sizeof(f.ncclshim_comm_options), MODES[mode])
+        out = ctypes.c_void_p()
+        _clib.check(lib_.ncclshim_comm_init(None, nranks, ctypes.byref(ident), rank,
+                                            ctypes.byref(options), ctypes.byref(out)),
+                    "ncclshim_comm_init")
+        self._c = out.value
+        if mode != "blocking":
+            status = lib_.ncclshim_comm_wait(self._c, self._ms)
+            if status != _clib.OK:
+                err = _clib.error(status, "ncclshim_comm_wait")
+                self.abort()
+                raise err
+        self._raw = lib_.ncclshim_comm_raw(self._c)
+        self._bind()
+
+    def _bind(self):
+        get = _clib.nccl_function
+        self._allreduce = get("ncclAllReduce")
+        self._broadcast = get("ncclBroadcast")
+        self._reduce = get("ncclReduce")
+        self._allgather = get("ncclAllGather")
+        self._reducescatter = get("ncclReduceScatter")
+        self._send = get("ncclSend")
+        self._recv = get("ncclRecv")
+
+    def _optional(self, name):
+        fn = self._fns.get(name)
+        if fn is None:
+            fn = self._fns[name] = _clib.nccl_function(name)  # raises, naming the release
+        return fn
+
+    # ---- state ----
+    def _handle(self):
+        if self._c is None:
+            raise NcclshimError("the communicator is closed", call="Communicator")
+        return self._c
+
+    @property
+    def state(self):
+        """"ready", "failed", "aborted", ... (ncclshim_comm_state_name); "closed"."""
+        if self._c is None:
+            return "closed"
+        lib_ = _clib.lib()
+        return lib_.ncclshim_comm_state_name(lib_.ncclshim_comm_state_of(self._c)).decode()
+
+    @property
+    def raw(self):
+        """The ncclComm_t (int) while ready, for calls ncclshim does not wrap; None else."""
+        return _clib.lib().ncclshim_comm_raw(self._c) if self._c else None
+
+    def _comm(self):
+        """The ncclComm_t for the next call: cached, unless a watchdog may fail it."""
+        if self._watched:
+            raw = _clib.lib().ncclshim_comm_raw(self._c)
+            if not raw:
+                failure = _clib.lib().ncclshim_comm_failure(self._c).decode(errors="replace")
+                raise NcclshimError(failure or "the communicator is %s" % self.state,
+                                    call="ncclshim_comm_raw", status=_clib.TIMEOUT,
+                                    status_name="TIMEOUT")
+            return raw
+        if self._raw is None:
+            raise NcclshimError("the communicator is %s" % self.state, call="Communicator")
+        return self._raw
+
+    def _failed(self, r, name, s, count, dtype):
+        """A collective answered r != ncclSuccess: in a group or not yet done (non-blocking),
+        finish it within the timeout; otherwise raise with NCCL's code and text."""
+        if r == _IN_PROGRESS and self._groups:
+            return
+        lib_ = _clib.lib()
+        status = lib_.ncclshim_comm_check(self._c, r, _NAMES.get(name, name.encode()), self._ms)
+        if status != _clib.OK:
+            if lib_.ncclshim_comm_raw(self._c) is None:
+                self._raw = None  # failed: only abort() releases it
+            raise _clib.error(status, name, self._raw)
+        if self._watched:
+            self._record(s, name, count, dtype)
+
+    def _record(self, s, name, count, dtype):
+        status = _clib.lib().ncclshim_comm_record(self._c, s, _NAMES[name], count, dtype)
+        if status != _clib.OK:
+            raise _clib.error(status, "ncclshim_comm_record(%s)" % name, self._raw)
+
+    # ---- collectives ----
+    def all_reduce(self, send, recv=None, op="sum", stream=None):
+        """recv = reduce(send) over the ranks; recv None: in place."""
+        sp, n, dt, fw = buffer(send)
+        rp = sp if recv is None else self._like(recv, n, dt, "recv")
+        s = _stream(stream, fw)
+        r = self._allreduce(sp, rp, n, dt, _op(op), self._comm(), s)
+        if r:
+            return self._failed(r, "ncclAllReduce", s, n, dt)
+        if self._watched:
+            self._record(s, "ncclAllReduce", n, dt)
+
+    def broadcast(self, send, recv=None, root=0, stream=None):
+        """recv on every rank = send of root; recv None: in place."""
+        sp, n, dt, fw = buffer(send)
+        rp = sp if recv is None else self._like(recv, n, dt, "recv")
+        s = _stream(stream, fw)
+        r = self._broadcast(sp, rp, n, dt, root, self._comm(), s)
+        if r:
+            return self._failed(r, "ncclBroadcast", s, n, dt)
+        if self._watched:
+            self._record(s, "ncclBroadcast", n, dt)
+
+    def reduce(self, send, recv=None, root=0, op="sum", stream=None):
+        """recv on root = reduce(send) over the ranks; recv None: in place."""
+        sp, n, dt, fw = buffer(send)
+        rp = sp if recv is None else self._like(recv, n, dt, "recv")
+        s = _stream(stream, fw)
+        r = self._reduce(sp, rp, n, dt, _op(op), root, self._comm(), s)
+        if r:
+            return self._failed(r, "ncclReduce", s, n, dt)
+        if self._watched:
+            self._record(s, "ncclReduce", n, dt)
+
+    def all_gather(self, send, recv, stream=None):
+        """recv (nranks x send's count) = every rank's send, in rank order."""
+        sp, n, dt, fw = buffer(send)
+        rp = self._like(recv, n * self.nranks, dt, "recv")
+        s = _stream(stream, fw)
+        r = self._allgather(sp, rp, n, dt, self._comm(), s)
+        if r:
+            return self._failed(r, "ncclAllGather", s, n, dt)
+        if self._watched:
+            self._record(s, "ncclAllGather", n, dt)
+
+    def reduce_scatter(self, send, recv, op="sum", stream=None):
+        """recv (send's count / nranks) = this rank's block of reduce(send)."""
+        rp, n, dt, fw = buffer(recv)
+        sp = self._like(send, n * self.nranks, dt, "send")
+        s = _stream(stream, fw)
+        r = self._reducescatter(sp, rp, n, dt, _op(op), self._comm(), s)
+        if r:
+            return self._failed(r, "ncclReduceScatter", s, n, dt)
+        if self._watched:
+            self._record(s, "ncclReduceScatter", n, dt)
+
+    def send(self, buf, peer, stream=None):
+        p, n, dt, fw = buffer(buf)
+        s = _stream(stream, fw)
+        r = self._send(p, n, dt, peer, self._comm(), s)
+        if r:
+            return self._failed(r, "ncclSend", s, n, dt)
+        if self._watched:
+            self._record(s, "ncclSend", n, dt)
+
+    def recv(self, buf, peer, stream=None):
+        p, n, dt, fw = buffer(buf)
+        s = _stream(stream, fw)
+        r = self._recv(p, n, dt, peer, self._comm(), s)
+        if r:
+            return self._failed(r, "ncclRecv", s, n, dt)
+        if self._watched:
+            self._record(s, "ncclRecv", n, dt)
+
+    def all_to_all(self, send, recv, stream=None):
+        """Block i of send goes to rank i; recv's block j comes from rank j (NCCL 2.28.3+)."""
+        fn = self._optional("ncclAlltoAll")
+        sp, total, dt, fw = buffer(send)
+        n = self._per_rank(total, "send")
+        rp = self._like(recv, total, dt, "recv")
+        s = _stream(stream, fw)
+        r = fn(sp, rp, n, dt, self._comm(), s)
+        if r:
+            return self._failed(r, "ncclAlltoAll", s, n, dt)
+        if self._watched:
+            self._record(s, "ncclAlltoAll", n, dt)
+
+    def gather(self, send, recv=None, root=0, stream=None):
+        """recv on root (nranks x send's count) = every rank's send (NCCL 2.28.3+); recv is
+        not used on the other ranks (None allowed)."""
+        fn = self._optional("ncclGather")
+        sp, n, dt, fw = buffer(send)
+        rp = self._like(recv, n * self.nranks, dt, "recv") if recv is not None or \
+            self.rank == root else None
+        s = _stream(stream, fw)
+        r = fn(sp, rp, n, dt, root, self._comm(), s)
+        if r:
+            return self._failed(r, "ncclGather", s, n, dt)
+        if self._watched:
+            self._record(s, "ncclGather", n, dt)
+
+    def scatter(self, send, recv, root=0, stream=None):
+        """recv = block `rank` of root's send (nranks x recv's count) (NCCL 2.28.3+); send is
+        not used on the other ranks (None allowed)."""
+        fn = self._optional("ncclScatter")
+        rp, n, dt, fw = buffer(recv)
+        sp = self._like(send, n * self.nranks, dt, "send") if send is not None or \
+            self.rank == root else None
+        s = _stream(stream, fw)
+        r = fn(sp, rp, n, dt, root, self._comm(), s)
+        if r:
+            return self._failed(r, "ncclScatter", s, n, dt)
+        if self._watched:
+            self._record(s, "ncclScatter", n, dt)
+
+    def _like(self, obj, count, dt, what):
+        if obj is None:
+            raise TypeError("%s buffer missing" % what)
+        p, n, d, _ = buffer(obj)
+        if d != dt:
+            raise TypeError("%s has NCCL type %d, the other buffer %d" % (what, d, dt))
+        if n != count:
+            raise ValueError("%s has %d elements; this call needs %d" % (what, n, count))
+        return p
+
+    def _per_rank(self, total, what):
+        if total % self.nranks:
+            raise ValueError("%s has %d elements, not a multiple of %d ranks"
+                             % (what, total, self.nranks))
+        return total // self.nranks
+
+    def group(self):
+        """ncclGroupStart/End around calls on this communicator (ncclshim.group for several)."""
+        return _Group([self], self.timeout)
+
+    # ---- watchdog, symmetric memory ----
+    def watch(self, dog, timeout):
+        """Watch this (ready) communicator with a Watchdog: each operation recorded after a
+        collective gets `timeout` seconds; past it the watchdog fails and aborts the
+        communicator and calls its callback."""
+        _clib.check(_clib.lib().ncclshim_comm_watch(self._handle(), dog._handle(),
+                                                    max(1, _clib.milliseconds(timeout))),
+                    "ncclshim_comm_watch")
+        dog._comms[self._c] = self
+        self._dog = dog
+        self._watched = True
+
+    def unwatch(self):
+        if self._watched:
+            self._watched = False
+            _clib.check(_clib.lib().ncclshim_comm_unwatch(self._c), "ncclshim_comm_unwatch")
+
+    def record_graph(self, stream, label, ops):
+        """Record a CUDA graph's replay on `stream` with the watchdog: `ops` operations under
+        `label` (ncclshim_comm_record_graph, where this libncclshim has it)."""
+        if not _clib.has("ncclshim_comm_record_graph"):
+            raise NcclshimError("this libncclshim has no ncclshim_comm_record_graph",
+                                call="ncclshim_comm_record_graph",
+                                status=_clib.UNAVAILABLE, status_name="UNAVAILABLE")
+        status = _clib.lib().ncclshim_comm_record_graph(self._handle(), _stream(stream),
+                                                        label.encode(), ops)
+        _clib.check(status, "ncclshim_comm_record_graph", self._raw)
+
+    def symmetric(self, nbytes, stream=None):
+        """A SymmetricBuffer of at least nbytes, registered as a symmetric window (collective:
+        every rank calls it with the same size; NCCL 2.28+)."""
+        from .symmem import SymmetricBuffer
+        return SymmetricBuffer(self, nbytes, stream)
+
+    # ---- teardown ----
+    def close(self, timeout=None):
+        """Destroy (finalize, bounded), then abort when that failed or ran out of time.
+        Returns "destroyed" or "aborted". Idempotent."""
+        if self._c is None:
+            return "closed"
+        ms = _clib.milliseconds(self.timeout if timeout is None else timeout)
+        lib_ = _clib.lib()
+        self._raw, self._watched = None, False
+        if lib_.ncclshim_comm_destroy(self._c, ms) == _clib.OK:
+            self._free()
+            return "destroyed"
+        return self.abort(timeout)
+
+    def abort(self, timeout=None):
+        """ncclCommAbort on its own thread, bounded; the communicator is released. Raises
+        NcclTimeout when NCCL's abort itself hangs (its thread is left running)."""
+        if self._c is None:
+            return "closed"
+        ms = _clib.milliseconds(self.timeout if timeout is None else timeout)
+        self._raw, self._watched = None, False
+        status = _clib.lib().ncclshim_comm_abort(self._c, ms)
+        if status == _clib.TIMEOUT:
+            raise _clib.error(status, "ncclshim_comm_abort")
+        self._free()
+        return "aborted"
+
+    def _free(self):
+        c, self._c = self._c, None
+        dog = getattr(self, "_dog", None)
+        if dog is not None:
+            dog._comms.pop(c, None)
+        _clib.lib().ncclshim_comm_free(c)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, tb):
+        if kind is None:
+            self.close()
+        else:
+            self.abort()  # after a failure a collective teardown may hang
+        return False
+
+    def __del__(self):
+        if getattr(self, "_c", None) is not None and _clib is not None:
+            try:
+                _clib.lib().ncclshim_comm_free(self._c)  # no NCCL call: NCCL keeps it
+            except Exception:
+                pass
+
+    def __repr__(self):
+        return "<ncclshim.Communicator rank %d of %d, %s, %s>" % (self.rank, self.nranks,
+                                                                  self.mode, self.state)

@@ -221,7 +221,7 @@ def watchdog():
     try:
         with ncclshim.Watchdog(on_failure=on_failure, interval=0.01) as dog:
             comm = ncclshim.Communicator(1, 0, ncclshim.unique_id(), timeout=20)
-            try:
+            try:  # whatever happens, the kernel is released before the abort
                 comm.watch(dog, timeout=0.5)
                 s = torch.cuda.Stream()
                 ext = cupy.cuda.ExternalStream(s.cuda_stream)
@@ -266,14 +266,15 @@ def percall(theirs, ours_by_mode, csvw):
             for i in range(reps + 50):
                 if i % 32 == 0:
                     s.synchronize()  # the queue never backs up into the timed calls
+                first, second = (ours, theirs) if i % 2 else (theirs, ours)
                 a = clock()
-                ours.all_reduce(x, y, stream=s)
+                first.all_reduce(x, y, stream=s)
                 b = clock()
-                theirs.all_reduce(x, y, stream=s)
+                second.all_reduce(x, y, stream=s)
                 c = clock()
-                if i >= 50:
-                    t_ours.append(b - a)
-                    t_theirs.append(c - b)
+                if i >= 50:  # the order alternates: neither is always first after a sync
+                    t_ours.append(b - a if i % 2 else c - b)
+                    t_theirs.append(c - b if i % 2 else b - a)
             s.synchronize()
             mo, mt = statistics.median(t_ours) / 1e3, statistics.median(t_theirs) / 1e3
             ratio = mo / mt

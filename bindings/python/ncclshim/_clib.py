@@ -12,7 +12,7 @@ import sys
 from . import _native
 from .errors import NcclshimError, NcclTimeout, NcclUnavailable
 
-OK, UNAVAILABLE, TIMEOUT, NCCL_ERROR = 0, 10, 15, 14
+OK, INVALID_ARGUMENT, UNAVAILABLE, NCCL_ERROR, TIMEOUT = 0, 8, 10, 14, 15
 _state = {}
 
 

@@ -15,10 +15,11 @@ pointer, an element count, an ncclDataType_t, and a stream handle.
         torch dtype, a NumPy or CuPy dtype or scalar type.
 
 torch and CuPy are never imported here: an object is recognised as theirs by its type, and
-each type's reader is found once and cached, so that the call path allocates no device
+each type's reader is found once and cached (READERS), so that the call path allocates no device
 memory, synchronizes nothing and copies nothing (it is captured in CUDA graphs). Only
 __dlpack__ makes a (host) capsule per call; the other readers make none."""
 import ctypes
+import operator
 import sys
 
 from ._clib import functions
@@ -107,7 +108,7 @@ def _host(obj, where):
                        "GPU first" % (type(obj).__name__, where))
 
 
-# ---- readers, one per type (found once, cached in _READERS) ------------------------------
+# ---- readers, one per type (found once, cached in READERS) ------------------------------
 
 def _read_buffer(b):
     return b.ptr, b.count, b.dtype, None
@@ -231,23 +232,28 @@ def _reader_for(obj):
     return None
 
 
-_READERS = {}
+READERS = {}  # type -> its reader; comm.py's call path reads it first
 
 
-def buffer(obj):
-    """(ptr, count, dtype, framework) for obj; see the module's doc."""
-    reader = _READERS.get(type(obj))
-    if reader is None:
-        reader = _reader_for(obj)
-        if reader is None:
+def reader(obj):
+    """The reader of obj's type, found once and cached in READERS."""
+    found = READERS.get(type(obj))
+    if found is None:
+        found = _reader_for(obj)
+        if found is None:
             host = (bytes, bytearray, memoryview)
             if hasattr(obj, "__array_interface__") or isinstance(obj, host):
                 raise _host(obj, "it offers host memory only")
             raise TypeError("%s is not a buffer: pass a torch tensor, a CuPy array, an "
                             "object with __cuda_array_interface__ or __dlpack__, or "
                             "ncclshim.Buffer(ptr, count, dtype)" % type(obj).__name__)
-        _READERS[type(obj)] = reader
-    return reader(obj)
+        READERS[type(obj)] = found
+    return found
+
+
+def buffer(obj):
+    """(ptr, count, dtype, framework) for obj; see the module's doc."""
+    return (READERS.get(type(obj)) or reader(obj))(obj)
 
 
 # ---- streams ---------------------------------------------------------------------------
@@ -262,13 +268,13 @@ def _current(framework):
 
 def _stream_reader(cls):
     if hasattr(cls, "cuda_stream"):
-        return lambda s: s.cuda_stream
+        return operator.attrgetter("cuda_stream")  # C: no Python frame per call
     if hasattr(cls, "ptr"):
-        return lambda s: s.ptr
+        return operator.attrgetter("ptr")
     return None
 
 
-_STREAMS = {}
+STREAMS = {}  # type -> its reader; comm.py's call path reads it first
 
 
 def stream(s, framework=None):
@@ -277,11 +283,11 @@ def stream(s, framework=None):
         return _current(framework)
     if type(s) is int:
         return s
-    reader = _STREAMS.get(type(s))
+    reader = STREAMS.get(type(s))
     if reader is None:
         reader = _stream_reader(type(s))
         if reader is None:
             raise TypeError("%s is not a stream: pass None, an int handle, a torch or a CuPy "
                             "stream" % type(s).__name__)
-        _STREAMS[type(s)] = reader
+        STREAMS[type(s)] = reader
     return reader(s)

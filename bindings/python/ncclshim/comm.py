@@ -18,12 +18,12 @@ device memory, synchronizes nothing and copies nothing, so it can be captured in
 import ctypes
 
 from . import _clib
-from .buffers import buffer, stream as _stream
+from .buffers import READERS as _R, STREAMS as _S, reader as _reader, stream as _stream
 from .errors import NcclshimError
 
 MODES = {"nonblocking": 0, "blocking": 1, "split-blocking": 2}
 _OPS = {"sum": 0, "prod": 1, "max": 2, "min": 3, "avg": 4}
-_op_cache = {}
+_OPC = dict(_OPS)  # every spelling seen, read first on the call path
 _IN_PROGRESS = 7
 # Call names as bytes that live as long as the module: ncclshim_comm_record keeps the pointer.
 _NAMES = {n: n.encode() for n in (
@@ -34,14 +34,14 @@ _NAMES = {n: n.encode() for n in (
 def _op(op):
     if type(op) is int:
         return op
-    code = _op_cache.get(op)
+    code = _OPC.get(op)
     if code is None:
         name = str(op).rsplit(".", 1)[-1].lower()  # "sum", torch's ReduceOp.SUM, "ncclSum"
         code = _OPS.get(name[4:] if name.startswith("nccl") else name)
         if code is None:
             raise ValueError("unknown reduction %r: sum, prod, max, min, avg or an "
                              "ncclRedOp_t" % (op,))
-        _op_cache[op] = code
+        _OPC[op] = code
     return code
 
 
@@ -109,7 +109,7 @@ class Communicator:
         self.nranks, self.rank, self.mode, self.timeout = nranks, rank, mode, timeout
         self._ms = _clib.milliseconds(timeout)
         self._c = None
-        self._raw = None
+        self._fast = None  # the ncclComm_t while ready and unwatched: no C call to get it
         self._watched = False
         self._groups = 0
         self._fns = {}
@@ -126,7 +126,7 @@ class Communicator:
                 err = _clib.error(status, "ncclshim_comm_wait")
                 self.abort()
                 raise err
-        self._raw = lib_.ncclshim_comm_raw(self._c)
+        self._fast = lib_.ncclshim_comm_raw(self._c)
         self._bind()
 
     def _bind(self):
@@ -165,18 +165,17 @@ class Communicator:
         return _clib.lib().ncclshim_comm_raw(self._c) if self._c else None
 
     def _comm(self):
-        """The ncclComm_t for the next call: cached, unless a watchdog may fail it."""
-        if self._watched:
-            raw = _clib.lib().ncclshim_comm_raw(self._c)
-            if not raw:
-                failure = _clib.lib().ncclshim_comm_failure(self._c).decode(errors="replace")
-                raise NcclshimError(failure or "the communicator is %s" % self.state,
-                                    call="ncclshim_comm_raw", status=_clib.TIMEOUT,
-                                    status_name="TIMEOUT")
-            return raw
-        if self._raw is None:
-            raise NcclshimError("the communicator is %s" % self.state, call="Communicator")
-        return self._raw
+        """The ncclComm_t when self._fast has none: watched (the watchdog may fail it at any
+        time, and then ncclshim_comm_raw answers NULL), failed or closed."""
+        raw = _clib.lib().ncclshim_comm_raw(self._c) if self._c else None
+        if raw is None:
+            # A failed communicator answers every checked call with its failure, at once.
+            status = _clib.lib().ncclshim_comm_wait(self._c, 0) if self._c else _clib.OK
+            if status != _clib.OK:
+                raise _clib.error(status, "Communicator (%s)" % self.state)
+            raise NcclshimError("the communicator is %s" % self.state, call="Communicator",
+                                status=_clib.INVALID_ARGUMENT, status_name="INVALID_ARGUMENT")
+        return raw
 
     def _failed(self, r, name, s, count, dtype):
         """A collective answered r != ncclSuccess: in a group or not yet done (non-blocking),
@@ -186,24 +185,34 @@ class Communicator:
         lib_ = _clib.lib()
         status = lib_.ncclshim_comm_check(self._c, r, _NAMES.get(name, name.encode()), self._ms)
         if status != _clib.OK:
-            if lib_.ncclshim_comm_raw(self._c) is None:
-                self._raw = None  # failed: only abort() releases it
-            raise _clib.error(status, name, self._raw)
+            raw = lib_.ncclshim_comm_raw(self._c)
+            if raw is None:
+                self._fast = None  # failed: only abort() releases it
+            raise _clib.error(status, name, raw)
         if self._watched:
             self._record(s, name, count, dtype)
 
     def _record(self, s, name, count, dtype):
         status = _clib.lib().ncclshim_comm_record(self._c, s, _NAMES[name], count, dtype)
         if status != _clib.OK:
-            raise _clib.error(status, "ncclshim_comm_record(%s)" % name, self._raw)
+            raise _clib.error(status, "ncclshim_comm_record(%s)" % name)
 
     # ---- collectives ----
+    # The call path: each buffer through its type's cached reader, the stream, the cached
+    # ncclComm_t, one ctypes call; anything else only when NCCL answered other than success.
     def all_reduce(self, send, recv=None, op="sum", stream=None):
         """recv = reduce(send) over the ranks; recv None: in place."""
-        sp, n, dt, fw = buffer(send)
-        rp = sp if recv is None else self._like(recv, n, dt, "recv")
-        s = _stream(stream, fw)
-        r = self._allreduce(sp, rp, n, dt, _op(op), self._comm(), s)
+        sp, n, dt, fw = (_R.get(type(send)) or _reader(send))(send)
+        if recv is None:
+            rp = sp
+        else:
+            rp, rn, rdt, _ = (_R.get(type(recv)) or _reader(recv))(recv)
+            if rn != n or rdt != dt:
+                self._mismatch("recv", rn, rdt, n, dt)
+        s = stream if type(stream) is int else \
+            (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
+        o = op if type(op) is int else _OPC[op] if op in _OPC else _op(op)
+        r = self._allreduce(sp, rp, n, dt, o, self._fast or self._comm(), s)
         if r:
             return self._failed(r, "ncclAllReduce", s, n, dt)
         if self._watched:
@@ -211,10 +220,16 @@ class Communicator:
 
     def broadcast(self, send, recv=None, root=0, stream=None):
         """recv on every rank = send of root; recv None: in place."""
-        sp, n, dt, fw = buffer(send)
-        rp = sp if recv is None else self._like(recv, n, dt, "recv")
-        s = _stream(stream, fw)
-        r = self._broadcast(sp, rp, n, dt, root, self._comm(), s)
+        sp, n, dt, fw = (_R.get(type(send)) or _reader(send))(send)
+        if recv is None:
+            rp = sp
+        else:
+            rp, rn, rdt, _ = (_R.get(type(recv)) or _reader(recv))(recv)
+            if rn != n or rdt != dt:
+                self._mismatch("recv", rn, rdt, n, dt)
+        s = stream if type(stream) is int else \
+            (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
+        r = self._broadcast(sp, rp, n, dt, root, self._fast or self._comm(), s)
         if r:
             return self._failed(r, "ncclBroadcast", s, n, dt)
         if self._watched:
@@ -222,10 +237,17 @@ class Communicator:
 
     def reduce(self, send, recv=None, root=0, op="sum", stream=None):
         """recv on root = reduce(send) over the ranks; recv None: in place."""
-        sp, n, dt, fw = buffer(send)
-        rp = sp if recv is None else self._like(recv, n, dt, "recv")
-        s = _stream(stream, fw)
-        r = self._reduce(sp, rp, n, dt, _op(op), root, self._comm(), s)
+        sp, n, dt, fw = (_R.get(type(send)) or _reader(send))(send)
+        if recv is None:
+            rp = sp
+        else:
+            rp, rn, rdt, _ = (_R.get(type(recv)) or _reader(recv))(recv)
+            if rn != n or rdt != dt:
+                self._mismatch("recv", rn, rdt, n, dt)
+        s = stream if type(stream) is int else \
+            (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
+        o = op if type(op) is int else _OPC[op] if op in _OPC else _op(op)
+        r = self._reduce(sp, rp, n, dt, o, root, self._fast or self._comm(), s)
         if r:
             return self._failed(r, "ncclReduce", s, n, dt)
         if self._watched:
@@ -233,10 +255,13 @@ class Communicator:
 
     def all_gather(self, send, recv, stream=None):
         """recv (nranks x send's count) = every rank's send, in rank order."""
-        sp, n, dt, fw = buffer(send)
-        rp = self._like(recv, n * self.nranks, dt, "recv")
-        s = _stream(stream, fw)
-        r = self._allgather(sp, rp, n, dt, self._comm(), s)
+        sp, n, dt, fw = (_R.get(type(send)) or _reader(send))(send)
+        rp, rn, rdt, _ = (_R.get(type(recv)) or _reader(recv))(recv)
+        if rn != n * self.nranks or rdt != dt:
+            self._mismatch("recv", rn, rdt, n * self.nranks, dt)
+        s = stream if type(stream) is int else \
+            (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
+        r = self._allgather(sp, rp, n, dt, self._fast or self._comm(), s)
         if r:
             return self._failed(r, "ncclAllGather", s, n, dt)
         if self._watched:
@@ -244,28 +269,34 @@ class Communicator:
 
     def reduce_scatter(self, send, recv, op="sum", stream=None):
         """recv (send's count / nranks) = this rank's block of reduce(send)."""
-        rp, n, dt, fw = buffer(recv)
-        sp = self._like(send, n * self.nranks, dt, "send")
-        s = _stream(stream, fw)
-        r = self._reducescatter(sp, rp, n, dt, _op(op), self._comm(), s)
+        rp, n, dt, fw = (_R.get(type(recv)) or _reader(recv))(recv)
+        sp, sn, sdt, _ = (_R.get(type(send)) or _reader(send))(send)
+        if sn != n * self.nranks or sdt != dt:
+            self._mismatch("send", sn, sdt, n * self.nranks, dt)
+        s = stream if type(stream) is int else \
+            (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
+        o = op if type(op) is int else _OPC[op] if op in _OPC else _op(op)
+        r = self._reducescatter(sp, rp, n, dt, o, self._fast or self._comm(), s)
         if r:
             return self._failed(r, "ncclReduceScatter", s, n, dt)
         if self._watched:
             self._record(s, "ncclReduceScatter", n, dt)
 
     def send(self, buf, peer, stream=None):
-        p, n, dt, fw = buffer(buf)
-        s = _stream(stream, fw)
-        r = self._send(p, n, dt, peer, self._comm(), s)
+        p, n, dt, fw = (_R.get(type(buf)) or _reader(buf))(buf)
+        s = stream if type(stream) is int else \
+            (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
+        r = self._send(p, n, dt, peer, self._fast or self._comm(), s)
         if r:
             return self._failed(r, "ncclSend", s, n, dt)
         if self._watched:
             self._record(s, "ncclSend", n, dt)
 
     def recv(self, buf, peer, stream=None):
-        p, n, dt, fw = buffer(buf)
-        s = _stream(stream, fw)
-        r = self._recv(p, n, dt, peer, self._comm(), s)
+        p, n, dt, fw = (_R.get(type(buf)) or _reader(buf))(buf)
+        s = stream if type(stream) is int else \
+            (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
+        r = self._recv(p, n, dt, peer, self._fast or self._comm(), s)
         if r:
             return self._failed(r, "ncclRecv", s, n, dt)
         if self._watched:
@@ -274,11 +305,14 @@ class Communicator:
     def all_to_all(self, send, recv, stream=None):
         """Block i of send goes to rank i; recv's block j comes from rank j (NCCL 2.28.3+)."""
         fn = self._optional("ncclAlltoAll")
-        sp, total, dt, fw = buffer(send)
+        sp, total, dt, fw = (_R.get(type(send)) or _reader(send))(send)
         n = self._per_rank(total, "send")
-        rp = self._like(recv, total, dt, "recv")
-        s = _stream(stream, fw)
-        r = fn(sp, rp, n, dt, self._comm(), s)
+        rp, rn, rdt, _ = (_R.get(type(recv)) or _reader(recv))(recv)
+        if rn != total or rdt != dt:
+            self._mismatch("recv", rn, rdt, total, dt)
+        s = stream if type(stream) is int else \
+            (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
+        r = fn(sp, rp, n, dt, self._fast or self._comm(), s)
         if r:
             return self._failed(r, "ncclAlltoAll", s, n, dt)
         if self._watched:
@@ -286,13 +320,17 @@ class Communicator:
 
     def gather(self, send, recv=None, root=0, stream=None):
         """recv on root (nranks x send's count) = every rank's send (NCCL 2.28.3+); recv is
-        not used on the other ranks (None allowed)."""
+        not used on the other ranks (None allowed there)."""
         fn = self._optional("ncclGather")
-        sp, n, dt, fw = buffer(send)
-        rp = self._like(recv, n * self.nranks, dt, "recv") if recv is not None or \
-            self.rank == root else None
-        s = _stream(stream, fw)
-        r = fn(sp, rp, n, dt, root, self._comm(), s)
+        sp, n, dt, fw = (_R.get(type(send)) or _reader(send))(send)
+        rp = None
+        if recv is not None or self.rank == root:
+            rp, rn, rdt, _ = (_R.get(type(recv)) or _reader(recv))(recv)
+            if rn != n * self.nranks or rdt != dt:
+                self._mismatch("recv", rn, rdt, n * self.nranks, dt)
+        s = stream if type(stream) is int else \
+            (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
+        r = fn(sp, rp, n, dt, root, self._fast or self._comm(), s)
         if r:
             return self._failed(r, "ncclGather", s, n, dt)
         if self._watched:
@@ -300,27 +338,28 @@ class Communicator:
 
     def scatter(self, send, recv, root=0, stream=None):
         """recv = block `rank` of root's send (nranks x recv's count) (NCCL 2.28.3+); send is
-        not used on the other ranks (None allowed)."""
+        not used on the other ranks (None allowed there)."""
         fn = self._optional("ncclScatter")
-        rp, n, dt, fw = buffer(recv)
-        sp = self._like(send, n * self.nranks, dt, "send") if send is not None or \
-            self.rank == root else None
-        s = _stream(stream, fw)
-        r = fn(sp, rp, n, dt, root, self._comm(), s)
+        rp, n, dt, fw = (_R.get(type(recv)) or _reader(recv))(recv)
+        sp = None
+        if send is not None or self.rank == root:
+            sp, sn, sdt, _ = (_R.get(type(send)) or _reader(send))(send)
+            if sn != n * self.nranks or sdt != dt:
+                self._mismatch("send", sn, sdt, n * self.nranks, dt)
+        s = stream if type(stream) is int else \
+            (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
+        r = fn(sp, rp, n, dt, root, self._fast or self._comm(), s)
         if r:
             return self._failed(r, "ncclScatter", s, n, dt)
         if self._watched:
             self._record(s, "ncclScatter", n, dt)
 
-    def _like(self, obj, count, dt, what):
-        if obj is None:
-            raise TypeError("%s buffer missing" % what)
-        p, n, d, _ = buffer(obj)
-        if d != dt:
-            raise TypeError("%s has NCCL type %d, the other buffer %d" % (what, d, dt))
-        if n != count:
-            raise ValueError("%s has %d elements; this call needs %d" % (what, n, count))
-        return p
+    @staticmethod
+    def _mismatch(what, count, dtype, want_count, want_dtype):
+        if dtype != want_dtype:
+            raise TypeError("%s has NCCL type %d; this call needs %d (the other buffer's)"
+                            % (what, dtype, want_dtype))
+        raise ValueError("%s has %d elements; this call needs %d" % (what, count, want_count))
 
     def _per_rank(self, total, what):
         if total % self.nranks:
@@ -342,12 +381,13 @@ class Communicator:
                     "ncclshim_comm_watch")
         dog._comms[self._c] = self
         self._dog = dog
-        self._watched = True
+        self._watched, self._fast = True, None
 
     def unwatch(self):
         if self._watched:
             self._watched = False
             _clib.check(_clib.lib().ncclshim_comm_unwatch(self._c), "ncclshim_comm_unwatch")
+            self._fast = _clib.lib().ncclshim_comm_raw(self._c)
 
     def record_graph(self, stream, label, ops):
         """Record a CUDA graph's replay on `stream` with the watchdog: `ops` operations under
@@ -358,7 +398,7 @@ class Communicator:
                                 status=_clib.UNAVAILABLE, status_name="UNAVAILABLE")
         status = _clib.lib().ncclshim_comm_record_graph(self._handle(), _stream(stream),
                                                         label.encode(), ops)
-        _clib.check(status, "ncclshim_comm_record_graph", self._raw)
+        _clib.check(status, "ncclshim_comm_record_graph")
 
     def symmetric(self, nbytes, stream=None):
         """A SymmetricBuffer of at least nbytes, registered as a symmetric window (collective:
@@ -374,7 +414,7 @@ class Communicator:
             return "closed"
         ms = _clib.milliseconds(self.timeout if timeout is None else timeout)
         lib_ = _clib.lib()
-        self._raw, self._watched = None, False
+        self._fast, self._watched = None, False
         if lib_.ncclshim_comm_destroy(self._c, ms) == _clib.OK:
             self._free()
             return "destroyed"
@@ -386,7 +426,7 @@ class Communicator:
         if self._c is None:
             return "closed"
         ms = _clib.milliseconds(self.timeout if timeout is None else timeout)
-        self._raw, self._watched = None, False
+        self._fast, self._watched = None, False
         status = _clib.lib().ncclshim_comm_abort(self._c, ms)
         if status == _clib.TIMEOUT:
             raise _clib.error(status, "ncclshim_comm_abort")

@@ -51,7 +51,7 @@ class Watchdog:
         error = cls(text, call="watchdog", status=status, status_name=name)
         owner = self._comms.get(comm)
         if owner is not None:
-            owner._raw = None  # its next call asks ncclshim_comm_raw, which says NULL
+            owner._fast = None  # its next call asks ncclshim_comm_raw, which says NULL
         self.failures.append((owner, error))
         if self._on_failure is not None:
             try:

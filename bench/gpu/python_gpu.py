@@ -11,6 +11,8 @@ Cases (one line each in OUTDIR/summary.csv, `case,verdict,detail`):
   cpu-refused         a CPU tensor raises BufferError before NCCL is called
   graph-capture       all_reduce captured in torch.cuda.graph, replayed on new data
   symmetric           a SymmetricBuffer all-reduced (NCCL 2.28+)
+  watchdog-graph      (where libncclshim has ncclshim_comm_record_graph) a watched
+                      communicator's collectives captured in a graph, each replay recorded
   watchdog            a collective held behind a kernel spinning on a host-mapped flag (3 s
                       limit of its own): the watchdog fails it within its 0.5 s deadline,
                       calls the Python callback, the next call raises; the flag then frees it
@@ -29,9 +31,13 @@ import threading
 import time
 
 import torch
-import cupy
 
 import ncclshim
+
+try:
+    import cupy
+except Exception as e:  # its cases then fail, naming this
+    cupy, CUPY_ERROR = None, e
 from pynccl_style import PyNcclStyle
 
 OUT = sys.argv[1]
@@ -126,6 +132,8 @@ class _TorchMod:
 
 
 def cupy_collectives():
+    if cupy is None:
+        return note("cupy", "FAIL: import cupy: %s" % CUPY_ERROR)
     s = cupy.cuda.Stream(non_blocking=True)
     with ncclshim.Communicator(1, 0, ncclshim.unique_id(), timeout=20) as comm:
         with s:
@@ -203,6 +211,8 @@ extern "C" __global__ void spin(volatile int *flag, unsigned long long limit_ns)
 
 
 def watchdog():
+    if cupy is None:
+        raise RuntimeError("the spinning kernel needs CuPy: %s" % CUPY_ERROR)
     kernel = cupy.RawKernel(SPIN, "spin")
     rt = cupy.cuda.runtime
     host = rt.hostAlloc(4, rt.hostAllocMapped)
@@ -225,7 +235,8 @@ def watchdog():
                 comm.watch(dog, timeout=0.5)
                 s = torch.cuda.Stream()
                 ext = cupy.cuda.ExternalStream(s.cuda_stream)
-                kernel((1,), (1,), (cupy.uint64(dev), cupy.uint64(3_000_000_000)), stream=ext)
+                with ext:  # RawKernel launches on CuPy's current stream
+                    kernel((1,), (1,), (cupy.uint64(dev), cupy.uint64(3_000_000_000)))
                 seen["start"] = time.monotonic()
                 comm.all_reduce(x, y, stream=s)
                 if not fired.wait(5):
@@ -245,6 +256,33 @@ def watchdog():
     finally:
         torch.cuda.synchronize()
         rt.freeHost(host)
+
+
+def watchdog_graph():
+    """A watched communicator's collectives captured in a graph, each replay recorded with
+    ncclshim_comm_record_graph: no failure, right results."""
+    x = torch.zeros(N, device="cuda")
+    y = torch.zeros(N, device="cuda")
+    with ncclshim.Watchdog(interval=0.01) as dog:
+        with ncclshim.Communicator(1, 0, ncclshim.unique_id(), timeout=20) as comm:
+            comm.watch(dog, timeout=5)
+            s = torch.cuda.Stream()
+            with torch.cuda.stream(s):
+                comm.all_reduce(x, y)
+            torch.cuda.synchronize()
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                for _ in range(4):
+                    comm.all_reduce(x, y)  # recorded as captured
+            for k in (2.0, 5.0, 9.0):
+                x.fill_(k)
+                g.replay()
+                comm.record_graph(torch.cuda.current_stream(), "decode-step", 4)
+                torch.cuda.synchronize()
+                assert bool((y == k).all()), "replay %s gave %s" % (k, y[:4].tolist())
+            assert comm.state == "ready" and not dog.failures, (comm.state, dog.failures)
+            del g
+    return "3 replays recorded, no failure"
 
 
 # ---- cost against the pynccl-style wrapper ---------------------------------------------
@@ -356,6 +394,8 @@ def main():
     run("graph-capture", graph_capture)
     run("symmetric", symmetric)
     run("watchdog", watchdog)
+    if ncclshim._clib.has("ncclshim_comm_record_graph"):  # from the graphs issue's merge on
+        run("watchdog-graph", watchdog_graph)
     run("cost", cost)
     with open(os.path.join(OUT, "summary.csv"), "w", newline="") as f:
         w = csv.writer(f)

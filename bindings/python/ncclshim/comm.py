@@ -177,25 +177,34 @@ class Communicator:
                                 status=_clib.INVALID_ARGUMENT, status_name="INVALID_ARGUMENT")
         return raw
 
-    def _failed(self, r, name, s, count, dtype):
-        """A collective answered r != ncclSuccess: in a group or not yet done (non-blocking),
-        finish it within the timeout; otherwise raise with NCCL's code and text."""
-        if r == _IN_PROGRESS and self._groups:
-            return
-        lib_ = _clib.lib()
-        status = lib_.ncclshim_comm_check(self._c, r, _NAMES.get(name, name.encode()), self._ms)
-        if status != _clib.OK:
-            raw = lib_.ncclshim_comm_raw(self._c)
-            if raw is None:
-                self._fast = None  # failed: only abort() releases it
-            raise _clib.error(status, name, raw)
+    def _after(self, r, name, s, count, dtype):
+        """After a call that answered r != ncclSuccess, or on a watched communicator: finish
+        a call in a group or not yet done (non-blocking) within the timeout, raise with
+        NCCL's code and text for any other answer, and record the operation when watched."""
+        if r and not (r == _IN_PROGRESS and self._groups):
+            lib_ = _clib.lib()
+            status = lib_.ncclshim_comm_check(self._c, r, _NAMES[name], self._ms)
+            if status != _clib.OK:
+                raw = lib_.ncclshim_comm_raw(self._c)
+                if raw is None:
+                    self._fast = None  # failed: only abort() releases it
+                raise _clib.error(status, name, raw)
         if self._watched:
-            self._record(s, name, count, dtype)
+            status = _clib.lib().ncclshim_comm_record(self._c, s, _NAMES[name], count, dtype)
+            if status != _clib.OK:
+                raise _clib.error(status, "ncclshim_comm_record(%s)" % name)
 
-    def _record(self, s, name, count, dtype):
-        status = _clib.lib().ncclshim_comm_record(self._c, s, _NAMES[name], count, dtype)
-        if status != _clib.OK:
-            raise _clib.error(status, "ncclshim_comm_record(%s)" % name)
+    def _other(self, obj, count, dtype, what):
+        """The pointer of a call's second buffer, which must hold count elements of dtype."""
+        if obj is None:
+            raise TypeError("%s buffer missing" % what)
+        p, n, d, _ = (_R.get(type(obj)) or _reader(obj))(obj)
+        if d != dtype:
+            raise TypeError("%s has NCCL type %d; this call needs %d (the other buffer's)"
+                            % (what, d, dtype))
+        if n != count:
+            raise ValueError("%s has %d elements; this call needs %d" % (what, n, count))
+        return p
 
     # ---- collectives ----
     # The call path: each buffer through its type's cached reader, the stream, the cached
@@ -203,120 +212,83 @@ class Communicator:
     def all_reduce(self, send, recv=None, op="sum", stream=None):
         """recv = reduce(send) over the ranks; recv None: in place."""
         sp, n, dt, fw = (_R.get(type(send)) or _reader(send))(send)
-        if recv is None:
-            rp = sp
-        else:
-            rp, rn, rdt, _ = (_R.get(type(recv)) or _reader(recv))(recv)
-            if rn != n or rdt != dt:
-                self._mismatch("recv", rn, rdt, n, dt)
+        rp = sp if recv is None else self._other(recv, n, dt, "recv")
         s = stream if type(stream) is int else \
             (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
         o = op if type(op) is int else _OPC[op] if op in _OPC else _op(op)
         r = self._allreduce(sp, rp, n, dt, o, self._fast or self._comm(), s)
-        if r:
-            return self._failed(r, "ncclAllReduce", s, n, dt)
-        if self._watched:
-            self._record(s, "ncclAllReduce", n, dt)
+        if r or self._watched:
+            self._after(r, "ncclAllReduce", s, n, dt)
 
     def broadcast(self, send, recv=None, root=0, stream=None):
         """recv on every rank = send of root; recv None: in place."""
         sp, n, dt, fw = (_R.get(type(send)) or _reader(send))(send)
-        if recv is None:
-            rp = sp
-        else:
-            rp, rn, rdt, _ = (_R.get(type(recv)) or _reader(recv))(recv)
-            if rn != n or rdt != dt:
-                self._mismatch("recv", rn, rdt, n, dt)
+        rp = sp if recv is None else self._other(recv, n, dt, "recv")
         s = stream if type(stream) is int else \
             (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
         r = self._broadcast(sp, rp, n, dt, root, self._fast or self._comm(), s)
-        if r:
-            return self._failed(r, "ncclBroadcast", s, n, dt)
-        if self._watched:
-            self._record(s, "ncclBroadcast", n, dt)
+        if r or self._watched:
+            self._after(r, "ncclBroadcast", s, n, dt)
 
     def reduce(self, send, recv=None, root=0, op="sum", stream=None):
         """recv on root = reduce(send) over the ranks; recv None: in place."""
         sp, n, dt, fw = (_R.get(type(send)) or _reader(send))(send)
-        if recv is None:
-            rp = sp
-        else:
-            rp, rn, rdt, _ = (_R.get(type(recv)) or _reader(recv))(recv)
-            if rn != n or rdt != dt:
-                self._mismatch("recv", rn, rdt, n, dt)
+        rp = sp if recv is None else self._other(recv, n, dt, "recv")
         s = stream if type(stream) is int else \
             (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
         o = op if type(op) is int else _OPC[op] if op in _OPC else _op(op)
         r = self._reduce(sp, rp, n, dt, o, root, self._fast or self._comm(), s)
-        if r:
-            return self._failed(r, "ncclReduce", s, n, dt)
-        if self._watched:
-            self._record(s, "ncclReduce", n, dt)
+        if r or self._watched:
+            self._after(r, "ncclReduce", s, n, dt)
 
     def all_gather(self, send, recv, stream=None):
         """recv (nranks x send's count) = every rank's send, in rank order."""
         sp, n, dt, fw = (_R.get(type(send)) or _reader(send))(send)
-        rp, rn, rdt, _ = (_R.get(type(recv)) or _reader(recv))(recv)
-        if rn != n * self.nranks or rdt != dt:
-            self._mismatch("recv", rn, rdt, n * self.nranks, dt)
+        rp = self._other(recv, n * self.nranks, dt, "recv")
         s = stream if type(stream) is int else \
             (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
         r = self._allgather(sp, rp, n, dt, self._fast or self._comm(), s)
-        if r:
-            return self._failed(r, "ncclAllGather", s, n, dt)
-        if self._watched:
-            self._record(s, "ncclAllGather", n, dt)
+        if r or self._watched:
+            self._after(r, "ncclAllGather", s, n, dt)
 
     def reduce_scatter(self, send, recv, op="sum", stream=None):
         """recv (send's count / nranks) = this rank's block of reduce(send)."""
         rp, n, dt, fw = (_R.get(type(recv)) or _reader(recv))(recv)
-        sp, sn, sdt, _ = (_R.get(type(send)) or _reader(send))(send)
-        if sn != n * self.nranks or sdt != dt:
-            self._mismatch("send", sn, sdt, n * self.nranks, dt)
+        sp = self._other(send, n * self.nranks, dt, "send")
         s = stream if type(stream) is int else \
             (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
         o = op if type(op) is int else _OPC[op] if op in _OPC else _op(op)
         r = self._reducescatter(sp, rp, n, dt, o, self._fast or self._comm(), s)
-        if r:
-            return self._failed(r, "ncclReduceScatter", s, n, dt)
-        if self._watched:
-            self._record(s, "ncclReduceScatter", n, dt)
+        if r or self._watched:
+            self._after(r, "ncclReduceScatter", s, n, dt)
 
     def send(self, buf, peer, stream=None):
         p, n, dt, fw = (_R.get(type(buf)) or _reader(buf))(buf)
         s = stream if type(stream) is int else \
             (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
         r = self._send(p, n, dt, peer, self._fast or self._comm(), s)
-        if r:
-            return self._failed(r, "ncclSend", s, n, dt)
-        if self._watched:
-            self._record(s, "ncclSend", n, dt)
+        if r or self._watched:
+            self._after(r, "ncclSend", s, n, dt)
 
     def recv(self, buf, peer, stream=None):
         p, n, dt, fw = (_R.get(type(buf)) or _reader(buf))(buf)
         s = stream if type(stream) is int else \
             (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
         r = self._recv(p, n, dt, peer, self._fast or self._comm(), s)
-        if r:
-            return self._failed(r, "ncclRecv", s, n, dt)
-        if self._watched:
-            self._record(s, "ncclRecv", n, dt)
+        if r or self._watched:
+            self._after(r, "ncclRecv", s, n, dt)
 
     def all_to_all(self, send, recv, stream=None):
         """Block i of send goes to rank i; recv's block j comes from rank j (NCCL 2.28.3+)."""
         fn = self._optional("ncclAlltoAll")
         sp, total, dt, fw = (_R.get(type(send)) or _reader(send))(send)
         n = self._per_rank(total, "send")
-        rp, rn, rdt, _ = (_R.get(type(recv)) or _reader(recv))(recv)
-        if rn != total or rdt != dt:
-            self._mismatch("recv", rn, rdt, total, dt)
+        rp = self._other(recv, total, dt, "recv")
         s = stream if type(stream) is int else \
             (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
         r = fn(sp, rp, n, dt, self._fast or self._comm(), s)
-        if r:
-            return self._failed(r, "ncclAlltoAll", s, n, dt)
-        if self._watched:
-            self._record(s, "ncclAlltoAll", n, dt)
+        if r or self._watched:
+            self._after(r, "ncclAlltoAll", s, n, dt)
 
     def gather(self, send, recv=None, root=0, stream=None):
         """recv on root (nranks x send's count) = every rank's send (NCCL 2.28.3+); recv is
@@ -325,16 +297,12 @@ class Communicator:
         sp, n, dt, fw = (_R.get(type(send)) or _reader(send))(send)
         rp = None
         if recv is not None or self.rank == root:
-            rp, rn, rdt, _ = (_R.get(type(recv)) or _reader(recv))(recv)
-            if rn != n * self.nranks or rdt != dt:
-                self._mismatch("recv", rn, rdt, n * self.nranks, dt)
+            rp = self._other(recv, n * self.nranks, dt, "recv")
         s = stream if type(stream) is int else \
             (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
         r = fn(sp, rp, n, dt, root, self._fast or self._comm(), s)
-        if r:
-            return self._failed(r, "ncclGather", s, n, dt)
-        if self._watched:
-            self._record(s, "ncclGather", n, dt)
+        if r or self._watched:
+            self._after(r, "ncclGather", s, n, dt)
 
     def scatter(self, send, recv, root=0, stream=None):
         """recv = block `rank` of root's send (nranks x recv's count) (NCCL 2.28.3+); send is
@@ -343,23 +311,12 @@ class Communicator:
         rp, n, dt, fw = (_R.get(type(recv)) or _reader(recv))(recv)
         sp = None
         if send is not None or self.rank == root:
-            sp, sn, sdt, _ = (_R.get(type(send)) or _reader(send))(send)
-            if sn != n * self.nranks or sdt != dt:
-                self._mismatch("send", sn, sdt, n * self.nranks, dt)
+            sp = self._other(send, n * self.nranks, dt, "send")
         s = stream if type(stream) is int else \
             (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
         r = fn(sp, rp, n, dt, root, self._fast or self._comm(), s)
-        if r:
-            return self._failed(r, "ncclScatter", s, n, dt)
-        if self._watched:
-            self._record(s, "ncclScatter", n, dt)
-
-    @staticmethod
-    def _mismatch(what, count, dtype, want_count, want_dtype):
-        if dtype != want_dtype:
-            raise TypeError("%s has NCCL type %d; this call needs %d (the other buffer's)"
-                            % (what, dtype, want_dtype))
-        raise ValueError("%s has %d elements; this call needs %d" % (what, count, want_count))
+        if r or self._watched:
+            self._after(r, "ncclScatter", s, n, dt)
 
     def _per_rank(self, total, what):
         if total % self.nranks:

@@ -7,11 +7,13 @@ Environment: NCCLSHIM_NCCL_LIBRARY (the fake NCCL the package loads, also driven
 its fake_nccl_* functions), NCCLSHIM_CUDA_LIBRARY (the fake driver, for Watchdog),
 COMM_CHECKS_PACKAGED=1 (the generated module must be the package's own: the wheel)."""
 import ctypes
+import gc
 import os
 import sys
 import threading
 import types
 import unittest
+import weakref
 
 import ncclshim
 from ncclshim import Buffer, Communicator, NcclshimError, NcclTimeout, NcclUnavailable
@@ -416,6 +418,14 @@ class Watchdog(Live):
                 t.join(30)
         self.assertIsNone(dog._dog)
         c.abort()
+
+    def test_a_dropped_watchdog_lives_until_stopped(self):
+        ref = weakref.ref(ncclshim.Watchdog(interval=0.005))
+        gc.collect()
+        self.assertIsNotNone(ref(), "its callback could be freed while the thread runs")
+        ref().stop()
+        gc.collect()
+        self.assertIsNone(ref())
 
 
 class Missing(Live):

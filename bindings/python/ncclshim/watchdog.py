@@ -18,6 +18,10 @@ import threading
 from . import _clib
 from .errors import NcclshimError, NcclTimeout
 
+# Every watchdog not yet stopped: its ctypes callback must outlive any call the C thread may
+# still make, even when the program drops its last reference without stop().
+_LIVE = set()
+
 
 class Watchdog:
     def __init__(self, on_failure=None, interval=0.01):
@@ -37,6 +41,7 @@ class Watchdog:
                     "ncclshim_watchdog_start")
         self._dog = out.value
         self._stopping = threading.Lock()
+        _LIVE.add(self)
 
     def _handle(self):
         if self._dog is None:
@@ -76,6 +81,7 @@ class Watchdog:
                 comm._watched = False
             result = _clib.lib().ncclshim_watchdog_stop(dog)
             self._comms.clear()
+            _LIVE.discard(self)  # joined: C calls the callback no more
             if result is not None:  # ncclshim_status where the library returns one
                 _clib.check(result, "ncclshim_watchdog_stop")
 

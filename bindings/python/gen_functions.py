@@ -105,6 +105,15 @@ def declarations(tokens):
             cur = []
 
 
+def base_name(words):
+    """The type's name without pointers: "struct tag", a typedef name, or a builtin's words
+    in a fixed order ("int unsigned" for unsigned int)."""
+    words = [w for w in words if w != "*"]
+    if words[0] in ("struct", "enum", "union") and len(words) == 2:
+        return words[0] + " " + words[1]
+    return " ".join(sorted(words)) if all(w in KEYWORDS for w in words) else " ".join(words)
+
+
 def c_int_value(text):
     return int(text.rstrip("uUlL"), 0)
 
@@ -130,16 +139,9 @@ class Model:
     def ctype(self, tokens):
         """A ctypes expression for a C type (tokens without a name); None for void."""
         words = [t for t in tokens if t not in ("const", "volatile", "restrict")]
-        ptr = words.count("*")
-        words = [t for t in words if t != "*"]
-        if not words:
+        if not [t for t in words if t != "*"]:
             raise Untyped("empty type")
-        if words[0] in ("struct", "enum", "union") and len(words) == 2:
-            base = words[0] + " " + words[1]
-        else:
-            base = " ".join(sorted(words)) if all(w in KEYWORDS for w in words) \
-                else " ".join(words)
-        return self._resolve(base, ptr)
+        return self._resolve(base_name(words), words.count("*"))
 
     def _resolve(self, base, ptr):
         if base in self.callback_names:
@@ -157,21 +159,9 @@ class Model:
         if base in self.structs:
             return self.structs[base]
         if base in self.typedefs:
-            t = self.typedefs[base]
-            inner = [x for x in t if x not in ("const", "volatile")]
-            stars = inner.count("*")
-            return self._resolve_tokens([x for x in inner if x != "*"], stars)
+            words = [x for x in self.typedefs[base] if x not in ("const", "volatile")]
+            return self._resolve(base_name(words), words.count("*"))
         raise Untyped("unknown type %r" % base)
-
-    def _resolve_tokens(self, words, ptr):
-        if words[0] in ("struct", "enum", "union") and len(words) == 2:
-            base = words[0] + " " + words[1]
-        else:
-            base = " ".join(sorted(words)) if all(w in KEYWORDS for w in words) \
-                else " ".join(words)
-        if ptr == 0 and base.startswith("struct ") and base not in self.structs:
-            raise Untyped("struct %s has no body here" % base)
-        return self._resolve(base, ptr)
 
     # ---- declarations ----
     def declaration(self, d):
@@ -179,8 +169,6 @@ class Model:
             name, ret, params = self.prototype(d[len(API_MARK):])
             self.api.append((name, self.ctype(ret) or "None", self.params(params, name)))
             return
-        if d and d[0] in ("py_row", "py_capability", "py_config"):
-            return self.marked(d)
         typedef = d[:1] == ["typedef"]
         body = d[1:] if typedef else d
         if "{" in body and body[0] in ("enum", "struct", "union"):
@@ -229,13 +217,13 @@ class Model:
             return []
         out = []
         for p in params:
-            if "[" in p:  # t name[] is t *name
-                p = p[:p.index("[")] + ["*"]
-                p = [x for x in p if x != p[-2]] if len(p) > 2 else p
+            array = "[" in p  # t name[] is t *name
+            if array:
+                p = p[:p.index("[")]
             if len(p) > 1 and re.match(r"[A-Za-z_]\w*$", p[-1]) and p[-1] not in KEYWORDS:
-                p = p[:-1]
+                p = p[:-1]  # the parameter's name
             try:
-                out.append(self.ctype(p) or "None")
+                out.append(self.ctype(p + ["*"] * array) or "None")
             except Untyped as e:
                 raise Untyped("%s: %s" % (where, e))
         return out
@@ -272,30 +260,24 @@ class Model:
             return  # a system header's
         fields = []
         try:
-            for decl in inner and split_top(inner, ";"):
+            for decl in split_top(inner, ";"):
+                if "(" in decl:
+                    raise Untyped("a function-pointer field")
+                # "t *a, b[4]": the type, then declarators (stars, a name, dimensions)
                 parts = split_top(decl, ",")
                 first = parts[0]
-                j = len(first) - 1
-                while first[j] in ("]",) or (first[j - 1] == "[" if j > 0 else False):
-                    j = first.index("[") - 1
-                    break
-                while j > 0 and first[j - 1] == "*":
-                    j -= 1
-                base = first[:j] if first[j] != "*" else first[:j]
-                if "(" in first:
-                    raise Untyped("function pointer field")
-                for k, part in enumerate(parts):
-                    dec = part if k else first[len(base):]
-                    stars = [t for t in dec if t == "*"]
+                start = (first.index("[") if "[" in first else len(first)) - 1
+                while start > 0 and first[start - 1] == "*":
+                    start -= 1
+                base = first[:start]
+                for dec in [first[start:]] + parts[1:]:
                     rest = [t for t in dec if t != "*"]
-                    name, dims = rest[0], rest[1:]
-                    t = self.ctype(base + stars)
-                    while dims:
-                        t = "(%s * %d)" % (t, c_int_value(dims[1]))
-                        dims = dims[3:]
-                    fields.append((name, t))
+                    t = self.ctype(base + ["*"] * dec.count("*"))
+                    for dim in [rest[i + 1] for i, x in enumerate(rest) if x == "["]:
+                        t = "(%s * %d)" % (t, c_int_value(dim))
+                    fields.append((rest[0], t))
         except (Untyped, IndexError, ValueError):
-            return
+            return  # a struct Python does not need (a system header's, a bitfield's)
         for n in ([tag] if tag else []) + ["struct " + tag if tag else ""] + names:
             if n:
                 self.structs[n] = cls
@@ -305,25 +287,21 @@ class Model:
             if n != cls:
                 self.emitted.append(("alias", (n, cls)))
 
-    def marked(self, d):
-        kind, rest = d[0], d[1:]
-        for row in " ".join(rest).split(" py_end"):
-            words = row.split()
-            if not words:
-                continue
-            if words[0] in ("py_row", "py_capability", "py_config"):
-                kind, words = words[0], words[1:]
-            if kind == "py_capability":
-                self.capabilities.append((words[0], words[1].strip('"'), int(words[2])))
-            elif kind == "py_config":
-                self.config.append((words[0], words[1], words[2], int(words[3])))
-            else:
-                self.row(words)
+    def marked(self, words):
+        """One marked row: its kind, its words, py_end."""
+        kind, words = words[0], words[1:-1]
+        if kind == "py_capability":
+            self.capabilities.append((words[0], words[1].strip('"'), int(words[2])))
+        elif kind == "py_config":
+            self.config.append((words[0], words[1], words[2], int(words[3])))
+        else:
+            self.row(words)
 
     def row(self, words):
+        """name version policy role returns, then py_param TYPE... py_named NAME per parameter."""
         name, version, policy, role, kind = words[:5]
-        params = " ".join(words[5:]).split("py_param")[1:]
         argtypes, names = [], []
+        params = " ".join(words[5:]).split("py_param")[1:]
         for p in params:
             type_text, pname = p.split("py_named")
             try:
@@ -331,7 +309,8 @@ class Model:
             except Untyped as e:
                 raise Untyped("row %s: %s" % (name, e))
             names.append(pname.strip())
-        restype = RETURN_KINDS.get(kind) or self.structs.get("ncclshim_team_t")
+        restype = self.structs.get("ncclshim_team_t") if kind == "TEAM" else \
+            RETURN_KINDS.get(kind)
         if restype is None:
             raise Untyped("row %s: return kind %s" % (name, kind))
         self.rows.append((name, int(version), policy, role, restype, argtypes, names))
@@ -340,16 +319,16 @@ class Model:
 def parse(text):
     model = Model()
     # The marked rows are not declarations (no ';'): take them out first.
-    marked = re.findall(r"\b(?:py_row|py_capability|py_config)\b.*?\bpy_end\b", text, re.S)
-    text = re.sub(r"\b(?:py_row|py_capability|py_config)\b.*?\bpy_end\b", " ", text,
-                  flags=re.S)
+    row = re.compile(r"\b(?:py_row|py_capability|py_config)\b.*?\bpy_end\b", re.S)
+    marked = row.findall(text)
+    text = row.sub(" ", text)
     for d in declarations(tokenize(text)):
         try:
             model.declaration(d)
-        except Untyped as e:
+        except Untyped:
             if d[:len(API_MARK)] == API_MARK:
-                raise
-            del e  # a declaration Python does not need (a system header's)
+                raise  # an ncclshim function must be typed
+            # else a declaration Python does not need (a system header's)
     for m in marked:
         model.marked(tokenize(m))
     return model

@@ -107,6 +107,44 @@ class Generated(unittest.TestCase):
         self.assertFalse(used - typed - {"ncclshim_comm_record_graph"}, used - typed)
 
 
+class Generator(unittest.TestCase):
+    """gen_functions.py on small texts: what it cannot type stops it, naming what."""
+
+    @classmethod
+    def setUpClass(cls):
+        sys.path.insert(0, PACKAGE)
+        import gen_functions
+        cls.g = gen_functions
+
+    def test_types(self):
+        m = self.g.parse('typedef struct { char b[16]; int n; } id_t; typedef id_t *idp; '
+                         'enum e { A = 2, B, C = 0x10u, D = A | C }; '
+                         '__attribute__((visibility("default"))) const char *'
+                         'ncclshim_f(idp p, id_t v, enum e x, unsigned long n, char s[]); '
+                         'py_row ncclX 22803 OPTIONAL ACTION RESULT py_param const void * '
+                         'py_named buf py_param size_t py_named count py_end')
+        self.assertEqual(m.api, [("ncclshim_f", "_c.c_char_p",
+                                  ["_c.c_void_p", "id_t", "_c.c_int", "_c.c_ulong",
+                                   "_c.c_char_p"])])
+        self.assertEqual(dict(m.struct_fields)["id_t"], [("b", "(_c.c_char * 16)"),
+                                                         ("n", "_c.c_int")])
+        self.assertEqual(m.enums["e"], {"A": 2, "B": 3, "C": 16, "D": 18})
+        self.assertEqual(m.rows, [("ncclX", 22803, "OPTIONAL", "ACTION", "_c.c_int",
+                                   ["_c.c_void_p", "_c.c_size_t"], ["buf", "count"])])
+
+    def test_untyped_function_stops_it(self):
+        with self.assertRaisesRegex(self.g.Untyped, "ncclshim_g: unknown type 'mystery_t'"):
+            self.g.parse('__attribute__((visibility("default"))) int ncclshim_g(mystery_t m);')
+        with self.assertRaisesRegex(self.g.Untyped, "row ncclY: unknown type 'mystery_t'"):
+            self.g.parse("py_row ncclY 20300 REQUIRED ACTION RESULT py_param mystery_t "
+                         "py_named m py_end")
+        with self.assertRaisesRegex(self.g.Untyped, "struct opaque has no body|unknown"):
+            self.g.parse('struct opaque; __attribute__((visibility("default"))) '
+                         'int ncclshim_h(struct opaque by_value);')
+        m = self.g.parse("typedef struct { mystery_t m; } skipped_t;")  # not needed: left out
+        self.assertNotIn("skipped_t", m.structs)
+
+
 def run_checks(python, env, packaged):
     for classes, variant in RUNS:
         full = dict(env, NCCLSHIM_CUDA_LIBRARY=FAKE_CUDA,

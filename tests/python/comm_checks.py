@@ -419,6 +419,21 @@ class Watchdog(Live):
         self.assertIsNone(dog._dog)
         c.abort()
 
+    def test_grouped_operations_recorded_at_the_group_end(self):
+        self.cuda.fake_cuda_set_event_query(0)  # every event fires: nothing fails here
+        records = lambda: self.cuda.fake_cuda_event_count(2)  # noqa: E731 (cuEventRecord)
+        with ncclshim.Watchdog(interval=0.005) as dog:
+            with Communicator(1, 0, ncclshim.unique_id()) as c:
+                c.watch(dog, timeout=5)
+                before = records()
+                with c.group():
+                    c.send(Device(0x1000, 4), peer=0, stream=1)
+                    c.recv(Device(0x2000, 4), peer=0, stream=1)
+                    self.assertEqual(records(), before)  # NCCL has enqueued nothing yet
+                self.assertEqual(records(), before + 2)
+                c.all_reduce(Device(0x1000, 4), stream=1)
+                self.assertEqual(records(), before + 3)
+
     def test_a_dropped_watchdog_lives_until_stopped(self):
         ref = weakref.ref(ncclshim.Watchdog(interval=0.005))
         gc.collect()

@@ -79,8 +79,14 @@ class _Group:
             *[c._handle() for c in self.comms])
         status = _clib.lib().ncclshim_comm_group_end(None, handles, len(self.comms),
                                                      _clib.milliseconds(self.timeout))
+        pending = [(c, c._pending) for c in self.comms if not c._groups and c._pending]
+        for c, _ in pending:
+            c._pending = []
         if kind is None:
             _clib.check(status, "ncclGroupEnd")
+            for c, ops in pending:  # NCCL enqueued them at the group's end: mark them now
+                for op in ops:
+                    c._record(*op)
         return False
 
 
@@ -112,6 +118,7 @@ class Communicator:
         self._fast = None  # the ncclComm_t while ready and unwatched: no C call to get it
         self._watched = False
         self._groups = 0
+        self._pending = []  # operations to record with the watchdog when the group ends
         self._fns = {}
         ident = f.ncclUniqueId.from_buffer_copy(bytes(uid))
         options = f.ncclshim_comm_options(ctypes.sizeof(f.ncclshim_comm_options), MODES[mode])
@@ -190,9 +197,15 @@ class Communicator:
                     self._fast = None  # failed: only abort() releases it
                 raise _clib.error(status, name, raw)
         if self._watched:
-            status = _clib.lib().ncclshim_comm_record(self._c, s, _NAMES[name], count, dtype)
-            if status != _clib.OK:
-                raise _clib.error(status, "ncclshim_comm_record(%s)" % name)
+            if self._groups:
+                self._pending.append((s, name, count, dtype))
+            else:
+                self._record(s, name, count, dtype)
+
+    def _record(self, s, name, count, dtype):
+        status = _clib.lib().ncclshim_comm_record(self._c, s, _NAMES[name], count, dtype)
+        if status != _clib.OK:
+            raise _clib.error(status, "ncclshim_comm_record(%s)" % name)
 
     def _other(self, obj, count, dtype, what):
         """The pointer of a call's second buffer, which must hold count elements of dtype."""

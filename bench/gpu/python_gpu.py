@@ -8,6 +8,7 @@ Cases (one line each in OUTDIR/summary.csv, `case,verdict,detail`):
                       the three modes (all_to_all, gather, scatter where the NCCL has them)
   cupy-<collective>   the same on CuPy arrays and a CuPy stream
   dlpack              a buffer seen only through __dlpack__
+  jax-all_reduce      JAX arrays (in a process of their own)
   cpu-refused         a CPU tensor raises BufferError before NCCL is called
   graph-capture       all_reduce captured in torch.cuda.graph, replayed on new data
   symmetric           a SymmetricBuffer all-reduced (NCCL 2.28+)
@@ -138,6 +139,33 @@ def cupy_collectives():
     with ncclshim.Communicator(1, 0, ncclshim.unique_id(), timeout=20) as comm:
         with s:
             check_collectives("cupy", cupy, comm, s, cupy.cuda.Device().synchronize)
+
+
+JAX_CHECK = r"""
+import jax, jax.numpy as jnp
+import ncclshim
+x = jnp.arange(1024, dtype=jnp.float32) + 1
+y = jnp.zeros(1024, dtype=jnp.float32)
+x.block_until_ready(); y.block_until_ready()
+assert "gpu" in str(x.devices()).lower() or "cuda" in str(x.devices()).lower(), x.devices()
+with ncclshim.Communicator(1, 0, ncclshim.unique_id(), timeout=20) as comm:
+    comm.all_reduce(x, y, stream=0)  # JAX has no current stream to offer: the legacy one
+    import torch  # only to wait for the device: JAX's own waits know nothing of NCCL's work
+    torch.cuda.synchronize()
+assert bool((jax.device_get(x) == jax.device_get(y)).all()), "jax all_reduce differs"
+print("through", "__cuda_array_interface__" if hasattr(x, "__cuda_array_interface__")
+      else "__dlpack__")
+"""
+
+
+def jax_all_reduce():
+    """JAX arrays (their own process: JAX takes GPU memory its own way)."""
+    env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false")
+    proc = subprocess.run([sys.executable, "-c", JAX_CHECK], env=env,
+                          capture_output=True, text=True, timeout=60)
+    if proc.returncode != 0:
+        raise RuntimeError((proc.stderr or proc.stdout).strip().splitlines()[-1][:300])
+    return proc.stdout.strip()
 
 
 def dlpack():
@@ -390,6 +418,7 @@ def main():
     torch_collectives()
     cupy_collectives()
     run("dlpack", dlpack)
+    run("jax-all_reduce", jax_all_reduce)
     run("cpu-refused", cpu_refused)
     run("graph-capture", graph_capture)
     run("symmetric", symmetric)

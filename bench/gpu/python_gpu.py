@@ -350,7 +350,7 @@ def percall(theirs, ours_by_mode, csvw):
             verdicts.append((mode, ratio, mo, mt))
         bad = [v for v in verdicts if v[1] > 1.05]
         detail = "; ".join("%s %.3f (%.2f vs %.2f us)" % v for v in verdicts)
-        note("percall-%d" % size, "FAIL: ratio > 1.05: " + detail if bad else "ok", detail)
+        note("percall-%d" % size, "FAIL: ratio > 1.05" if bad else "ok", detail)
 
 
 def graph_replay(theirs, ours, csvw):

@@ -105,6 +105,8 @@ class Forwarding(Live):
                      ("ncclAllReduce", [0x4000, 0x4000, 6, 6, 4, raw, 0])),
                     (lambda: c.all_reduce(Device(0x5000, 7, "<i8"), stream=None),
                      ("ncclAllReduce", [0x5000, 0x5000, 7, 4, 0, raw, 0])),
+                    (lambda: c.all_reduce(a, stream=types.SimpleNamespace(cuda_stream=0x4242)),
+                     ("ncclAllReduce", [0x1000, 0x1000, 12, 7, 0, raw, 0x4242])),
                 ]
                 for call, want in calls:
                     before = count(want[0])

@@ -266,10 +266,10 @@ def _current(framework):
     return 0
 
 
-def _stream_reader(cls):
-    if hasattr(cls, "cuda_stream"):
+def _stream_reader(s):
+    if hasattr(s, "cuda_stream"):
         return operator.attrgetter("cuda_stream")  # C: no Python frame per call
-    if hasattr(cls, "ptr"):
+    if hasattr(s, "ptr"):
         return operator.attrgetter("ptr")
     return None
 
@@ -285,7 +285,7 @@ def stream(s, framework=None):
         return s
     reader = STREAMS.get(type(s))
     if reader is None:
-        reader = _stream_reader(type(s))
+        reader = _stream_reader(s)
         if reader is None:
             raise TypeError("%s is not a stream: pass None, an int handle, a torch or a CuPy "
                             "stream" % type(s).__name__)

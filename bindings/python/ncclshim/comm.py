@@ -127,12 +127,13 @@ class Communicator:
                                             ctypes.byref(options), ctypes.byref(out)),
                     "ncclshim_comm_init")
         self._c = out.value
-        if mode != "blocking":
-            status = lib_.ncclshim_comm_wait(self._c, self._ms)
-            if status != _clib.OK:
-                err = _clib.error(status, "ncclshim_comm_wait")
-                self.abort()
-                raise err
+        # Also after a blocking init: NCCL_COMM_BLOCKING=0 in the environment may have made
+        # it non-blocking. A communicator already ready answers at once.
+        status = lib_.ncclshim_comm_wait(self._c, self._ms)
+        if status != _clib.OK:
+            err = _clib.error(status, "ncclshim_comm_wait")
+            self.abort()
+            raise err
         self._fast = lib_.ncclshim_comm_raw(self._c)
         self._bind()
 

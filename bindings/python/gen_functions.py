@@ -12,6 +12,7 @@ text (declarations only: typedefs, enums, structs, prototypes) and writes ctypes
     NCCL_FUNCTIONS  the NCCL table's rows in table order: name, first version, policy, role,
                     restype, argtypes, parameter names
     API             ncclshim's functions: name -> (restype, argtypes)
+    UNTYPED         ncclshim's functions this script could not type: name -> why (left out)
     ENUMS, CONSTANTS  every enum with its values (C's, computed by this script), and all values
                     by name
     STRUCTS         every struct with a body, as ctypes.Structure classes (also module names)
@@ -19,8 +20,9 @@ text (declarations only: typedefs, enums, structs, prototypes) and writes ctypes
     CAPABILITIES, CONFIG_FIELDS   the two other lists' rows
 
 Pointers become c_void_p (c_char_p for char *), enums c_int; a struct by value must have a
-body. A declaration this script cannot type (a system header's) is left out; a row of the NCCL
-list or a function of ncclshim that cannot be typed stops the generation, naming it.
+body. A declaration this script cannot type (a system header's) is left out, an ncclshim
+function named in UNTYPED with the reason (tests/python/test_comm.py fails when the package
+calls one); a row of the NCCL list that cannot be typed stops the generation, naming it.
 build_wheel.py imports generate() to put the same module into the wheel."""
 import os
 import re
@@ -130,6 +132,7 @@ class Model:
         self.callbacks = []      # (name, restype, argtypes)
         self.callback_names = set()
         self.api = []            # (name, restype, argtypes)
+        self.untyped = {}        # ncclshim functions left out: name -> why
         self.rows = []
         self.capabilities = []
         self.config = []
@@ -217,6 +220,9 @@ class Model:
             return []
         out = []
         for p in params:
+            if "(" in p:  # a function-pointer parameter written out: a pointer
+                out.append("_c.c_void_p")
+                continue
             array = "[" in p  # t name[] is t *name
             if array:
                 p = p[:p.index("[")]
@@ -325,9 +331,10 @@ def parse(text):
     for d in declarations(tokenize(text)):
         try:
             model.declaration(d)
-        except Untyped:
-            if d[:len(API_MARK)] == API_MARK:
-                raise  # an ncclshim function must be typed
+        except Untyped as e:
+            if d[:len(API_MARK)] == API_MARK:  # left out; the package's test names any it uses
+                name = d[len(API_MARK):][d[len(API_MARK):].index("(") - 1]
+                model.untyped[name] = str(e)
             # else a declaration Python does not need (a system header's)
     for m in marked:
         model.marked(tokenize(m))
@@ -372,6 +379,9 @@ def render(model):
         out.append('    "%s": (%s, (%s)),' % (name, restype, "".join(a + ", " for a in argtypes)))
     out.append("}")
     caps = "".join('("%s", "%s", %d), ' % c for c in model.capabilities)
+    untyped = ", ".join('"%s": "%s"' % (n, why.replace('"', "'"))
+                        for n, why in sorted(model.untyped.items()))
+    out.append("UNTYPED = {%s}" % untyped)
     out.append("CAPABILITIES = (%s)" % caps)
     config = "".join('("%s", "%s", "%s", %d), ' % c for c in model.config)
     out.append("CONFIG_FIELDS = (%s)" % config)

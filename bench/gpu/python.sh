@@ -4,8 +4,8 @@
 #   bash bench/gpu/python.sh
 # Runs bench/gpu/python_gpu.py in the torch venv (TORCH_PYTHON, /opt/torch/.venv/bin/python)
 # with the package of the wheel carried in build-wheel/ (unpacked, not installed: the venv is
-# left as it is), or else the source tree's package over build-gpu/ (its libncclshim and its
-# generated _functions.py). ncclshim loads the NCCL torch has mapped (the venv's pip NCCL).
+# left as it is) when that wheel has the communicator layer, or else the source tree's
+# package over build-gpu/ (its libncclshim and its generated _functions.py). ncclshim loads the NCCL torch has mapped (the venv's pip NCCL).
 # Writes ${OUT:-/tmp/out}/python/: summary.csv (case,verdict,detail), percall.csv, graph.csv,
 # run.log. Exit 0 when every case is ok.
 set -uo pipefail
@@ -19,7 +19,9 @@ trap 'rm -rf "$work"' EXIT
 
 wheels=(build-wheel/*.whl)
 wheel=${wheels[0]}
-if [ -f "$wheel" ]; then
+# A wheel made before the communicator layer has no generated module: the source tree then.
+if [ -f "$wheel" ] && "$python" -c 'import sys, zipfile
+sys.exit("ncclshim/_functions.py" not in zipfile.ZipFile(sys.argv[1]).namelist())' "$wheel"; then
   "$python" -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' \
     "$wheel" "$work/pkg" || exit 1
   chmod -R u+x "$work/pkg/ncclshim/bin"

@@ -121,7 +121,8 @@ class Communicator:
         self._pending = []  # operations to record with the watchdog when the group ends
         self._fns = {}
         ident = f.ncclUniqueId.from_buffer_copy(bytes(uid))
-        options = f.ncclshim_comm_options(ctypes.sizeof(f.ncclshim_comm_options), MODES[mode])
+        options = f.ncclshim_comm_options(size=ctypes.sizeof(f.ncclshim_comm_options),
+                                          blocking=MODES[mode])
         out = ctypes.c_void_p()
         _clib.check(lib_.ncclshim_comm_init(None, nranks, ctypes.byref(ident), rank,
                                             ctypes.byref(options), ctypes.byref(out)),

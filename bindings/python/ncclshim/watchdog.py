@@ -33,9 +33,9 @@ class Watchdog:
         self.failures = []        # (Communicator or None, NcclshimError), in order
         # Kept as long as the C side can call it: until stop() has joined the thread.
         self._trampoline = f.ncclshim_watchdog_callback(self._called)
-        options = f.ncclshim_watchdog_options(ctypes.sizeof(f.ncclshim_watchdog_options),
-                                              max(1, int(interval * 1000)), None,
-                                              self._trampoline, None)
+        options = f.ncclshim_watchdog_options(size=ctypes.sizeof(f.ncclshim_watchdog_options),
+                                              interval_ms=max(1, int(interval * 1000)),
+                                              on_failure=self._trampoline)
         out = ctypes.c_void_p()
         _clib.check(lib_.ncclshim_watchdog_start(ctypes.byref(options), ctypes.byref(out)),
                     "ncclshim_watchdog_start")

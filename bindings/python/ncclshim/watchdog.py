@@ -54,9 +54,7 @@ class Watchdog:
         cls = NcclTimeout if status == _clib.TIMEOUT else NcclshimError
         name = _clib.lib().ncclshim_status_name(status).decode()
         error = cls(text, call="watchdog", status=status, status_name=name)
-        owner = self._comms.get(comm)
-        if owner is not None:
-            owner._fast = None  # its next call asks ncclshim_comm_raw, which says NULL
+        owner = self._comms.get(comm)  # watched: its calls ask ncclshim_comm_raw (now NULL)
         self.failures.append((owner, error))
         if self._on_failure is not None:
             try:

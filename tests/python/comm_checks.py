@@ -123,6 +123,22 @@ class Forwarding(Live):
             self.assertEqual((count("ncclGroupStart"), count("ncclGroupEnd"),
                               count("ncclSend"), count("ncclRecv")), (1, 1, 1, 1))
 
+    def test_group_of_two_communicators(self):
+        with Communicator(1, 0, ncclshim.unique_id(), mode="nonblocking") as a, \
+                Communicator(1, 0, ncclshim.unique_id(), mode="nonblocking") as b:
+            with ncclshim.group(a, b, timeout=5):
+                a.all_reduce(Device(0x1000, 4), stream=1)
+                b.all_reduce(Device(0x2000, 4), stream=2)
+                self.assertEqual((a._groups, b._groups), (1, 1))
+            self.assertEqual((a._groups, b._groups), (0, 0))
+            self.assertEqual((count("ncclGroupStart"), count("ncclGroupEnd"),
+                              count("ncclAllReduce")), (1, 1, 2))
+            FAKE.fake_nccl_inject(b"ncclGroupEnd", 3, 1)
+            with self.assertRaisesRegex(NcclshimError, "ncclGroupEnd") as cm:
+                with ncclshim.group(a, b, timeout=5):
+                    a.all_reduce(Device(0x1000, 4), stream=1)
+            self.assertEqual(cm.exception.nccl_result, 3)
+
     def test_mismatched_buffers_refused_before_nccl(self):
         with Communicator(1, 0, ncclshim.unique_id()) as c:
             with self.assertRaisesRegex(ValueError, "recv has 5 elements; this call needs 4"):

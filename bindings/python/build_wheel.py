@@ -3,6 +3,8 @@
 
     build_wheel.py --arch x86_64|aarch64 --library LIB --probe PROBE --version V OUTDIR
 
+The package's generated ctypes module, ncclshim/_functions.py, is made here by
+gen_functions.py from the checkout's include/ (C preprocessor: $CC, else cc).
 PROBE goes in as ncclshim/bin/ncclshim-probe, LIB (libncclshim.so.<version>) under its SONAME
 libncclshim.so.0 where the probe's RUNPATH finds it: ncclshim/lib/ for a release build
 ($ORIGIN/../lib), ncclshim/ for a meson build tree's probe ($ORIGIN/..; the tests'
@@ -23,19 +25,22 @@ import time
 import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCES = ["__init__.py", "__main__.py", "_native.py", "py.typed"]
+SOURCES = ["__init__.py", "__main__.py", "_native.py", "py.typed", "_clib.py", "buffers.py",
+           "comm.py", "errors.py", "symmem.py", "watchdog.py"]
+INCLUDE = os.path.join(HERE, "..", "..", "include")
 
 METADATA = """Metadata-Version: 2.1
 Name: ncclshim
 Version: {version}
-Summary: Which NCCL this machine offers and which one this interpreter has: probe, doctor, explain
+Summary: Which NCCL this machine offers; communicators for CUDA graphs over it
 License: see the project's repository
 Requires-Python: >=3.7
 
 ncclshim's Python package: ``python -m ncclshim`` (the probe, ``--explain TEXT``,
 ``--doctor``, ``--loaded``, ``--json``) and ``ncclshim.probe()``, ``ncclshim.loaded()``,
-``ncclshim.explain()``, ``ncclshim.doctor()``. Pure Python over libncclshim (ctypes) and the
-ncclshim-probe program, both inside; no dependency.
+``ncclshim.explain()``, ``ncclshim.doctor()``; ``ncclshim.Communicator`` (checked collectives
+with bounded waits, capturable in CUDA graphs), ``ncclshim.Watchdog``. Pure Python over
+libncclshim (ctypes) and the ncclshim-probe program, both inside; no dependency.
 """
 
 
@@ -76,6 +81,10 @@ def main():
     for name in SOURCES:
         with open(os.path.join(HERE, "ncclshim", name), "rb") as f:
             files["ncclshim/" + name] = (f.read(), 0o644)
+    sys.path.insert(0, HERE)
+    import gen_functions
+    cc = os.environ.get("CC", "cc").split()
+    files["ncclshim/_functions.py"] = (gen_functions.generate(cc, INCLUDE).encode(), 0o644)
     for src, name in ((a.library, library_dir(a.probe) + "/libncclshim.so.0"),
                       (a.probe, "ncclshim/bin/ncclshim-probe")):
         with open(src, "rb") as f:

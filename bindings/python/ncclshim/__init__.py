@@ -146,3 +146,14 @@ def explain(text: str) -> dict:
 def doctor() -> dict:
     """``ncclshim-probe --doctor --json``'s "doctor" object; "problems" 0 means nothing wrong."""
     return _json("--doctor")["doctor"]
+
+
+# ---- Communicators for Python engines (comm.py, buffers.py, watchdog.py, symmem.py) ----
+from .buffers import Buffer, dtype_code  # noqa: E402
+from .comm import Communicator, group, unique_id  # noqa: E402
+from .errors import NcclshimError, NcclTimeout, NcclUnavailable  # noqa: E402
+from .symmem import SymmetricBuffer  # noqa: E402
+from .watchdog import Watchdog  # noqa: E402
+
+__all__ += ["Buffer", "dtype_code", "Communicator", "group", "unique_id", "NcclshimError",
+            "NcclTimeout", "NcclUnavailable", "SymmetricBuffer", "Watchdog"]

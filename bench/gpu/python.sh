@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# ncclshim's Python communicator on the GPU host (issue 32), a part of session.sh
+# (PARTS=python), from the repository root:
+#   bash bench/gpu/python.sh
+# Runs bench/gpu/python_gpu.py in the torch venv (TORCH_PYTHON, /opt/torch/.venv/bin/python)
+# with the package of the wheel carried in build-wheel/ (unpacked, not installed: the venv is
+# left as it is) when that wheel has the communicator layer, or else the source tree's
+# package over build-gpu/ (its libncclshim and its generated _functions.py). ncclshim loads the NCCL torch has mapped (the venv's pip NCCL).
+# Writes ${OUT:-/tmp/out}/python/: summary.csv (case,verdict,detail), percall.csv, graph.csv,
+# run.log. Exit 0 when every case is ok.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+out=${OUT:-/tmp/out}/python
+mkdir -p "$out"
+python=${TORCH_PYTHON:-/opt/torch/.venv/bin/python}
+work=$(mktemp -d /tmp/ncclshim-python-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+wheels=(build-wheel/*.whl)
+wheel=${wheels[0]}
+# A wheel made before the communicator layer has no generated module: the source tree then.
+if [ -f "$wheel" ] && "$python" -c 'import sys, zipfile
+sys.exit("ncclshim/_functions.py" not in zipfile.ZipFile(sys.argv[1]).namelist())' "$wheel"; then
+  "$python" -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' \
+    "$wheel" "$work/pkg" || exit 1
+  chmod -R u+x "$work/pkg/ncclshim/bin"
+  export PYTHONPATH=$work/pkg:$PWD/bench/gpu
+  echo "package: $(basename "$wheel") (unpacked)"
+else
+  [ -f build-gpu/bindings/python/_functions.py ] || ninja -C build-gpu >/dev/null || exit 1
+  export PYTHONPATH=$PWD/bindings/python:$PWD/bench/gpu
+  export NCCLSHIM_PYTHON_LIBRARY=$PWD/build-gpu/src/libncclshim.so.0
+  export NCCLSHIM_PYTHON_PROBE=$PWD/build-gpu/src/probe/ncclshim-probe
+  export NCCLSHIM_PYTHON_FUNCTIONS=$PWD/build-gpu/bindings/python/_functions.py
+  echo "package: source tree over build-gpu/"
+fi
+unset NCCLSHIM_NCCL_LIBRARY
+timeout "${PY_TIMEOUT_S:-110}" "$python" bench/gpu/python_gpu.py "$out" 2>&1 | tee "$out/run.log"
+rc=${PIPESTATUS[0]}
+"$python" -X importtime -c 'import ncclshim' 2>"$out/importtime.txt" >/dev/null
+grep -E 'ncclshim|ctypes$' "$out/importtime.txt" | tail -8
+echo "python: exit $rc; $(grep -c ',ok,' "$out/summary.csv" 2>/dev/null || echo 0) ok," \
+  "$(grep -c ',FAIL' "$out/summary.csv" 2>/dev/null || echo 0) failed"
+exit "$rc"

@@ -1,0 +1,434 @@
+"""Communicators for Python engines: what a pynccl wrapper does by hand, over libncclshim.
+
+    uid = ncclshim.unique_id()                    # bytes; rank 0 hands it to the others
+    with ncclshim.Communicator(nranks, rank, uid, mode="split-blocking") as comm:
+        comm.all_reduce(x)                        # in place, on torch's current stream
+        comm.all_reduce(x, y, op="max", stream=s) # s: torch/CuPy stream or int handle
+        with comm.group():
+            comm.send(a, peer=1); comm.recv(b, peer=1)
+
+Modes (docs/python.md has what each detects):
+    "blocking"        NCCL's default: init and collectives block inside NCCL.
+    "nonblocking"     every step returns at once and is waited for with a bound (NCCL 2.14+).
+    "split-blocking"  bounded init, then blocking collectives (NCCL 2.18.1+): the default;
+                      watch() adds per-operation deadlines without per-call waits.
+Every wait has a bound (timeout, seconds). A collective the loaded NCCL lacks raises
+NcclUnavailable at once, naming the release that brought it. The call path allocates no
+device memory, synchronizes nothing and copies nothing, so it can be captured in a CUDA graph."""
+import ctypes
+
+from . import _clib
+from .buffers import READERS as _R, STREAMS as _S, reader as _reader, stream as _stream
+from .errors import NcclshimError
+
+MODES = {"nonblocking": 0, "blocking": 1, "split-blocking": 2}
+_OPS = {"sum": 0, "prod": 1, "max": 2, "min": 3, "avg": 4}
+_OPC = dict(_OPS)  # every spelling seen, read first on the call path
+_IN_PROGRESS = 7
+# Call names as bytes that live as long as the module: ncclshim_comm_record keeps the pointer.
+_NAMES = {n: n.encode() for n in (
+    "ncclAllReduce", "ncclBroadcast", "ncclReduce", "ncclAllGather", "ncclReduceScatter",
+    "ncclSend", "ncclRecv", "ncclAlltoAll", "ncclGather", "ncclScatter")}
+
+
+def _op(op):
+    if type(op) is int:
+        return op
+    code = _OPC.get(op)
+    if code is None:
+        name = str(op).rsplit(".", 1)[-1].lower()  # "sum", torch's ReduceOp.SUM, "ncclSum"
+        code = _OPS.get(name[4:] if name.startswith("nccl") else name)
+        if code is None:
+            raise ValueError("unknown reduction %r: sum, prod, max, min, avg or an "
+                             "ncclRedOp_t" % (op,))
+        _OPC[op] = code
+    return code
+
+
+def unique_id():
+    """ncclGetUniqueId, as the 128 bytes every rank passes to Communicator."""
+    f = _clib.functions()
+    uid = f.ncclUniqueId()
+    r = _clib.nccl_function("ncclGetUniqueId")(ctypes.byref(uid))
+    if r != 0:
+        _clib.check(_clib.lib().ncclshim_nccl_check(_clib.nccl(), r, b"ncclGetUniqueId"),
+                    "ncclGetUniqueId")
+    return ctypes.string_at(ctypes.addressof(uid), ctypes.sizeof(uid))
+
+
+class _Group:
+    """ncclGroupStart on entry; on exit ncclshim_comm_group_end, waiting (bounded) for the
+    communicators that took part."""
+
+    def __init__(self, comms, timeout):
+        self.comms, self.timeout = comms, timeout
+
+    def __enter__(self):
+        r = _clib.nccl_function("ncclGroupStart")()
+        if r != 0:
+            _clib.check(_clib.lib().ncclshim_nccl_check(_clib.nccl(), r, b"ncclGroupStart"),
+                        "ncclGroupStart")
+        for c in self.comms:
+            c._groups += 1
+        return self
+
+    def __exit__(self, kind, value, tb):
+        for c in self.comms:
+            c._groups -= 1
+        handles = (ctypes.c_void_p * max(1, len(self.comms)))(
+            *[c._handle() for c in self.comms])
+        status = _clib.lib().ncclshim_comm_group_end(None, handles, len(self.comms),
+                                                     _clib.milliseconds(self.timeout))
+        pending = [(c, c._pending) for c in self.comms if not c._groups and c._pending]
+        for c, _ in pending:
+            c._pending = []
+        if kind is None:
+            _clib.check(status, "ncclGroupEnd")
+            for c, ops in pending:  # NCCL enqueued them at the group's end: mark them now
+                for op in ops:
+                    c._record(*op)
+        return False
+
+
+def group(*comms, timeout=60.0):
+    """ncclGroupStart/End as a context manager over these communicators (each waited for,
+    all within one timeout, when non-blocking)."""
+    return _Group(list(comms), timeout)
+
+
+class Communicator:
+    """Rank `rank` of an `nranks`-rank communicator made from `uid` (unique_id()'s bytes), on
+    the calling thread's current CUDA device. timeout (seconds) bounds every wait: the init
+    (except in "blocking" mode, where NCCL waits by itself), non-blocking operations, group
+    ends, close() and abort()."""
+
+    def __init__(self, nranks, rank, uid, mode="split-blocking", timeout=60.0):
+        if mode not in MODES:
+            raise ValueError("mode must be one of %s" % ", ".join(MODES))
+        if not isinstance(uid, (bytes, bytearray)):
+            raise TypeError("uid must be the bytes unique_id() returned")
+        lib_, f = _clib.lib(), _clib.functions()
+        if len(uid) != ctypes.sizeof(f.ncclUniqueId):
+            raise ValueError("uid has %d bytes; a unique id has %d"
+                             % (len(uid), ctypes.sizeof(f.ncclUniqueId)))
+        _clib.require_nccl()
+        self.nranks, self.rank, self.mode, self.timeout = nranks, rank, mode, timeout
+        self._ms = _clib.milliseconds(timeout)
+        self._c = None
+        self._fast = None  # the ncclComm_t while ready and unwatched: no C call to get it
+        self._watched = False
+        self._groups = 0
+        self._pending = []  # operations to record with the watchdog when the group ends
+        self._fns = {}
+        ident = f.ncclUniqueId.from_buffer_copy(bytes(uid))
+        options = f.ncclshim_comm_options(size=ctypes.sizeof(f.ncclshim_comm_options),
+                                          blocking=MODES[mode])
+        out = ctypes.c_void_p()
+        _clib.check(lib_.ncclshim_comm_init(None, nranks, ctypes.byref(ident), rank,
+                                            ctypes.byref(options), ctypes.byref(out)),
+                    "ncclshim_comm_init")
+        self._c = out.value
+        # Also after a blocking init: NCCL_COMM_BLOCKING=0 in the environment may have made
+        # it non-blocking. A communicator already ready answers at once.
+        status = lib_.ncclshim_comm_wait(self._c, self._ms)
+        if status != _clib.OK:
+            err = _clib.error(status, "ncclshim_comm_wait")
+            self.abort()
+            raise err
+        self._fast = lib_.ncclshim_comm_raw(self._c)
+        self._bind()
+
+    def _bind(self):
+        get = _clib.nccl_function
+        self._allreduce = get("ncclAllReduce")
+        self._broadcast = get("ncclBroadcast")
+        self._reduce = get("ncclReduce")
+        self._allgather = get("ncclAllGather")
+        self._reducescatter = get("ncclReduceScatter")
+        self._send = get("ncclSend")
+        self._recv = get("ncclRecv")
+
+    def _optional(self, name):
+        fn = self._fns.get(name)
+        if fn is None:
+            fn = self._fns[name] = _clib.nccl_function(name)  # raises, naming the release
+        return fn
+
+    # ---- state ----
+    def _handle(self):
+        if self._c is None:
+            raise NcclshimError("the communicator is closed", call="Communicator")
+        return self._c
+
+    @property
+    def state(self):
+        """"ready", "failed", "aborted", ... (ncclshim_comm_state_name); "closed"."""
+        if self._c is None:
+            return "closed"
+        lib_ = _clib.lib()
+        return lib_.ncclshim_comm_state_name(lib_.ncclshim_comm_state_of(self._c)).decode()
+
+    @property
+    def raw(self):
+        """The ncclComm_t (int) while ready, for calls ncclshim does not wrap; None else."""
+        return _clib.lib().ncclshim_comm_raw(self._c) if self._c else None
+
+    def _comm(self):
+        """The ncclComm_t when self._fast has none: watched (the watchdog may fail it at any
+        time, and then ncclshim_comm_raw answers NULL), failed or closed."""
+        raw = _clib.lib().ncclshim_comm_raw(self._c) if self._c else None
+        if raw is None:
+            # A failed communicator answers every checked call with its failure, at once.
+            status = _clib.lib().ncclshim_comm_wait(self._c, 0) if self._c else _clib.OK
+            if status != _clib.OK:
+                raise _clib.error(status, "Communicator (%s)" % self.state)
+            raise NcclshimError("the communicator is %s" % self.state, call="Communicator",
+                                status=_clib.INVALID_ARGUMENT, status_name="INVALID_ARGUMENT")
+        return raw
+
+    def _after(self, r, name, s, count, dtype):
+        """After a call that answered r != ncclSuccess, or on a watched communicator: finish
+        a call in a group or not yet done (non-blocking) within the timeout, raise with
+        NCCL's code and text for any other answer, and record the operation when watched."""
+        if r and not (r == _IN_PROGRESS and self._groups):
+            lib_ = _clib.lib()
+            status = lib_.ncclshim_comm_check(self._c, r, _NAMES[name], self._ms)
+            if status != _clib.OK:
+                raw = lib_.ncclshim_comm_raw(self._c)
+                if raw is None:
+                    self._fast = None  # failed: only abort() releases it
+                raise _clib.error(status, name, raw)
+        if self._watched:
+            if self._groups:
+                self._pending.append((s, name, count, dtype))
+            else:
+                self._record(s, name, count, dtype)
+
+    def _record(self, s, name, count, dtype):
+        status = _clib.lib().ncclshim_comm_record(self._c, s, _NAMES[name], count, dtype)
+        if status != _clib.OK:
+            raise _clib.error(status, "ncclshim_comm_record(%s)" % name)
+
+    def _other(self, obj, count, dtype, what):
+        """The pointer of a call's second buffer, which must hold count elements of dtype."""
+        if obj is None:
+            raise TypeError("%s buffer missing" % what)
+        p, n, d, _ = (_R.get(type(obj)) or _reader(obj))(obj)
+        if d != dtype:
+            raise TypeError("%s has NCCL type %d; this call needs %d (the other buffer's)"
+                            % (what, d, dtype))
+        if n != count:
+            raise ValueError("%s has %d elements; this call needs %d" % (what, n, count))
+        return p
+
+    # ---- collectives ----
+    # The call path: each buffer through its type's cached reader, the stream, the cached
+    # ncclComm_t, one ctypes call; anything else only when NCCL answered other than success.
+    def all_reduce(self, send, recv=None, op="sum", stream=None):
+        """recv = reduce(send) over the ranks; recv None: in place."""
+        sp, n, dt, fw = (_R.get(type(send)) or _reader(send))(send)
+        rp = sp if recv is None else self._other(recv, n, dt, "recv")
+        s = stream if type(stream) is int else \
+            (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
+        o = op if type(op) is int else _OPC[op] if op in _OPC else _op(op)
+        r = self._allreduce(sp, rp, n, dt, o, self._fast or self._comm(), s)
+        if r or self._watched:
+            self._after(r, "ncclAllReduce", s, n, dt)
+
+    def broadcast(self, send, recv=None, root=0, stream=None):
+        """recv on every rank = send of root; recv None: in place."""
+        sp, n, dt, fw = (_R.get(type(send)) or _reader(send))(send)
+        rp = sp if recv is None else self._other(recv, n, dt, "recv")
+        s = stream if type(stream) is int else \
+            (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
+        r = self._broadcast(sp, rp, n, dt, root, self._fast or self._comm(), s)
+        if r or self._watched:
+            self._after(r, "ncclBroadcast", s, n, dt)
+
+    def reduce(self, send, recv=None, root=0, op="sum", stream=None):
+        """recv on root = reduce(send) over the ranks; recv None: in place."""
+        sp, n, dt, fw = (_R.get(type(send)) or _reader(send))(send)
+        rp = sp if recv is None else self._other(recv, n, dt, "recv")
+        s = stream if type(stream) is int else \
+            (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
+        o = op if type(op) is int else _OPC[op] if op in _OPC else _op(op)
+        r = self._reduce(sp, rp, n, dt, o, root, self._fast or self._comm(), s)
+        if r or self._watched:
+            self._after(r, "ncclReduce", s, n, dt)
+
+    def all_gather(self, send, recv, stream=None):
+        """recv (nranks x send's count) = every rank's send, in rank order."""
+        sp, n, dt, fw = (_R.get(type(send)) or _reader(send))(send)
+        rp = self._other(recv, n * self.nranks, dt, "recv")
+        s = stream if type(stream) is int else \
+            (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
+        r = self._allgather(sp, rp, n, dt, self._fast or self._comm(), s)
+        if r or self._watched:
+            self._after(r, "ncclAllGather", s, n, dt)
+
+    def reduce_scatter(self, send, recv, op="sum", stream=None):
+        """recv (send's count / nranks) = this rank's block of reduce(send)."""
+        rp, n, dt, fw = (_R.get(type(recv)) or _reader(recv))(recv)
+        sp = self._other(send, n * self.nranks, dt, "send")
+        s = stream if type(stream) is int else \
+            (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
+        o = op if type(op) is int else _OPC[op] if op in _OPC else _op(op)
+        r = self._reducescatter(sp, rp, n, dt, o, self._fast or self._comm(), s)
+        if r or self._watched:
+            self._after(r, "ncclReduceScatter", s, n, dt)
+
+    def send(self, buf, peer, stream=None):
+        p, n, dt, fw = (_R.get(type(buf)) or _reader(buf))(buf)
+        s = stream if type(stream) is int else \
+            (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
+        r = self._send(p, n, dt, peer, self._fast or self._comm(), s)
+        if r or self._watched:
+            self._after(r, "ncclSend", s, n, dt)
+
+    def recv(self, buf, peer, stream=None):
+        p, n, dt, fw = (_R.get(type(buf)) or _reader(buf))(buf)
+        s = stream if type(stream) is int else \
+            (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
+        r = self._recv(p, n, dt, peer, self._fast or self._comm(), s)
+        if r or self._watched:
+            self._after(r, "ncclRecv", s, n, dt)
+
+    def all_to_all(self, send, recv, stream=None):
+        """Block i of send goes to rank i; recv's block j comes from rank j (NCCL 2.28.3+)."""
+        fn = self._optional("ncclAlltoAll")
+        sp, total, dt, fw = (_R.get(type(send)) or _reader(send))(send)
+        n = self._per_rank(total, "send")
+        rp = self._other(recv, total, dt, "recv")
+        s = stream if type(stream) is int else \
+            (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
+        r = fn(sp, rp, n, dt, self._fast or self._comm(), s)
+        if r or self._watched:
+            self._after(r, "ncclAlltoAll", s, n, dt)
+
+    def gather(self, send, recv=None, root=0, stream=None):
+        """recv on root (nranks x send's count) = every rank's send (NCCL 2.28.3+); recv is
+        not used on the other ranks (None allowed there)."""
+        fn = self._optional("ncclGather")
+        sp, n, dt, fw = (_R.get(type(send)) or _reader(send))(send)
+        rp = None
+        if recv is not None or self.rank == root:
+            rp = self._other(recv, n * self.nranks, dt, "recv")
+        s = stream if type(stream) is int else \
+            (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
+        r = fn(sp, rp, n, dt, root, self._fast or self._comm(), s)
+        if r or self._watched:
+            self._after(r, "ncclGather", s, n, dt)
+
+    def scatter(self, send, recv, root=0, stream=None):
+        """recv = block `rank` of root's send (nranks x recv's count) (NCCL 2.28.3+); send is
+        not used on the other ranks (None allowed there)."""
+        fn = self._optional("ncclScatter")
+        rp, n, dt, fw = (_R.get(type(recv)) or _reader(recv))(recv)
+        sp = None
+        if send is not None or self.rank == root:
+            sp = self._other(send, n * self.nranks, dt, "send")
+        s = stream if type(stream) is int else \
+            (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
+        r = fn(sp, rp, n, dt, root, self._fast or self._comm(), s)
+        if r or self._watched:
+            self._after(r, "ncclScatter", s, n, dt)
+
+    def _per_rank(self, total, what):
+        if total % self.nranks:
+            raise ValueError("%s has %d elements, not a multiple of %d ranks"
+                             % (what, total, self.nranks))
+        return total // self.nranks
+
+    def group(self):
+        """ncclGroupStart/End around calls on this communicator (ncclshim.group for several)."""
+        return _Group([self], self.timeout)
+
+    # ---- watchdog, symmetric memory ----
+    def watch(self, dog, timeout):
+        """Watch this (ready) communicator with a Watchdog: each operation recorded after a
+        collective gets `timeout` seconds; past it the watchdog fails and aborts the
+        communicator and calls its callback."""
+        _clib.check(_clib.lib().ncclshim_comm_watch(self._handle(), dog._handle(),
+                                                    max(1, _clib.milliseconds(timeout))),
+                    "ncclshim_comm_watch")
+        dog._comms[self._c] = self
+        self._dog = dog
+        self._watched, self._fast = True, None
+
+    def unwatch(self):
+        if self._watched:
+            self._watched = False
+            _clib.check(_clib.lib().ncclshim_comm_unwatch(self._c), "ncclshim_comm_unwatch")
+            self._fast = _clib.lib().ncclshim_comm_raw(self._c)
+
+    def record_graph(self, stream, label, ops):
+        """Record a CUDA graph's replay on `stream` with the watchdog: `ops` operations under
+        `label` (ncclshim_comm_record_graph, where this libncclshim has it)."""
+        if not _clib.has("ncclshim_comm_record_graph"):
+            raise NcclshimError("this libncclshim has no ncclshim_comm_record_graph",
+                                call="ncclshim_comm_record_graph",
+                                status=_clib.UNAVAILABLE, status_name="UNAVAILABLE")
+        status = _clib.lib().ncclshim_comm_record_graph(self._handle(), _stream(stream),
+                                                        label.encode(), ops)
+        _clib.check(status, "ncclshim_comm_record_graph")
+
+    def symmetric(self, nbytes, stream=None):
+        """A SymmetricBuffer of at least nbytes, registered as a symmetric window (collective:
+        every rank calls it with the same size; NCCL 2.28+)."""
+        from .symmem import SymmetricBuffer
+        return SymmetricBuffer(self, nbytes, stream)
+
+    # ---- teardown ----
+    def close(self, timeout=None):
+        """Destroy (finalize, bounded), then abort when that failed or ran out of time.
+        Returns "destroyed" or "aborted". Idempotent."""
+        if self._c is None:
+            return "closed"
+        ms = _clib.milliseconds(self.timeout if timeout is None else timeout)
+        lib_ = _clib.lib()
+        self._fast, self._watched = None, False
+        if lib_.ncclshim_comm_destroy(self._c, ms) == _clib.OK:
+            self._free()
+            return "destroyed"
+        return self.abort(timeout)
+
+    def abort(self, timeout=None):
+        """ncclCommAbort on its own thread, bounded; the communicator is released. Raises
+        NcclTimeout when NCCL's abort itself hangs (its thread is left running)."""
+        if self._c is None:
+            return "closed"
+        ms = _clib.milliseconds(self.timeout if timeout is None else timeout)
+        self._fast, self._watched = None, False
+        status = _clib.lib().ncclshim_comm_abort(self._c, ms)
+        if status == _clib.TIMEOUT:
+            raise _clib.error(status, "ncclshim_comm_abort")
+        self._free()
+        return "aborted"
+
+    def _free(self):
+        c, self._c = self._c, None
+        dog = getattr(self, "_dog", None)
+        if dog is not None:
+            dog._comms.pop(c, None)
+        _clib.lib().ncclshim_comm_free(c)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, tb):
+        if kind is None:
+            self.close()
+        else:
+            self.abort()  # after a failure a collective teardown may hang
+        return False
+
+    def __del__(self):
+        if getattr(self, "_c", None) is not None and _clib is not None:
+            try:
+                _clib.lib().ncclshim_comm_free(self._c)  # no NCCL call: NCCL keeps it
+            except Exception:
+                pass
+
+    def __repr__(self):
+        return "<ncclshim.Communicator rank %d of %d, %s, %s>" % (self.rank, self.nranks,
+                                                                  self.mode, self.state)

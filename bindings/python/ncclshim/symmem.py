@@ -1,0 +1,59 @@
+"""Symmetric memory (ncclshim/symmem.h) as a buffer object: ncclMemAlloc'ed device memory
+registered as a symmetric window on a communicator (NCCL 2.28+), usable wherever a buffer is
+(it has __cuda_array_interface__: torch.as_tensor(buf, device="cuda"), cupy.asarray(buf), and
+the collectives take it directly, or view(dtype) for a typed one).
+
+    with comm.symmetric(1 << 20) as buf:        # collective: same size on every rank
+        x = buf.view("float32")                  # ncclshim.Buffer over it
+        comm.all_reduce(x)
+"""
+import ctypes
+
+from . import _clib
+from .buffers import Buffer, dtype_code, element_size, stream as _stream
+from .errors import NcclshimError
+
+
+class SymmetricBuffer:
+    def __init__(self, comm, nbytes, stream=None):
+        out = ctypes.c_void_p()
+        s = _stream(stream) if stream is not None else 0
+        _clib.check(_clib.lib().ncclshim_symmem_alloc(comm._handle(), nbytes, s, comm._ms,
+                                                      ctypes.byref(out)),
+                    "ncclshim_symmem_alloc")
+        lib_ = _clib.lib()
+        self._mem, self._comm = out.value, comm
+        self.ptr = lib_.ncclshim_symmem_ptr(self._mem)
+        self.nbytes = lib_.ncclshim_symmem_size(self._mem)
+        self.window = lib_.ncclshim_symmem_window(self._mem)
+
+    @property
+    def __cuda_array_interface__(self):
+        if self._mem is None:
+            raise NcclshimError("the symmetric buffer is freed", call="SymmetricBuffer")
+        return {"shape": (self.nbytes,), "typestr": "|u1", "data": (self.ptr, False),
+                "version": 3, "strides": None}
+
+    def view(self, dtype, count=None):
+        """An ncclshim.Buffer of `count` elements (default: as many as fit) of dtype."""
+        code = dtype_code(dtype)
+        fit = self.nbytes // element_size(code)
+        count = fit if count is None else count
+        if count > fit:
+            raise ValueError("%d elements do not fit in %d bytes" % (count, self.nbytes))
+        return Buffer(self.ptr, count, code)
+
+    def close(self, timeout=None):
+        """Deregister (collective, bounded) and free. Idempotent."""
+        if self._mem is None:
+            return
+        ms = _clib.milliseconds(self._comm.timeout if timeout is None else timeout)
+        _clib.check(_clib.lib().ncclshim_symmem_free(self._mem, ms), "ncclshim_symmem_free")
+        self._mem = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False

@@ -11,17 +11,17 @@ Checked, over docs/*.md and every tracked README.md:
     listed in NCCL_OWN below (named for context: what NCCL does, what a user sets);
   - each meson option (-Dname) is in meson_options.txt or is one of meson's own;
   - each repository path (`src/...`, `tests/...`, a link target, ...) exists in the tree;
-    in a doc that names archives (bench/results/README.md: `run-DATE-WHAT.tar.xz`), a raw
-    output file it names (`init-cuinit.log`) is in one of them.
+  - docs/hardening.md's CI table has a row for each job .ci/run runs, and no other;
+  - bench/results/ holds no archive (it keeps CSVs, summaries and plots: bench/results/README.md).
 And the reverse: each NCCLSHIM_* environment variable the code reads (a string literal in
 src/, loader/, include/, bindings/rust/) and each option of meson_options.txt is documented.
+Only what is committed as text is read (git's own test: no file git calls binary, such as a
+plot or a fuzz input).
 """
-import fnmatch
 import os
 import re
 import subprocess
 import sys
-import tarfile
 
 ROOT = os.environ.get("CHECK_DOCS_ROOT") or os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))
@@ -65,9 +65,17 @@ TOP = ("src/", "docs/", "tests/", "bench/", "include/", "loader/", "abi/", "bind
 
 
 def tracked():
-    out = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
-                         check=True).stdout
-    return [f for f in out.splitlines() if os.path.exists(os.path.join(ROOT, f))]
+    """The tracked files that exist, and the subset git holds as text."""
+    out = subprocess.run(["git", "ls-files", "--eol"], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout
+    files, text = [], []
+    for line in out.splitlines():
+        info, path = line.split("\t", 1)
+        if os.path.exists(os.path.join(ROOT, path)):
+            files.append(path)
+            if not info.startswith("i/-text"):
+                text.append(path)
+    return files, set(text)
 
 
 def read(path):
@@ -76,11 +84,11 @@ def read(path):
 
 
 def main():
-    files = tracked()
+    files, text_files = tracked()
     docs = [f for f in files
             if (f.startswith("docs/") and f.endswith(".md")) or os.path.basename(f) == "README.md"]
     code = [f for f in files if f not in docs and not f.endswith(".md")
-            and not f.startswith("bench/results/")]
+            and not f.startswith("bench/results/") and f in text_files]
     code_text = "\n".join(read(f) for f in code)
     code_words = set(re.findall(r"\b(?:NCCLSHIM|NCCL)_\w+", code_text))
     tree = set(files)
@@ -101,13 +109,13 @@ def main():
     for f in readers:
         code_nccl_vars |= set(re.findall(r'"(NCCL_[A-Z0-9_]+)"', read(f)))
 
-    problems = []
+    problems = ci_table(tree) + [
+        f"{f}: an archive in bench/results/, which keeps plain text (bench/results/README.md)"
+        for f in files if f.startswith("bench/results/") and ARCHIVE.search(f)]
     doc_words = set()
-    raw = re.compile(r"^[\w.*/-]+\.(log|txt|json|jsonl|out)$")
     doc_options = set()
     for doc in docs:
         text = read(doc)
-        members = archive_members(text, doc, tree)
         for n, line in enumerate(text.splitlines(), 1):
             where = f"{doc}:{n}"
             for word in re.findall(r"\b(?:NCCLSHIM|NCCL)_[A-Z0-9_]*[A-Z0-9]\b", line):
@@ -128,14 +136,8 @@ def main():
             for path in candidate_paths(line, doc):
                 here = os.path.normpath(os.path.join(os.path.dirname(doc), path))
                 if not OTHERS.match(path) and not exists(path, tree, dirs) \
-                        and not exists(here, tree, dirs) and not in_archive(path, members):
+                        and not exists(here, tree, dirs):
                     problems.append(f"{where}: {path} does not exist")
-            if members:
-                for token in re.findall(r"`([^`\s]+)`", line):
-                    here = os.path.normpath(os.path.join(os.path.dirname(doc), token))
-                    if raw.match(token) and "/" not in token.rstrip("/")[:-1] \
-                            and not exists(here, tree, dirs) and not in_archive(token, members):
-                        problems.append(f"{where}: {token} is in none of the doc's archives")
     for var in sorted(read_vars - doc_words):
         problems.append(f"the code reads {var}, which no doc names")
     for opt in sorted(options - doc_options):
@@ -146,23 +148,20 @@ def main():
     return 1 if problems else 0
 
 
-def archive_members(text, doc, tree):
-    """The members' names (full and last part) of the tracked archives the doc names."""
-    members = set()
-    for name in set(re.findall(r"[\w./-]+\.tar\.xz", text)):
-        for path in (os.path.normpath(os.path.join(os.path.dirname(doc), name)), name):
-            if path in tree:
-                with tarfile.open(os.path.join(ROOT, path)) as tar:
-                    for m in tar.getnames():
-                        members.add(m)
-                        members.add(m.rsplit("/", 1)[-1])
-                        members.add(m.split("/", 1)[0] + "/")
-    return members
+ARCHIVE = re.compile(r"\.(tar(\.\w+)?|tgz|zip|7z|xz|gz|bz2|zst)$")
 
 
-def in_archive(path, members):
-    base = path.rstrip("/").rsplit("/", 1)[-1] + ("/" if path.endswith("/") else "")
-    return any(fnmatch.fnmatch(m, pat) for m in members for pat in (path, base))
+def ci_table(tree):
+    """docs/hardening.md's "CI jobs" table against the `job NAME FUNCTION` lines of .ci/run."""
+    if ".ci/run" not in tree or "docs/hardening.md" not in tree:
+        return []
+    run = re.findall(r"^job (\S+) ", read(".ci/run"), re.M)
+    section = read("docs/hardening.md").split("## CI jobs", 1)[-1].split("\n## ", 1)[0]
+    rows = [r for r in re.findall(r"^\| (\S+) \|", section, re.M) if r not in ("job", "---")]
+    return ([f".ci/run runs job {j}, which docs/hardening.md's CI table lacks"
+             for j in run if j not in rows]
+            + [f"docs/hardening.md's CI table lists job {r}, which .ci/run does not run"
+               for r in rows if r not in run])
 
 
 def is_nccl_api(word, code_words):
@@ -214,24 +213,28 @@ def self_test():
                              "option('quiet', type : 'boolean')\n",
         "src/a.c": 'const char *v = "NCCLSHIM_READ";\nconst char *w = "NCCLSHIM_HIDDEN";\n',
         "bench/results/h200x2/run-x.tar.xz": None,
+        "src/blob.bin": None,
         "docs/a.md": "`NCCLSHIM_READ` and `NCCLSHIM_GONE`; NCCL_MADE_UP; -Dtests=enabled, "
-                     "-Dnope=1; `src/a.c`, `src/missing.c`, [b](b.md), [c](c.md)\n",
+                     "-Dnope=1; `src/a.c`, `src/missing.c`, [b](b.md), [c](c.md); "
+                     "`NCCLSHIM_IN_BLOB`\n",
         "docs/b.md": "`NCCL_NVLS_ENABLE`\n",
-        "bench/results/README.md": "`h200x2/run-x.tar.xz` holds `kept.log`; not `lost.log`\n",
+        "docs/hardening.md": "## CI jobs\n\n| job | what |\n|---|---|\n| lint | x |\n"
+                             "| gone | y |\n\n## Next\n\n| other | z |\n",
+        ".ci/run": "job lint lint_job\njob new new_job\n",
     }
     expected = ["NCCLSHIM_GONE is nowhere", "NCCL_MADE_UP: not read", "-Dnope is not",
                 "src/missing.c does not exist", "docs/c.md does not exist",
-                "lost.log is in none", "reads NCCLSHIM_HIDDEN, which no doc",
+                "NCCLSHIM_IN_BLOB is nowhere", "run-x.tar.xz: an archive in bench/results/",
+                "runs job new, which docs/hardening.md's CI table lacks",
+                "lists job gone, which .ci/run does not run",
+                "reads NCCLSHIM_HIDDEN, which no doc",
                 "option quiet (meson_options.txt) is in no doc"]
     with tempfile.TemporaryDirectory() as tmp:
         for name, text in files.items():
             os.makedirs(os.path.join(tmp, os.path.dirname(name)), exist_ok=True)
-            if text is None:
-                with tarfile.open(os.path.join(tmp, name), "w:xz") as tar:
-                    kept = os.path.join(tmp, "kept.log")
-                    open(kept, "w").close()
-                    tar.add(kept, "kept.log")
-                    os.remove(kept)
+            if text is None:  # binary: a NUL byte, and a name only the doc has
+                with open(os.path.join(tmp, name), "wb") as f:
+                    f.write(b"\0NCCLSHIM_IN_BLOB\0")
             else:
                 with open(os.path.join(tmp, name), "w") as f:
                     f.write(text)

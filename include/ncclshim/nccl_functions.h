@@ -112,8 +112,8 @@
   X(ncclGetLsaMultimemDevicePointer,  22902, DEVICE,   QUERY,  RESULT,  3, ((ncclshim_window_t, window), (size_t, offset), (void **, outPtr))) \
   X(ncclGetMultimemDevicePointer,     22902, DEVICE,   QUERY,  RESULT,  4, ((ncclshim_window_t, window), (size_t, offset), (ncclshim_multimem_handle_t, multimem), (void **, outPtr))) \
   X(ncclGetPeerDevicePointer,         22902, DEVICE,   QUERY,  RESULT,  4, ((ncclshim_window_t, window), (size_t, offset), (int, peer), (void **, outPtr))) \
-  X(ncclGinOutboxCreateRequirement,   23003, DEVICE,   QUERY,  RESULT,  4, ((int, nBlocks), (int, size_log2), (ncclshim_gin_outbox_handle_t *, outHandle), (ncclshim_dev_resource_requirements_t *, outReq))) \
-  X(ncclGinInboxA2ACreateRequirement, 23003, DEVICE,   QUERY,  RESULT,  5, ((ncclshim_team_t, peers), (int, nBlocks), (int, size_log2), (ncclshim_gin_inbox_a2a_handle_t *, outHandle), (ncclshim_dev_resource_requirements_t *, outReq)))
+  X(ncclGinOutboxCreateRequirement,   22907, DEVICE,   QUERY,  RESULT,  4, ((int, nBlocks), (int, size_log2), (ncclshim_gin_outbox_handle_t *, outHandle), (ncclshim_dev_resource_requirements_t *, outReq))) \
+  X(ncclGinInboxA2ACreateRequirement, 22907, DEVICE,   QUERY,  RESULT,  5, ((ncclshim_team_t, peers), (int, nBlocks), (int, size_log2), (ncclshim_gin_inbox_a2a_handle_t *, outHandle), (ncclshim_dev_resource_requirements_t *, outReq)))
 /* clang-format on */
 
 /* ---- The one dispatch on a row's return kind ----------------------------------------- */

@@ -111,7 +111,7 @@ NCCLSHIM_API int ncclshim_capability_from_name(const char *name);
 
 /* ---- Versions ---------------------------------------------------------------------- */
 
-/* ncclshim's own version, "0.1.0". */
+/* ncclshim's own version, "MAJOR.MINOR.PATCH" (meson.build's project version). */
 NCCLSHIM_API const char *ncclshim_library_version(void);
 
 /* Decode an ncclGetVersion code of either encoding (<= 2.8: X*1000+Y*100+Z, from 2.9:

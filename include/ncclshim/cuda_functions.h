@@ -42,6 +42,7 @@
   X(cuStreamQuery,              2000, REQUIRED, BASE, 1, ((CUstream, hStream))) \
   X(cuStreamWaitEvent,          3020, REQUIRED, BASE, 3, ((CUstream, hStream), (CUevent, hEvent), (unsigned int, flags))) \
   X(cuStreamIsCapturing,       10000, OPTIONAL, BASE, 2, ((CUstream, hStream), (ncclshim_cu_stream_capture_status *, captureStatus))) \
+  X(cuThreadExchangeStreamCaptureMode, 10010, OPTIONAL, BASE, 1, ((int *, mode))) \
   X(cuEventCreate,              2000, REQUIRED, BASE, 2, ((CUevent *, phEvent), (unsigned int, flags))) \
   X(cuEventDestroy,             4000, REQUIRED, V2,   1, ((CUevent, hEvent))) \
   X(cuEventRecord,              2000, REQUIRED, BASE, 2, ((CUevent, hEvent), (CUstream, hStream))) \

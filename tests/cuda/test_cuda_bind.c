@@ -38,6 +38,7 @@ static const struct {
     {"cuStreamQuery", 2000, "cuStreamQuery"},
     {"cuStreamWaitEvent", 3020, "cuStreamWaitEvent"},
     {"cuStreamIsCapturing", 10000, "cuStreamIsCapturing"},
+    {"cuThreadExchangeStreamCaptureMode", 10010, "cuThreadExchangeStreamCaptureMode"},
     {"cuEventCreate", 2000, "cuEventCreate"},
     {"cuEventDestroy", 4000, "cuEventDestroy_v2"},
     {"cuEventRecord", 2000, "cuEventRecord"},

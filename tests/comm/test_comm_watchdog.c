@@ -101,6 +101,19 @@ static void wait_for_failure(ncclshim_comm *comm, int limit_ms) {
   }
 }
 
+/* Wait (bounded) until the watchdog knows every recorded operation complete: their events
+ * (a shared one, or its catch-up) fired. */
+static void wait_until_done(ncclshim_comm *comm, int limit_ms) {
+  int64_t until = now_ms() + limit_ms;
+  ncclshim_watch_counts counts;
+  do {
+    assert_int_equal(ncclshim_comm_watch_counts(comm, &counts), NCCLSHIM_OK);
+    struct timespec ts = {0, 1000000};
+    if (counts.outstanding > 0) nanosleep(&ts, NULL);
+  } while (counts.outstanding > 0 && now_ms() < until);
+  assert_int_equal(counts.outstanding, 0);
+}
+
 static void sleep_ms(int ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
   nanosleep(&ts, NULL);
@@ -131,7 +144,7 @@ static void test_event_that_never_fires(void **state) {
   ncclshim_comm *comm = watched(&nccl, dog);
   assert_int_equal(all_reduce(comm, 64), NCCLSHIM_OK);
   assert_int_equal(all_reduce(comm, 64), NCCLSHIM_OK); /* #1 and #2 finish */
-  sleep_ms(3 * INTERVAL_MS);
+  wait_until_done(comm, 20 * TIMEOUT_MS);
   fake_cuda_event_query(NOT_READY); /* from #3 on, the work never completes */
   assert_int_equal(all_reduce(comm, 256), NCCLSHIM_OK);
   assert_int_equal(all_reduce(comm, 512), NCCLSHIM_OK);
@@ -238,6 +251,9 @@ static void test_abort_that_hangs(void **state) {
   ncclshim_nccl_close(nccl);
 }
 
+/* A burst longer than the pool, whose work never completes: the operations share events
+ * (at least one per 1/20 of the timeout, at most the pool's), none is made while
+ * recording, and the oldest keeps the deadline. */
 static void test_full_pool_keeps_the_oldest(void **state) {
   (void)state;
   ncclshim_watchdog_options options = NCCLSHIM_WATCHDOG_OPTIONS_INIT;
@@ -252,7 +268,14 @@ static void test_full_pool_keeps_the_oldest(void **state) {
   fake_cuda_event_query(NOT_READY);
   int recorded = fake_cuda_events(RECORDED);
   for (int i = 0; i < 3 * pool; i++) assert_int_equal(all_reduce(comm, 32), NCCLSHIM_OK);
-  assert_int_equal(fake_cuda_events(RECORDED) - recorded, 3 * pool);
+  int events = fake_cuda_events(RECORDED) - recorded;
+  assert_true(events >= 1 && events <= pool);
+  ncclshim_watch_counts counts;
+  assert_int_equal(ncclshim_comm_watch_counts(comm, &counts), NCCLSHIM_OK);
+  assert_int_equal(counts.recorded, 3 * pool);
+  assert_int_equal(counts.events, events);
+  assert_int_equal(counts.outstanding, 3 * pool);
+  assert_int_equal(counts.captured, 0);
   assert_int_equal(fake_cuda_events(CREATED) - created, pool); /* none made while recording */
   wait_for_failure(comm, 5000);
   assert_non_null(strstr(ncclshim_comm_failure(comm), "ncclAllReduce #1 (count 32"));

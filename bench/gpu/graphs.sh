@@ -4,8 +4,9 @@
 # Builds (or reuses) build-gpu/, compiles bench/gpu/graphs.cu with nvcc against it, then runs
 # its cases (one-rank communicators, deadline 300 ms, interval 10 ms) on the NCCL that
 # NCCLSHIM_NCCL_LIBRARY names, or when it is unset on the system NCCL ($SYS_NCCL, 2.28.3 on
-# the GPU host) and on $NCCL_2297 when given; and capture-torch (bench/gpu/graphs_torch.py)
-# once, through torch.cuda.graph on the NCCL torch loads ($PIP_NCCL), since two NCCLs in one
+# the GPU host) and on $NCCL_2297 when given, each with the gpu suite's gpu-watchdog-graphs
+# (row suite-gpu-watchdog-graphs); and capture-torch (bench/gpu/graphs_torch.py) once,
+# through torch.cuda.graph on the NCCL torch loads ($PIP_NCCL), since two NCCLs in one
 # process are not what a program has. Writes ${OUT:-/tmp/out}/graphs/: graphs.csv
 # (case,verdict,nccl,ms,limit_ms,detail; every verdict ok is success; ms is the detection
 # time for replay-hang-detected and isolation, limit_ms its bound (deadline + interval)
@@ -44,8 +45,19 @@ for lib in "${libs[@]}"; do
   [ -f "$lib" ] || { say "no $lib: skipped"; continue; }
   log=$out/graphs-$(basename "$(dirname "$lib")").log
   NCCLSHIM_NCCL_LIBRARY=$lib timeout 85 "$bin" >"$log.csv" 2>"$log"
-  say "graphs on $lib: exit $?"
+  rc=$?
+  say "graphs on $lib: exit $rc"
+  [ -s "$log.csv" ] || echo "graphs,FAIL: exit $rc: $(tail -1 "$log" | tr ',' ';'),,0,0," >"$log.csv"
   cat "$log.csv" >>"$csv"
+  # The gpu suite's own case (tests/comm/gpu/gpu_graphs.c: driver API, no kernel).
+  NCCLSHIM_NCCL_LIBRARY=$lib timeout 80 meson test -C build-gpu --no-rebuild \
+    gpu-watchdog-graphs >"$log.suite" 2>&1
+  rc=$?
+  verdict=ok
+  [ "$rc" -eq 0 ] || verdict="FAIL: meson test exit $rc (see $(basename "$log.suite"))"
+  grep -q "^skip:" build-gpu/meson-logs/testlog.txt && verdict="FAIL: skipped"
+  detail=$(grep -h "replay-hang-detected" build-gpu/meson-logs/testlog.txt | head -1 | tr ',' ';')
+  echo "suite-gpu-watchdog-graphs,$verdict,$(tail -1 "$log.csv" | cut -d, -f3),0,0,$detail" >>"$csv"
 done
 if [ -x "$python" ] && [ -f "$pip_nccl" ]; then
   log=$out/graphs-torch.log

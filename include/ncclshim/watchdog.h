@@ -40,7 +40,9 @@
  *   - a catch-up event also waits for work queued on the stream after those operations
  *     until the watchdog's pass: their clock covers that work too;
  *   - the stream given to a record must stay valid until the operations recorded on it are
- *     complete (or the communicator is unwatched): a catch-up records on it;
+ *     complete (or the communicator is unwatched): a catch-up records on it; on the
+ *     per-thread default stream (CU_STREAM_PER_THREAD, which names another stream on the
+ *     watchdog's thread) every record records its event;
  *   - a capture begun on that stream in the instant between the watchdog's check and its
  *     catch-up can take the catch-up event; such an event adds no node to the graph and its
  *     capture answer only makes the watchdog try again.
@@ -141,11 +143,12 @@ NCCLSHIM_API ncclshim_status ncclshim_comm_record(ncclshim_comm *comm, CUstream 
 #define NCCLSHIM_WATCH_LABEL_MAX 63
 
 /* Mark a replay of a CUDA graph just launched on `stream` (cudaGraphLaunch, cuGraphLaunch)
- * whose nodes hold `ops` collectives of this communicator: one event for the replay, which
- * also covers every operation recorded before it on the stream. `label` names the graph in
- * a failure message ("replay #7 of CUDA graph \"decode\" (2 collectives)"); it is copied,
- * cut to NCCLSHIM_WATCH_LABEL_MAX bytes; NULL reads "unnamed". The replay's clock starts
- * here, however long after the capture. On a capturing stream (a graph launched into a
+ * whose nodes hold `ops` collectives of this communicator: one event for the replay (the
+ * operations still waiting for one on that stream get theirs first). `label` names the
+ * graph in a failure message ("replay #7 of CUDA graph \"decode\" (2 collectives)", 7
+ * being its sequence number among the communicator's records); it is copied, cut to
+ * NCCLSHIM_WATCH_LABEL_MAX bytes; NULL reads "unnamed". The replay's clock starts here,
+ * however long after the capture. On a capturing stream (a graph launched into a
  * capture becomes a node of it): no event, OK, counted as captured. OK; INVALID_ARGUMENT
  * (NULL comm, ops < 0, not watched, two threads at once); the failure, at once, when the
  * watchdog has failed the communicator; CUDA_ERROR when cuStreamIsCapturing or

@@ -32,6 +32,9 @@ static void unpin(ncclshim_comm *comm, ncclshim_watch *watch) {
 
 /* May this operation wait for a later event? Under the lock. */
 static int can_share(const ncclshim_watch *w, CUstream stream, int64_t now) {
+  /* The per-thread default stream names another stream on the watchdog's thread: a catch-up
+   * there would cover nothing. */
+  if (stream == NCCLSHIM_CU_STREAM_PER_THREAD) return 0;
   if (w->waiting.n > 0 && w->waiting.stream != stream) return 0;
   if (w->outstanding == NCCLSHIM_WATCH_EVENTS) return 1; /* no free event: wait for one */
   if (w->outstanding == 0 || w->newest_stream != stream) return 0;

@@ -390,6 +390,7 @@ int main(void) {
       cmocka_unit_test_setup(test_replay_long_after_capture, setup),
       cmocka_unit_test_setup(test_burst_tail_caught_up, setup),
       cmocka_unit_test_setup(test_tail_held_while_capturing, setup),
+      cmocka_unit_test_setup(test_per_thread_stream_never_shares, setup),
       cmocka_unit_test_setup(test_callback_frees_nothing_a_record_holds, setup),
       cmocka_unit_test_setup(test_slow_record_delays_nothing_else, setup),
       cmocka_unit_test_setup(test_stop_from_the_callback_refused, setup),

@@ -226,3 +226,21 @@ void test_tail_held_while_capturing(void **state) {
   assert_healthy(comm);
   finish(comm, dog, nccl);
 }
+
+/* The per-thread default stream names another stream on the watchdog's thread: there,
+ * every record records its own event (no catch-up could cover it). */
+void test_per_thread_stream_never_shares(void **state) {
+  (void)state;
+  ncclshim_watchdog *dog = start();
+  ncclshim_nccl *nccl;
+  ncclshim_comm *comm = watched(&nccl, dog);
+  fake_cuda_event_query(NOT_READY);
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(all_reduce_on(comm, NCCLSHIM_CU_STREAM_PER_THREAD, 8), NCCLSHIM_OK);
+  assert_int_equal(counts_of(comm).events, 3);
+  fake_complete_all();
+  wait_until_done(comm, 20 * TIMEOUT_MS);
+  assert_int_equal(counts_of(comm).catch_ups, 0);
+  assert_healthy(comm);
+  finish(comm, dog, nccl);
+}

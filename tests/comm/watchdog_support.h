@@ -62,6 +62,7 @@ void test_replay_hang_names_the_graph(void **state);
 void test_replay_long_after_capture(void **state);
 void test_burst_tail_caught_up(void **state);
 void test_tail_held_while_capturing(void **state);
+void test_per_thread_stream_never_shares(void **state);
 void test_callback_frees_nothing_a_record_holds(void **state);
 void test_slow_record_delays_nothing_else(void **state);
 void test_stop_from_the_callback_refused(void **state);

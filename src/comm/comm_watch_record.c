@@ -120,9 +120,11 @@ static ncclshim_status mark(ncclshim_comm *comm, CUstream stream, const char *ca
     w->waiting.n = 0;
   }
   describe_op(&ops, stream, call, count, type, ++w->seq, now);
-  if (label != NULL) snprintf(ops.label, sizeof(ops.label), "%s", label);
-  if (label != NULL && strlen(label) > NCCLSHIM_WATCH_LABEL_MAX)
-    memcpy(ops.label + NCCLSHIM_WATCH_LABEL_MAX - 3, "...", 3);
+  if (label != NULL) { /* read no further than the bound */
+    snprintf(ops.label, sizeof(ops.label), "%.*s", NCCLSHIM_WATCH_LABEL_MAX, label);
+    if (strnlen(label, NCCLSHIM_WATCH_LABEL_MAX + 1) > NCCLSHIM_WATCH_LABEL_MAX)
+      memcpy(ops.label + NCCLSHIM_WATCH_LABEL_MAX - 3, "...", 3);
+  }
   if (call != NULL && before.n > 0) {
     before.last_seq = ops.last_seq;
     before.n++;
@@ -134,9 +136,9 @@ static ncclshim_status mark(ncclshim_comm *comm, CUstream stream, const char *ca
   w->counts.outstanding++;
   pthread_mutex_unlock(&w->lock);
   if (before.n > 0) status = record_event(w, stream, &before, who);
-  if (status == NCCLSHIM_OK) status = record_event(w, stream, &ops, who);
+  ncclshim_status last = record_event(w, stream, &ops, who);
   unpin(comm, w);
-  return status;
+  return status != NCCLSHIM_OK ? status : last;
 }
 
 ncclshim_status ncclshim_comm_record(ncclshim_comm *comm, CUstream stream, const char *call,

@@ -235,6 +235,7 @@ static void test_bad_arguments(void **state) {
   assert_int_equal(ncclshim_comm_record(comm, NULL, "ncclAllReduce", 1, ncclFloat32),
                    NCCLSHIM_CUDA_ERROR);
   assert_message("cuEventRecord failed");
+  assert_int_equal(counts_of(comm).outstanding, 0); /* no event: not watched, not counted */
   assert_int_equal(ncclshim_comm_record(NULL, NULL, "x", 1, ncclFloat32),
                    NCCLSHIM_INVALID_ARGUMENT);
   ncclshim_comm *initializing = fake_comm(nccl, 0);

@@ -177,6 +177,17 @@ static void replay(outcome *o, ncclshim_comm *comm, cudaStream_t s, cudaGraphExe
   }
 }
 
+// 3 replays, each marked; then nothing may have failed.
+static void replayed_healthy(outcome *o, ncclshim_comm *comm, cudaStream_t s, cudaGraphExec_t exec,
+                             const char *label, int ops, const char *what) {
+  replay(o, comm, s, exec, label, ops, 3);
+  STOP_IF_FAILED(o);
+  CUDA_OK(o, cudaStreamSynchronize(s));
+  cudaGraphExecDestroy(exec);
+  sleep_ms(3 * INTERVAL_MS);
+  healthy(o, comm, what);
+}
+
 static void capture_global_pending(outcome *o, ncclshim_comm *comm, cudaStream_t s) {
   release_spin(0);
   spin<<<1, 1, 0, s>>>(flag_device, SPIN_LIMIT_NS); // keeps what follows pending
@@ -225,12 +236,7 @@ static void capture_threadlocal(outcome *o, ncclshim_comm *comm, cudaStream_t s)
   SHIM_OK(o, ncclshim_comm_watch_counts(comm, &c));
   FAIL_IF(o, c.captured != 3, "%llu records counted as captured, not 3",
           (unsigned long long)c.captured);
-  replay(o, comm, s, exec, "thread-local", 3, 3);
-  STOP_IF_FAILED(o);
-  CUDA_OK(o, cudaStreamSynchronize(s));
-  cudaGraphExecDestroy(exec);
-  sleep_ms(3 * INTERVAL_MS);
-  healthy(o, comm, "after 3 replays");
+  replayed_healthy(o, comm, s, exec, "thread-local", 3, "after 3 replays");
 }
 
 static void replay_watched_ok(outcome *o, ncclshim_comm *comm, cudaStream_t s) {
@@ -238,12 +244,7 @@ static void replay_watched_ok(outcome *o, ncclshim_comm *comm, cudaStream_t s) {
   capture(o, comm, s, cudaStreamCaptureModeThreadLocal, 2, 0, 0, &exec);
   STOP_IF_FAILED(o);
   sleep_ms(2 * DEADLINE_MS); // long after the capture
-  replay(o, comm, s, exec, "decode", 2, 3);
-  STOP_IF_FAILED(o);
-  CUDA_OK(o, cudaStreamSynchronize(s));
-  cudaGraphExecDestroy(exec);
-  sleep_ms(3 * INTERVAL_MS);
-  healthy(o, comm, "after 3 late replays");
+  replayed_healthy(o, comm, s, exec, "decode", 2, "after 3 late replays");
 }
 
 // Wait (bounded) for the callback; its time, or 0.

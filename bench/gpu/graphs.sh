@@ -21,17 +21,14 @@ start=$SECONDS
 sys_nccl=${SYS_NCCL:-/usr/lib/x86_64-linux-gnu/libnccl.so.2}
 pip_nccl=${PIP_NCCL:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2}
 python=${TORCH_PYTHON:-/opt/torch/.venv/bin/python}
-cuda=/usr/local/cuda
 summary=$out/summary.txt
 : >"$summary"
 say() { echo "$*" | tee -a "$summary"; }
 
-{ [ -f build-gpu/build.ninja ] || meson setup build-gpu; } >"$out/build.log" 2>&1
-ninja -C build-gpu >>"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
+# shellcheck source=bench/gpu/cuda_bench.sh
+source bench/gpu/cuda_bench.sh
 bin=build-gpu/bench-graphs
-"$cuda/bin/nvcc" -arch=sm_90 -O2 -Iinclude bench/gpu/graphs.cu -Lbuild-gpu/src -lncclshim \
-  -Xlinker -rpath,"$PWD/build-gpu/src" -o "$bin" >>"$out/build.log" 2>&1 ||
-  { tail -30 "$out/build.log"; exit 1; }
+build_cuda_bench bench/gpu/graphs.cu "$bin" "$out/build.log" || exit 1
 
 csv=$out/graphs.csv
 echo "case,verdict,nccl,ms,limit_ms,detail" >"$csv"

@@ -14,14 +14,11 @@ export NCCL_NVLS_ENABLE=0
 out=${OUT:-/tmp/out}/recordcost
 mkdir -p "$out"
 lib=${NCCLSHIM_NCCL_LIBRARY:-${SYS_NCCL:-/usr/lib/x86_64-linux-gnu/libnccl.so.2}}
-cuda=/usr/local/cuda
 
-{ [ -f build-gpu/build.ninja ] || meson setup build-gpu; } >"$out/build.log" 2>&1
-ninja -C build-gpu >>"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
+# shellcheck source=bench/gpu/cuda_bench.sh
+source bench/gpu/cuda_bench.sh
 bin=build-gpu/bench-recordcost
-"$cuda/bin/nvcc" -arch=sm_90 -O2 -Iinclude bench/gpu/recordcost.cu -Lbuild-gpu/src -lncclshim \
-  -Xlinker -rpath,"$PWD/build-gpu/src" -o "$bin" >>"$out/build.log" 2>&1 ||
-  { tail -30 "$out/build.log"; exit 1; }
+build_cuda_bench bench/gpu/recordcost.cu "$bin" "$out/build.log" || exit 1
 NCCLSHIM_NCCL_LIBRARY=$lib timeout 85 "$bin" >"$out/record-cost.csv" 2>"$out/recordcost.log"
 echo "recordcost on $lib: exit $?"
 cat "$out/record-cost.csv"

@@ -21,14 +21,6 @@
 #define S ((CUstream)0x5000)
 enum { ACTIVE = 1, GLOBAL = 0, THREAD_LOCAL = 1, CAPTURED_EVENT = 907, INVALID_VALUE = 1 };
 
-/* Tear down a healthy watched communicator and its watchdog. */
-static void finish(ncclshim_comm *comm, ncclshim_watchdog *dog, ncclshim_nccl *nccl) {
-  assert_int_equal(ncclshim_comm_destroy(comm, 1000), NCCLSHIM_OK);
-  ncclshim_comm_free(comm);
-  assert_int_equal(ncclshim_watchdog_stop(dog), NCCLSHIM_OK);
-  ncclshim_nccl_close(nccl);
-}
-
 /* Nothing failed: READY, no callback, no abort. */
 static void assert_healthy(ncclshim_comm *comm) {
   assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_READY);
@@ -61,7 +53,7 @@ void test_capture_global_pending(void **state) {
   assert_int_equal(ncclshim_comm_record_graph(comm, S, "pending", 1), NCCLSHIM_OK);
   wait_until_done(comm, 20 * TIMEOUT_MS);
   assert_healthy(comm);
-  finish(comm, dog, nccl);
+  finish_healthy(comm, dog, nccl);
 }
 
 void test_capture_records_nothing(void **state) {
@@ -93,7 +85,7 @@ void test_capture_records_nothing(void **state) {
   wait_until_done(comm, 20 * TIMEOUT_MS);
   assert_int_equal(fake_counter(RECORDS_INTO_CAPTURES), into);
   assert_healthy(comm);
-  finish(comm, dog, nccl);
+  finish_healthy(comm, dog, nccl);
 }
 
 /* A capture begun between a record's check and its cuEventRecord takes the event: its
@@ -116,7 +108,7 @@ static void capture_begun_during_a_record(int answer) {
   assert_true(counts_of(comm).catch_ups >= 1);
   assert_int_equal(fake_counter(RECORDS_INTO_CAPTURES), into + 1);
   assert_healthy(comm);
-  finish(comm, dog, nccl);
+  finish_healthy(comm, dog, nccl);
 }
 
 void test_capture_begun_during_a_record(void **state) {
@@ -149,10 +141,7 @@ void test_replay_hang_names_the_graph(void **state) {
   assert_non_null(strstr(callback_message, "past its deadline of 100 ms"));
   assert_int_equal(ncclshim_comm_record_graph(comm, S, "decode", 2), NCCLSHIM_TIMEOUT);
   assert_message("replay #2 of CUDA graph");
-  assert_int_equal(ncclshim_comm_abort(comm, 5000), NCCLSHIM_OK);
-  ncclshim_comm_free(comm);
-  assert_int_equal(ncclshim_watchdog_stop(dog), NCCLSHIM_OK);
-  ncclshim_nccl_close(nccl);
+  finish_failed(comm, dog, nccl);
 }
 
 void test_replay_long_after_capture(void **state) {
@@ -170,7 +159,7 @@ void test_replay_long_after_capture(void **state) {
   wait_until_done(comm, 20 * TIMEOUT_MS);
   assert_int_equal(counts_of(comm).replays, 3);
   assert_healthy(comm);
-  finish(comm, dog, nccl);
+  finish_healthy(comm, dog, nccl);
 }
 
 /* A burst whose first event is pending: the first operation records it, the others share
@@ -198,10 +187,7 @@ void test_burst_tail_caught_up(void **state) {
   assert_int_equal(counts_of(comm).catch_ups, 1);
   assert_non_null(strstr(callback_message, "ncclAllReduce #2 (count 8, ncclFloat32)"));
   assert_non_null(strstr(callback_message, "one event covers it and the 3 after it, to #5"));
-  assert_int_equal(ncclshim_comm_abort(comm, 5000), NCCLSHIM_OK);
-  ncclshim_comm_free(comm);
-  assert_int_equal(ncclshim_watchdog_stop(dog), NCCLSHIM_OK);
-  ncclshim_nccl_close(nccl);
+  finish_failed(comm, dog, nccl);
 }
 
 /* The same tail, but the stream starts capturing before the catch-up: the watchdog records
@@ -226,7 +212,7 @@ void test_tail_held_while_capturing(void **state) {
   wait_until_done(comm, 20 * TIMEOUT_MS);
   assert_true(counts_of(comm).catch_ups >= 1);
   assert_healthy(comm);
-  finish(comm, dog, nccl);
+  finish_healthy(comm, dog, nccl);
 }
 
 /* The per-thread default stream names another stream on the watchdog's thread: there,
@@ -244,5 +230,5 @@ void test_per_thread_stream_never_shares(void **state) {
   wait_until_done(comm, 20 * TIMEOUT_MS);
   assert_int_equal(counts_of(comm).catch_ups, 0);
   assert_healthy(comm);
-  finish(comm, dog, nccl);
+  finish_healthy(comm, dog, nccl);
 }

@@ -85,11 +85,8 @@ void test_callback_frees_nothing_a_record_holds(void **state) {
     assert_int_equal(fake_cuda_events(DESTROYED) - destroyed, gone);
     assert_int_equal(ncclshim_comm_record(comm, S, "ncclAllReduce", 1, ncclFloat32),
                      NCCLSHIM_TIMEOUT); /* failed: that answer comes first */
-    assert_int_equal(ncclshim_comm_abort(comm, 5000), NCCLSHIM_OK);
+    finish_failed(comm, dog, nccl);
     assert_int_equal(fake_cuda_events(DESTROYED) - destroyed, pool);
-    ncclshim_comm_free(comm);
-    assert_int_equal(ncclshim_watchdog_stop(dog), NCCLSHIM_OK);
-    ncclshim_nccl_close(nccl);
   }
 }
 

@@ -104,6 +104,20 @@ void sleep_ms(int ms) {
   nanosleep(&ts, NULL);
 }
 
+static void finish(ncclshim_comm *comm, ncclshim_watchdog *dog, ncclshim_nccl *nccl,
+                   ncclshim_status torn_down) {
+  assert_int_equal(torn_down, NCCLSHIM_OK);
+  ncclshim_comm_free(comm);
+  assert_int_equal(ncclshim_watchdog_stop(dog), NCCLSHIM_OK);
+  ncclshim_nccl_close(nccl);
+}
+void finish_healthy(ncclshim_comm *comm, ncclshim_watchdog *dog, ncclshim_nccl *nccl) {
+  finish(comm, dog, nccl, ncclshim_comm_destroy(comm, 1000));
+}
+void finish_failed(ncclshim_comm *comm, ncclshim_watchdog *dog, ncclshim_nccl *nccl) {
+  finish(comm, dog, nccl, ncclshim_comm_abort(comm, 5000));
+}
+
 /* The capture fake's functions, found in the loaded fake libcuda. */
 static void *capture_fake(const char *name) {
   const char *path = getenv("NCCLSHIM_CUDA_LIBRARY");

@@ -41,6 +41,10 @@ void wait_until_done(ncclshim_comm *comm, int limit_ms);
 /* The watch's counts, asserted available. */
 ncclshim_watch_counts counts_of(ncclshim_comm *comm);
 void sleep_ms(int ms);
+/* Tear down the communicator (destroyed: it must be healthy; or aborted), the watchdog and
+ * the handle, each asserted OK. */
+void finish_healthy(ncclshim_comm *comm, ncclshim_watchdog *dog, ncclshim_nccl *nccl);
+void finish_failed(ncclshim_comm *comm, ncclshim_watchdog *dog, ncclshim_nccl *nccl);
 
 /* The capture fake's controls (fake_cuda_capture.c says what each does). */
 enum { INVALIDATED_CAPTURES = 0, RECORDS_INTO_CAPTURES = 1, GLOBAL_MODE_QUERIES = 2 };

@@ -137,7 +137,7 @@ static void healthy(outcome *o, ncclshim_comm *comm, const char *what) {
           failed_message);
   FAIL_IF(o, ncclshim_comm_state_of(comm) != NCCLSHIM_COMM_READY, "%s: state %d", what,
           (int)ncclshim_comm_state_of(comm));
-  ncclshim_watch_counts c;
+  ncclshim_watch_counts c = NCCLSHIM_WATCH_COUNTS_INIT;
   SHIM_OK(o, ncclshim_comm_watch_counts(comm, &c));
   snprintf(o->detail, sizeof(o->detail),
            "recorded %llu captured %llu replays %llu events %llu catch-ups %llu",
@@ -216,7 +216,7 @@ static void capture_global_pending(outcome *o, ncclshim_comm *comm, cudaStream_t
 // Until the watchdog knows every recorded operation done (bounded); 1 then.
 static int settled(ncclshim_comm *comm, int limit_ms) {
   int64_t until = now_ns() + (int64_t)limit_ms * 1000000;
-  ncclshim_watch_counts c;
+  ncclshim_watch_counts c = NCCLSHIM_WATCH_COUNTS_INIT;
   while (ncclshim_comm_watch_counts(comm, &c) == NCCLSHIM_OK && now_ns() < until) {
     if (c.outstanding == 0) return 1;
     usleep(500);
@@ -232,7 +232,7 @@ static void capture_threadlocal(outcome *o, ncclshim_comm *comm, cudaStream_t s)
   cudaGraphExec_t exec = NULL;
   capture(o, comm, s, cudaStreamCaptureModeThreadLocal, 3, 2 * DEADLINE_MS, 0, &exec);
   STOP_IF_FAILED(o);
-  ncclshim_watch_counts c;
+  ncclshim_watch_counts c = NCCLSHIM_WATCH_COUNTS_INIT;
   SHIM_OK(o, ncclshim_comm_watch_counts(comm, &c));
   FAIL_IF(o, c.captured != 3, "%llu records counted as captured, not 3",
           (unsigned long long)c.captured);

@@ -30,8 +30,8 @@ class WatchdogOptions(ctypes.Structure):
 
 
 class WatchCounts(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_uint64) for name in
-                ("recorded", "captured", "replays", "events", "catch_ups", "outstanding")]
+    _fields_ = [("size", ctypes.c_size_t)] + [(name, ctypes.c_uint64) for name in (
+        "recorded", "captured", "replays", "events", "catch_ups", "outstanding")]
 
 
 def row(verdict, nccl, ms, detail=""):
@@ -105,7 +105,7 @@ def main():
         time.sleep(3 * INTERVAL_MS / 1000)
         state = shim.ncclshim_comm_state_of(comm)
         failure = shim.ncclshim_comm_failure(comm).decode()
-        counts = WatchCounts()
+        counts = WatchCounts(ctypes.sizeof(WatchCounts))
         check(shim.ncclshim_comm_watch_counts(comm, ctypes.byref(counts)),
               "ncclshim_comm_watch_counts")
         detail = "recorded %d captured %d replays %d events %d catch-ups %d" % (

@@ -89,7 +89,7 @@ int main(void) {
     ncclshim_comm_record(comm, stream, "ncclAllReduce", COUNT, ncclFloat32);
   }
   cudaStreamSynchronize(stream);
-  ncclshim_watch_counts before, after;
+  ncclshim_watch_counts before = NCCLSHIM_WATCH_COUNTS_INIT, after = before;
   if (ncclshim_comm_watch_counts(comm, &before) != NCCLSHIM_OK) die("counts");
   for (int i = 0; i < PAIRS; i++) {
     for (int turn = 0; turn < 2; turn++) {

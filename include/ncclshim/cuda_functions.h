@@ -42,7 +42,6 @@
   X(cuStreamQuery,              2000, REQUIRED, BASE, 1, ((CUstream, hStream))) \
   X(cuStreamWaitEvent,          3020, REQUIRED, BASE, 3, ((CUstream, hStream), (CUevent, hEvent), (unsigned int, flags))) \
   X(cuStreamIsCapturing,       10000, OPTIONAL, BASE, 2, ((CUstream, hStream), (ncclshim_cu_stream_capture_status *, captureStatus))) \
-  X(cuThreadExchangeStreamCaptureMode, 10010, OPTIONAL, BASE, 1, ((int *, mode))) \
   X(cuEventCreate,              2000, REQUIRED, BASE, 2, ((CUevent *, phEvent), (unsigned int, flags))) \
   X(cuEventDestroy,             4000, REQUIRED, V2,   1, ((CUevent, hEvent))) \
   X(cuEventRecord,              2000, REQUIRED, BASE, 2, ((CUevent, hEvent), (CUstream, hStream))) \
@@ -58,7 +57,8 @@
   X(cuPointerGetAttribute,      4000, REQUIRED, BASE, 3, ((void *, data), (ncclshim_cu_pointer_attribute, attribute), (CUdeviceptr, ptr))) \
   X(cuDeviceCanAccessPeer,      4000, REQUIRED, BASE, 3, ((int *, canAccessPeer), (CUdevice, dev), (CUdevice, peerDev))) \
   X(cuGetErrorName,             6000, OPTIONAL, BASE, 2, ((ncclshim_cu_result, error), (const char **, pStr))) \
-  X(cuGetErrorString,           6000, OPTIONAL, BASE, 2, ((ncclshim_cu_result, error), (const char **, pStr)))
+  X(cuGetErrorString,           6000, OPTIONAL, BASE, 2, ((ncclshim_cu_result, error), (const char **, pStr))) \
+  X(cuThreadExchangeStreamCaptureMode, 10010, OPTIONAL, BASE, 1, ((int *, mode)))
 
 /* Older ABIs with the same signature, asked for instead when the driver is older than the
  * list's `ask`: X(name, ask, abi). (cuEventElapsedTime_v2 appeared in 12.8; the 2.0 ABI takes

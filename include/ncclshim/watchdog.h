@@ -158,6 +158,7 @@ NCCLSHIM_API ncclshim_status ncclshim_comm_record_graph(ncclshim_comm *comm, CUs
 
 /* What the records of a watched communicator did, since it was watched. */
 typedef struct ncclshim_watch_counts {
+  size_t size;          /* sizeof(ncclshim_watch_counts), set by the caller: lets it grow */
   uint64_t recorded;    /* operations and replays recorded outside a capture */
   uint64_t captured;    /* operations and replays seen capturing (no event, no clock) */
   uint64_t replays;     /* ncclshim_comm_record_graph calls outside a capture */
@@ -165,9 +166,13 @@ typedef struct ncclshim_watch_counts {
   uint64_t catch_ups;   /* events the watchdog recorded after the last operations of a burst */
   uint64_t outstanding; /* operations not yet known to be complete, now */
 } ncclshim_watch_counts;
+#define NCCLSHIM_WATCH_COUNTS_INIT \
+  { sizeof(ncclshim_watch_counts), 0, 0, 0, 0, 0, 0 }
 
-/* The counts of a watched communicator into *out. OK; INVALID_ARGUMENT (NULL, not watched,
- * or a record in progress on another thread). */
+/* The counts of a watched communicator into *out, whose size the caller set
+ * (NCCLSHIM_WATCH_COUNTS_INIT); the fields that size holds are written. OK;
+ * INVALID_ARGUMENT (NULL, out->size below this first version's, not watched, or a record in
+ * progress on another thread). */
 NCCLSHIM_API ncclshim_status ncclshim_comm_watch_counts(ncclshim_comm *comm,
                                                         ncclshim_watch_counts *out);
 

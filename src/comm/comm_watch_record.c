@@ -161,12 +161,18 @@ ncclshim_status ncclshim_comm_watch_counts(ncclshim_comm *comm, ncclshim_watch_c
   if (comm == NULL || out == NULL)
     return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: %s is NULL", who,
                          comm == NULL ? "comm" : "out");
+  size_t size = out->size;
+  if (size < sizeof(ncclshim_watch_counts)) /* the first version: every field of today's */
+    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT,
+                         "%s: out->size is %zu, below %zu (NCCLSHIM_WATCH_COUNTS_INIT)", who, size,
+                         sizeof(ncclshim_watch_counts));
   ncclshim_status status = NCCLSHIM_OK;
   ncclshim_watch *w = pin(comm, who, &status);
   if (w == NULL) return status;
   pthread_mutex_lock(&w->lock);
   *out = w->counts;
   pthread_mutex_unlock(&w->lock);
+  out->size = size;
   unpin(comm, w);
   return NCCLSHIM_OK;
 }

@@ -170,8 +170,12 @@ static void test_full_pool_keeps_the_oldest(void **state) {
   for (int i = 0; i < 3 * pool; i++) assert_int_equal(all_reduce(comm, 32), NCCLSHIM_OK);
   int events = fake_cuda_events(RECORDED) - recorded;
   assert_true(events >= 1 && events <= pool);
-  ncclshim_watch_counts counts;
-  assert_int_equal(ncclshim_comm_watch_counts(comm, &counts), NCCLSHIM_OK);
+  ncclshim_watch_counts counts = NCCLSHIM_WATCH_COUNTS_INIT;
+  counts.size = 8; /* below the first version's */
+  assert_int_equal(ncclshim_comm_watch_counts(comm, &counts), NCCLSHIM_INVALID_ARGUMENT);
+  assert_message("out->size is 8, below");
+  counts = counts_of(comm);
+  assert_int_equal(counts.size, sizeof(counts));
   assert_int_equal(counts.recorded, 3 * pool);
   assert_int_equal(counts.events, events);
   assert_int_equal(counts.outstanding, 3 * pool);

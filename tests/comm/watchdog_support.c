@@ -88,7 +88,7 @@ void wait_for_failure(ncclshim_comm *comm, int limit_ms) {
 }
 
 ncclshim_watch_counts counts_of(ncclshim_comm *comm) {
-  ncclshim_watch_counts counts;
+  ncclshim_watch_counts counts = NCCLSHIM_WATCH_COUNTS_INIT;
   assert_int_equal(ncclshim_comm_watch_counts(comm, &counts), NCCLSHIM_OK);
   return counts;
 }

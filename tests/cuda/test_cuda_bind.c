@@ -38,7 +38,6 @@ static const struct {
     {"cuStreamQuery", 2000, "cuStreamQuery"},
     {"cuStreamWaitEvent", 3020, "cuStreamWaitEvent"},
     {"cuStreamIsCapturing", 10000, "cuStreamIsCapturing"},
-    {"cuThreadExchangeStreamCaptureMode", 10010, "cuThreadExchangeStreamCaptureMode"},
     {"cuEventCreate", 2000, "cuEventCreate"},
     {"cuEventDestroy", 4000, "cuEventDestroy_v2"},
     {"cuEventRecord", 2000, "cuEventRecord"},
@@ -55,6 +54,7 @@ static const struct {
     {"cuDeviceCanAccessPeer", 4000, "cuDeviceCanAccessPeer"},
     {"cuGetErrorName", 6000, "cuGetErrorName"},
     {"cuGetErrorString", 6000, "cuGetErrorString"},
+    {"cuThreadExchangeStreamCaptureMode", 10010, "cuThreadExchangeStreamCaptureMode"},
 };
 enum { EXPECTED = sizeof(expected) / sizeof(expected[0]) };
 

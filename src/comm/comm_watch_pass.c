@@ -79,11 +79,20 @@ static int retire(ncclshim_watch *w, ncclshim_watch_verdict *v, int64_t now) {
   return found;
 }
 
-/* Operations wait for an event and none is outstanding: nothing will follow them unless
- * the watchdog records one, on their stream, which must not be capturing. */
+/* Does an outstanding slot hold work of `stream`? Under the lock. */
+static int stream_outstanding(ncclshim_watch *w, CUstream stream) {
+  for (unsigned i = 0; i < w->outstanding; i++)
+    if (ncclshim_watch_slot_at(w, i)->ops.stream == stream) return 1;
+  return 0;
+}
+
+/* Operations wait for an event and none of their stream is outstanding: nothing will
+ * follow them unless the watchdog records one, on their stream, which must not be
+ * capturing. */
 static void catch_up(ncclshim_watch *w) {
   pthread_mutex_lock(&w->lock);
-  int due = w->outstanding == 0 && w->waiting.n > 0;
+  int due = w->waiting.n > 0 && w->outstanding < NCCLSHIM_WATCH_EVENTS &&
+            !stream_outstanding(w, w->waiting.stream);
   CUstream stream = w->waiting.stream;
   uint64_t first = w->waiting.first_seq;
   pthread_mutex_unlock(&w->lock);
@@ -97,7 +106,8 @@ static void catch_up(ncclshim_watch *w) {
     w->counts.outstanding -= w->waiting.n;
     w->waiting.n = 0;
   }
-  if (!same || capturing != 0 || w->outstanding != 0) {
+  if (!same || capturing != 0 || w->outstanding == NCCLSHIM_WATCH_EVENTS ||
+      stream_outstanding(w, stream)) {
     pthread_mutex_unlock(&w->lock);
     return;
   }
@@ -114,18 +124,16 @@ static void catch_up(ncclshim_watch *w) {
   ncclshim_watch_publish(w, slot, 0, 1);
 }
 
-/* The oldest operations not known done: 1 with *oldest filled, 0 when none. */
+/* The oldest operations not known done (the oldest slot's, or those waiting for an event
+ * if they began earlier): 1 with *oldest filled, 0 when none. */
 static int oldest_running(ncclshim_watch *w, ncclshim_watch_ops *oldest) {
-  int found = 1;
   pthread_mutex_lock(&w->lock);
-  if (w->outstanding > 0)
-    *oldest = ncclshim_watch_slot_at(w, 0)->ops;
-  else if (w->waiting.n > 0)
-    *oldest = w->waiting;
-  else
-    found = 0;
+  const ncclshim_watch_ops *first = w->outstanding > 0 ? &ncclshim_watch_slot_at(w, 0)->ops : NULL;
+  if (w->waiting.n > 0 && (first == NULL || w->waiting.start_ns < first->start_ns))
+    first = &w->waiting;
+  if (first != NULL) *oldest = *first;
   pthread_mutex_unlock(&w->lock);
-  return found;
+  return first != NULL;
 }
 
 int ncclshim_watch_inspect(ncclshim_watch *w, CUcontext *current, ncclshim_watch_verdict *v) {

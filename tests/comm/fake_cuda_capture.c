@@ -8,6 +8,9 @@
  *   fake_cuda_set_event_query(result)   what an event recorded from now on answers to
  *                                       cuEventQuery: 0 (fired), 600 (never fires: work that
  *                                       never completes), or an error such as 719
+ *   fake_cuda_set_stream_answer(s, r)   what an event recorded on stream s from now on
+ *                                       answers, instead (-1: the common answer again;
+ *                                       fake_cuda_reset_stream_answers: all of them)
  *   fake_cuda_complete_all()            every event recorded so far fires (answers 0)
  *   fake_cuda_event_count(which)        calls of cuEventCreate (0), cuEventDestroy (1),
  *                                       cuEventRecord (2), cuEventQuery (3)
@@ -160,6 +163,38 @@ EXPORT void fake_cuda_release_record(void) {
   pthread_mutex_unlock(&lock);
 }
 
+static struct { /* set from the test's thread, read by any: one writer at a time */
+  _Atomic(CUstream) stream;
+  atomic_int answer, used;
+} stream_answers[MAX_CAPTURES];
+
+EXPORT void fake_cuda_set_stream_answer(CUstream stream, int answer) {
+  int free = -1;
+  for (int i = MAX_CAPTURES - 1; i >= 0; i--) {
+    if (!atomic_load(&stream_answers[i].used)) free = i;
+    if (atomic_load(&stream_answers[i].used) && atomic_load(&stream_answers[i].stream) == stream) {
+      if (answer == -1) atomic_store(&stream_answers[i].used, 0);
+      atomic_store(&stream_answers[i].answer, answer);
+      return;
+    }
+  }
+  if (answer == -1 || free < 0) return;
+  atomic_store(&stream_answers[free].stream, stream);
+  atomic_store(&stream_answers[free].answer, answer);
+  atomic_store(&stream_answers[free].used, 1);
+}
+
+EXPORT void fake_cuda_reset_stream_answers(void) {
+  for (int i = 0; i < MAX_CAPTURES; i++) atomic_store(&stream_answers[i].used, 0);
+}
+
+static int answer_for(CUstream stream) {
+  for (int i = 0; i < MAX_CAPTURES; i++)
+    if (atomic_load(&stream_answers[i].used) && atomic_load(&stream_answers[i].stream) == stream)
+      return atomic_load(&stream_answers[i].answer);
+  return atomic_load(&event_query_result);
+}
+
 static atomic_int *answer_of(CUevent event) {
   uintptr_t i = ((uintptr_t)event - FIRST_EVENT) / EVENT_STEP;
   return i < MAX_EVENTS ? &answers[i] : &answers[0];
@@ -192,8 +227,7 @@ EXPORT ncclshim_cu_result cuEventRecord(CUevent event, CUstream stream) {
   int captured = find_capture(stream) >= 0;
   pthread_mutex_unlock(&lock);
   if (captured) atomic_fetch_add(&counters[1], 1);
-  atomic_store(answer_of(event),
-               captured ? atomic_load(&captured_answer) : atomic_load(&event_query_result));
+  atomic_store(answer_of(event), captured ? atomic_load(&captured_answer) : answer_for(stream));
   return atomic_load(&record_result);
 }
 EXPORT ncclshim_cu_result cuEventQuery(CUevent event) {

@@ -396,6 +396,7 @@ int main(void) {
       cmocka_unit_test_setup(test_burst_tail_caught_up, setup),
       cmocka_unit_test_setup(test_tail_held_while_capturing, setup),
       cmocka_unit_test_setup(test_per_thread_stream_never_shares, setup),
+      cmocka_unit_test_setup(test_tail_caught_up_beside_a_busy_stream, setup),
       cmocka_unit_test_setup(test_callback_frees_nothing_a_record_holds, setup),
       cmocka_unit_test_setup(test_slow_record_delays_nothing_else, setup),
       cmocka_unit_test_setup(test_stop_from_the_callback_refused, setup),

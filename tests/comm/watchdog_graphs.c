@@ -8,6 +8,7 @@
  *    capture fail nothing; labels are copied and cut;
  *  - the last operations of a burst, which no record follows: the watchdog's catch-up event
  *    detects their hang, and is never recorded into a stream that captures. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +20,7 @@
 #include "watchdog_support.h"
 
 #define S ((CUstream)0x5000)
+#define OTHER ((CUstream)0x6000)
 enum { ACTIVE = 1, GLOBAL = 0, THREAD_LOCAL = 1, CAPTURED_EVENT = 907, INVALID_VALUE = 1 };
 
 /* Nothing failed: READY, no callback, no abort. */
@@ -231,4 +233,40 @@ void test_per_thread_stream_never_shares(void **state) {
   assert_int_equal(counts_of(comm).catch_ups, 0);
   assert_healthy(comm);
   finish_healthy(comm, dog, nccl);
+}
+
+/* Operations waiting for an event on one stream while another stream keeps the ring busy:
+ * their catch-up is due once nothing of their own stream is outstanding, and their clock is
+ * checked even while the other stream's events are outstanding. */
+typedef struct busy_stream {
+  ncclshim_comm *comm;
+  atomic_int stop;
+} busy_stream;
+
+static void *record_on_other(void *arg) {
+  busy_stream *b = arg;
+  while (!atomic_load(&b->stop) && all_reduce_on(b->comm, OTHER, 4) == NCCLSHIM_OK) sleep_ms(1);
+  return NULL;
+}
+
+void test_tail_caught_up_beside_a_busy_stream(void **state) {
+  (void)state;
+  ncclshim_watchdog *dog = start();
+  ncclshim_nccl *nccl;
+  ncclshim_comm *comm = watched(&nccl, dog);
+  fake_stream_answer(OTHER, NOT_READY); /* a long operation there first */
+  assert_int_equal(all_reduce_on(comm, OTHER, 4), NCCLSHIM_OK);
+  fake_stream_answer(OTHER, 0); /* then OTHER's work completes as it comes */
+  assert_int_equal(all_reduce_on(comm, S, 8), NCCLSHIM_OK); /* #2: its own event */
+  assert_int_equal(all_reduce_on(comm, S, 8), NCCLSHIM_OK); /* #3 waits for the next */
+  fake_stream_answer(S, NOT_READY);                         /* S hangs from #3 on */
+  fake_complete_all();                                      /* #1 and #2 are done */
+  busy_stream b = {comm, 0};
+  pthread_t thread;
+  assert_int_equal(pthread_create(&thread, NULL, record_on_other, &b), 0);
+  wait_for_failure(comm, 20 * TIMEOUT_MS);
+  atomic_store(&b.stop, 1);
+  assert_int_equal(pthread_join(thread, NULL), 0);
+  assert_non_null(strstr(callback_message, "ncclAllReduce #3 (count 8, ncclFloat32)"));
+  finish_failed(comm, dog, nccl);
 }

@@ -45,6 +45,7 @@ int setup(void **state) {
   fake_cuda_record_result(0);
   fake_cuda_capture(0, 0);
   fake_end_captures();
+  fake_stream_answer(NULL, RESET_STREAM_ANSWERS);
   fake_release_record();
   fake_captured_answer(907);
   atomic_store(&callbacks, 0);
@@ -128,6 +129,7 @@ static void *capture_fake(const char *name) {
 #define CAPTURE_FAKE(type, name) ((type)(uintptr_t)capture_fake(name))
 typedef void (*capture_fn)(CUstream, int, int);
 typedef void (*stream_fn)(CUstream);
+typedef void (*capture_fn2)(CUstream, int);
 typedef void (*int_fn)(int);
 typedef int (*count_fn)(int);
 typedef void (*void_fn)(void);
@@ -143,6 +145,12 @@ void fake_captured_answer(int result) {
   CAPTURE_FAKE(int_fn, "fake_cuda_set_captured_answer")(result);
 }
 int fake_counter(int which) { return CAPTURE_FAKE(count_fn, "fake_cuda_counter")(which); }
+void fake_stream_answer(CUstream stream, int answer) {
+  if (answer == RESET_STREAM_ANSWERS)
+    CAPTURE_FAKE(void_fn, "fake_cuda_reset_stream_answers")();
+  else
+    CAPTURE_FAKE(capture_fn2, "fake_cuda_set_stream_answer")(stream, answer);
+}
 void fake_end_captures(void) { CAPTURE_FAKE(void_fn, "fake_cuda_end_captures")(); }
 void fake_complete_all(void) { CAPTURE_FAKE(void_fn, "fake_cuda_complete_all")(); }
 void fake_block_next_record(CUstream stream) {

@@ -54,6 +54,10 @@ void fake_captured_answer(int result);
 int fake_counter(int which);
 void fake_complete_all(void);
 void fake_end_captures(void);
+/* What events recorded on `stream` answer from now on (RESET_STREAM_ANSWERS: for every
+ * stream, the common answer again). */
+enum { RESET_STREAM_ANSWERS = -2 };
+void fake_stream_answer(CUstream stream, int answer);
 void fake_block_next_record(CUstream stream);
 int fake_blocked(void);
 void fake_release_record(void);
@@ -67,6 +71,7 @@ void test_replay_long_after_capture(void **state);
 void test_burst_tail_caught_up(void **state);
 void test_tail_held_while_capturing(void **state);
 void test_per_thread_stream_never_shares(void **state);
+void test_tail_caught_up_beside_a_busy_stream(void **state);
 void test_callback_frees_nothing_a_record_holds(void **state);
 void test_slow_record_delays_nothing_else(void **state);
 void test_stop_from_the_callback_refused(void **state);

@@ -32,7 +32,7 @@
  * waiting for an event span less than 1/20 of the timeout: those operations share the next
  * event. It is recorded by the next record that finds no event pending (or the span
  * reached); for the last operations of a burst, which no record follows, by the watchdog
- * itself at its next pass after the pending events fired (a "catch-up": it asks
+ * itself at its next pass after their stream's events fired (a "catch-up": it asks
  * cuStreamIsCapturing first and never records into a capturing stream). Limits:
  *   - the deadline of operations that share an event counts from the first of them, so a
  *     hang is reported at most 1/20 of the timeout early for the one that hung, never later

@@ -17,6 +17,7 @@ import time
 DEADLINE_MS = 300
 INTERVAL_MS = 10
 COUNT = 1024
+CALL = b"ncclAllReduce"  # ncclshim_comm_record keeps the pointer: alive as long as the module
 
 
 class CommOptions(ctypes.Structure):
@@ -86,7 +87,7 @@ def main():
                                    ctypes.c_void_p(s.cuda_stream))  # ncclFloat32, ncclSum
             check(r, "ncclAllReduce")
             check(shim.ncclshim_comm_record(comm, ctypes.c_void_p(s.cuda_stream),
-                                            b"ncclAllReduce", ctypes.c_size_t(COUNT), 7),
+                                            CALL, ctypes.c_size_t(COUNT), 7),
                   "ncclshim_comm_record")
 
         with torch.cuda.stream(s):

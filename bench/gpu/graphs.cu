@@ -33,7 +33,7 @@ static const unsigned long long SPIN_LIMIT_NS = 3000000000ull;
 static const ncclshim_nccl_table *T;
 static ncclshim_watchdog *dog;
 static char nccl_version[32];
-static volatile int *flag; // host-mapped: the spinning kernel's release
+static volatile int *flag;  // host-mapped: the spinning kernel's release
 static int *flag_device;
 static float *sendbuf, *recvbuf;
 
@@ -51,10 +51,10 @@ static int64_t now_ns(void) {
 static void sleep_ms(int ms) { usleep((useconds_t)ms * 1000); }
 
 static void on_failure(ncclshim_comm *comm, ncclshim_status, const char *message, void *) {
-  if (failed_at_ns.load() != 0) return; // the first failure is the one looked at
+  if (failed_at_ns.load() != 0) return;  // the first failure is the one looked at
   snprintf(failed_message, sizeof(failed_message), "%s", message);
   failed_comm.store(comm);
-  failed_at_ns.store(now_ns()); // publishes the two above
+  failed_at_ns.store(now_ns());  // publishes the two above
 }
 
 static void reset_failure(void) {
@@ -78,25 +78,24 @@ typedef struct outcome {
   char detail[512];
 } outcome;
 
-#define FAIL_IF(o, cond, ...)                                        \
-  do {                                                               \
-    if (cond) {                                                      \
-      int n_ = snprintf((o)->verdict, sizeof((o)->verdict), "FAIL: "); \
+#define FAIL_IF(o, cond, ...)                                              \
+  do {                                                                     \
+    if (cond) {                                                            \
+      int n_ = snprintf((o)->verdict, sizeof((o)->verdict), "FAIL: ");     \
       snprintf((o)->verdict + n_, sizeof((o)->verdict) - n_, __VA_ARGS__); \
-      return;                                                        \
-    }                                                                \
+      return;                                                              \
+    }                                                                      \
   } while (0)
-#define SHIM_OK(o, call) \
-  FAIL_IF(o, (call) != NCCLSHIM_OK, "%s: %s", #call, ncclshim_last_error())
-#define CUDA_OK(o, call)                                  \
-  do {                                                    \
-    cudaError_t e_ = (call);                              \
+#define SHIM_OK(o, call) FAIL_IF(o, (call) != NCCLSHIM_OK, "%s: %s", #call, ncclshim_last_error())
+#define CUDA_OK(o, call)                                                  \
+  do {                                                                    \
+    cudaError_t e_ = (call);                                              \
     FAIL_IF(o, e_ != cudaSuccess, "%s: %s", #call, cudaGetErrorName(e_)); \
   } while (0)
 
 // After a helper that may have failed the case.
-#define STOP_IF_FAILED(o) \
-  do {                    \
+#define STOP_IF_FAILED(o)        \
+  do {                           \
     if ((o)->verdict[0]) return; \
   } while (0)
 
@@ -121,8 +120,8 @@ static ncclshim_comm *watched_comm(outcome *o) {
 
 // ncclAllReduce on the communicator, checked; then its record unless record == 0.
 static ncclshim_status all_reduce(ncclshim_comm *comm, cudaStream_t s, int record) {
-  ncclResult_t r = T->ncclAllReduce(sendbuf, recvbuf, COUNT, ncclFloat32, ncclSum,
-                                    ncclshim_comm_raw(comm), s);
+  ncclResult_t r =
+      T->ncclAllReduce(sendbuf, recvbuf, COUNT, ncclFloat32, ncclSum, ncclshim_comm_raw(comm), s);
   ncclshim_status status = ncclshim_comm_check(comm, r, "ncclAllReduce", 0);
   if (status == NCCLSHIM_OK && record)
     status = ncclshim_comm_record(comm, s, "ncclAllReduce", COUNT, ncclFloat32);
@@ -133,8 +132,7 @@ static void release_spin(int on) { *flag = on; }
 
 // Nothing failed: the communicator READY, no callback, its counts in the detail.
 static void healthy(outcome *o, ncclshim_comm *comm, const char *what) {
-  FAIL_IF(o, failed_at_ns.load() != 0, "%s: the watchdog failed it: %s", what,
-          failed_message);
+  FAIL_IF(o, failed_at_ns.load() != 0, "%s: the watchdog failed it: %s", what, failed_message);
   FAIL_IF(o, ncclshim_comm_state_of(comm) != NCCLSHIM_COMM_READY, "%s: state %d", what,
           (int)ncclshim_comm_state_of(comm));
   ncclshim_watch_counts c = NCCLSHIM_WATCH_COUNTS_INIT;
@@ -190,14 +188,14 @@ static void replayed_healthy(outcome *o, ncclshim_comm *comm, cudaStream_t s, cu
 
 static void capture_global_pending(outcome *o, ncclshim_comm *comm, cudaStream_t s) {
   release_spin(0);
-  spin<<<1, 1, 0, s>>>(flag_device, SPIN_LIMIT_NS); // keeps what follows pending
+  spin<<<1, 1, 0, s>>>(flag_device, SPIN_LIMIT_NS);  // keeps what follows pending
   for (int i = 0; i < 3; i++) SHIM_OK(o, all_reduce(comm, s, 1));
   cudaGraphExec_t exec = NULL;
   cudaGraph_t graph = NULL;
   CUDA_OK(o, cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
   ncclshim_status status = all_reduce(comm, s, 1);
   sleep_ms(50);
-  release_spin(1); // the pending work finishes during the capture
+  release_spin(1);  // the pending work finishes during the capture
   sleep_ms(2 * DEADLINE_MS);
   cudaError_t e = cudaStreamEndCapture(s, &graph);
   FAIL_IF(o, status != NCCLSHIM_OK, "all-reduce or record in the capture: %s",
@@ -243,7 +241,7 @@ static void replay_watched_ok(outcome *o, ncclshim_comm *comm, cudaStream_t s) {
   cudaGraphExec_t exec = NULL;
   capture(o, comm, s, cudaStreamCaptureModeThreadLocal, 2, 0, 0, &exec);
   STOP_IF_FAILED(o);
-  sleep_ms(2 * DEADLINE_MS); // long after the capture
+  sleep_ms(2 * DEADLINE_MS);  // long after the capture
   replayed_healthy(o, comm, s, exec, "decode", 2, "after 3 late replays");
 }
 
@@ -296,7 +294,7 @@ static void isolation(outcome *o, ncclshim_comm *hung, cudaStream_t s) {
     CUDA_OK(o, cudaStreamSynchronize(s2));
     done++;
   }
-  for (int i = 0; i < 20; i++) { // and after the failure
+  for (int i = 0; i < 20; i++) {  // and after the failure
     SHIM_OK(o, all_reduce(other, s2, 1));
     CUDA_OK(o, cudaStreamSynchronize(s2));
     done++;
@@ -306,8 +304,7 @@ static void isolation(outcome *o, ncclshim_comm *hung, cudaStream_t s) {
   o->limit_ms = (DEADLINE_MS + INTERVAL_MS) * 1.1;
   FAIL_IF(o, at == 0, "the hung communicator was not failed");
   o->ms = (double)(at - t0) / 1e6;
-  FAIL_IF(o, failed_comm.load() != hung, "the wrong communicator failed: %s",
-          failed_message);
+  FAIL_IF(o, failed_comm.load() != hung, "the wrong communicator failed: %s", failed_message);
   FAIL_IF(o, ncclshim_comm_state_of(other) != NCCLSHIM_COMM_READY, "the other one is not READY");
   FAIL_IF(o, ncclshim_comm_failure(other)[0] != '\0', "the other one failed");
   snprintf(o->detail, sizeof(o->detail), "%d all-reduces on the other one meanwhile", done);
@@ -361,7 +358,7 @@ static int run_case(int i) {
 }
 
 int main(int argc, char **argv) {
-  alarm(80); // nothing outlives the part
+  alarm(80);  // nothing outlives the part
   if (ncclshim_init() != NCCLSHIM_OK) {
     fprintf(stderr, "graphs: no NCCL: %s\n", ncclshim_last_error());
     return 2;

@@ -104,7 +104,7 @@ int main(void) {
       if (ncclshim_comm_record(comm, stream, "ncclAllReduce", COUNT, ncclFloat32) != NCCLSHIM_OK)
         die("record");
       int64_t t2 = now_ns();
-      with.push_back((double)(t2 - t0) - clock_cost); // the extra clock read inside
+      with.push_back((double)(t2 - t0) - clock_cost);  // the extra clock read inside
       direct.push_back((double)(t2 - t1) - clock_cost);
     }
     if (i % SYNC_EVERY == SYNC_EVERY - 1) cudaStreamSynchronize(stream);

@@ -77,7 +77,9 @@ static int pass(ncclshim_watchdog *dog, seen_watches *seen, CUcontext *current,
 
 /* Thread-local capture mode for every driver call of this thread (a per-thread setting, so
  * once is enough): its queries cannot invalidate another thread's global-mode capture.
- * 1 once set, or when the driver has no capture modes (before 10.1). */
+ * 1 once set, or when the driver has no capture modes (before 10.1); until then it is
+ * asked again before each pass (a driver not yet initialized refuses it), and the passes
+ * run anyway: missing a hang is worse. */
 static int thread_local_capture(const ncclshim_cuda *cuda) {
   if (!ncclshim_cuda_has_function(cuda, NCCLSHIM_CUDA_FN_cuThreadExchangeStreamCaptureMode))
     return 1;
@@ -95,7 +97,7 @@ static void *watchdog_thread(void *arg) {
     pthread_mutex_unlock(&dog->lock);
     if (!mode_set) mode_set = thread_local_capture(dog->cuda);
     ncclshim_comm *failed[MAX_FAILURES_PER_PASS];
-    int n = mode_set ? pass(dog, &seen, &current, failed) : 0;
+    int n = pass(dog, &seen, &current, failed);
     for (int i = 0; i < n; i++) {
       if (dog->on_failure != NULL)
         dog->on_failure(failed[i], failed[i]->failed_status, failed[i]->reason, dog->user);

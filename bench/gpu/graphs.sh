@@ -25,7 +25,7 @@ summary=$out/summary.txt
 : >"$summary"
 say() { echo "$*" | tee -a "$summary"; }
 
-# shellcheck source=bench/gpu/cuda_bench.sh
+# shellcheck source=bench/gpu/cuda_bench.sh disable=SC1091
 source bench/gpu/cuda_bench.sh
 bin=build-gpu/bench-graphs
 build_cuda_bench bench/gpu/graphs.cu "$bin" "$out/build.log" || exit 1

@@ -10,7 +10,8 @@
 # process are not what a program has. Writes ${OUT:-/tmp/out}/graphs/: graphs.csv
 # (case,verdict,nccl,ms,limit_ms,detail; every verdict ok is success; ms is the detection
 # time for replay-hang-detected and isolation, limit_ms its bound (deadline + interval)
-# * 1.1), summary.txt, a log per run. At most about 60 s; each run has its own timeout.
+# * 1.1), summary.txt, a log per run. About 60 s; each run has its own timeout, and none
+# runs past BUDGET_S (88 s) from the start (a step with no time left writes a FAIL row).
 # NVLink multicast stays off.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -24,6 +25,14 @@ python=${TORCH_PYTHON:-/opt/torch/.venv/bin/python}
 summary=$out/summary.txt
 : >"$summary"
 say() { echo "$*" | tee -a "$summary"; }
+budget=${BUDGET_S:-88}
+# A step's timeout: at most $1 s, never past the part's budget (1 s, so a FAIL, when no time
+# is left: timeout 0 would mean none).
+cap() {
+  local left=$((budget - (SECONDS - start) - 2))
+  [ "$left" -lt 1 ] && left=1
+  echo $(("$1" < left ? "$1" : left))
+}
 
 # shellcheck source=bench/gpu/cuda_bench.sh disable=SC1091
 source bench/gpu/cuda_bench.sh
@@ -41,13 +50,13 @@ fi
 for lib in "${libs[@]}"; do
   [ -f "$lib" ] || { say "no $lib: skipped"; continue; }
   log=$out/graphs-$(basename "$(dirname "$lib")").log
-  NCCLSHIM_NCCL_LIBRARY=$lib timeout 85 "$bin" >"$log.csv" 2>"$log"
+  NCCLSHIM_NCCL_LIBRARY=$lib timeout "$(cap 30)" "$bin" >"$log.csv" 2>"$log"
   rc=$?
   say "graphs on $lib: exit $rc"
   [ -s "$log.csv" ] || echo "graphs,FAIL: exit $rc: $(tail -1 "$log" | tr ',' ';'),,0,0," >"$log.csv"
   cat "$log.csv" >>"$csv"
   # The gpu suite's own case (tests/comm/gpu/gpu_graphs.c: driver API, no kernel).
-  NCCLSHIM_NCCL_LIBRARY=$lib timeout 80 meson test -C build-gpu --no-rebuild \
+  NCCLSHIM_NCCL_LIBRARY=$lib timeout "$(cap 20)" meson test -C build-gpu --no-rebuild \
     gpu-watchdog-graphs >"$log.suite" 2>&1
   rc=$?
   verdict=ok
@@ -58,7 +67,7 @@ for lib in "${libs[@]}"; do
 done
 if [ -x "$python" ] && [ -f "$pip_nccl" ]; then
   log=$out/graphs-torch.log
-  timeout 60 "$python" bench/gpu/graphs_torch.py "$PWD/build-gpu/src/libncclshim.so" \
+  timeout "$(cap 40)" "$python" bench/gpu/graphs_torch.py "$PWD/build-gpu/src/libncclshim.so" \
     "$pip_nccl" >"$log.csv" 2>"$log"
   say "capture-torch on $pip_nccl: exit $?"
   cat "$log.csv" >>"$csv"

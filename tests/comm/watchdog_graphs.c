@@ -1,7 +1,8 @@
 /* The watchdog and CUDA graphs, on the capture fake (part of test_comm_watchdog):
  *  - a global-mode capture begun while recorded work is pending: the watchdog's queries
  *    (thread-local mode) invalidate nothing, and nothing fails however long it lasts;
- *  - records on a capturing stream record no event, start no clock, count as captured;
+ *  - records on a capturing stream (or on the legacy stream during a global capture)
+ *    record no event, start no clock, count as captured;
  *  - a capture that begins between a record's check and its cuEventRecord: the event's
  *    capture answer (907, or INVALID_VALUE) fails nothing, and a catch-up records it again;
  *  - graph replays: a hang names the graph and its collectives; replays long after the
@@ -75,9 +76,19 @@ void test_capture_records_nothing(void **state) {
   assert_int_equal(c.outstanding, 0);
   sleep_ms(3 * TIMEOUT_MS); /* no clock started: nothing to fail */
   assert_healthy(comm);
+  /* The legacy stream while another stream captures in global mode counts as capturing
+   * (the driver answers 906); a stream it cannot tell about fails the record. */
+  fake_set_capture(OTHER, ACTIVE, GLOBAL);
+  assert_int_equal(all_reduce(comm, 32), NCCLSHIM_OK);
+  assert_int_equal(counts_of(comm).captured, 4);
+  fake_set_capture(OTHER, 0, GLOBAL);
+  fake_cuda_capture(400, 0);
+  assert_int_equal(all_reduce_on(comm, OTHER, 32), NCCLSHIM_CUDA_ERROR);
+  assert_message("cuStreamIsCapturing(0x6000) failed: CUDA_ERROR_INVALID_HANDLE (400)");
+  fake_cuda_capture(0, 0);
   /* A graph launched into a capture becomes a node of it: captured too. */
   assert_int_equal(ncclshim_comm_record_graph(comm, S, "nested", 3), NCCLSHIM_OK);
-  assert_int_equal(counts_of(comm).captured, 4);
+  assert_int_equal(counts_of(comm).captured, 5);
   fake_set_capture(S, 0, THREAD_LOCAL);
   fake_cuda_event_query(0);
   assert_int_equal(ncclshim_comm_record_graph(comm, S, "decode", 3), NCCLSHIM_OK);

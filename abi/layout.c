@@ -187,6 +187,14 @@ static void queries(void) {
   FIELD(ncclshim_plugin, chosen);
   FIELD(ncclshim_plugin, verdict);
   FIELD(ncclshim_plugin, reason);
+  FIELD(ncclshim_watch_counts, size);
+  FIELD(ncclshim_watch_counts, recorded);
+  FIELD(ncclshim_watch_counts, captured);
+  FIELD(ncclshim_watch_counts, replays);
+  FIELD(ncclshim_watch_counts, events);
+  FIELD(ncclshim_watch_counts, catch_ups);
+  FIELD(ncclshim_watch_counts, outstanding);
+  VALUE(NCCLSHIM_WATCH_LABEL_MAX);
 }
 
 int main(void) {

@@ -50,6 +50,13 @@ typedef int ncclshim_cu_result; /* CUresult, an int-sized enum */
 #define NCCLSHIM_CUDA_ERROR_NOT_SUPPORTED 801
 #define NCCLSHIM_CUDA_ERROR_SYSTEM_DRIVER_MISMATCH 803
 #define NCCLSHIM_CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE 804
+/* Stream capture (CUDA graphs): what a call that a capture forbids, or an event recorded in
+ * one, answers. 900 .. 908 are all capture-related. */
+#define NCCLSHIM_CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED 900
+#define NCCLSHIM_CUDA_ERROR_STREAM_CAPTURE_INVALIDATED 901
+#define NCCLSHIM_CUDA_ERROR_STREAM_CAPTURE_IMPLICIT 906 /* the legacy stream, during a capture */
+#define NCCLSHIM_CUDA_ERROR_CAPTURED_EVENT 907          /* an event last recorded in a capture */
+#define NCCLSHIM_CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD 908
 #define NCCLSHIM_CUDA_ERROR_UNKNOWN 999
 
 /* ---- Enums, as ints -------------------------------------------------------------------- */
@@ -85,6 +92,12 @@ typedef int ncclshim_cu_stream_capture_status; /* CUstreamCaptureStatus */
 #define NCCLSHIM_CU_STREAM_CAPTURE_STATUS_NONE 0
 #define NCCLSHIM_CU_STREAM_CAPTURE_STATUS_ACTIVE 1
 #define NCCLSHIM_CU_STREAM_CAPTURE_STATUS_INVALIDATED 2
+
+/* CUstreamCaptureMode (an int-sized enum; cuThreadExchangeStreamCaptureMode takes an int *):
+ * which of the calling thread's calls a capture in progress forbids. */
+#define NCCLSHIM_CU_STREAM_CAPTURE_MODE_GLOBAL 0 /* the default: any thread's global capture */
+#define NCCLSHIM_CU_STREAM_CAPTURE_MODE_THREAD_LOCAL 1 /* only this thread's own capture */
+#define NCCLSHIM_CU_STREAM_CAPTURE_MODE_RELAXED 2
 
 /* ---- Flags ------------------------------------------------------------------------------ */
 

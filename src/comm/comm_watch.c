@@ -1,10 +1,8 @@
-/* Watching a communicator: its event pool, and the enqueueing thread's one step per operation
- * (ncclshim_comm_record). The watchdog's thread, which reads the ring, is comm_watchdog.c. */
+/* Watching a communicator: its event pool, its references, watch and unwatch, and the ring's
+ * reserve and publish steps shared by the recording thread and the watchdog's. */
 #include <stdlib.h>
 
 #include "comm_watch.h"
-
-enum { CU_EVENT_DISABLE_TIMING = 2 }; /* cuda.h's value: the cheapest event to record */
 
 const char *ncclshim_nccl_type_name(ncclDataType_t type) {
   static const char *const names[] = {"ncclInt8",     "ncclUint8",      "ncclInt32",
@@ -19,23 +17,53 @@ const char *ncclshim_comm_failure(const ncclshim_comm *comm) {
   return comm->reason;
 }
 
-void ncclshim_watch_free(ncclshim_watch *watch) {
-  const ncclshim_cuda_table *t = ncclshim_cuda_functions(watch->dog->cuda);
+int ncclshim_cuda_capture_answer(ncclshim_cu_result r) {
+  return (r >= NCCLSHIM_CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED &&
+          r <= NCCLSHIM_CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD) ||
+         r == NCCLSHIM_CUDA_ERROR_INVALID_VALUE;
+}
+
+int ncclshim_stream_capturing(const ncclshim_cuda *cuda, CUstream stream, ncclshim_cu_result *r) {
+  ncclshim_cu_stream_capture_status capture = NCCLSHIM_CU_STREAM_CAPTURE_STATUS_NONE;
+  *r = ncclshim_cuda_functions(cuda)->cuStreamIsCapturing(stream, &capture);
+  if (*r == NCCLSHIM_CUDA_SUCCESS) return capture != NCCLSHIM_CU_STREAM_CAPTURE_STATUS_NONE;
+  if (*r == NCCLSHIM_CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) return 1;
+  if (*r == NCCLSHIM_CUDA_ERROR_NOT_SUPPORTED) return 0; /* a driver without captures */
+  return -1;
+}
+
+void ncclshim_watchdog_unref(ncclshim_watchdog *dog) {
+  if (atomic_fetch_sub(&dog->refs, 1) != 1) return;
+  pthread_cond_destroy(&dog->wake);
+  pthread_mutex_destroy(&dog->lock);
+  free(dog);
+}
+
+void ncclshim_watch_ref(ncclshim_watch *watch) { atomic_fetch_add(&watch->refs, 1); }
+
+void ncclshim_watch_unref(ncclshim_watch *watch) {
+  if (atomic_fetch_sub(&watch->refs, 1) != 1) return;
+  const ncclshim_cuda_table *t = ncclshim_cuda_functions(watch->cuda);
   for (int i = 0; i < NCCLSHIM_WATCH_EVENTS; i++)
     if (watch->slots[i].event != NULL) t->cuEventDestroy(watch->slots[i].event);
   pthread_mutex_destroy(&watch->lock);
   ncclshim_comm_unref(watch->comm);
+  ncclshim_watchdog_unref(watch->dog);
   free(watch);
 }
 
 static ncclshim_status make_events(ncclshim_watch *watch) {
   for (int i = 0; i < NCCLSHIM_WATCH_EVENTS; i++) {
-    ncclshim_status status = ncclshim_cuda_event_create(watch->dog->cuda, CU_EVENT_DISABLE_TIMING,
-                                                        &watch->slots[i].event);
+    ncclshim_status status = ncclshim_cuda_event_create(
+        watch->cuda, NCCLSHIM_CU_EVENT_DISABLE_TIMING, &watch->slots[i].event);
     if (status != NCCLSHIM_OK) return status;
   }
   return NCCLSHIM_OK;
 }
+
+/* watch, unwatch and stop change comm->watch under it (never across a driver call). A
+ * recording thread only pins and unpins the link, with atomics. */
+static pthread_mutex_t links = PTHREAD_MUTEX_INITIALIZER;
 
 ncclshim_status ncclshim_comm_watch(ncclshim_comm *comm, ncclshim_watchdog *dog, int timeout_ms) {
   const char *problem = NULL;
@@ -56,78 +84,103 @@ ncclshim_status ncclshim_comm_watch(ncclshim_comm *comm, ncclshim_watchdog *dog,
     return ncclshim_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_comm_watch: out of memory");
   }
   ncclshim_comm_ref(comm);
+  atomic_fetch_add(&dog->refs, 1);
+  atomic_init(&watch->refs, 1);
   watch->comm = comm;
   watch->dog = dog;
+  watch->cuda = dog->cuda;
   watch->timeout_ns = (int64_t)timeout_ms * 1000000;
+  watch->share_ns = watch->timeout_ns / 20;
   ncclshim_status status = ncclshim_cuda_status(dog->cuda);
   if (status == NCCLSHIM_OK &&
       ncclshim_cuda_functions(dog->cuda)->cuCtxGetCurrent(&watch->context) != 0)
     status = ncclshim_fail(NCCLSHIM_CUDA_ERROR, "ncclshim_comm_watch: cuCtxGetCurrent failed");
   if (status == NCCLSHIM_OK) status = make_events(watch);
   if (status != NCCLSHIM_OK) {
-    ncclshim_watch_free(watch);
+    ncclshim_watch_unref(watch);
     return status;
   }
-  pthread_mutex_lock(&dog->lock);
-  watch->next = dog->watches;
-  dog->watches = watch;
-  atomic_store(&comm->watch, watch);
-  pthread_mutex_unlock(&dog->lock);
+  pthread_mutex_lock(&links);
+  ncclshim_watch *expected = NULL;
+  int linked = atomic_compare_exchange_strong(&comm->watch, &expected, watch);
+  if (linked) {
+    ncclshim_watch_ref(watch); /* the list's */
+    pthread_mutex_lock(&dog->lock);
+    watch->next = dog->watches;
+    dog->watches = watch;
+    dog->nwatches++;
+    pthread_mutex_unlock(&dog->lock);
+  }
+  pthread_mutex_unlock(&links);
+  if (!linked) { /* another thread watched it meanwhile */
+    ncclshim_watch_unref(watch);
+    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT,
+                         "ncclshim_comm_watch: the communicator is watched already (timeout %d ms)",
+                         timeout_ms);
+  }
   return NCCLSHIM_OK;
 }
 
-ncclshim_status ncclshim_comm_unwatch(ncclshim_comm *comm) {
-  ncclshim_watch *watch = comm ? atomic_load(&comm->watch) : NULL;
-  if (watch == NULL) return NCCLSHIM_OK;
+ncclshim_watch *ncclshim_watch_unlink(ncclshim_comm *comm, ncclshim_watch *only) {
+  pthread_mutex_lock(&links);
+  uintptr_t bits = (uintptr_t)atomic_load(&comm->watch);
+  ncclshim_watch *watch = (ncclshim_watch *)(bits & ~WATCH_PINNED);
+  if (watch == NULL || (only != NULL && watch != only)) {
+    pthread_mutex_unlock(&links);
+    return NULL;
+  }
+  /* Alive: the link's reference goes only once the link is cleared, below. */
+  ncclshim_watch_ref(watch);
+  bits = (uintptr_t)atomic_exchange(&comm->watch, NULL);
+  pthread_mutex_unlock(&links);
+  atomic_store(&watch->unwatched, 1);
+  if (!(bits & WATCH_PINNED)) ncclshim_watch_unref(watch); /* else the pinning thread drops it */
+  return watch;
+}
+
+/* Take the watch off its watchdog's list; 1 when it was there (its reference is the
+ * caller's to drop). */
+static int unlist(ncclshim_watch *watch) {
   ncclshim_watchdog *dog = watch->dog;
-  pthread_mutex_lock(&dog->lock); /* the watchdog is between passes: not reading it */
+  int found = 0;
+  pthread_mutex_lock(&dog->lock);
   for (ncclshim_watch **p = &dog->watches; *p != NULL; p = &(*p)->next) {
     if (*p == watch) {
       *p = watch->next;
+      dog->nwatches--;
+      found = 1;
       break;
     }
   }
-  atomic_store(&comm->watch, NULL);
   pthread_mutex_unlock(&dog->lock);
-  ncclshim_watch_free(watch);
+  return found;
+}
+
+ncclshim_status ncclshim_comm_unwatch(ncclshim_comm *comm) {
+  ncclshim_watch *watch = comm != NULL ? ncclshim_watch_unlink(comm, NULL) : NULL;
+  if (watch == NULL) return NCCLSHIM_OK;
+  if (unlist(watch)) ncclshim_watch_unref(watch);
+  ncclshim_watch_unref(watch);
   return NCCLSHIM_OK;
 }
 
-ncclshim_status ncclshim_comm_record(ncclshim_comm *comm, CUstream stream, const char *call,
-                                     size_t count, ncclDataType_t type) {
-  static const char who[] = "ncclshim_comm_record";
-  if (comm == NULL) return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: comm is NULL", who);
-  if (atomic_load(&comm->failed_by_watchdog)) return ncclshim_comm_failed(comm, who);
-  ncclshim_watch *watch = atomic_load(&comm->watch);
-  if (watch == NULL)
-    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT,
-                         "%s: the communicator (rank %d of %d) is not watched "
-                         "(ncclshim_comm_watch)",
-                         who, comm->rank, comm->nranks);
-  const ncclshim_cuda_table *t = ncclshim_cuda_functions(watch->dog->cuda);
-  pthread_mutex_lock(&watch->lock);
-  unsigned index;
-  if (watch->outstanding < NCCLSHIM_WATCH_EVENTS) {
-    index = (watch->oldest + watch->outstanding) % NCCLSHIM_WATCH_EVENTS;
-  } else {
-    /* Full: the newest event stands for this operation too. */
-    index = (watch->oldest + NCCLSHIM_WATCH_EVENTS - 1) % NCCLSHIM_WATCH_EVENTS;
-  }
-  ncclshim_watch_slot *slot = &watch->slots[index];
-  ncclshim_cu_result r = t->cuEventRecord(slot->event, stream);
+ncclshim_watch_slot *ncclshim_watch_reserve(ncclshim_watch *w, const ncclshim_watch_ops *ops) {
+  ncclshim_watch_slot *slot = ncclshim_watch_slot_at(w, w->outstanding++);
+  slot->state = SLOT_RESERVED;
+  slot->ops = *ops;
+  w->newest_stream = ops->stream;
+  return slot;
+}
+
+void ncclshim_watch_publish(ncclshim_watch *w, ncclshim_watch_slot *slot, ncclshim_cu_result r,
+                            int catch_up) {
+  pthread_mutex_lock(&w->lock);
+  slot->state = r == 0 ? SLOT_PUBLISHED : SLOT_VOID;
   if (r == 0) {
-    if (watch->outstanding < NCCLSHIM_WATCH_EVENTS) {
-      watch->outstanding++;
-      slot->start_ns = ncclshim_now_ns();
-    }
-    slot->call = call != NULL ? call : "an NCCL operation";
-    slot->count = count;
-    slot->type = (int)type;
-    slot->seq = ++watch->seq;
+    w->counts.events++;
+    w->counts.catch_ups += (uint64_t)catch_up;
+  } else {
+    w->counts.outstanding -= slot->ops.n; /* no longer watched */
   }
-  pthread_mutex_unlock(&watch->lock);
-  if (r != 0)
-    return ncclshim_fail(NCCLSHIM_CUDA_ERROR, "%s: cuEventRecord failed: %s (%d)", who,
-                         ncclshim_cuda_result_name(watch->dog->cuda, r), (int)r);
-  return NCCLSHIM_OK;
+  pthread_mutex_unlock(&w->lock);
 }

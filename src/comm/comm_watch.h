@@ -1,37 +1,69 @@
-/* A watched communicator's ring of recorded operations, shared by the thread that records
- * (comm_watch.c) and the watchdog's thread (comm_watchdog.c). For src/comm only. */
+/* A watched communicator: its ring of events and the operations waiting for one, shared by
+ * the thread that records (comm_watch_record.c) and the watchdog's thread
+ * (comm_watchdog.c, comm_watch_pass.c); its life (comm_watch.c). For src/comm only.
+ *
+ * Lifetimes. A watch is freed when its last reference goes: one for the communicator's link
+ * (comm->watch), one for the watchdog's list, one per pass looking at it. A recording thread
+ * holds none: it pins the link instead, setting WATCH_PINNED in comm->watch for the length of
+ * the call; an unwatch that finds the pin leaves the link's reference to the pinning thread,
+ * which drops it when it is done. The watchdog is freed when its owner (stop) and every watch
+ * made on it are gone.
+ *
+ * Locks. w->lock guards the ring and is never held across a driver call: a record reserves a
+ * slot under it, records the event without it, then publishes the slot under it. */
 #ifndef NCCLSHIM_COMM_WATCH_H
 #define NCCLSHIM_COMM_WATCH_H
 
 #include "comm_internal.h"
 
-/* Events per communicator: operations outstanding at once before the newest event is
- * recorded again (which keeps the oldest operations' deadlines). */
+/* Events per communicator: groups of operations outstanding at once before new operations
+ * wait for a free one. */
 enum { NCCLSHIM_WATCH_EVENTS = 256 };
+
+#define WATCH_PINNED ((uintptr_t)1) /* the low bit of comm->watch: a record is using it */
+
+/* Operations that one event covers, described by the first (the oldest not known done). */
+typedef struct ncclshim_watch_ops {
+  CUstream stream;
+  const char *call; /* NULL: a graph replay, named by label */
+  char label[NCCLSHIM_WATCH_LABEL_MAX + 1];
+  size_t count; /* elements; a replay's collectives */
+  int type;
+  uint64_t first_seq, last_seq;
+  uint64_t n;       /* operations covered */
+  int64_t start_ns; /* when the first was recorded (or its clock restarted) */
+} ncclshim_watch_ops;
+
+enum { SLOT_RESERVED = 1, SLOT_PUBLISHED, SLOT_VOID }; /* VOID: its record failed */
 
 typedef struct ncclshim_watch_slot {
   CUevent event;
-  const char *call;
-  size_t count;
-  int type;
-  uint64_t seq;
-  int64_t start_ns; /* when it was recorded */
+  int state;
+  ncclshim_watch_ops ops;
 } ncclshim_watch_slot;
 
 typedef struct ncclshim_watch {
+  atomic_int refs;
+  atomic_int unwatched;
   ncclshim_comm *comm; /* holds a reference */
   ncclshim_watchdog *dog;
+  const ncclshim_cuda *cuda;
   int64_t timeout_ns;
+  int64_t share_ns; /* operations share an event while they span less than this */
   CUcontext context;
-  struct ncclshim_watch *next; /* the watchdog's list, under its lock */
-  pthread_mutex_t lock;        /* guards the ring */
-  unsigned oldest, outstanding;
+  struct ncclshim_watch *next;  /* the watchdog's list, under its lock */
+  pthread_mutex_t lock;         /* guards everything below */
+  unsigned oldest, outstanding; /* slots reserved or published, oldest first */
+  CUstream newest_stream;       /* of the newest slot */
   uint64_t seq;
+  ncclshim_watch_ops waiting; /* operations waiting for an event (waiting.n of them) */
+  ncclshim_watch_counts counts;
   ncclshim_watch_slot slots[NCCLSHIM_WATCH_EVENTS];
 } ncclshim_watch;
 
 struct ncclshim_watchdog {
   pthread_t thread;
+  atomic_int refs;      /* the owner's (until stop) and one per watch */
   pthread_mutex_t lock; /* guards everything below */
   pthread_cond_t wake;  /* on CLOCK_MONOTONIC */
   int stop;
@@ -40,9 +72,44 @@ struct ncclshim_watchdog {
   ncclshim_watchdog_callback on_failure;
   void *user;
   ncclshim_watch *watches;
+  size_t nwatches;
 };
 
-/* Destroy a watch's events and free it, dropping its reference on the communicator. */
-void ncclshim_watch_free(ncclshim_watch *watch);
+/* Clear comm->watch when it links `only` (any watch: NULL) and drop the link's reference,
+ * or leave it to the thread that pins it; the watch it linked, with a reference for the
+ * caller, or NULL. */
+ncclshim_watch *ncclshim_watch_unlink(ncclshim_comm *comm, ncclshim_watch *only);
+void ncclshim_watch_ref(ncclshim_watch *watch);
+/* Drop a reference; the last destroys the events and frees the watch. */
+void ncclshim_watch_unref(ncclshim_watch *watch);
+void ncclshim_watchdog_unref(ncclshim_watchdog *dog);
+
+/* The slot `i` places after the oldest; under the lock. */
+static inline ncclshim_watch_slot *ncclshim_watch_slot_at(ncclshim_watch *w, unsigned i) {
+  return &w->slots[(w->oldest + i) % NCCLSHIM_WATCH_EVENTS];
+}
+/* Reserve the next slot for `ops` (the lock held, a slot free): the caller records its event
+ * without the lock, then calls ncclshim_watch_publish. */
+ncclshim_watch_slot *ncclshim_watch_reserve(ncclshim_watch *w, const ncclshim_watch_ops *ops);
+/* The lock not held: publish the slot (result 0) or void it; counts the event. */
+void ncclshim_watch_publish(ncclshim_watch *w, ncclshim_watch_slot *slot, ncclshim_cu_result r,
+                            int catch_up);
+
+/* 1 when a driver answer concerns a stream capture, never a failure: 900 .. 908, and
+ * CUDA_ERROR_INVALID_VALUE, which a query of an event recorded in a capture can give. */
+int ncclshim_cuda_capture_answer(ncclshim_cu_result r);
+/* Is `stream` capturing? 0 no, 1 yes (or the legacy stream during a capture), -1 with *r
+ * set when the driver could not tell. */
+int ncclshim_stream_capturing(const ncclshim_cuda *cuda, CUstream stream, ncclshim_cu_result *r);
+
+/* One look at a watch on the watchdog's thread (comm_watch_pass.c): retire finished events,
+ * catch up the operations left waiting, check the deadline and NCCL's error. 1 with the
+ * failure written into status/code/text when the communicator must be failed. */
+typedef struct ncclshim_watch_verdict {
+  ncclshim_status status; /* TIMEOUT, NCCL_ERROR or CUDA_ERROR */
+  ncclResult_t code;
+  char text[640];
+} ncclshim_watch_verdict;
+int ncclshim_watch_inspect(ncclshim_watch *w, CUcontext *current, ncclshim_watch_verdict *v);
 
 #endif

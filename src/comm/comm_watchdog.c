@@ -10,95 +10,11 @@
 
 #include "comm_watch.h"
 
-enum { CUDA_ERROR_NOT_READY = 600, MAX_FAILURES_PER_PASS = 16 };
-
-/* What one look at a communicator found wrong. */
-typedef struct verdict {
-  ncclshim_status status; /* TIMEOUT, NCCL_ERROR or CUDA_ERROR */
-  ncclResult_t code;
-  char text[640];
-} verdict;
-
-static void describe(const ncclshim_watch_slot *slot, int64_t now, char *buf, size_t size) {
-  snprintf(buf, size, "%s #%llu (count %zu, %s), which had run %lld ms", slot->call,
-           (unsigned long long)slot->seq, slot->count,
-           ncclshim_nccl_type_name((ncclDataType_t)slot->type),
-           (long long)((now - slot->start_ns) / 1000000));
-}
-
-/* Retire the operations whose events fired; copy the oldest one still running into *oldest.
- * Returns 1 when one is, 0 when none, -1 (with *v filled) when cuEventQuery failed. */
-static int oldest_running(ncclshim_watchdog *dog, ncclshim_watch *w, ncclshim_watch_slot *oldest,
-                          verdict *v, int64_t now) {
-  const ncclshim_cuda_table *t = ncclshim_cuda_functions(dog->cuda);
-  int found = 0;
-  pthread_mutex_lock(&w->lock);
-  while (w->outstanding > 0) {
-    ncclshim_watch_slot *slot = &w->slots[w->oldest];
-    ncclshim_cu_result r = t->cuEventQuery(slot->event);
-    if (r == 0) {
-      w->oldest = (w->oldest + 1) % NCCLSHIM_WATCH_EVENTS;
-      w->outstanding--;
-      continue;
-    }
-    *oldest = *slot;
-    found = 1;
-    if (r != CUDA_ERROR_NOT_READY) {
-      char what[256];
-      describe(slot, now, what, sizeof(what));
-      v->status = NCCLSHIM_CUDA_ERROR;
-      v->code = ncclUnhandledCudaError;
-      snprintf(v->text, sizeof(v->text), "cuEventQuery failed with %s (%d) for %s",
-               ncclshim_cuda_result_name(dog->cuda, r), (int)r, what);
-      found = -1;
-    }
-    break;
-  }
-  pthread_mutex_unlock(&w->lock);
-  return found;
-}
-
-/* Look at one communicator; 1 with *v filled when it must be failed. */
-static int inspect(ncclshim_watchdog *dog, ncclshim_watch *w, CUcontext *current, verdict *v) {
-  ncclshim_comm *comm = w->comm;
-  if (ncclshim_comm_get_state(comm) != NCCLSHIM_COMM_READY) return 0;
-  if (*current != w->context &&
-      ncclshim_cuda_functions(dog->cuda)->cuCtxSetCurrent(w->context) == 0)
-    *current = w->context;
-  int64_t now = ncclshim_now_ns();
-  ncclshim_watch_slot oldest;
-  int running = oldest_running(dog, w, &oldest, v, now);
-  if (running < 0) return 1;
-  char what[256] = "no recorded operation outstanding";
-  if (running) describe(&oldest, now, what, sizeof(what));
-  /* Under the lock: an abort started meanwhile (not READY) may have freed NCCL's comm. */
-  ncclResult_t r = ncclSuccess, async = ncclSuccess;
-  pthread_mutex_lock(&comm->lock);
-  if (comm->state == NCCLSHIM_COMM_READY)
-    r = ncclshim_nccl_functions(comm->nccl)->ncclCommGetAsyncError(comm->comm, &async);
-  pthread_mutex_unlock(&comm->lock);
-  if (r != ncclSuccess || (async != ncclSuccess && async != ncclInProgress)) {
-    ncclResult_t code = r != ncclSuccess ? r : async;
-    v->status = NCCLSHIM_NCCL_ERROR;
-    v->code = code;
-    snprintf(v->text, sizeof(v->text), "%s reported %s (%d) during %s",
-             r != ncclSuccess ? "ncclCommGetAsyncError itself" : "ncclCommGetAsyncError",
-             ncclshim_nccl_result_name(code), (int)code, what);
-    return 1;
-  }
-  if (running && now - oldest.start_ns > w->timeout_ns) {
-    v->status = NCCLSHIM_TIMEOUT;
-    v->code = ncclInProgress;
-    snprintf(v->text, sizeof(v->text), "%s, past its deadline of %lld ms", what,
-             (long long)(w->timeout_ns / 1000000));
-    return 1;
-  }
-  return 0;
-}
+enum { MAX_FAILURES_PER_PASS = 16 };
 
 /* Mark it FAILED with the message and start the abort; 0 when another thread changed its
  * state first (nothing done). */
-static int fail(ncclshim_comm *comm, const verdict *v) {
+static int fail(ncclshim_comm *comm, const ncclshim_watch_verdict *v) {
   pthread_mutex_lock(&comm->lock);
   int ours = comm->state == NCCLSHIM_COMM_READY;
   if (ours) {
@@ -115,42 +31,86 @@ static int fail(ncclshim_comm *comm, const verdict *v) {
   return ours;
 }
 
-/* One pass over the watches, with the lock held; the communicators it failed, referenced,
- * go to failed[] for the callback (called without the lock). */
-static int pass(ncclshim_watchdog *dog, CUcontext *current, ncclshim_comm **failed) {
+/* The watches to look at, each referenced (the array grown on the watchdog's thread only),
+ * so that no pass holds the watchdog's lock while it looks. */
+typedef struct seen_watches {
+  ncclshim_watch **watch;
+  size_t count, capacity;
+} seen_watches;
+
+static void take_watches(ncclshim_watchdog *dog, seen_watches *seen) {
+  pthread_mutex_lock(&dog->lock);
+  while (dog->nwatches > seen->capacity) {
+    size_t want = dog->nwatches + 16;
+    pthread_mutex_unlock(&dog->lock);
+    ncclshim_watch **grown = realloc(seen->watch, want * sizeof(*grown));
+    pthread_mutex_lock(&dog->lock);
+    if (grown == NULL) break; /* look at those that fit */
+    seen->watch = grown;
+    seen->capacity = want;
+  }
+  seen->count = 0;
+  for (ncclshim_watch *w = dog->watches; w != NULL && seen->count < seen->capacity; w = w->next) {
+    ncclshim_watch_ref(w);
+    seen->watch[seen->count++] = w;
+  }
+  pthread_mutex_unlock(&dog->lock);
+}
+
+/* One pass over the watches, without the watchdog's lock; the communicators it failed,
+ * referenced, go to failed[] for the callback. */
+static int pass(ncclshim_watchdog *dog, seen_watches *seen, CUcontext *current,
+                ncclshim_comm **failed) {
+  take_watches(dog, seen);
   int n = 0;
-  for (ncclshim_watch *w = dog->watches; w != NULL && n < MAX_FAILURES_PER_PASS; w = w->next) {
-    verdict v;
-    if (inspect(dog, w, current, &v) && fail(w->comm, &v)) {
+  for (size_t i = 0; i < seen->count; i++) {
+    ncclshim_watch *w = seen->watch[i];
+    ncclshim_watch_verdict v;
+    if (n < MAX_FAILURES_PER_PASS && ncclshim_watch_inspect(w, current, &v) && fail(w->comm, &v)) {
       ncclshim_comm_ref(w->comm);
       failed[n++] = w->comm;
     }
+    ncclshim_watch_unref(w);
   }
   return n;
+}
+
+/* Thread-local capture mode for every driver call of this thread (a per-thread setting, so
+ * once is enough): its queries cannot invalidate another thread's global-mode capture.
+ * 1 once set, or when the driver has no capture modes (before 10.1); until then it is
+ * asked again before each pass (a driver not yet initialized refuses it), and the passes
+ * run anyway: missing a hang is worse. */
+static int thread_local_capture(const ncclshim_cuda *cuda) {
+  if (!ncclshim_cuda_has_function(cuda, NCCLSHIM_CUDA_FN_cuThreadExchangeStreamCaptureMode))
+    return 1;
+  int mode = NCCLSHIM_CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+  return ncclshim_cuda_functions(cuda)->cuThreadExchangeStreamCaptureMode(&mode) == 0;
 }
 
 static void *watchdog_thread(void *arg) {
   ncclshim_watchdog *dog = arg;
   CUcontext current = NULL;
+  seen_watches seen = {NULL, 0, 0};
+  int mode_set = 0;
   pthread_mutex_lock(&dog->lock);
   while (!dog->stop) {
+    pthread_mutex_unlock(&dog->lock);
+    if (!mode_set) mode_set = thread_local_capture(dog->cuda);
     ncclshim_comm *failed[MAX_FAILURES_PER_PASS];
-    int n = pass(dog, &current, failed);
-    if (n > 0) {
-      pthread_mutex_unlock(&dog->lock);
-      for (int i = 0; i < n; i++) {
-        if (dog->on_failure != NULL)
-          dog->on_failure(failed[i], failed[i]->failed_status, failed[i]->reason, dog->user);
-        ncclshim_comm_unref(failed[i]);
-      }
-      pthread_mutex_lock(&dog->lock);
+    int n = pass(dog, &seen, &current, failed);
+    for (int i = 0; i < n; i++) {
+      if (dog->on_failure != NULL)
+        dog->on_failure(failed[i], failed[i]->failed_status, failed[i]->reason, dog->user);
+      ncclshim_comm_unref(failed[i]);
     }
+    pthread_mutex_lock(&dog->lock);
     int64_t until = ncclshim_now_ns() + dog->interval_ns;
     struct timespec ts = {(time_t)(until / 1000000000), (long)(until % 1000000000)};
     while (!dog->stop && pthread_cond_timedwait(&dog->wake, &dog->lock, &ts) != ETIMEDOUT) {
     }
   }
   pthread_mutex_unlock(&dog->lock);
+  free(seen.watch);
   return NULL;
 }
 
@@ -185,6 +145,7 @@ ncclshim_status ncclshim_watchdog_start(const ncclshim_watchdog_options *options
     free(dog);
     return ncclshim_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_watchdog_start: out of memory");
   }
+  atomic_init(&dog->refs, 1);
   dog->interval_ns = (int64_t)options->interval_ms * 1000000;
   dog->cuda = options->cuda != NULL ? options->cuda : ncclshim_cuda_default();
   dog->on_failure = options->on_failure;
@@ -201,20 +162,30 @@ ncclshim_status ncclshim_watchdog_start(const ncclshim_watchdog_options *options
   return NCCLSHIM_OK;
 }
 
-void ncclshim_watchdog_stop(ncclshim_watchdog *dog) {
-  if (dog == NULL) return;
+ncclshim_status ncclshim_watchdog_stop(ncclshim_watchdog *dog) {
+  if (dog == NULL) return NCCLSHIM_OK;
+  if (pthread_equal(pthread_self(), dog->thread))
+    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT,
+                         "ncclshim_watchdog_stop: called on the watchdog's own thread (from its "
+                         "callback): nothing stopped; stop it from another thread");
   pthread_mutex_lock(&dog->lock);
   dog->stop = 1;
   pthread_cond_broadcast(&dog->wake);
   pthread_mutex_unlock(&dog->lock);
   pthread_join(dog->thread, NULL);
-  while (dog->watches != NULL) {
+  for (;;) {
+    pthread_mutex_lock(&dog->lock);
     ncclshim_watch *w = dog->watches;
-    dog->watches = w->next;
-    atomic_store(&w->comm->watch, NULL);
-    ncclshim_watch_free(w);
+    if (w != NULL) {
+      dog->watches = w->next;
+      dog->nwatches--;
+    }
+    pthread_mutex_unlock(&dog->lock);
+    if (w == NULL) break;
+    ncclshim_watch *linked = ncclshim_watch_unlink(w->comm, w);
+    if (linked != NULL) ncclshim_watch_unref(linked);
+    ncclshim_watch_unref(w); /* the list's */
   }
-  pthread_cond_destroy(&dog->wake);
-  pthread_mutex_destroy(&dog->lock);
-  free(dog);
+  ncclshim_watchdog_unref(dog); /* freed once its last watch is */
+  return NCCLSHIM_OK;
 }

@@ -27,6 +27,16 @@
     "system has unsupported display driver / cuda driver combination")                      \
   X(804, CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE,                                         \
     "forward compatibility was attempted on non supported HW")                              \
+  X(900, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,                                             \
+    "operation not permitted when stream is capturing")                                     \
+  X(901, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,                                             \
+    "operation failed due to a previous error during capture")                              \
+  X(906, CUDA_ERROR_STREAM_CAPTURE_IMPLICIT,                                                \
+    "operation would make the legacy stream depend on a capturing blocking stream")         \
+  X(907, CUDA_ERROR_CAPTURED_EVENT,                                                         \
+    "operation not permitted on an event last recorded in a capturing stream")              \
+  X(908, CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD,                                            \
+    "attempt to terminate a thread-local capture sequence from another thread")             \
   X(999, CUDA_ERROR_UNKNOWN, "unknown error")
 
 typedef struct known_result {

@@ -12,7 +12,6 @@
  *    as it can while the watchdog fails and aborts the communicator. */
 #include <pthread.h>
 #include <setjmp.h>
-#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,90 +20,7 @@
 
 #include <cmocka.h>
 
-#include "comm_fakes.h"
-
-enum { NOT_READY = 600, LAUNCH_FAILED = 719, TIMEOUT_MS = 100, INTERVAL_MS = 5 };
-enum { CREATED = 0, DESTROYED = 1, RECORDED = 2, QUERIED = 3 };
-
-/* What the callback saw. It runs on the watchdog's thread, where a cmocka assert cannot
- * fail the test (it longjmps into the test thread's frame): the test thread checks these. */
-static atomic_int callbacks;
-static char callback_message[1024];
-static ncclshim_status callback_status;
-static ncclshim_comm_state callback_state;
-static void *callback_user;
-
-static void on_failure(ncclshim_comm *comm, ncclshim_status status, const char *message,
-                       void *user) {
-  callback_user = user;
-  callback_state = ncclshim_comm_state_of(comm);
-  callback_status = status;
-  strncpy(callback_message, message, sizeof(callback_message) - 1);
-  atomic_fetch_add(&callbacks, 1); /* publishes the fields above */
-}
-
-static ncclshim_watchdog *start(void) {
-  ncclshim_watchdog_options options = NCCLSHIM_WATCHDOG_OPTIONS_INIT;
-  options.interval_ms = INTERVAL_MS;
-  options.on_failure = on_failure;
-  options.user = &callbacks;
-  ncclshim_watchdog *dog = NULL;
-  assert_int_equal(ncclshim_watchdog_start(&options, &dog), NCCLSHIM_OK);
-  return dog;
-}
-
-static int setup(void **state) {
-  (void)state;
-  fake_cuda_event_query(0);
-  fake_cuda_record_result(0);
-  atomic_store(&callbacks, 0);
-  callback_message[0] = '\0';
-  callback_state = NCCLSHIM_COMM_READY;
-  callback_user = NULL;
-  return 0;
-}
-
-/* A watched blocking communicator on a fresh fake. */
-static ncclshim_comm *watched(ncclshim_nccl **nccl, ncclshim_watchdog *dog) {
-  *nccl = fake_open("2.28.9");
-  ncclshim_comm *comm = fake_comm(*nccl, 1);
-  assert_int_equal(ncclshim_comm_watch(comm, dog, TIMEOUT_MS), NCCLSHIM_OK);
-  return comm;
-}
-
-/* An all-reduce as a user enqueues it: the call, the checked result, the record. */
-static ncclshim_status all_reduce(ncclshim_comm *comm, size_t count) {
-  const ncclshim_nccl_table *t = ncclshim_nccl_functions(ncclshim_comm_library(comm));
-  ncclResult_t r =
-      t->ncclAllReduce(NULL, NULL, count, ncclFloat32, ncclSum, ncclshim_comm_raw(comm), NULL);
-  ncclshim_status status = ncclshim_comm_check(comm, r, "ncclAllReduce", 0);
-  if (status != NCCLSHIM_OK) return status;
-  return ncclshim_comm_record(comm, NULL, "ncclAllReduce", count, ncclFloat32);
-}
-
-/* Wait (bounded) until the watchdog has failed the communicator. */
-static void wait_for_failure(ncclshim_comm *comm, int limit_ms) {
-  int64_t until = now_ms() + limit_ms;
-  while (ncclshim_comm_state_of(comm) == NCCLSHIM_COMM_READY && now_ms() < until) {
-    struct timespec ts = {0, 1000000};
-    nanosleep(&ts, NULL);
-  }
-  assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_FAILED);
-  until = now_ms() + limit_ms;
-  while (atomic_load(&callbacks) == 0 && now_ms() < until) {
-    struct timespec ts = {0, 1000000};
-    nanosleep(&ts, NULL);
-  }
-  if (atomic_load(&callbacks) > 0) { /* called with the options' user, once the failure shows */
-    assert_ptr_equal(callback_user, &callbacks);
-    assert_int_equal(callback_state, NCCLSHIM_COMM_FAILED);
-  }
-}
-
-static void sleep_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-  nanosleep(&ts, NULL);
-}
+#include "watchdog_support.h"
 
 static void test_events_that_fire_never_fail(void **state) {
   (void)state;
@@ -131,7 +47,7 @@ static void test_event_that_never_fires(void **state) {
   ncclshim_comm *comm = watched(&nccl, dog);
   assert_int_equal(all_reduce(comm, 64), NCCLSHIM_OK);
   assert_int_equal(all_reduce(comm, 64), NCCLSHIM_OK); /* #1 and #2 finish */
-  sleep_ms(3 * INTERVAL_MS);
+  wait_until_done(comm, 20 * TIMEOUT_MS);
   fake_cuda_event_query(NOT_READY); /* from #3 on, the work never completes */
   assert_int_equal(all_reduce(comm, 256), NCCLSHIM_OK);
   assert_int_equal(all_reduce(comm, 512), NCCLSHIM_OK);
@@ -238,12 +154,12 @@ static void test_abort_that_hangs(void **state) {
   ncclshim_nccl_close(nccl);
 }
 
+/* A burst longer than the pool, whose work never completes: the operations share events
+ * (at least one per 1/20 of the timeout, at most the pool's), none is made while
+ * recording, and the oldest keeps the deadline. */
 static void test_full_pool_keeps_the_oldest(void **state) {
   (void)state;
-  ncclshim_watchdog_options options = NCCLSHIM_WATCHDOG_OPTIONS_INIT;
-  options.interval_ms = 1000; /* no pass during the burst below */
-  ncclshim_watchdog *dog = NULL;
-  assert_int_equal(ncclshim_watchdog_start(&options, &dog), NCCLSHIM_OK);
+  ncclshim_watchdog *dog = start_every(1000); /* no pass during the burst below */
   ncclshim_nccl *nccl;
   int created = fake_cuda_events(CREATED);
   ncclshim_comm *comm = watched(&nccl, dog);
@@ -252,7 +168,18 @@ static void test_full_pool_keeps_the_oldest(void **state) {
   fake_cuda_event_query(NOT_READY);
   int recorded = fake_cuda_events(RECORDED);
   for (int i = 0; i < 3 * pool; i++) assert_int_equal(all_reduce(comm, 32), NCCLSHIM_OK);
-  assert_int_equal(fake_cuda_events(RECORDED) - recorded, 3 * pool);
+  int events = fake_cuda_events(RECORDED) - recorded;
+  assert_true(events >= 1 && events <= pool);
+  ncclshim_watch_counts counts = NCCLSHIM_WATCH_COUNTS_INIT;
+  counts.size = 8; /* below the first version's */
+  assert_int_equal(ncclshim_comm_watch_counts(comm, &counts), NCCLSHIM_INVALID_ARGUMENT);
+  assert_message("out->size is 8, below");
+  counts = counts_of(comm);
+  assert_int_equal(counts.size, sizeof(counts));
+  assert_int_equal(counts.recorded, 3 * pool);
+  assert_int_equal(counts.events, events);
+  assert_int_equal(counts.outstanding, 3 * pool);
+  assert_int_equal(counts.captured, 0);
   assert_int_equal(fake_cuda_events(CREATED) - created, pool); /* none made while recording */
   wait_for_failure(comm, 5000);
   assert_non_null(strstr(ncclshim_comm_failure(comm), "ncclAllReduce #1 (count 32"));
@@ -312,6 +239,7 @@ static void test_bad_arguments(void **state) {
   assert_int_equal(ncclshim_comm_record(comm, NULL, "ncclAllReduce", 1, ncclFloat32),
                    NCCLSHIM_CUDA_ERROR);
   assert_message("cuEventRecord failed");
+  assert_int_equal(counts_of(comm).outstanding, 0); /* no event: not watched, not counted */
   assert_int_equal(ncclshim_comm_record(NULL, NULL, "x", 1, ncclFloat32),
                    NCCLSHIM_INVALID_ARGUMENT);
   ncclshim_comm *initializing = fake_comm(nccl, 0);
@@ -460,6 +388,18 @@ int main(void) {
       cmocka_unit_test_setup(test_wait_meets_the_watchdog, setup),
       cmocka_unit_test_setup(test_split_blocking, setup),
       cmocka_unit_test_setup(test_split_blocking_abort_and_errors, setup),
+      cmocka_unit_test_setup(test_capture_global_pending, setup),
+      cmocka_unit_test_setup(test_capture_records_nothing, setup),
+      cmocka_unit_test_setup(test_capture_begun_during_a_record, setup),
+      cmocka_unit_test_setup(test_replay_hang_names_the_graph, setup),
+      cmocka_unit_test_setup(test_replay_long_after_capture, setup),
+      cmocka_unit_test_setup(test_burst_tail_caught_up, setup),
+      cmocka_unit_test_setup(test_tail_held_while_capturing, setup),
+      cmocka_unit_test_setup(test_per_thread_stream_never_shares, setup),
+      cmocka_unit_test_setup(test_tail_caught_up_beside_a_busy_stream, setup),
+      cmocka_unit_test_setup(test_callback_frees_nothing_a_record_holds, setup),
+      cmocka_unit_test_setup(test_slow_record_delays_nothing_else, setup),
+      cmocka_unit_test_setup(test_stop_from_the_callback_refused, setup),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -217,6 +217,15 @@ static ncclshim_cu_result fake_cuStreamIsCapturing(
   return 0;
 }
 
+static ncclshim_cu_result fake_cuThreadExchangeStreamCaptureMode(int *mode) {
+  static _Thread_local int thread_mode; /* the driver's is per thread too */
+  if (mode == NULL || *mode < 0 || *mode > NCCLSHIM_CU_STREAM_CAPTURE_MODE_RELAXED) return 1;
+  int previous = thread_mode;
+  thread_mode = *mode;
+  *mode = previous;
+  return 0;
+}
+
 static ncclshim_cu_result fake_cuEventCreate(CUevent *phEvent, unsigned int flags) {
   NEED_CTX();
   if ((*phEvent = calloc(1, sizeof(**phEvent))) == NULL) return 2;

@@ -54,6 +54,7 @@ static const struct {
     {"cuDeviceCanAccessPeer", 4000, "cuDeviceCanAccessPeer"},
     {"cuGetErrorName", 6000, "cuGetErrorName"},
     {"cuGetErrorString", 6000, "cuGetErrorString"},
+    {"cuThreadExchangeStreamCaptureMode", 10010, "cuThreadExchangeStreamCaptureMode"},
 };
 enum { EXPECTED = sizeof(expected) / sizeof(expected[0]) };
 

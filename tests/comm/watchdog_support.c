@@ -1,0 +1,160 @@
+/* What the watchdog's tests share: watchdog_support.h. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "watchdog_support.h"
+
+atomic_int callbacks;
+char callback_message[1024];
+ncclshim_status callback_status;
+ncclshim_comm_state callback_state;
+void *callback_user;
+void (*callback_action)(ncclshim_comm *comm);
+
+static void on_failure(ncclshim_comm *comm, ncclshim_status status, const char *message,
+                       void *user) {
+  if (callback_action != NULL) callback_action(comm);
+  callback_user = user;
+  callback_state = ncclshim_comm_state_of(comm);
+  callback_status = status;
+  strncpy(callback_message, message, sizeof(callback_message) - 1);
+  atomic_fetch_add(&callbacks, 1); /* publishes the fields above */
+}
+
+ncclshim_watchdog *start_every(int interval_ms) {
+  ncclshim_watchdog_options options = NCCLSHIM_WATCHDOG_OPTIONS_INIT;
+  options.interval_ms = interval_ms;
+  options.on_failure = on_failure;
+  options.user = &callbacks;
+  ncclshim_watchdog *dog = NULL;
+  assert_int_equal(ncclshim_watchdog_start(&options, &dog), NCCLSHIM_OK);
+  return dog;
+}
+
+ncclshim_watchdog *start(void) { return start_every(INTERVAL_MS); }
+
+int setup(void **state) {
+  (void)state;
+  fake_cuda_event_query(0);
+  fake_cuda_record_result(0);
+  fake_cuda_capture(0, 0);
+  fake_end_captures();
+  fake_stream_answer(NULL, RESET_STREAM_ANSWERS);
+  fake_release_record();
+  fake_captured_answer(907);
+  atomic_store(&callbacks, 0);
+  callback_action = NULL;
+  callback_message[0] = '\0';
+  callback_state = NCCLSHIM_COMM_READY;
+  callback_user = NULL;
+  return 0;
+}
+
+ncclshim_comm *watched(ncclshim_nccl **nccl, ncclshim_watchdog *dog) {
+  *nccl = fake_open("2.28.9");
+  ncclshim_comm *comm = fake_comm(*nccl, 1);
+  assert_int_equal(ncclshim_comm_watch(comm, dog, TIMEOUT_MS), NCCLSHIM_OK);
+  return comm;
+}
+
+ncclshim_status all_reduce_on(ncclshim_comm *comm, CUstream stream, size_t count) {
+  const ncclshim_nccl_table *t = ncclshim_nccl_functions(ncclshim_comm_library(comm));
+  ncclResult_t r =
+      t->ncclAllReduce(NULL, NULL, count, ncclFloat32, ncclSum, ncclshim_comm_raw(comm), stream);
+  ncclshim_status status = ncclshim_comm_check(comm, r, "ncclAllReduce", 0);
+  if (status != NCCLSHIM_OK) return status;
+  return ncclshim_comm_record(comm, stream, "ncclAllReduce", count, ncclFloat32);
+}
+
+ncclshim_status all_reduce(ncclshim_comm *comm, size_t count) {
+  return all_reduce_on(comm, NULL, count);
+}
+
+void wait_for_failure(ncclshim_comm *comm, int limit_ms) {
+  int64_t until = now_ms() + limit_ms;
+  while (ncclshim_comm_state_of(comm) == NCCLSHIM_COMM_READY && now_ms() < until) sleep_ms(1);
+  assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_FAILED);
+  until = now_ms() + limit_ms;
+  while (atomic_load(&callbacks) == 0 && now_ms() < until) sleep_ms(1);
+  if (atomic_load(&callbacks) > 0) { /* called with the options' user, once the failure shows */
+    assert_ptr_equal(callback_user, &callbacks);
+    assert_int_equal(callback_state, NCCLSHIM_COMM_FAILED);
+  }
+}
+
+ncclshim_watch_counts counts_of(ncclshim_comm *comm) {
+  ncclshim_watch_counts counts = NCCLSHIM_WATCH_COUNTS_INIT;
+  assert_int_equal(ncclshim_comm_watch_counts(comm, &counts), NCCLSHIM_OK);
+  return counts;
+}
+
+void wait_until_done(ncclshim_comm *comm, int limit_ms) {
+  int64_t until = now_ms() + limit_ms;
+  while (counts_of(comm).outstanding > 0 && now_ms() < until) sleep_ms(1);
+  assert_int_equal(counts_of(comm).outstanding, 0);
+}
+
+void sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+  nanosleep(&ts, NULL);
+}
+
+static void finish(ncclshim_comm *comm, ncclshim_watchdog *dog, ncclshim_nccl *nccl,
+                   ncclshim_status torn_down) {
+  assert_int_equal(torn_down, NCCLSHIM_OK);
+  ncclshim_comm_free(comm);
+  assert_int_equal(ncclshim_watchdog_stop(dog), NCCLSHIM_OK);
+  ncclshim_nccl_close(nccl);
+}
+void finish_healthy(ncclshim_comm *comm, ncclshim_watchdog *dog, ncclshim_nccl *nccl) {
+  finish(comm, dog, nccl, ncclshim_comm_destroy(comm, 1000));
+}
+void finish_failed(ncclshim_comm *comm, ncclshim_watchdog *dog, ncclshim_nccl *nccl) {
+  finish(comm, dog, nccl, ncclshim_comm_abort(comm, 5000));
+}
+
+/* The capture fake's functions, found in the loaded fake libcuda. */
+static void *capture_fake(const char *name) {
+  const char *path = getenv("NCCLSHIM_CUDA_LIBRARY");
+  if (path == NULL) fail_msg("NCCLSHIM_CUDA_LIBRARY is not set");
+  ncclshim_cuda_default(); /* loads it */
+  return fake_symbol(path, name);
+}
+#define CAPTURE_FAKE(type, name) ((type)(uintptr_t)capture_fake(name))
+typedef void (*capture_fn)(CUstream, int, int);
+typedef void (*stream_fn)(CUstream);
+typedef void (*capture_fn2)(CUstream, int);
+typedef void (*int_fn)(int);
+typedef int (*count_fn)(int);
+typedef void (*void_fn)(void);
+typedef int (*get_fn)(void);
+
+void fake_set_capture(CUstream stream, int status, int mode) {
+  CAPTURE_FAKE(capture_fn, "fake_cuda_set_capture")(stream, status, mode);
+}
+void fake_capture_on_record(CUstream stream) {
+  CAPTURE_FAKE(stream_fn, "fake_cuda_capture_on_record")(stream);
+}
+void fake_captured_answer(int result) {
+  CAPTURE_FAKE(int_fn, "fake_cuda_set_captured_answer")(result);
+}
+int fake_counter(int which) { return CAPTURE_FAKE(count_fn, "fake_cuda_counter")(which); }
+void fake_stream_answer(CUstream stream, int answer) {
+  if (answer == RESET_STREAM_ANSWERS)
+    CAPTURE_FAKE(void_fn, "fake_cuda_reset_stream_answers")();
+  else
+    CAPTURE_FAKE(capture_fn2, "fake_cuda_set_stream_answer")(stream, answer);
+}
+void fake_end_captures(void) { CAPTURE_FAKE(void_fn, "fake_cuda_end_captures")(); }
+void fake_complete_all(void) { CAPTURE_FAKE(void_fn, "fake_cuda_complete_all")(); }
+void fake_block_next_record(CUstream stream) {
+  CAPTURE_FAKE(stream_fn, "fake_cuda_block_next_record")(stream);
+}
+int fake_blocked(void) { return CAPTURE_FAKE(get_fn, "fake_cuda_blocked")(); }
+void fake_release_record(void) { CAPTURE_FAKE(void_fn, "fake_cuda_release_record")(); }

@@ -1,0 +1,79 @@
+/* What the watchdog's tests share (test_comm_watchdog.c and its case files
+ * watchdog_graphs.c and watchdog_races.c, one executable): a watchdog whose callback notes
+ * what it saw, watched communicators on the fakes, all-reduces as a user enqueues them, the
+ * bounded waits, and the controls of the capture fake (tests/comm/fake_cuda_capture.c). */
+#ifndef NCCLSHIM_TEST_WATCHDOG_SUPPORT_H
+#define NCCLSHIM_TEST_WATCHDOG_SUPPORT_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "comm_fakes.h"
+
+enum { NOT_READY = 600, LAUNCH_FAILED = 719, TIMEOUT_MS = 100, INTERVAL_MS = 5 };
+enum { CREATED = 0, DESTROYED = 1, RECORDED = 2, QUERIED = 3 };
+
+/* What the callback saw. It runs on the watchdog's thread, where a cmocka assert cannot
+ * fail the test (it longjmps into the test thread's frame): the test thread checks these.
+ * callback_action, when set, is called first (with the communicator). */
+extern atomic_int callbacks;
+extern char callback_message[1024];
+extern ncclshim_status callback_status;
+extern ncclshim_comm_state callback_state;
+extern void *callback_user;
+extern void (*callback_action)(ncclshim_comm *comm);
+
+/* A watchdog with INTERVAL_MS and the noting callback. */
+ncclshim_watchdog *start(void);
+ncclshim_watchdog *start_every(int interval_ms);
+/* Each test's setup: events fire, records succeed, nothing captures, no callback yet. */
+int setup(void **state);
+/* A watched blocking communicator (TIMEOUT_MS) on a fresh fake. */
+ncclshim_comm *watched(ncclshim_nccl **nccl, ncclshim_watchdog *dog);
+/* An all-reduce as a user enqueues it: the call, the checked result, the record (on the
+ * NULL stream, or on `stream`). */
+ncclshim_status all_reduce(ncclshim_comm *comm, size_t count);
+ncclshim_status all_reduce_on(ncclshim_comm *comm, CUstream stream, size_t count);
+/* Wait (bounded) until the watchdog has failed the communicator (and called back). */
+void wait_for_failure(ncclshim_comm *comm, int limit_ms);
+/* Wait (bounded) until the watchdog knows every recorded operation complete. */
+void wait_until_done(ncclshim_comm *comm, int limit_ms);
+/* The watch's counts, asserted available. */
+ncclshim_watch_counts counts_of(ncclshim_comm *comm);
+void sleep_ms(int ms);
+/* Tear down the communicator (destroyed: it must be healthy; or aborted), the watchdog and
+ * the handle, each asserted OK. */
+void finish_healthy(ncclshim_comm *comm, ncclshim_watchdog *dog, ncclshim_nccl *nccl);
+void finish_failed(ncclshim_comm *comm, ncclshim_watchdog *dog, ncclshim_nccl *nccl);
+
+/* The capture fake's controls (fake_cuda_capture.c says what each does). */
+enum { INVALIDATED_CAPTURES = 0, RECORDS_INTO_CAPTURES = 1, GLOBAL_MODE_QUERIES = 2 };
+void fake_set_capture(CUstream stream, int status, int mode);
+void fake_capture_on_record(CUstream stream);
+void fake_captured_answer(int result);
+int fake_counter(int which);
+void fake_complete_all(void);
+void fake_end_captures(void);
+/* What events recorded on `stream` answer from now on (RESET_STREAM_ANSWERS: for every
+ * stream, the common answer again). */
+enum { RESET_STREAM_ANSWERS = -2 };
+void fake_stream_answer(CUstream stream, int answer);
+void fake_block_next_record(CUstream stream);
+int fake_blocked(void);
+void fake_release_record(void);
+
+/* The case files' tests (main is test_comm_watchdog.c's). */
+void test_capture_global_pending(void **state);
+void test_capture_records_nothing(void **state);
+void test_capture_begun_during_a_record(void **state);
+void test_replay_hang_names_the_graph(void **state);
+void test_replay_long_after_capture(void **state);
+void test_burst_tail_caught_up(void **state);
+void test_tail_held_while_capturing(void **state);
+void test_per_thread_stream_never_shares(void **state);
+void test_tail_caught_up_beside_a_busy_stream(void **state);
+void test_callback_frees_nothing_a_record_holds(void **state);
+void test_slow_record_delays_nothing_else(void **state);
+void test_stop_from_the_callback_refused(void **state);
+
+#endif

@@ -285,6 +285,17 @@ pub struct ncclshim_watchdog_options {
     pub on_failure: Option<ncclshim_watchdog_callback>,
     pub user: *mut c_void,
 }
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ncclshim_watch_counts {
+    pub size: usize,
+    pub recorded: u64,
+    pub captured: u64,
+    pub replays: u64,
+    pub events: u64,
+    pub catch_ups: u64,
+    pub outstanding: u64,
+}
 
 #[link(name = "ncclshim")]
 extern "C" {
@@ -556,6 +567,16 @@ extern "C" {
         call: *const c_char,
         count: usize,
         dtype: ncclDataType_t,
+    ) -> ncclshim_status;
+    pub fn ncclshim_comm_record_graph(
+        comm: *mut ncclshim_comm,
+        stream: CUstream,
+        label: *const c_char,
+        ops: c_int,
+    ) -> ncclshim_status;
+    pub fn ncclshim_comm_watch_counts(
+        comm: *mut ncclshim_comm,
+        out: *mut ncclshim_watch_counts,
     ) -> ncclshim_status;
     pub fn ncclshim_comm_failure(comm: *const ncclshim_comm) -> *const c_char;
     pub fn ncclshim_nccl_type_name(dtype: ncclDataType_t) -> *const c_char;

@@ -51,7 +51,7 @@ pub use nccl::{Attempt, Nccl};
 pub use probe::{probe, probe_with, CapabilityReport, CudaReport, NcclReport, ProbeReport};
 pub use symmem::SymmetricBuffer;
 pub use types::{DataType, RedOp, UniqueId, Version};
-pub use watchdog::{OnFailure, Watchdog, Watched};
+pub use watchdog::{OnFailure, WatchCounts, Watchdog, Watched};
 
 use std::ffi::{c_char, c_int, CStr};
 use std::time::Duration;

@@ -15,7 +15,7 @@
 //! ```
 
 use std::cell::Cell;
-use std::ffi::{c_char, c_void, CStr};
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::ops::Deref;
@@ -183,6 +183,23 @@ impl std::fmt::Debug for Watchdog {
     }
 }
 
+/// What the watchdog counted on one communicator ([`Watched::counts`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WatchCounts {
+    /// Operations and replays recorded outside a capture.
+    pub recorded: u64,
+    /// Operations and replays seen on a capturing stream: no event, no clock.
+    pub captured: u64,
+    /// [`Watched::record_graph`] calls outside a capture.
+    pub replays: u64,
+    /// Events recorded (operations share one while their stream's newest is pending).
+    pub events: u64,
+    /// Events the watchdog recorded itself after the last operations of a burst.
+    pub catch_ups: u64,
+    /// Operations not yet known to be complete.
+    pub outstanding: u64,
+}
+
 /// A communicator the watchdog watches. Its collectives are checked, then recorded (one
 /// `cuEventRecord`); once the watchdog has failed it, every call returns that failure at
 /// once. It derefs to the [`Communicator`] (waits, state); teardown is [`Watched::destroy`],
@@ -241,6 +258,43 @@ impl Watched<'_> {
                 count,
                 dtype.raw(),
             )
+        })
+    }
+
+    /// Mark a CUDA graph just launched on `stream` (`ncclshim_comm_record_graph`): one event
+    /// per replay, with its deadline. `label` (cut at 63 bytes; the C side keeps a copy)
+    /// and `ops`, the collectives the graph holds, name it in a failure. Call it after each
+    /// launch of a graph whose capture recorded operations of this communicator: those
+    /// records started no clock (a capture runs nothing).
+    pub fn record_graph(&self, stream: &Stream, label: &str, ops: u32) -> Result<()> {
+        let label = CString::new(label.replace('\0', " ")).expect("no NUL is left");
+        let ops = c_int::try_from(ops).map_err(|_| {
+            Error::new(
+                Status::InvalidArgument,
+                format!("record_graph: {ops} collectives in one graph is more than C's int holds"),
+            )
+        })?;
+        // SAFETY: ours; the label is copied before the call returns.
+        check(unsafe {
+            ffi::ncclshim_comm_record_graph(self.comm.raw(), stream.as_raw(), label.as_ptr(), ops)
+        })
+    }
+
+    /// What the watchdog counted on this communicator (`ncclshim_comm_watch_counts`).
+    pub fn counts(&self) -> Result<WatchCounts> {
+        let mut c = ffi::ncclshim_watch_counts {
+            size: std::mem::size_of::<ffi::ncclshim_watch_counts>(),
+            ..Default::default()
+        };
+        // SAFETY: ours; `c` is written up to the size it names.
+        check(unsafe { ffi::ncclshim_comm_watch_counts(self.comm.raw(), &mut c) })?;
+        Ok(WatchCounts {
+            recorded: c.recorded,
+            captured: c.captured,
+            replays: c.replays,
+            events: c.events,
+            catch_ups: c.catch_ups,
+            outstanding: c.outstanding,
         })
     }
 

@@ -163,6 +163,7 @@ const LAYOUT_C: &str = r#"
 #include <stdio.h>
 #include "ncclshim/comm.h"
 #include "ncclshim/symmem.h"
+#include "ncclshim/watchdog.h"
 #define P(name, value) printf("%s %zu\n", name, (size_t)(value))
 int main(void) {
   P("nccl_table", sizeof(ncclshim_nccl_table));
@@ -182,6 +183,8 @@ int main(void) {
   P("uuid", sizeof(CUuuid));
   P("wait_signal_desc", sizeof(ncclshim_wait_signal_desc_t));
   P("sim_info", sizeof(ncclshim_sim_info_t));
+  P("watch_counts", sizeof(ncclshim_watch_counts));
+  P("watch_counts.outstanding", offsetof(ncclshim_watch_counts, outstanding));
   P("capabilities", NCCLSHIM_CAPABILITY_COUNT);
   P("config_fields", NCCLSHIM_CONFIG_FIELD_COUNT);
   P("ncclFloat32", ncclFloat32);
@@ -266,6 +269,11 @@ fn c_layout_and_values_match() {
         size_of::<ffi::ncclshim_wait_signal_desc_t>()
     );
     assert_eq!(c("sim_info"), size_of::<ffi::ncclshim_sim_info_t>());
+    assert_eq!(c("watch_counts"), size_of::<ffi::ncclshim_watch_counts>());
+    assert_eq!(
+        c("watch_counts.outstanding"),
+        std::mem::offset_of!(ffi::ncclshim_watch_counts, outstanding)
+    );
     assert_eq!(c("capabilities"), Capability::ALL.len());
     assert_eq!(
         c("config_fields"),

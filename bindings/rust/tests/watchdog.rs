@@ -216,3 +216,51 @@ fn a_watchdog_dropped_from_its_own_callback_stops_after_it() {
     );
     set_event_query(&path, 0);
 }
+
+#[test]
+fn a_replay_that_hangs_names_its_graph() {
+    let build = need_fakes!();
+    let _guard = lock();
+    let fake = Fake::open(&build, "2.28.9");
+    let (cuda, path) = capture_driver(&build);
+    set_event_query(&path, 0);
+    let dog = Watchdog::start_with(Duration::from_millis(5), Some(&cuda), None).unwrap();
+    let comm = dog
+        .watch(split_comm(&fake), Duration::from_millis(100))
+        .map_err(|(e, _)| e)
+        .unwrap();
+    let stream = Stream::DEFAULT;
+    comm.record_graph(&stream, "decode\0step", 2).unwrap();
+    let start = Instant::now();
+    while comm.counts().unwrap().outstanding > 0 && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let counts = comm.counts().unwrap();
+    assert_eq!(
+        (counts.recorded, counts.replays, counts.captured),
+        (1, 1, 0)
+    );
+    assert_eq!((counts.events, counts.outstanding), (1, 0));
+    assert_eq!(comm.state(), CommState::Ready);
+    set_event_query(&path, NEVER_FIRES);
+    comm.record_graph(&stream, "decode\0step", 2).unwrap();
+    while comm.state() == CommState::Ready && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert_eq!(comm.state(), CommState::Failed);
+    let message = comm.failure().expect("a failure message");
+    assert!(
+        message.contains("of CUDA graph \"decode step\" (2 collectives)"),
+        "{message}"
+    );
+    let error = comm.record_graph(&stream, "decode step", 2).unwrap_err();
+    assert_eq!(error.status(), Status::Timeout);
+    assert!(error.to_string().contains("decode step"), "{error}");
+    let too_many = comm.record_graph(&stream, "g", u32::MAX);
+    assert_eq!(too_many.unwrap_err().status(), Status::InvalidArgument);
+    let mut comm = comm.into_inner();
+    comm.abort(Duration::from_secs(1)).unwrap();
+    drop(comm);
+    drop(dog);
+    set_event_query(&path, 0);
+}

@@ -4,11 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "dl.h"
 #include "elf_check.h"
 #include "ld_cache.h"
+#include "trace.h"
 #include "objects.h"
 
 enum { REASON_SIZE = 1024, SUMMARY_SIZE = 2048 };
@@ -310,32 +310,8 @@ static ncshl_verdict try_file(run *r, const char *path, ncshl_step step) {
   return offer(r, handle, path, step, preloaded);
 }
 
-/* 1 when a directory of LD_LIBRARY_PATH (relative and empty entries included, as ld.so reads
- * them) holds something called `soname` that is neither a file nor a directory: ld.so's open
- * of a FIFO or a terminal waits forever, so the name is not handed to it. */
-static int blocking_file(const char *soname, char *reason, size_t size) {
-  const char *value = secure_getenv("LD_LIBRARY_PATH");
-  for (const char *start = value; start != NULL && *start != '\0';) {
-    size_t length = strcspn(start, ":;");
-    char path[4096];
-    struct stat st;
-    if (memchr(start, '$', length) == NULL &&
-        snprintf(path, sizeof(path), "%.*s/%s", length ? (int)length : 1, length ? start : ".",
-                 soname) < (int)sizeof(path) &&
-        stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
-      snprintf(reason, size,
-               "%s is not a regular file (a FIFO or a device): the dynamic loader would block "
-               "opening it, so its own search is not run",
-               path);
-      return 1;
-    }
-    start += length + (start[length] != '\0');
-  }
-  return 0;
-}
-
 static ncshl_verdict try_candidate(run *r, const ncshl_candidate *c) {
-  char reason[REASON_SIZE];
+  char reason[REASON_SIZE], blocking[REASON_SIZE / 2];
   void *handle;
   switch (c->reach) {
   case NCSHL_REACH_FILE:
@@ -349,8 +325,13 @@ static ncshl_verdict try_candidate(run *r, const ncshl_candidate *c) {
     if (handle != NULL) return offer(r, handle, c->path, c->step, 1);
     return record(r, c->path, c->step, absent, "the program cannot be opened", 0);
   case NCSHL_REACH_NAME:
-    if (blocking_file(c->path, reason, sizeof(reason)))
+    if (ncshl_blocking_file(c->path, blocking, sizeof(blocking))) {
+      snprintf(reason, sizeof(reason),
+               "%s is not a regular file (a FIFO or a device): the dynamic loader would block "
+               "opening it, so its own search is not run",
+               blocking);
       return record(r, c->path, c->step, (ncshl_verdict){NCSHL_UNLOADABLE, 0}, reason, 1);
+    }
     if ((handle = ncshl_open(c->path, 0, reason, sizeof(reason))) != NULL)
       return offer(r, handle, c->path, c->step, 0);
     /* glibc says "cannot open shared object file" both for absence and for a broken file

@@ -1,6 +1,8 @@
 /* Every NCCL on this machine as the doctor and --explain see it: the search's candidates
- * (candidates.c), each Python environment's wheels and package records (pyenv.c), and each
- * file's own facts (elf_facts.c). Nothing is loaded or run. */
+ * (candidates.c), each Python environment's wheels and package records (pyenv.c), each
+ * file's own facts (elf_facts.c), and what a plain process maps, asked of the dynamic loader
+ * itself (loader/trace.c: a traced stub, which maps but runs nothing). Nothing is loaded into
+ * this process or run. */
 #ifndef NCCLSHIM_PROBE_INVENTORY_H
 #define NCCLSHIM_PROBE_INVENTORY_H
 
@@ -65,10 +67,13 @@ typedef struct inventory {
   size_t count;
   py_env *envs;
   size_t env_count;
-  int host_glibc;  /* packed major*1000 + minor */
-  int driver_cuda; /* the CUDA driver's version (13000), 0 when no usable driver */
-  int plain;       /* copy a program loading "libnccl.so.2" by name gets, -1 none */
-  int ncclshim;    /* copy ncclshim's search takes in this process, -1 none */
+  int host_glibc;              /* packed major*1000 + minor */
+  int driver_cuda;             /* the CUDA driver's version (13000), 0 when no usable driver */
+  int plain;                   /* copy a program loading "libnccl.so.2" by name gets, -1 none */
+  const char *plain_source;    /* how `plain` is known: "loader" (traced), or why not */
+  char plain_error[512];       /* the loader's failure on the first file it found, "" if none */
+  char plain_error_file[4096]; /* the file it failed on, "" when unknown */
+  int ncclshim;                /* copy ncclshim's search takes in this process, -1 none */
 } inventory;
 
 /* Gathers everything; `pythons` are extra environment prefixes (--python). 0, or -1 when out

@@ -29,8 +29,10 @@ def fake(variant):
 
 def run_probe(*args, env=None, program=None):
     """(exit status, stdout, stderr) of the probe with exactly `env` (plus an empty cache)."""
+    # LD_AUDIT as well as --audit: the dynamic loader the doctor asks (a child) hides the
+    # machine's NCCL too.
     full_env = {"NCCLSHIM_LD_CACHE": "/dev/null", "PATH": "/nonexistent", "HOME": "/nonexistent",
-                **(env or {})}
+                "LD_AUDIT": HIDE_AUDIT, **(env or {})}
     if program is not None:  # started by this path, as a user would, without ld.so in front
         cmd = [*WRAPPER, program, *args]
     else:

@@ -30,8 +30,10 @@ def fake(variant):
 
 def run_probe(*args, env=None, cwd=None):
     """(exit status, stdout, stderr); a hang past LIMIT_S fails the test."""
+    # LD_AUDIT as well as --audit: the dynamic loader the doctor asks (a child) hides the
+    # machine's NCCL too.
     full_env = {"NCCLSHIM_LD_CACHE": "/dev/null", "PATH": "/nonexistent", "HOME": "/nonexistent",
-                **(env or {})}
+                "LD_AUDIT": HIDE_AUDIT, **(env or {})}
     cmd = [*WRAPPER, interpreter(PROBE), "--inhibit-cache", "--audit", HIDE_AUDIT, PROBE, *args]
     try:
         proc = run_probe_command(cmd, [PROBE, *args], env=full_env, cwd=cwd, timeout=LIMIT_S)

@@ -116,12 +116,18 @@ static int stub_file(const stub *s, char *path, size_t size) {
 static char **trace_environment(void) {
   size_t count = 0;
   for (char **e = environ; e && *e; e++) count++;
-  char **env = calloc(count + 3, sizeof(*env));
+  char **env = calloc(count + 5, sizeof(*env));
   if (env == NULL) return NULL;
   size_t n = 0;
   for (char **e = environ; e && *e; e++)
-    if (strncmp(*e, "LD_TRACE_", 9) != 0 && strncmp(*e, "LD_DEBUG", 8) != 0) env[n++] = *e;
+    if (strncmp(*e, "LD_TRACE_", 9) != 0 && strncmp(*e, "LD_DEBUG", 8) != 0 &&
+        strncmp(*e, "LD_WARN=", 8) != 0 && strncmp(*e, "LD_BIND_NOW=", 12) != 0)
+      env[n++] = *e;
   env[n++] = "LD_TRACE_LOADED_OBJECTS=1";
+  /* As `ldd -r`: relocations are processed too (touching every page they write, where a
+   * truncated file faults) and each failure is printed; constructors still never run. */
+  env[n++] = "LD_WARN=yes";
+  env[n++] = "LD_BIND_NOW=1";
   env[n++] = "LD_DEBUG=libs"; /* "trying file=..." on stderr: the file a failure is about */
   return env;
 }
@@ -217,7 +223,13 @@ static int read_mapping(const char *text, const char *soname, ncshl_trace_result
   for (const char *line = text; *line;
        line += strcspn(line, "\n") + (line[strcspn(line, "\n")] != 0)) {
     const char *name = line + strspn(line, " \t");
-    if (strncmp(name, soname, length) != 0 || strncmp(name + length, " => ", 4) != 0) continue;
+    if (strncmp(name, soname, length) != 0) continue;
+    if (strncmp(name + length, " (0x", 4) == 0) { /* found under that very name: ./soname */
+      r->outcome = NCSHL_TRACE_MAPS;
+      snprintf(r->path, sizeof(r->path), "%s", soname);
+      return 1;
+    }
+    if (strncmp(name + length, " => ", 4) != 0) continue;
     const char *target = name + length + 4;
     if (strncmp(target, "not found", 9) == 0) {
       r->outcome = NCSHL_TRACE_NOT_FOUND;
@@ -231,6 +243,31 @@ static int read_mapping(const char *text, const char *soname, ncshl_trace_result
     return 1;
   }
   return 0;
+}
+
+/* A library the loader maps but cannot link: a version it needs that nothing has (a process
+ * starting with it stops there), or an undefined symbol (RTLD_NOW fails on it). The first
+ * such line of the loader's, from the words that say what is missing. */
+static void read_link_errors(const char *text, ncshl_trace_result *r) {
+  for (const char *line = text; *line;
+       line += strcspn(line, "\n") + (line[strcspn(line, "\n")] != 0)) {
+    size_t span = strcspn(line, "\n");
+    const char *version = strstr(line, "version `"), *symbol = strstr(line, "undefined symbol: ");
+    /* An undefined symbol names the object that needs it, "(/path)"; an auditor's missing
+     * la_* hooks, which LD_WARN also prints, say "(fatal)". */
+    const char *needer = symbol ? strstr(symbol, "(/") : NULL;
+    const char *at = version && version < line + span                                   ? version
+                     : symbol && symbol < line + span && needer && needer < line + span ? symbol
+                                                                                        : NULL;
+    if (at == NULL) continue;
+    size_t length = (size_t)(line + span - at);
+    const char *tail = " (continued)"; /* glibc's mark of a trace that goes on past it */
+    if (length > strlen(tail) && strncmp(at + length - strlen(tail), tail, strlen(tail)) == 0)
+      length -= strlen(tail);
+    r->outcome = NCSHL_TRACE_FAILS;
+    snprintf(r->message, sizeof(r->message), "%.*s", (int)length, at);
+    return;
+  }
 }
 
 /* A clean trace without a line for the name: an object already mapped (preloaded) has that
@@ -312,7 +349,10 @@ void ncshl_trace(const char *soname, int inhibit_cache, int limit_ms, ncshl_trac
     snprintf(r->message, sizeof(r->message), "cannot start %s: %s", interpreter, strerror(errno));
     return;
   }
-  if (ran == 0 && read_mapping(out.text, soname, r)) return;
+  if (ran == 0 && read_mapping(out.text, soname, r)) {
+    if (r->outcome == NCSHL_TRACE_MAPS) read_link_errors(err.text, r);
+    return;
+  }
   if (ran == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
       read_preloaded(out.text, interpreter, r))
     return;

@@ -147,14 +147,18 @@ static void check_plain(const inventory *inv, findings *f) {
         inv->plain_error);
     SAY(todo, "Nothing; the doctor's other findings stand");
   }
-  if (inv->ncclshim < 0 || inv->plain < 0 || inv->ncclshim == inv->plain) return;
-  const nccl_copy *ours = &inv->copies[inv->ncclshim], *plain = &inv->copies[inv->plain];
-  if (!(x = add(f, SEV_INFO))) return;
-  if (!plain->usable)
-    SAY(text,
-        "a plain process maps %s, which ncclshim's search refuses (%s); ncclshim takes %s (%s)",
-        plain->path, plain->unusable, ours->path, ncclshim_found_via_name(ours->how));
-  else if (plain->search_rank < 0)
+  if (inv->plain < 0 || inv->ncclshim == inv->plain) return;
+  const nccl_copy *plain = &inv->copies[inv->plain];
+  if (!plain->usable && (x = add(f, SEV_INFO))) {
+    SAY(text, "a plain process maps %s, which ncclshim's search refuses (%s); ncclshim takes %s",
+        plain->path, plain->unusable,
+        inv->ncclshim >= 0 ? inv->copies[inv->ncclshim].path : "none");
+    SAY(todo, "Put a usable NCCL before it, or remove it");
+    return;
+  }
+  if (inv->ncclshim < 0 || !(x = add(f, SEV_INFO))) return;
+  const nccl_copy *ours = &inv->copies[inv->ncclshim];
+  if (plain->search_rank < 0)
     SAY(text,
         "a plain process maps %s, which ncclshim's search does not name (the loader found it "
         "itself: LD_PRELOAD, a relative or $LIB entry of LD_LIBRARY_PATH, or a default "

@@ -433,6 +433,122 @@ class OtherTexts(unittest.TestCase):
             self.assertIn(why, err)
 
 
+class AskTheLoader(unittest.TestCase):
+    """Issue 31: "a plain process loads" is what the dynamic loader maps, in the cases a model
+    of it got wrong: relative, empty and $LIB entries of LD_LIBRARY_PATH, LD_PRELOAD, files the
+    loader fails on (named, an error), files the search refuses but the loader takes."""
+
+    def setUp(self):
+        self.m = Machine(self)
+        self.lib = os.path.join(self.m.root, "lib")
+        os.makedirs(self.lib)
+
+    def put(self, source, directory=None):
+        path = os.path.join(directory or self.lib, "libnccl.so.2")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        shutil.copy(source, path)
+        return path
+
+    def doctor(self, cwd=None, **env):
+        full_env = {"NCCLSHIM_LD_CACHE": "/dev/null", "PATH": "/nonexistent",
+                    "HOME": "/nonexistent", "LD_AUDIT": HIDE_AUDIT, **env}
+        cmd = [*WRAPPER, interpreter(PROBE), "--inhibit-cache", "--audit", HIDE_AUDIT, PROBE,
+               "--doctor", "--json"]
+        proc = subprocess.run(cmd, capture_output=True, env=full_env, cwd=cwd, timeout=60)
+        return proc.returncode, json.loads(proc.stdout)["doctor"]
+
+    def test_relative_entry(self):
+        lib = self.put(fake("2.28.9"))
+        code, d = self.doctor(cwd=self.m.root, LD_LIBRARY_PATH="lib")
+        self.assertEqual(d["plain_process"], lib)
+        self.assertEqual(d["plain_process_source"], "loader")
+
+    def test_empty_entry(self):
+        lib = self.put(fake("2.28.9"))
+        code, d = self.doctor(cwd=self.lib, LD_LIBRARY_PATH=":/nonexistent")
+        self.assertEqual(d["plain_process"], lib)
+
+    def test_lib_token(self):
+        # $LIB is the loader's: lib, lib64 or Debian's lib/<multiarch>. Every one holds a copy.
+        places = [os.path.join(self.m.root, sub) for sub in
+                  ("lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu")]
+        for place in places:
+            self.put(fake("2.28.9"), place)
+        code, d = self.doctor(LD_LIBRARY_PATH=os.path.join(self.m.root, "$LIB"))
+        self.assertIn(d["plain_process"], [os.path.join(p, "libnccl.so.2") for p in places])
+
+    def test_preload(self):
+        preloaded = os.path.join(self.m.root, "pre", "libnccl.so.2.28.9")
+        os.makedirs(os.path.dirname(preloaded))
+        shutil.copy(fake("2.28.9"), preloaded)
+        self.put(fake("2.27.3"))
+        code, d = self.doctor(LD_PRELOAD=preloaded, LD_LIBRARY_PATH=self.lib)
+        self.assertEqual(d["plain_process"], preloaded)
+        self.assertEqual(d["plain_process_source"], "loader (LD_PRELOAD)")
+
+    def assert_loader_fails_on(self, lib, d, words):
+        self.assertIsNone(d["plain_process"])
+        errors = [f for f in d["findings"] if f["severity"] == "error"
+                  and f["finding"].startswith("a plain process fails to load libnccl.so.2")]
+        self.assertTrue(errors, severities(d))
+        self.assertIn(words, errors[0]["finding"])
+        self.assertIn(lib, errors[0]["what_to_do"])
+
+    def test_truncated_file_is_a_sigbus_named(self):
+        lib = self.put(fake("2.28.9"))
+        with open(lib, "r+b") as f:  # the dynamic section is gone: mapping it faults
+            f.truncate(4096)
+        code, d = self.doctor(LD_LIBRARY_PATH=self.lib)
+        self.assertEqual(code, 1)
+        self.assert_loader_fails_on(lib, d, "signal")
+
+    def test_text_linker_script_and_directory(self):
+        for content, words in ((b"hello\n", "file too short"),
+                               (b"/* GNU ld script */\nINPUT(-lfoo)\n" + b" " * 1024,
+                                "invalid ELF header")):
+            lib = os.path.join(self.lib, "libnccl.so.2")
+            with open(lib, "wb") as f:
+                f.write(content)
+            code, d = self.doctor(LD_LIBRARY_PATH=self.lib)
+            self.assert_loader_fails_on(lib, d, words)
+        os.unlink(lib)
+        os.mkdir(lib)
+        code, d = self.doctor(LD_LIBRARY_PATH=self.lib)
+        self.assert_loader_fails_on(lib, d, "cannot read file data")
+
+    def test_big_endian(self):
+        lib = self.put(fake("2.28.9"))
+        with open(lib, "r+b") as f:
+            f.seek(5)
+            f.write(b"\x02")
+        code, d = self.doctor(LD_LIBRARY_PATH=self.lib)
+        self.assertIsNone(d["plain_process"])
+        self.assertTrue(any(f["severity"] == "error" for f in d["findings"]), severities(d))
+
+    def test_fifo(self):
+        os.mkfifo(os.path.join(self.lib, "libnccl.so.2"))
+        code, d = self.doctor(LD_LIBRARY_PATH=self.lib)
+        self.assert_loader_fails_on(os.path.join(self.lib, "libnccl.so.2"), d, "FIFO")
+
+    def test_version_need_the_host_lacks(self):
+        lib = self.put(fake("b2.29.7-cuda13.0"))
+        with open(lib, "rb") as f:
+            data = f.read()
+        if b"GLIBC_2." not in data:
+            self.skipTest("the fake needs no GLIBC_2.x version")
+        with open(lib, "wb") as f:
+            f.write(data.replace(b"GLIBC_2.", b"GLIBC_9."))
+        code, d = self.doctor(LD_LIBRARY_PATH=self.lib)
+        self.assert_loader_fails_on(lib, d, "not found (required by %s)" % lib)
+
+    def test_file_the_search_refuses(self):
+        lib = self.put(fake("missing-required"))
+        code, d = self.doctor(LD_LIBRARY_PATH=self.lib)
+        self.assertEqual(d["plain_process"], lib)
+        self.assertTrue(any("ncclshim's search refuses" in f["finding"] for f in d["findings"]),
+                        severities(d))
+
+
 class Documentation(unittest.TestCase):
     """Every key --explain and --doctor write is in the man page and docs/reference.md."""
 

@@ -53,6 +53,12 @@ class Loaded(unittest.TestCase):
         self.assertEqual(sorted((x["path"], x["version"]) for x in found),
                          sorted([(os.path.realpath(a), "2.28.3"), (os.path.realpath(b), "2.29.7")]))
 
+    def test_plugins_are_not_nccls(self):
+        """Issue 31: an NCCL plugin (libnccl-net.so, libnccl-tuner-x.so) is no NCCL."""
+        net = self.copy("no-version", "libnccl-net.so")
+        tuner = self.copy("no-version", "libnccl-tuner-example.so")
+        self.assertEqual(loaded_after(net, tuner), [])
+
     def test_other_name(self):
         """Found by its ncclGetVersion, whatever the file is called."""
         path = self.copy("2.27.3", "libcustom_collectives.so")

@@ -51,7 +51,9 @@ class Probe:
 
 
 def _maps_nccl_paths():
-    """Files named libnccl* mapped in this process, from /proc/self/maps, in first-seen order."""
+    """Files named libnccl* mapped in this process, from /proc/self/maps, in first-seen order;
+    NCCL's plugins (libnccl-net.so, libnccl-tuner-*.so, ...: a dash after "libnccl") and
+    ncclshim's own libraries left out."""
     paths = []
     try:
         with open("/proc/self/maps", encoding="utf-8", errors="surrogateescape") as f:
@@ -63,7 +65,7 @@ def _maps_nccl_paths():
                 if path.endswith(" (deleted)"):
                     path = path[:-len(" (deleted)")]
                 base = os.path.basename(path)
-                if base.startswith("libnccl") and not base.startswith("libncclshim") \
+                if base.startswith("libnccl") and not base.startswith(("libncclshim", "libnccl-")) \
                         and path not in paths:
                     paths.append(path)
     except OSError:

@@ -32,7 +32,7 @@ typedef struct py_wheel_record {
 
 /* A Python environment (a venv, conda, the user site, the system's packages). */
 typedef struct py_env {
-  char *prefix;       /* real path of the prefix, or of the site folder for the user site */
+  char *prefix;       /* real path of the prefix (the user base for the user site) */
   const char *why;    /* how it was found: "VIRTUAL_ENV", "--python", "PATH", ... */
   char **wheel_files; /* real paths of its libnccl.so.2 files (nvidia/<x>/lib), in order */
   size_t wheel_count;

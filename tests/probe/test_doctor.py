@@ -378,11 +378,47 @@ class OtherTexts(unittest.TestCase):
             shutil.copy(fake(variant), os.path.join(site, "nvidia", "nccl", "lib", "libnccl.so.2"))
         _, doc, _ = run_json("--doctor", "--python", os.path.join(m.root, "deb"), env=m.env())
         envs = {e["prefix"]: (e["found_by"], e["loads"]) for e in doc["doctor"]["python_envs"]}
-        self.assertEqual(envs[user], ("user site", os.path.join(user, "nvidia", "nccl", "lib",
-                                                                "libnccl.so.2")))
+        self.assertEqual(envs[os.path.join(m.root, ".local")],
+                         ("user site", os.path.join(user, "nvidia", "nccl", "lib", "libnccl.so.2")))
         self.assertEqual(envs[os.path.join(m.root, "deb")][0], "--python")
         self.assertEqual(envs[os.path.join(m.root, "deb")][1],
                          os.path.join(deb, "nvidia", "nccl", "lib", "libnccl.so.2"))
+
+    def test_pythonuserbase_and_one_order(self):
+        """Issue 31: the user site honours PYTHONUSERBASE, and a conda environment's wheel
+        comes before its lib/ for the doctor as for ncclshim's search (pip torch in conda)."""
+        m = Machine(self)
+        base = os.path.join(m.root, "userbase")
+        user = os.path.join(base, "lib", "python3.12", "site-packages", "nvidia", "nccl", "lib")
+        os.makedirs(user)
+        shutil.copy(fake("2.28.9"), os.path.join(user, "libnccl.so.2"))
+        _, doc, _ = run_json("--doctor", env=m.env(PYTHONUSERBASE=base))
+        envs = {e["prefix"]: e for e in doc["doctor"]["python_envs"]}
+        self.assertEqual(envs[base]["loads"], os.path.join(user, "libnccl.so.2"))
+        conda = m.venv("conda", fake("2.28.9"))
+        os.makedirs(os.path.join(conda, "conda-meta"))
+        shutil.copy(fake("2.27.3"), os.path.join(conda, "lib", "libnccl.so.2"))
+        _, doc, _ = run_json("--doctor", env=m.env(CONDA_PREFIX=conda))
+        d = doc["doctor"]
+        envs = {e["prefix"]: e for e in d["python_envs"]}
+        self.assertEqual(envs[conda]["loads"], m.wheel_file(conda))
+        self.assertEqual(d["ncclshim"], m.wheel_file(conda))
+
+    def test_pyenv_shim_is_resolved(self):
+        m = Machine(self)
+        root = os.path.join(m.root, ".pyenv")
+        real = m.venv(os.path.join(".pyenv", "versions", "3.12.4"), fake("2.28.9"))
+        os.makedirs(os.path.join(root, "shims"))
+        shim = os.path.join(root, "shims", "python3")
+        with open(shim, "w") as f:
+            f.write("#!/bin/sh\nexec pyenv exec python3 \"$@\"\n")
+        os.chmod(shim, 0o755)
+        with open(os.path.join(root, "version"), "w") as f:
+            f.write("3.12.4\n")
+        _, doc, _ = run_json("--doctor", env=m.env(PATH=os.path.join(root, "shims")))
+        envs = {e["prefix"]: e for e in doc["doctor"]["python_envs"]}
+        self.assertIn(real, envs)
+        self.assertNotIn(root, envs)
 
     def test_corrupt_files_never_crash(self):
         """Bytes changed at random in the ELF header, the program and section headers and

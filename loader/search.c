@@ -32,6 +32,10 @@ static int add(ncshl_candidates *out, const char *path, ncshl_step step, ncshl_r
 
 void ncshl_library_path_places(ncshl_list *dirs) {
   const char *value = secure_getenv("LD_LIBRARY_PATH");
+  dirs->none = value == NULL || value[0] == '\0'
+                   ? "LD_LIBRARY_PATH is not set"
+                   : "LD_LIBRARY_PATH has no absolute entry (relative, empty and $-token entries "
+                     "are left to the system search)";
   for (const char *start = value; start != NULL && *start != '\0';) {
     size_t length = strcspn(start, ":;");
     if (length > 0 && start[0] == '/' && memchr(start, '$', length) == NULL) {
@@ -47,12 +51,15 @@ void ncshl_library_path_places(ncshl_list *dirs) {
   }
 }
 
-/* The SONAME in each directory of the list. */
+/* The SONAME in each directory of the list; with none, a note of why. */
 static int add_dirs(const ncshl_search *s, ncshl_step step, ncshl_places_fn places,
                     ncshl_candidates *out) {
   ncshl_list dirs = {0};
   places(&dirs);
   int rc = dirs.out_of_memory ? -1 : 0;
+  if (rc == 0 && dirs.count == 0)
+    rc = add(out, s->soname, step, NCSHL_REACH_NONE, NCSHL_ABSENT,
+             dirs.none ? dirs.none : "no directory to look in");
   for (size_t i = 0; i < dirs.count && rc == 0; i++) {
     size_t length = strlen(dirs.items[i].path) + strlen(s->soname) + 2;
     char *path = malloc(length);

@@ -30,6 +30,9 @@ static void add_prefix(ncshl_list *dirs, const char *prefix, int user_base, cons
 }
 
 void ncclshim_nccl_environment_places(ncshl_list *dirs) {
+  dirs->none =
+      "no Python environment: VIRTUAL_ENV and CONDA_PREFIX are unset, and neither "
+      "the program's prefixes nor the user site have a python3.N folder";
   ncshl_list prefixes = {0};
   ncshl_python_prefixes(&prefixes);
   for (size_t i = 0; i < prefixes.count; i++)
@@ -42,6 +45,7 @@ void ncclshim_nccl_environment_places(ncshl_list *dirs) {
 }
 
 void ncclshim_nccl_places(ncshl_list *dirs) {
+  dirs->none = "NCCL_HOME and CUDA_HOME are unset (or not absolute paths)";
   const char *dir;
   if ((dir = env_dir("NCCL_HOME"))) ncshl_list_add2(dirs, dir, "/lib", "NCCL_HOME");
   if ((dir = env_dir("CUDA_HOME"))) {

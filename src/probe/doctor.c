@@ -121,10 +121,11 @@ static void check_env(const inventory *inv, size_t e, findings *f) {
         ncclshim_found_via_name(inv->copies[inv->plain].how));
     char dir[PATH_MAX];
     snprintf(dir, sizeof(dir), "%s", inv->copies[winner].path);
+    char quoted[2 * PATH_MAX];
     SAY(todo,
-        "Make them one: export LD_LIBRARY_PATH=%s:$LD_LIBRARY_PATH for that environment, "
-        "or remove the other copy if nothing needs it",
-        dirname(dir));
+        "Make them one: export LD_LIBRARY_PATH=%s\"${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\" for "
+        "that environment, or remove the other copy if nothing needs it",
+        text_shell_quote(dirname(dir), quoted, sizeof(quoted)));
   }
 }
 
@@ -146,6 +147,18 @@ static void check_plain(const inventory *inv, findings *f) {
     SAY(text, "the dynamic loader could not be asked what a plain process loads: %s",
         inv->plain_error);
     SAY(todo, "Nothing; the doctor's other findings stand");
+  }
+  /* NCCL_HOME and CUDA_HOME are ncclshim's own places: nothing else looks there. */
+  if (inv->plain < 0 && !inv->plain_error[0] && inv->ncclshim >= 0 &&
+      inv->copies[inv->ncclshim].how == NCCLSHIM_VIA_WELL_KNOWN && (x = add(f, SEV_WARNING))) {
+    char dir[PATH_MAX], quoted[2 * PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s", inv->copies[inv->ncclshim].path);
+    SAY(text,
+        "a plain process loads no NCCL: only ncclshim's search finds %s (%s), so CuPy, ctypes "
+        "and programs linked to libnccl.so.2 fail here",
+        inv->copies[inv->ncclshim].path, ncclshim_found_via_name(inv->copies[inv->ncclshim].how));
+    SAY(todo, "export LD_LIBRARY_PATH=%s\"${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\" for them",
+        text_shell_quote(dirname(dir), quoted, sizeof(quoted)));
   }
   if (inv->plain < 0 || inv->ncclshim == inv->plain) return;
   const nccl_copy *plain = &inv->copies[inv->plain];

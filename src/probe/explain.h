@@ -25,13 +25,17 @@ typedef enum explain_kind {
   EXPLAIN_UNDEFINED_SYMBOL, /* "undefined symbol: ncclX", a dlsym/dlerror line */
   EXPLAIN_GLIBC,            /* "version `GLIBC_2.34' not found (required by ...)" */
   EXPLAIN_VERSION_MISMATCH, /* NCCL's "Mismatched NCCL version detected : rank ..." */
-  EXPLAIN_NOT_FOUND         /* "libnccl.so.2: cannot open shared object file" */
+  EXPLAIN_NOT_FOUND,        /* "libnccl.so.2: cannot open shared object file" */
+  EXPLAIN_INTERNAL_SYMBOL,  /* an undefined ncclX that is no function of NCCL's API */
+  EXPLAIN_CXX_RUNTIME,      /* "version `GLIBCXX_3.4.32' not found", CXXABI_: libstdc++ */
+  EXPLAIN_GLIBC_PRIVATE,    /* "version `GLIBC_PRIVATE' not found": two glibc copies mixed */
+  EXPLAIN_CUDA              /* a CUDA error ("Cuda failure 'named symbol not found'") */
 } explain_kind;
 
 typedef struct explain_parse {
   explain_kind kind;
   char symbol[96]; /* ncclX (pnccl prefix removed) */
-  char glibc[24];  /* GLIBC_2.34 */
+  char glibc[24];  /* GLIBC_2.34, GLIBCXX_3.4.32, CXXABI_1.3.15 */
   char required_by[512];
   int versions[2]; /* the two ranks' packed versions of a mismatch */
   int ranks[2];
@@ -39,7 +43,8 @@ typedef struct explain_parse {
 
 /* Classifies `text`; fills what it names. */
 void explain_classify(const char *text, explain_parse *out);
-/* "undefined-symbol", "glibc", "version-mismatch", "not-found", "unknown". */
+/* "undefined-symbol", "glibc", "version-mismatch", "not-found", "internal-symbol",
+ * "cxx-runtime", "glibc-private", "cuda", "unknown". */
 const char *explain_kind_name(explain_kind kind);
 
 /* Runs --explain: the report on out; exit status 0 explained, 1 cannot tell, 2 could not run. */

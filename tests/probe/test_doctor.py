@@ -326,7 +326,7 @@ class OtherTexts(unittest.TestCase):
                                 "file: No such file or directory", env=self.env)
         x = doc["explain"]
         self.assertEqual((code, x["kind"]), (0, "not-found"))
-        self.assertIn("LD_LIBRARY_PATH=%s" % os.path.dirname(m_file(self.venv)), x["what_to_do"])
+        self.assertIn("LD_LIBRARY_PATH='%s'" % os.path.dirname(m_file(self.venv)), x["what_to_do"])
 
     def test_cannot_tell(self):
         code, doc, _ = run_json("--explain", "Segmentation fault (core dumped)", env=self.env)
@@ -341,9 +341,83 @@ class OtherTexts(unittest.TestCase):
     def test_symbol_not_in_the_list(self):
         code, doc, _ = run_json("--explain", "undefined symbol: ncclNoSuchThing", env=self.env)
         x = doc["explain"]
-        self.assertEqual((code, x["symbol"], x["since"]), (0, "ncclNoSuchThing", None))
-        self.assertIn("not in ncclshim's list", x["meaning"])
-        self.assertIn("No NCCL on this machine has ncclNoSuchThing", x["what_to_do"])
+        self.assertEqual((code, x["kind"], x["symbol"], x["since"]),
+                         (0, "internal-symbol", "ncclNoSuchThing", None))
+        self.assertIn("no function of NCCL's API", x["meaning"])
+        self.assertNotIn("install", x["what_to_do"])
+
+    def explain(self, text, env=None):
+        code, doc, _ = run_json("--explain", text, env=env or self.env)
+        self.assertEqual(code, 0, doc)
+        return doc["explain"]
+
+    # Issue 31: each kind of error, from the texts users paste (the issue, field-problems.md).
+    def test_cxx_runtime_is_not_an_nccl_problem(self):
+        x = self.explain("ImportError: /lib/x86_64-linux-gnu/libstdc++.so.6: version "
+                         "`GLIBCXX_3.4.32' not found (required by /opt/venv/lib/python3.12/"
+                         "site-packages/nvidia/nccl/lib/libnccl.so.2)")
+        self.assertEqual((x["kind"], x["glibc"]), ("cxx-runtime", "GLIBCXX_3.4.32"))
+        self.assertNotIn("LD_LIBRARY_PATH=", x["what_to_do"])
+        self.assertIn("libstdc++", x["what_to_do"])
+
+    def test_glibc_private(self):
+        x = self.explain("/usr/lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_PRIVATE' not found "
+                         "(required by /opt/conda/lib/libpthread.so.0)")
+        self.assertEqual(x["kind"], "glibc-private")
+        self.assertIn("/opt/conda/lib/libpthread.so.0", x["meaning"])
+        self.assertNotIn("export LD_LIBRARY_PATH=", x["what_to_do"])
+
+    def test_cuda_error_is_no_missing_function(self):
+        for text in ("misc/utils.cc:70 NCCL WARN Cuda failure 'named symbol not found' in "
+                     "ncclCommInitRank", "NCCL WARN unhandled cuda error (run with "
+                     "NCCL_DEBUG=INFO for details) named symbol not found"):
+            x = self.explain(text)
+            self.assertEqual((x["kind"], x["symbol"]), ("cuda", None), text)
+            self.assertIn("CUDA", x["meaning"])
+
+    def test_internal_symbol(self):
+        x = self.explain("libnccl-net.so: undefined symbol: ncclIbRegMr")
+        self.assertEqual((x["kind"], x["symbol"]), ("internal-symbol", "ncclIbRegMr"))
+        self.assertNotIn("install an NCCL", x["what_to_do"])
+
+    def test_required_function_is_in_every_release(self):
+        x = self.explain("undefined symbol: ncclAllReduce")
+        self.assertEqual((x["kind"], x["symbol"]), ("undefined-symbol", "ncclAllReduce"))
+        self.assertIn("every NCCL 2.x release", x["meaning"])
+        self.assertNotIn("older release", x["meaning"])
+
+    def test_not_found_while_a_plain_process_loads_one(self):
+        m = Machine(self)
+        lib = os.path.join(m.root, "lib")
+        os.makedirs(lib)
+        shutil.copy(fake("2.28.9"), os.path.join(lib, "libnccl.so.2"))
+        x = self.explain("OSError: libnccl.so.2: cannot open shared object file: No such file or "
+                         "directory", env=m.env(LD_LIBRARY_PATH=lib))
+        self.assertEqual(x["kind"], "not-found")
+        self.assertIn("here a plain process maps %s" % os.path.join(lib, "libnccl.so.2"),
+                      x["meaning"])
+        self.assertNotIn("off the loader's path", x["what_to_do"])
+
+    def test_not_found_with_only_a_broken_wheel(self):
+        m = Machine(self)
+        venv = m.venv("venv", fake("2.28.9"))
+        with open(m.wheel_file(venv), "r+b") as f:
+            f.truncate(4096)
+        x = self.explain("libnccl.so.2: cannot open shared object file",
+                         env=m.env(VIRTUAL_ENV=venv))
+        self.assertNotIn("LD_LIBRARY_PATH=", x["what_to_do"])
+        self.assertIn("reinstall", x["what_to_do"])
+
+    def test_nccl_home_only_is_a_warning(self):
+        m = Machine(self)
+        home = os.path.join(m.root, "nccl")
+        os.makedirs(os.path.join(home, "lib"))
+        shutil.copy(fake("2.28.9"), os.path.join(home, "lib", "libnccl.so.2"))
+        code, doc, _ = run_json("--doctor", env=m.env(NCCL_HOME=home))
+        d = doc["doctor"]
+        self.assertEqual(code, 1)
+        self.assertTrue(any(f["severity"] == "warning" and "only ncclshim" in f["finding"]
+                            for f in d["findings"]), severities(d))
 
     def test_hostile_text(self):
         text = 'undefined symbol: ncclCommResume\n\x1b[2J"\\\xff'

@@ -537,7 +537,8 @@ class OtherTexts(unittest.TestCase):
             self.assertEqual(code, 2, args)
             self.assertIn("needs a value", err)
         for args, why in ((["--doctor", "--explain", "x"], "not both"),
-                          (["--python", "/usr"], "--python goes with")):
+                          (["--python", "/usr"], "--python goes with"),
+                          (["--doctor", "--library", "/x"], "goes with the report")):
             code, out, err = run_probe(*args)
             self.assertEqual((code, out), (2, ""), args)
             self.assertIn(why, err)

@@ -105,6 +105,10 @@ def run_probe(*args: str, python_env: bool = True) -> subprocess.CompletedProces
     interpreter's environment: in a venv that is not activated, VIRTUAL_ENV is set for it
     (the probe lives in site-packages, where no search step would find the venv), and
     --doctor and --explain get --python sys.prefix. python_env=False runs it as it is."""
+    for arg in args:
+        if "\0" in arg:
+            raise ValueError("an argument for ncclshim-probe holds a NUL byte, which no "
+                             "command line can carry")
     argv = [_native.probe_path(), *args]
     env = None
     if python_env:
@@ -113,7 +117,11 @@ def run_probe(*args: str, python_env: bool = True) -> subprocess.CompletedProces
         if sys.prefix != getattr(sys, "base_prefix", sys.prefix) and \
                 not os.environ.get("VIRTUAL_ENV"):
             env = dict(os.environ, VIRTUAL_ENV=sys.prefix)
-    return subprocess.run(argv, capture_output=True, text=True, env=env)
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, env=env)
+    except OSError as e:  # E2BIG: a text longer than the system lets a command line be
+        raise _native.ProbeUnavailable("cannot start %s: %s" % (argv[0], e.strerror or e)) \
+            from None
 
 
 def _json(*args: str) -> dict:

@@ -660,6 +660,46 @@ class AskTheLoader(unittest.TestCase):
                         severities(d))
 
 
+def in_mount_namespace(argv, env, bind):
+    """Runs argv in a new user and mount namespace (unshare -rm) where each (source, target)
+    of `bind` is bind-mounted first: how a test puts its own /etc/ld.so.cache in front of the
+    machine's. None where namespaces are not allowed."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return None
+    mounts = " && ".join("mount --bind '%s' '%s'" % pair for pair in bind)
+    script = mounts + ' && exec "$@"'
+    proc = subprocess.run([unshare, "-rm", "sh", "-c", script, "sh", *argv], env=env,
+                          capture_output=True, timeout=60)
+    if proc.returncode != 0 and b"Operation not permitted" in proc.stderr:
+        return None
+    return proc
+
+
+class RealCacheInANamespace(unittest.TestCase):
+    """Issue 31: with the machine's own /etc/ld.so.cache replaced (a mount namespace), the
+    doctor's plain process is what the loader maps through that cache, no model of it."""
+
+    def test_the_cache_the_loader_reads(self):
+        if LDCONFIG is None or elf_machine(LDCONFIG) != elf_machine(PROBE):
+            self.skipTest("no ldconfig of the probe's architecture to make a cache")
+        if VALGRIND or WRAPPER:
+            self.skipTest("runs the probe directly, in a namespace")
+        m = Machine(self)
+        real = m.system("2.28.9", "2.28.9")
+        cmd = [PROBE, "--doctor", "--json"]
+        env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"}
+        proc = in_mount_namespace(cmd, env, [(m.cache, "/etc/ld.so.cache")])
+        if proc is None:
+            self.skipTest("mount namespaces are not allowed here")
+        d = json.loads(proc.stdout)["doctor"]
+        if d["plain_process"] not in (real, os.path.join(os.path.dirname(real), "libnccl.so.2")):
+            # a default directory of the loader's holds an NCCL of the machine's: it is found
+            # first only when the cache misses, which it does not here
+            self.fail("plain process %r, the cache registers %r" % (d["plain_process"], real))
+        self.assertEqual(d["plain_process_source"], "loader")
+
+
 class Documentation(unittest.TestCase):
     """Every key --explain and --doctor write is in the man page and docs/reference.md."""
 

@@ -8,7 +8,7 @@
 #include "dl.h"
 #include "elf_check.h"
 #include "ld_cache.h"
-#include "trace.h"
+#include "locate.h"
 #include "objects.h"
 
 enum { REASON_SIZE = 1024, SUMMARY_SIZE = 2048 };

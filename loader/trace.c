@@ -9,13 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "elf_check.h"
+#include "locate.h"
 
 extern char **environ;
 
@@ -98,12 +98,12 @@ static int read_interpreter(struct dl_phdr_info *info, size_t size, void *contex
 static int stub_file(const stub *s, char *path, size_t size) {
   int fd = -1;
 #ifdef SYS_memfd_create
-  fd = (int)syscall(SYS_memfd_create, "ncclshim-trace-stub", 1u /* MFD_CLOEXEC */);
+  /* Without MFD_CLOEXEC: the loader's child opens it as /proc/self/fd/N. */
+  fd = (int)syscall(SYS_memfd_create, "ncclshim-trace-stub", 0u);
 #endif
   if (fd < 0) {
     snprintf(path, size, "/tmp/ncclshim-trace-XXXXXX");
-    fd = mkstemp(path);
-    if (fd >= 0) fcntl(fd, F_SETFD, FD_CLOEXEC);
+    fd = mkostemp(path, O_CLOEXEC); /* the child opens it by its path */
   }
   if (fd >= 0 && write(fd, s, sizeof(*s)) != (ssize_t)sizeof(*s)) {
     close(fd);
@@ -292,21 +292,6 @@ static int read_preloaded(const char *text, const char *interpreter, ncshl_trace
   return 1;
 }
 
-int ncshl_blocking_file(const char *soname, char *file, size_t size) {
-  const char *value = secure_getenv("LD_LIBRARY_PATH");
-  for (const char *start = value; start != NULL && *start != '\0';) {
-    size_t length = strcspn(start, ":;");
-    struct stat st;
-    if (memchr(start, '$', length) == NULL &&
-        snprintf(file, size, "%.*s/%s", length ? (int)length : 1, length ? start : ".", soname) <
-            (int)size &&
-        stat(file, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
-      return 1;
-    start += length + (start[length] != '\0');
-  }
-  return 0;
-}
-
 void ncshl_trace(const char *soname, int inhibit_cache, int limit_ms, ncshl_trace_result *r) {
   memset(r, 0, sizeof(*r));
   r->outcome = NCSHL_TRACE_UNAVAILABLE;
@@ -336,8 +321,6 @@ void ncshl_trace(const char *soname, int inhibit_cache, int limit_ms, ncshl_trac
     snprintf(stub_path, sizeof(stub_path), "%s", temporary);
   else
     snprintf(stub_path, sizeof(stub_path), "/proc/self/fd/%d", fd);
-  /* The child inherits the descriptor (without FD_CLOEXEC) only for the exec. */
-  if (!temporary[0]) fcntl(fd, F_SETFD, 0);
   static output out, err;
   out.length = err.length = 0;
   out.text[0] = err.text[0] = '\0';

@@ -29,10 +29,4 @@ typedef struct ncshl_trace_result {
  * (for a caller told to ignore /etc/ld.so.cache). Waits at most `limit_ms`. */
 void ncshl_trace(const char *soname, int inhibit_cache, int limit_ms, ncshl_trace_result *r);
 
-/* 1 when a directory of LD_LIBRARY_PATH (relative and empty entries included, as ld.so reads
- * them) holds something called `soname` that is neither a file nor a directory, its path in
- * `file`: ld.so's open of a FIFO or a terminal waits forever, so neither the search nor the
- * trace hands the name to it. */
-int ncshl_blocking_file(const char *soname, char *file, size_t size);
-
 #endif

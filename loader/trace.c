@@ -292,6 +292,34 @@ static int read_preloaded(const char *text, const char *interpreter, ncshl_trace
   return 1;
 }
 
+/* What the loader's run came to (`ran`: 0 finished, -1 timed out), into r. */
+static void read_trace(const char *soname, const char *interpreter, int limit_ms, int ran,
+                       int status, const output *out, const output *err, ncshl_trace_result *r) {
+  static const char loading[] = "error while loading shared libraries: ";
+  if (ran == 0 && read_mapping(out->text, soname, r)) {
+    if (r->outcome == NCSHL_TRACE_MAPS) read_link_errors(err->text, r);
+    return;
+  }
+  if (ran == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+      read_preloaded(out->text, interpreter, r))
+    return;
+  last_tried(err->text, r->path, sizeof(r->path));
+  const char *said = strstr(err->text, loading);
+  r->outcome = NCSHL_TRACE_FAILS;
+  if (ran == -1)
+    snprintf(r->message, sizeof(r->message), "the dynamic loader did not finish in %d ms%s%s",
+             limit_ms, r->path[0] ? " opening " : "", r->path);
+  else if (WIFSIGNALED(status))
+    snprintf(r->message, sizeof(r->message), "the dynamic loader was killed by signal %d (%s)%s%s",
+             WTERMSIG(status), strsignal(WTERMSIG(status)), r->path[0] ? " mapping " : "", r->path);
+  else if (said)
+    snprintf(r->message, sizeof(r->message), "%.*s", (int)strcspn(said + sizeof(loading) - 1, "\n"),
+             said + sizeof(loading) - 1);
+  else
+    snprintf(r->message, sizeof(r->message), "the dynamic loader exited with status %d",
+             WEXITSTATUS(status));
+}
+
 void ncshl_trace(const char *soname, int inhibit_cache, int limit_ms, ncshl_trace_result *r) {
   memset(r, 0, sizeof(*r));
   r->outcome = NCSHL_TRACE_UNAVAILABLE;
@@ -321,36 +349,16 @@ void ncshl_trace(const char *soname, int inhibit_cache, int limit_ms, ncshl_trac
     snprintf(stub_path, sizeof(stub_path), "%s", temporary);
   else
     snprintf(stub_path, sizeof(stub_path), "/proc/self/fd/%d", fd);
-  static output out, err;
-  out.length = err.length = 0;
-  out.text[0] = err.text[0] = '\0';
+  output *out = calloc(2, sizeof(*out)), *err = out + 1;
   int status = 0;
-  int ran = run_loader(interpreter, stub_path, inhibit_cache, limit_ms, &out, &err, &status);
+  int ran =
+      out ? run_loader(interpreter, stub_path, inhibit_cache, limit_ms, out, err, &status) : -2;
   close(fd);
   if (temporary[0]) unlink(temporary);
-  if (ran == -2) {
-    snprintf(r->message, sizeof(r->message), "cannot start %s: %s", interpreter, strerror(errno));
-    return;
-  }
-  if (ran == 0 && read_mapping(out.text, soname, r)) {
-    if (r->outcome == NCSHL_TRACE_MAPS) read_link_errors(err.text, r);
-    return;
-  }
-  if (ran == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
-      read_preloaded(out.text, interpreter, r))
-    return;
-  last_tried(err.text, r->path, sizeof(r->path));
-  const char *said = strstr(err.text, "error while loading shared libraries: ");
-  r->outcome = NCSHL_TRACE_FAILS;
-  if (ran == -1)
-    snprintf(r->message, sizeof(r->message), "the dynamic loader did not finish in %d ms%s%s",
-             limit_ms, r->path[0] ? " opening " : "", r->path);
-  else if (WIFSIGNALED(status))
-    snprintf(r->message, sizeof(r->message), "the dynamic loader was killed by signal %d (%s)%s%s",
-             WTERMSIG(status), strsignal(WTERMSIG(status)), r->path[0] ? " mapping " : "", r->path);
-  else if (said)
-    snprintf(r->message, sizeof(r->message), "%.*s", (int)strcspn(said + 38, "\n"), said + 38);
+  if (ran == -2)
+    snprintf(r->message, sizeof(r->message), "cannot start %s: %s", interpreter,
+             out ? strerror(errno) : "out of memory");
   else
-    snprintf(r->message, sizeof(r->message), "the dynamic loader exited with status %d",
-             WEXITSTATUS(status));
+    read_trace(soname, interpreter, limit_ms, ran, status, out, err, r);
+  free(out);
 }

@@ -92,7 +92,7 @@ enum { TRACE_LIMIT_MS = 10000 };
 static int ask_the_loader(inventory *inv) {
   const char *cache = secure_getenv("NCCLSHIM_LD_CACHE"); /* as the library reads it */
   int other_cache = cache != NULL && cache[0] == '/' && strcmp(cache, "/etc/ld.so.cache") != 0;
-  static ncshl_trace_result trace;
+  ncshl_trace_result trace;
   ncshl_trace("libnccl.so.2", other_cache, TRACE_LIMIT_MS, &trace);
   inv->plain_source = "loader";
   switch (trace.outcome) {

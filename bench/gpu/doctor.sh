@@ -24,7 +24,8 @@
 #            python_envs[venv].loads
 #   explain  `--explain 'undefined symbol: ncclCommSuspend'`: explained (exit 0)
 # Writes ${OUT:-/tmp/out}/doctor/summary.csv (case,verdict,doctor_plain,loader_maps,
-# dlopen_maps,doctor_ncclshim,probe_takes) and summary.txt; logs beside them. Under 90 s.
+# dlopen_maps,doctor_ncclshim,probe_takes,plain_source: how the doctor knows, "loader" when
+# it asked the dynamic loader) and summary.txt; logs beside them. Under 90 s.
 # Exit status 1 if a check failed.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -43,14 +44,14 @@ failed=0
 summary=()
 note() { summary+=("$(printf '%-14s %s' "$1" "$2")"); echo "=== $1: $2"; }
 csv=$out/summary.csv
-echo "case,verdict,doctor_plain,loader_maps,dlopen_maps,doctor_ncclshim,probe_takes" >"$csv"
+echo "case,verdict,doctor_plain,loader_maps,dlopen_maps,doctor_ncclshim,probe_takes,plain_source" >"$csv"
 unset VIRTUAL_ENV CONDA_PREFIX LD_LIBRARY_PATH LD_PRELOAD
 
 if timeout 40 "$python" -m pip install --no-index --no-deps --force-reinstall \
   --disable-pip-version-check "$wheel" >"$out/install.log" 2>&1; then
   note install "ok ($(basename "$wheel"))"
 else
-  tail -20 "$out/install.log"; note install FAILED; echo "install,FAIL: pip install,,,,," >>"$csv"
+  tail -20 "$out/install.log"; note install FAILED; echo "install,FAIL: pip install,,,,,," >>"$csv"
   exit 1
 fi
 
@@ -141,10 +142,14 @@ if doctor is None:
     why.append("the doctor gave no JSON")
 if os.path.realpath(plain) != linked if plain else linked.startswith("/"):
     why.append("the doctor says a plain process loads %r, the loader maps %r" % (plain, linked))
+if dl.startswith("/") and linked.startswith("/") and dl != linked:
+    why.append("a dlopen maps %r, a linked program %r" % (dl, linked))
 if ours and takes and os.path.realpath(ours) != os.path.realpath(takes):
     why.append("the doctor says ncclshim takes %r, the probe took %r" % (ours, takes))
 verdict = "ok" if not why else "FAIL: " + "; ".join(why)
-print(",".join([name, '"%s"' % verdict.replace('"', "'"), plain, linked, dl, ours, takes]))
+source = d.get("plain_process_source") or ""
+print(",".join([name, '"%s"' % verdict.replace('"', "'"), plain, linked, dl, ours, takes,
+                '"%s"' % source]))
 PY
 )
   echo "$row" >>"$csv"
@@ -197,14 +202,14 @@ row=$(grep '^ROW ' "$out/torch.log" | cut -d' ' -f2-)
 verdict=${row% * *}
 if [ $rc -eq 0 ]; then note torch "ok: torch maps the venv's wheel, as the doctor says"; else
   cat "$out/torch.log"; note torch FAILED; failed=1; verdict=${verdict:-FAIL: see torch.log}; fi
-echo "torch,\"$verdict\",,,,," >>"$csv"
+echo "torch,\"$verdict\",,,,,," >>"$csv"
 
 timeout 20 "$python" -m ncclshim --explain 'undefined symbol: ncclCommSuspend' \
   >"$out/explain.txt" 2>&1
 rc=$?
-if [ $rc -eq 0 ]; then note explain ok; echo "explain,ok,,,,," >>"$csv"; else
+if [ $rc -eq 0 ]; then note explain ok; echo "explain,ok,,,,,," >>"$csv"; else
   cat "$out/explain.txt"; note explain "FAILED (exit $rc)"; failed=1
-  echo "explain,FAIL: exit $rc,,,,," >>"$csv"; fi
+  echo "explain,FAIL: exit $rc,,,,,," >>"$csv"; fi
 
 timeout 30 "$python" -m pip uninstall -y --disable-pip-version-check ncclshim \
   >>"$out/install.log" 2>&1

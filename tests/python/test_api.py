@@ -116,6 +116,27 @@ class ProbeAndDoctor(unittest.TestCase):
         self.assertEqual(json.loads(proc.stdout), {"loaded": []})
 
 
+class NonVenvInterpreter(unittest.TestCase):
+    """Issue 31: a Python that is no venv (here: a prefix whose bin/python3 links to this
+    interpreter) with a wheel NCCL: probe() reports the wheel, as ncclshim_init inside that
+    interpreter maps it, not what a program elsewhere would get."""
+
+    def test_probe_sees_the_interpreters_prefix(self):
+        prefix = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, prefix)
+        os.makedirs(os.path.join(prefix, "bin"))
+        python = os.path.join(prefix, "bin", "python3")
+        os.symlink(os.path.realpath(sys.executable), python)
+        wheel = os.path.join(prefix, "lib", "python%d.%d" % sys.version_info[:2],
+                             "site-packages", "nvidia", "nccl", "lib")
+        os.makedirs(wheel)
+        shutil.copy(fake("2.28.9"), os.path.join(wheel, "libnccl.so.2"))
+        out = run_python("import ncclshim; p = ncclshim.probe(); print(p.path, p.found_via)",
+                         python=python)
+        self.assertEqual(out.split(), [os.path.realpath(os.path.join(wheel, "libnccl.so.2")),
+                                       "active-environment"])
+
+
 class CommandLineProblems(unittest.TestCase):
     """Issue 31: `python -m ncclshim` says an environment problem in one line and exits 2
     (1 means "a problem found"), keeps the probe's exit codes, and runs only its own probe."""

@@ -145,8 +145,9 @@ int inventory_gather(inventory *inv, char **pythons, int python_count) {
   probe_candidates_free(cands, ncands);
   if (rc == 0 && pyenv_discover(pythons, python_count, &inv->envs, &inv->env_count) != 0) rc = -1;
   for (size_t e = 0; rc == 0 && e < inv->env_count; e++) {
-    for (size_t w = 0; w < inv->envs[e].wheel_count; w++) {
-      int at = add_copy(inv, inv->envs[e].wheel_files[w]);
+    const py_env *env = &inv->envs[e];
+    for (size_t w = 0; w < env->wheel_count + (env->conda_lib != NULL); w++) {
+      int at = add_copy(inv, w < env->wheel_count ? env->wheel_files[w] : env->conda_lib);
       if (at < 0) {
         rc = -1;
         break;
@@ -185,6 +186,8 @@ void inventory_free(inventory *inv) {
 int inventory_env_winner(const inventory *inv, size_t e) {
   if (e < inv->env_count && inv->envs[e].wheel_count > 0)
     return inventory_find(inv, inv->envs[e].wheel_files[0]);
+  if (e < inv->env_count && inv->envs[e].conda_lib != NULL)
+    return inventory_find(inv, inv->envs[e].conda_lib);
   return inv->plain;
 }
 

@@ -36,6 +36,7 @@ typedef struct py_env {
   const char *why;    /* how it was found: "VIRTUAL_ENV", "--python", "PATH", ... */
   char **wheel_files; /* real paths of its libnccl.so.2 files (nvidia/<x>/lib), in order */
   size_t wheel_count;
+  char *conda_lib;          /* a conda environment's own lib/libnccl.so.2 (no wheel), or NULL */
   py_wheel_record *records; /* its nvidia-nccl-* package records */
   size_t record_count;
 } py_env;
@@ -82,7 +83,8 @@ int inventory_gather(inventory *inv, char **pythons, int python_count);
 void inventory_free(inventory *inv);
 
 /* The copy a Python process of environment e loads: its wheel when it has one (frameworks load
- * their wheel's NCCL first), else what a plain process loads. -1 none. */
+ * their wheel's NCCL first), else a conda environment's lib/, else what a plain process
+ * loads. -1 none. */
 int inventory_env_winner(const inventory *inv, size_t e);
 /* Index of the copy with this real path, -1 when none. */
 int inventory_find(const inventory *inv, const char *path);

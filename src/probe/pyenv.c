@@ -16,6 +16,7 @@ static void env_clear(py_env *e) {
   free(e->prefix);
   for (size_t j = 0; j < e->wheel_count; j++) free(e->wheel_files[j]);
   free(e->wheel_files);
+  free(e->conda_lib);
   free(e->records);
 }
 
@@ -139,11 +140,9 @@ static void add_env(envs *list, const char *prefix, const char *why, int user_ba
   if (rc == 0 && !user_base && ncshl_python_is_conda(real)) {
     char path[PATH_MAX];
     snprintf(path, sizeof(path), "%s/lib/libnccl.so.2", real);
-    char *file = realpath(path, NULL);
-    if (file) rc = add_string(&e.wheel_files, &e.wheel_count, file);
-    free(file);
+    e.conda_lib = realpath(path, NULL); /* not a wheel: its own field */
   }
-  if (rc == 0 && (e.wheel_count || e.record_count)) {
+  if (rc == 0 && (e.wheel_count || e.record_count || e.conda_lib)) {
     py_env *grown = realloc(list->items, (list->count + 1) * sizeof(*grown));
     if (grown != NULL) {
       list->items = grown;

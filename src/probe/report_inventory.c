@@ -112,6 +112,8 @@ void inventory_print_json(const inventory *inv, const char *symbol, FILE *out) {
     json_string(out, env->why);
     fputs(", \"loads\": ", out);
     json_path_of(inv, inventory_env_winner(inv, e), out);
+    fputs(", \"conda_lib\": ", out);
+    json_string(out, env->conda_lib);
     fputs(", \"wheel_files\": [", out);
     for (size_t w = 0; w < env->wheel_count; w++) {
       if (w) fputs(", ", out);

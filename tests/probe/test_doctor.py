@@ -477,6 +477,11 @@ class OtherTexts(unittest.TestCase):
         envs = {e["prefix"]: e for e in d["python_envs"]}
         self.assertEqual(envs[conda]["loads"], m.wheel_file(conda))
         self.assertEqual(d["ncclshim"], m.wheel_file(conda))
+        # conda's own lib/ is no wheel file: reported apart, no "two wheel files" warning
+        self.assertEqual(envs[conda]["wheel_files"], [m.wheel_file(conda)])
+        self.assertEqual(envs[conda]["conda_lib"], os.path.join(conda, "lib", "libnccl.so.2"))
+        self.assertFalse([f for f in d["findings"] if "wheel files" in f["finding"]],
+                         severities(d))
 
     def test_pyenv_shim_is_resolved(self):
         m = Machine(self)

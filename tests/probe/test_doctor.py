@@ -659,6 +659,24 @@ class AskTheLoader(unittest.TestCase):
         code, d = self.doctor(LD_LIBRARY_PATH=self.lib)
         self.assert_loader_fails_on(lib, d, "not found (required by %s)" % lib)
 
+    def test_no_section_headers(self):
+        """Both loaders take a library stripped of its section headers: the doctor reads it
+        through its dynamic section, as usable as the original."""
+        lib = self.put(fake("2.28.9"))
+        with open(lib, "r+b") as f:
+            data = bytearray(f.read())
+            data[0x28:0x30] = bytes(8)  # e_shoff
+            data[0x3c:0x40] = bytes(4)  # e_shnum, e_shstrndx
+            f.seek(0)
+            f.write(data)
+        code, d = self.doctor(LD_LIBRARY_PATH=self.lib)
+        copy = copy_of(d, lib)
+        self.assertTrue(copy["usable"], copy)
+        self.assertTrue(copy["glibc_need"], copy)
+        self.assertEqual(d["plain_process"], lib)
+        self.assertEqual(d["ncclshim"], lib)
+        self.assertFalse([f for f in d["findings"] if f["severity"] != "info"], severities(d))
+
     def test_file_the_search_refuses(self):
         lib = self.put(fake("missing-required"))
         code, d = self.doctor(LD_LIBRARY_PATH=self.lib)

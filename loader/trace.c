@@ -270,6 +270,21 @@ static void read_link_errors(const char *text, ncshl_trace_result *r) {
   }
 }
 
+/* A library of the mapped one's own needs that the loader finds nowhere ("\tlibq.so.6 =>
+ * not found"; the stub needs nothing else): a process starting with it stops there. */
+static void read_missing_needs(const char *text, ncshl_trace_result *r) {
+  for (const char *line = text; *line;
+       line += strcspn(line, "\n") + (line[strcspn(line, "\n")] != 0)) {
+    const char *name = line + strspn(line, " \t"), *arrow = strstr(name, " => not found");
+    if (arrow == NULL || arrow > name + strcspn(name, "\n")) continue;
+    r->outcome = NCSHL_TRACE_FAILS;
+    snprintf(r->message, sizeof(r->message),
+             "%.*s, which %s needs, is found nowhere (cannot open shared object file)",
+             (int)(arrow - name), name, r->path);
+    return;
+  }
+}
+
 /* A clean trace without a line for the name: an object already mapped (preloaded) has that
  * SONAME. The preloaded objects are the trace's lines of a bare absolute path. */
 static int read_preloaded(const char *text, const char *interpreter, ncshl_trace_result *r) {
@@ -297,6 +312,7 @@ static void read_trace(const char *soname, const char *interpreter, int limit_ms
                        int status, const output *out, const output *err, ncshl_trace_result *r) {
   static const char loading[] = "error while loading shared libraries: ";
   if (ran == 0 && read_mapping(out->text, soname, r)) {
+    if (r->outcome == NCSHL_TRACE_MAPS) read_missing_needs(out->text, r);
     if (r->outcome == NCSHL_TRACE_MAPS) read_link_errors(err->text, r);
     return;
   }

@@ -677,6 +677,17 @@ class AskTheLoader(unittest.TestCase):
         self.assertEqual(d["ncclshim"], lib)
         self.assertFalse([f for f in d["findings"] if f["severity"] != "info"], severities(d))
 
+    def test_missing_dependency(self):
+        lib = self.put(fake("2.28.9"))
+        with open(lib, "rb") as f:
+            data = f.read()
+        if b"libc.so.6\0" not in data:
+            self.skipTest("the fake needs no libc.so.6")
+        with open(lib, "wb") as f:  # its need of libc.so.6 becomes one nobody has
+            f.write(data.replace(b"libc.so.6\0", b"libq.so.6\0", 1))
+        code, d = self.doctor(LD_LIBRARY_PATH=self.lib)
+        self.assert_loader_fails_on(lib, d, "libq.so.6, which %s needs" % lib)
+
     def test_file_the_search_refuses(self):
         lib = self.put(fake("missing-required"))
         code, d = self.doctor(LD_LIBRARY_PATH=self.lib)

@@ -158,21 +158,27 @@ static int through_path(const char *name, char *found, size_t size) {
 
 /* argv[0] as the program was started (glibc keeps it; /proc/self/cmdline would name ld.so
  * for a program started through it). */
-static void add_started_prefix(ncshl_list *prefixes) {
+/* The prefix of the program as started into `prefix` and its path into `program`; 0 when
+ * unknown. */
+static int started_prefix(char *program, char *prefix) {
   extern char *program_invocation_name;
   const char *argv0 = program_invocation_name;
-  char program[PATH_MAX], real[PATH_MAX], prefix[PATH_MAX], why[PATH_MAX + 64];
-  if (argv0 == NULL || argv0[0] == '\0') return;
+  char real[PATH_MAX];
+  if (argv0 == NULL || argv0[0] == '\0') return 0;
   if (strchr(argv0, '/') != NULL) {
-    if (snprintf(program, sizeof(program), "%s", argv0) >= (int)sizeof(program)) return;
-  } else if (!through_path(argv0, program, sizeof(program))) {
-    return;
+    if (snprintf(program, PATH_MAX, "%s", argv0) >= PATH_MAX) return 0;
+  } else if (!through_path(argv0, program, PATH_MAX)) {
+    return 0;
   }
-  if (ncshl_python_unshim(program, real, sizeof(real)))
-    snprintf(program, sizeof(program), "%s", real);
-  if (!program_prefix(program, prefix, sizeof(prefix))) return;
-  snprintf(why, sizeof(why), "the prefix of the program as started (%s)", program);
-  ncshl_list_add(prefixes, prefix, why);
+  if (ncshl_python_unshim(program, real, sizeof(real))) snprintf(program, PATH_MAX, "%s", real);
+  return program_prefix(program, prefix, PATH_MAX);
+}
+
+/* 1 when `prefix` is a virtual environment (it has pyvenv.cfg) other than `dir`. */
+static int other_venv(const char *prefix, const char *dir) {
+  char cfg[PATH_MAX + 16], a[PATH_MAX], b[PATH_MAX];
+  snprintf(cfg, sizeof(cfg), "%s/pyvenv.cfg", prefix);
+  return access(cfg, F_OK) == 0 && realpath(prefix, a) && realpath(dir, b) && strcmp(a, b) != 0;
 }
 
 static void add_exe_prefix(ncshl_list *prefixes) {
@@ -186,11 +192,19 @@ static void add_exe_prefix(ncshl_list *prefixes) {
 }
 
 void ncshl_python_prefixes(ncshl_list *prefixes) {
-  const char *dir;
-  if ((dir = env_dir("VIRTUAL_ENV"))) ncshl_list_add(prefixes, dir, "VIRTUAL_ENV");
-  if ((dir = env_dir("CONDA_PREFIX"))) ncshl_list_add(prefixes, dir, "CONDA_PREFIX");
   int secure = getauxval(AT_SECURE) != 0;
-  if (!secure) add_started_prefix(prefixes);
+  char program[PATH_MAX], started[PATH_MAX], why[PATH_MAX + 64];
+  int have_started = !secure && started_prefix(program, started);
+  const char *dir = env_dir("VIRTUAL_ENV");
+  /* A VIRTUAL_ENV left from another venv than the one the program runs from is stale: the
+   * interpreter of that other venv loads its own wheels. */
+  if (dir && !(have_started && other_venv(started, dir)))
+    ncshl_list_add(prefixes, dir, "VIRTUAL_ENV");
+  if ((dir = env_dir("CONDA_PREFIX"))) ncshl_list_add(prefixes, dir, "CONDA_PREFIX");
+  if (have_started) {
+    snprintf(why, sizeof(why), "the prefix of the program as started (%s)", program);
+    ncshl_list_add(prefixes, started, why);
+  }
   add_exe_prefix(prefixes);
 }
 

@@ -3,7 +3,7 @@
  * (src/probe/pyenv.c) and, through the doctor, the Python package. Nothing here knows which
  * package is looked for: callers append their own folder ("nvidia/nccl/lib") to each site.
  * The order (docs/loader.md, "Python locations"):
- *   1. VIRTUAL_ENV;
+ *   1. VIRTUAL_ENV, unless the program runs from another venv (a stale value);
  *   2. CONDA_PREFIX (a conda environment: its wheels, then its own lib/);
  *   3. the prefix of the program as started (argv[0], through PATH when it has no '/'; a
  *      pyenv shim resolved to the interpreter it runs);

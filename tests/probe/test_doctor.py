@@ -234,6 +234,18 @@ class UnactivatedVenv(unittest.TestCase):
         self.assertFalse(copy_of(x, self.system)["has_symbol"])
         self.assertIn("LD_LIBRARY_PATH", x["what_to_do"])
 
+    def test_stale_virtual_env(self):
+        """Issue 31: VIRTUAL_ENV naming another venv than the one the program runs from is
+        stale: the program's own venv comes first."""
+        if WRAPPER or VALGRIND:
+            self.skipTest("needs the program started by its own path")
+        with open(os.path.join(self.venv, "pyvenv.cfg"), "w") as f:
+            f.write("home = /usr/bin\n")
+        other = Machine(self).venv("other", fake("2.28.9"))
+        env = dict(self.env, VIRTUAL_ENV=other)
+        _, doc, _ = run_json("--doctor", env=env, program=self.program)
+        self.assertEqual(doc["doctor"]["ncclshim"], self.file)
+
     def test_search_takes_the_venv_wheel(self):
         if WRAPPER or VALGRIND:
             self.skipTest("needs the program started by its own path")

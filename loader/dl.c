@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "objects.h"
+
 void *ncshl_open(const char *name, int extra_flags, char *reason, size_t size) {
   dlerror();
   void *handle = dlopen(name, RTLD_NOW | RTLD_LOCAL | extra_flags);
@@ -18,8 +20,13 @@ void *ncshl_open(const char *name, int extra_flags, char *reason, size_t size) {
 }
 
 void *ncshl_open_loaded(const char *name) {
-  void *handle = dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+  /* The link-map name found from memory; glibc matches it against its list without opening a
+   * file, where RTLD_NOLOAD of a bare name would open each file its search names. */
+  char *mapped = ncshl_mapped_name(name);
+  if (mapped == NULL) return NULL;
+  void *handle = dlopen(mapped, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
   dlerror(); /* RTLD_NOLOAD may or may not leave a message: never let it leak to a later call */
+  free(mapped);
   return handle;
 }
 

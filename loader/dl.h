@@ -10,7 +10,9 @@ typedef void (*ncshl_fn)(void);
 /* dlopen(name, RTLD_NOW | RTLD_LOCAL | extra_flags). On failure returns NULL and writes the
  * dlerror text (or a note that there was none) to reason. */
 void *ncshl_open(const char *name, int extra_flags, char *reason, size_t size);
-/* The library called `name` if it is already mapped in the process (RTLD_NOLOAD), else NULL. */
+/* The library called `name` (a SONAME or a path) if it is already mapped in the process, else
+ * NULL. Found from memory (ncshl_mapped_name), then taken with RTLD_NOLOAD by its link-map
+ * name: no file is opened. */
 void *ncshl_open_loaded(const char *name);
 /* Absolute, symlink-free path of the file behind a handle; malloc'd; NULL if unknown. */
 char *ncshl_mapped_path(void *handle);

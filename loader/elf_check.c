@@ -117,6 +117,8 @@ static ncshl_outcome check_file(int fd, unsigned long long file_size, char *reas
   return check_segments(ph, eh.e_phnum, file_size, reason, size);
 }
 
+unsigned ncshl_elf_native_machine(void) { return NATIVE_MACHINE; }
+
 ncshl_outcome ncshl_elf_check(const char *path, char *reason, size_t size) {
   /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever; the
    * fstat below refuses it. Reads of a regular file ignore the flag. */

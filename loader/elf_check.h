@@ -17,4 +17,7 @@ ncshl_outcome ncshl_elf_check(const char *path, char *reason, size_t size);
 ncshl_outcome ncshl_elf_check_bytes(const unsigned char *bytes, size_t length,
                                     unsigned long long file_size, char *reason, size_t size);
 
+/* This machine's ELF e_machine (EM_X86_64, ...). */
+unsigned ncshl_elf_native_machine(void);
+
 #endif

@@ -2,6 +2,7 @@
 
 #include <elf.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -15,6 +16,124 @@ int ncshl_elf_inside(const ncshl_elf_file *f, unsigned long long offset,
   return offset <= f->size && length <= f->size - offset;
 }
 
+/* ---- Sections of a file without section headers -------------------------------------- */
+
+enum { MADE_NULL, MADE_DYNSYM, MADE_DYNSTR, MADE_DYNAMIC, MADE_VERNEED, MADE_RODATA, MADE_COUNT };
+static const char *const made_names[MADE_COUNT] = {"",         ".dynsym",        ".dynstr",
+                                                   ".dynamic", ".gnu.version_r", ".rodata"};
+
+/* The program headers (checked by ncshl_elf_check_bytes to lie inside the file). */
+static const ElfW(Phdr) *
+    phdr_at(const ncshl_elf_file *f, const ElfW(Ehdr) * eh, unsigned i, ElfW(Phdr) * out) {
+  memcpy(out, f->bytes + eh->e_phoff + (size_t)i * sizeof(*out), sizeof(*out));
+  return out;
+}
+
+/* The file offset of a virtual address with `length` bytes after it in the file, or 0. */
+static unsigned long long file_offset(const ncshl_elf_file *f, const ElfW(Ehdr) * eh,
+                                      unsigned long long vaddr, unsigned long long length) {
+  ElfW(Phdr) ph;
+  for (unsigned i = 0; i < eh->e_phnum; i++) {
+    phdr_at(f, eh, i, &ph);
+    if (ph.p_type != PT_LOAD || vaddr < ph.p_vaddr || vaddr - ph.p_vaddr > ph.p_filesz ||
+        length > ph.p_filesz - (vaddr - ph.p_vaddr))
+      continue;
+    unsigned long long at = ph.p_offset + (vaddr - ph.p_vaddr);
+    return ncshl_elf_inside(f, at, length) ? at : 0;
+  }
+  return 0;
+}
+
+/* How many symbols .dynsym holds, from the hash table's end of chains (GNU) or its nchain
+ * (System V); 0 when neither can be read. */
+static size_t symbol_count(const ncshl_elf_file *f, const ElfW(Ehdr) * eh, unsigned long long gnu,
+                           unsigned long long sysv) {
+  uint32_t words[4];
+  unsigned long long at;
+  if (sysv && (at = file_offset(f, eh, sysv, 8))) {
+    memcpy(words, f->bytes + at, 8);
+    return words[1];
+  }
+  if (!gnu || !(at = file_offset(f, eh, gnu, 16))) return 0;
+  memcpy(words, f->bytes + at, 16);
+  uint32_t nbuckets = words[0], symoffset = words[1];
+  unsigned long long buckets = at + 16 + (unsigned long long)words[2] * sizeof(ElfW(Addr));
+  if (!ncshl_elf_inside(f, buckets, (unsigned long long)nbuckets * 4)) return 0;
+  uint32_t last = 0;
+  for (uint32_t b = 0; b < nbuckets; b++) {
+    uint32_t index;
+    memcpy(&index, f->bytes + buckets + 4ull * b, 4);
+    if (index > last) last = index;
+  }
+  if (last < symoffset) return symoffset;
+  unsigned long long chain = buckets + 4ull * nbuckets;
+  for (;; last++) { /* the last chain ends at an entry with its low bit set */
+    uint32_t entry;
+    unsigned long long link = chain + 4ull * (last - symoffset);
+    if (!ncshl_elf_inside(f, link, 4) || last == UINT32_MAX) return 0;
+    memcpy(&entry, f->bytes + link, 4);
+    if (entry & 1) return (size_t)last + 1;
+  }
+}
+
+static void made(ncshl_elf_file *f, unsigned index, unsigned type, unsigned long long offset,
+                 unsigned long long size, unsigned link, unsigned entsize) {
+  f->made[index] = (ElfW(Shdr)){.sh_name = index,
+                                .sh_type = type,
+                                .sh_offset = offset,
+                                .sh_size = size,
+                                .sh_link = link,
+                                .sh_entsize = entsize};
+}
+
+/* Sections made from PT_DYNAMIC's tags and the read-only segments, so that the readers of a
+ * file's exports, SONAME, version needs and banner work on a stripped file as both loaders
+ * do. Nothing is made when there is no readable dynamic section. */
+static void make_sections(ncshl_elf_file *f, const ElfW(Ehdr) * eh) {
+  ElfW(Phdr) ph, rodata = {0};
+  unsigned long long dynamic = 0, dynamic_size = 0;
+  for (unsigned i = 0; i < eh->e_phnum; i++) {
+    phdr_at(f, eh, i, &ph);
+    if (ph.p_type == PT_DYNAMIC && ncshl_elf_inside(f, ph.p_offset, ph.p_filesz))
+      dynamic = ph.p_offset, dynamic_size = ph.p_filesz;
+    if (ph.p_type == PT_LOAD && ph.p_flags == PF_R && ph.p_filesz > rodata.p_filesz) rodata = ph;
+  }
+  if (dynamic_size < sizeof(ElfW(Dyn))) return;
+  unsigned long long symtab = 0, strtab = 0, strsz = 0, gnu = 0, sysv = 0, verneed = 0;
+  unsigned verneed_count = 0;
+  for (unsigned long long at = dynamic; at + sizeof(ElfW(Dyn)) <= dynamic + dynamic_size;
+       at += sizeof(ElfW(Dyn))) {
+    ElfW(Dyn) d;
+    memcpy(&d, f->bytes + at, sizeof(d));
+    if (d.d_tag == DT_NULL) break;
+    if (d.d_tag == DT_SYMTAB) symtab = d.d_un.d_ptr;
+    if (d.d_tag == DT_STRTAB) strtab = d.d_un.d_ptr;
+    if (d.d_tag == DT_STRSZ) strsz = d.d_un.d_val;
+    if (d.d_tag == DT_GNU_HASH) gnu = d.d_un.d_ptr;
+    if (d.d_tag == DT_HASH) sysv = d.d_un.d_ptr;
+    if (d.d_tag == DT_VERNEED) verneed = d.d_un.d_ptr;
+    if (d.d_tag == DT_VERNEEDNUM) verneed_count = (unsigned)d.d_un.d_val;
+  }
+  unsigned long long strings = strtab ? file_offset(f, eh, strtab, strsz) : 0;
+  size_t count = symbol_count(f, eh, gnu, sysv);
+  unsigned long long symbols =
+      symtab && count ? file_offset(f, eh, symtab, count * sizeof(ElfW(Sym))) : 0;
+  if (!strings || !symbols) return;
+  made(f, MADE_DYNSYM, SHT_DYNSYM, symbols, count * sizeof(ElfW(Sym)), MADE_DYNSTR,
+       sizeof(ElfW(Sym)));
+  made(f, MADE_DYNSTR, SHT_STRTAB, strings, strsz, 0, 0);
+  made(f, MADE_DYNAMIC, SHT_DYNAMIC, dynamic, dynamic_size, MADE_DYNSTR, sizeof(ElfW(Dyn)));
+  unsigned long long needs = verneed ? file_offset(f, eh, verneed, 0) : 0;
+  /* .gnu.version_r's size is not in the dynamic section: up to the end of the file, which the
+   * reader of its records checks each against */
+  made(f, MADE_VERNEED, needs ? SHT_GNU_verneed : SHT_NULL, needs, needs ? f->size - needs : 0,
+       MADE_DYNSTR, 0);
+  f->made[MADE_VERNEED].sh_info = verneed_count;
+  made(f, MADE_RODATA, SHT_PROGBITS, rodata.p_offset, rodata.p_filesz, 0, 0);
+  f->synthetic = 1;
+  f->shnum = MADE_COUNT;
+}
+
 ncshl_outcome ncshl_elf_open_bytes(const unsigned char *bytes, size_t length, ncshl_elf_file *f,
                                    char *reason, size_t size) {
   *f = (ncshl_elf_file){.bytes = bytes, .size = length};
@@ -22,7 +141,10 @@ ncshl_outcome ncshl_elf_open_bytes(const unsigned char *bytes, size_t length, nc
   if (status != NCSHL_OK) return status;
   ElfW(Ehdr) eh;
   memcpy(&eh, bytes, sizeof(eh));
-  if (eh.e_shoff == 0 || eh.e_shnum == 0) return NCSHL_OK; /* no sections: nothing to read */
+  if (eh.e_shoff == 0 || eh.e_shnum == 0) { /* stripped: what the dynamic section names */
+    make_sections(f, &eh);
+    return NCSHL_OK;
+  }
   if (eh.e_shentsize != sizeof(ElfW(Shdr)) ||
       !ncshl_elf_inside(f, eh.e_shoff, (unsigned long long)eh.e_shnum * sizeof(ElfW(Shdr)))) {
     snprintf(reason, size, "malformed ELF section header table");
@@ -65,6 +187,10 @@ void ncshl_elf_close(ncshl_elf_file *f) {
 
 int ncshl_elf_section(const ncshl_elf_file *f, unsigned index, ElfW(Shdr) * out) {
   if (index >= f->shnum) return 0;
+  if (f->synthetic) {
+    *out = f->made[index];
+    return 1;
+  }
   memcpy(out, f->bytes + f->shoff + (unsigned long long)index * sizeof(ElfW(Shdr)), sizeof(*out));
   return 1;
 }
@@ -77,6 +203,7 @@ const char *ncshl_elf_string(const ncshl_elf_file *f, const ElfW(Shdr) * strtab,
 }
 
 const char *ncshl_elf_section_name(const ncshl_elf_file *f, const ElfW(Shdr) * s) {
+  if (f->synthetic) return s->sh_name < MADE_COUNT ? made_names[s->sh_name] : NULL;
   ElfW(Shdr) names;
   return ncshl_elf_section(f, f->shstrndx, &names) ? ncshl_elf_string(f, &names, s->sh_name) : NULL;
 }

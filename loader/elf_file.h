@@ -15,8 +15,13 @@ typedef struct ncshl_elf_file {
   const unsigned char *bytes; /* the whole file, mapped read-only */
   size_t size;
   unsigned long long shoff; /* the section header table, inside the file */
-  unsigned shnum;           /* 0: the file has none (stripped of them): no sections to read */
+  unsigned shnum;           /* 0: the file has none and no dynamic section to stand in */
   unsigned shstrndx;
+  /* A file stripped of its section headers (both loaders take it): sections made from its
+   * dynamic section and segments instead (.dynsym, .dynstr, .dynamic, .gnu.version_r,
+   * .rodata), which ncshl_elf_section gives when `synthetic` is set. */
+  int synthetic;
+  ElfW(Shdr) made[6];
 } ncshl_elf_file;
 
 /* NCSHL_OK with *f ready; else NCSHL_ABSENT or NCSHL_UNLOADABLE with the reason (ncshl_elf_check's,

@@ -14,6 +14,7 @@ typedef struct ncshl_list {
   ncshl_named *items;
   size_t count;
   int out_of_memory; /* an add failed: the list is short */
+  const char *none;  /* a list of places left empty: why (a static string), or NULL */
 } ncshl_list;
 
 /* Append copies of `path` and `why` (NULL: ""), unless the list already has `path`. */

@@ -5,17 +5,61 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+/* ---- Reads bounded by the object's own mapping ---------------------------------------- */
+
+/* 1 when [at, at + length) lies inside one readable PT_LOAD segment of the object: the only
+ * memory a table of it may be read from (a corrupt note, hash table or symbol table points
+ * anywhere, and glibc itself never reads some of them). */
+static int readable(const struct dl_phdr_info *info, uintptr_t at, size_t length) {
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_R)) continue;
+    uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+    if (at >= start && at - start <= ph->p_memsz && length <= ph->p_memsz - (at - start)) return 1;
+  }
+  return 0;
+}
+
+/* `count` items of `item` bytes from `at`, without overflow. */
+static int readable_array(const struct dl_phdr_info *info, uintptr_t at, size_t count,
+                          size_t item) {
+  return count <= SIZE_MAX / item && readable(info, at, count * item);
+}
 
 typedef struct dyn_tables {
+  const struct dl_phdr_info *info;
   const ElfW(Sym) * symbols;
   const char *strings;
+  size_t strings_size;
   const uint32_t *gnu_hash;
   const ElfW(Word) * sysv_hash;
+  size_t soname; /* offset of DT_SONAME in the strings, or SIZE_MAX */
 } dyn_tables;
 
-static int find_tables(const ElfW(Dyn) * dynamic, uintptr_t base, dyn_tables *t) {
+/* The object's dynamic section, from its program headers: its entries and how many. */
+static const ElfW(Dyn) * dynamic_of(const struct dl_phdr_info *info, size_t *count) {
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    uintptr_t at = info->dlpi_addr + ph->p_vaddr;
+    if (ph->p_type == PT_DYNAMIC && readable(info, at, ph->p_memsz)) {
+      *count = ph->p_memsz / sizeof(ElfW(Dyn));
+      return (const ElfW(Dyn) *)at;
+    }
+  }
+  return NULL;
+}
+
+static int find_tables(const struct dl_phdr_info *info, dyn_tables *t) {
   memset(t, 0, sizeof(*t));
-  for (const ElfW(Dyn) *dyn = dynamic; dyn != NULL && dyn->d_tag != DT_NULL; dyn++) {
+  t->info = info;
+  t->soname = SIZE_MAX;
+  size_t count = 0;
+  const ElfW(Dyn) *dynamic = dynamic_of(info, &count);
+  uintptr_t base = info->dlpi_addr;
+  for (size_t i = 0; dynamic != NULL && i < count && dynamic[i].d_tag != DT_NULL; i++) {
+    const ElfW(Dyn) *dyn = &dynamic[i];
     /* glibc relocates these pointers in place where the section is writable, but not in a
      * read-only one (the vDSO's, some architectures'). */
     uintptr_t at = dyn->d_un.d_ptr < base ? base + dyn->d_un.d_ptr : dyn->d_un.d_ptr;
@@ -23,17 +67,38 @@ static int find_tables(const ElfW(Dyn) * dynamic, uintptr_t base, dyn_tables *t)
       t->symbols = (const ElfW(Sym) *)at;
     else if (dyn->d_tag == DT_STRTAB)
       t->strings = (const char *)at;
+    else if (dyn->d_tag == DT_STRSZ)
+      t->strings_size = dyn->d_un.d_val;
+    else if (dyn->d_tag == DT_SONAME)
+      t->soname = dyn->d_un.d_val;
     else if (dyn->d_tag == DT_GNU_HASH)
       t->gnu_hash = (const uint32_t *)at;
     else if (dyn->d_tag == DT_HASH)
       t->sysv_hash = (const ElfW(Word) *)at;
   }
+  if (t->strings == NULL || !readable(info, (uintptr_t)t->strings, t->strings_size))
+    t->strings = NULL;
   return t->symbols && t->strings && (t->gnu_hash || t->sysv_hash);
+}
+
+/* 1 when the string at `offset` of the string table is `name`, read within the table. */
+static int string_is(const dyn_tables *t, size_t offset, const char *name) {
+  size_t length = strlen(name) + 1;
+  return offset < t->strings_size && length <= t->strings_size - offset &&
+         memcmp(t->strings + offset, name, length) == 0;
+}
+
+/* Symbol `index`, or NULL when it lies outside the mapping. */
+static const ElfW(Sym) * symbol_at(const dyn_tables *t, size_t index) {
+  uintptr_t at = (uintptr_t)t->symbols;
+  if (index > (UINTPTR_MAX - at) / sizeof(ElfW(Sym))) return NULL;
+  at += index * sizeof(ElfW(Sym));
+  return readable(t->info, at, sizeof(ElfW(Sym))) ? (const ElfW(Sym) *)at : NULL;
 }
 
 /* ELF64_ST_* read st_info as ELF32_ST_* do: the same bits. */
 static int defines(const dyn_tables *t, const ElfW(Sym) * sym, const char *name) {
-  return sym->st_shndx != SHN_UNDEF && strcmp(t->strings + sym->st_name, name) == 0 &&
+  return sym != NULL && sym->st_shndx != SHN_UNDEF && string_is(t, sym->st_name, name) &&
          (ELF64_ST_BIND(sym->st_info) == STB_GLOBAL || ELF64_ST_BIND(sym->st_info) == STB_WEAK);
 }
 
@@ -41,18 +106,38 @@ static int defines(const dyn_tables *t, const ElfW(Sym) * sym, const char *name)
 static const ElfW(Sym) * gnu_lookup(const dyn_tables *t, const char *name) {
   uint32_t h = 5381;
   for (const unsigned char *c = (const unsigned char *)name; *c; c++) h = h * 33 + *c;
+  uintptr_t header = (uintptr_t)t->gnu_hash;
+  if (!readable(t->info, header, 4 * sizeof(uint32_t))) return NULL;
   const uint32_t nbuckets = t->gnu_hash[0], symoffset = t->gnu_hash[1];
   const uint32_t bloom_size = t->gnu_hash[2];
-  if (nbuckets == 0) return NULL;
-  const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)(t->gnu_hash + 4) + bloom_size);
+  uintptr_t bloom = header + 4 * sizeof(uint32_t);
+  if (nbuckets == 0 || !readable_array(t->info, bloom, bloom_size, sizeof(ElfW(Addr)))) return NULL;
+  uintptr_t buckets_at = bloom + (uintptr_t)bloom_size * sizeof(ElfW(Addr));
+  if (!readable_array(t->info, buckets_at, nbuckets, sizeof(uint32_t))) return NULL;
+  /* The Bloom filter first, as ld.so does: a name it rules out is never looked up, so buckets
+   * that glibc never reads cannot mislead or crash the census. */
+  const size_t word_bits = 8 * sizeof(ElfW(Addr));
+  const uint32_t shift = t->gnu_hash[3];
+  if (bloom_size == 0) return NULL;
+  ElfW(Addr) word;
+  memcpy(&word, (const void *)(bloom + ((h / word_bits) % bloom_size) * sizeof(word)),
+         sizeof(word));
+  ElfW(Addr) mask =
+      ((ElfW(Addr))1 << (h % word_bits)) | ((ElfW(Addr))1 << ((h >> (shift % 32)) % word_bits));
+  if ((word & mask) != mask) return NULL;
+  const uint32_t *buckets = (const uint32_t *)buckets_at;
   const uint32_t *chain = buckets + nbuckets;
   uint32_t index = buckets[h % nbuckets];
   if (index < symoffset) return NULL;
-  for (;; index++) {
-    uint32_t other = chain[index - symoffset];
-    if ((h | 1) == (other | 1) && defines(t, &t->symbols[index], name)) return &t->symbols[index];
-    if (other & 1) return NULL;
+  /* The chain ends at an entry with its low bit set, or where the mapping ends. */
+  for (; index != UINT32_MAX; index++) {
+    uintptr_t link_at = (uintptr_t)chain + (uintptr_t)(index - symoffset) * sizeof(uint32_t);
+    if (!readable(t->info, link_at, sizeof(uint32_t))) return NULL;
+    const uint32_t *link = (const uint32_t *)link_at;
+    if ((h | 1) == (*link | 1) && defines(t, symbol_at(t, index), name)) return symbol_at(t, index);
+    if (*link & 1) return NULL;
   }
+  return NULL;
 }
 
 /* The same through the older System V table (DT_HASH). */
@@ -63,28 +148,44 @@ static const ElfW(Sym) * sysv_lookup(const dyn_tables *t, const char *name) {
     uint32_t g = h & 0xf0000000u;
     h = (h ^ (g >> 24)) & ~g;
   }
-  const ElfW(Word) nbucket = t->sysv_hash[0];
-  if (nbucket == 0) return NULL;
+  uintptr_t header = (uintptr_t)t->sysv_hash;
+  if (!readable(t->info, header, 2 * sizeof(ElfW(Word)))) return NULL;
+  const ElfW(Word) nbucket = t->sysv_hash[0], nchain = t->sysv_hash[1];
+  if (nbucket == 0 ||
+      !readable_array(t->info, header, 2 + (size_t)nbucket + nchain, sizeof(ElfW(Word))))
+    return NULL;
   const ElfW(Word) *bucket = t->sysv_hash + 2, *chain = bucket + nbucket;
-  for (ElfW(Word) i = bucket[h % nbucket]; i != STN_UNDEF; i = chain[i])
-    if (defines(t, &t->symbols[i], name)) return &t->symbols[i];
+  /* A chain visits each symbol at most once: a longer walk is a loop in a corrupt table. */
+  ElfW(Word) i = bucket[h % nbucket];
+  for (ElfW(Word) steps = 0; i != STN_UNDEF && i < nchain && steps < nchain; steps++, i = chain[i])
+    if (defines(t, symbol_at(t, i), name)) return symbol_at(t, i);
   return NULL;
+}
+
+static const ElfW(Sym) * lookup(const struct dl_phdr_info *info, const char *name) {
+  dyn_tables t;
+  if (!find_tables(info, &t)) return NULL;
+  return t.gnu_hash ? gnu_lookup(&t, name) : sysv_lookup(&t, name);
 }
 
 const ElfW(Sym) *
     ncshl_dynamic_lookup(const ElfW(Dyn) * dynamic, uintptr_t base, const char *name) {
-  dyn_tables t;
-  if (!find_tables(dynamic, base, &t)) return NULL;
-  return t.gnu_hash ? gnu_lookup(&t, name) : sysv_lookup(&t, name);
+  /* An auditor is handed a link map without its program headers, so no extent is known here:
+   * a segment reaching the top of memory stands in for them. The walks keep their own limits
+   * (a chain visits each symbol once), so a corrupt table cannot make them loop. */
+  if (dynamic == NULL) return NULL;
+  ElfW(Phdr)
+      phdr[2] = {{.p_type = PT_LOAD, .p_flags = PF_R, .p_vaddr = 0, .p_memsz = UINTPTR_MAX - base},
+                 {.p_type = PT_DYNAMIC, .p_vaddr = (uintptr_t)dynamic - base, .p_memsz = 0}};
+  size_t entries = 0;
+  while (dynamic[entries].d_tag != DT_NULL) entries++;
+  phdr[1].p_memsz = (entries + 1) * sizeof(ElfW(Dyn));
+  struct dl_phdr_info info = {
+      .dlpi_addr = base, .dlpi_name = "", .dlpi_phdr = phdr, .dlpi_phnum = 2};
+  return lookup(&info, name);
 }
 
-/* The object's dynamic section, from its program headers. */
-static const ElfW(Dyn) * dynamic_of(const struct dl_phdr_info *info) {
-  for (int i = 0; i < info->dlpi_phnum; i++)
-    if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-      return (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-  return NULL;
-}
+/* ---- The census ------------------------------------------------------------------------ */
 
 typedef struct census {
   const char *symbol;
@@ -102,7 +203,7 @@ static char *object_path(const struct dl_phdr_info *info, int is_program) {
 static int visit(struct dl_phdr_info *info, size_t size, void *context) {
   (void)size;
   census *c = context;
-  const ElfW(Sym) *sym = ncshl_dynamic_lookup(dynamic_of(info), info->dlpi_addr, c->symbol);
+  const ElfW(Sym) *sym = lookup(info, c->symbol);
   if (sym == NULL) return 0;
   if (c->count == c->capacity) {
     size_t capacity = c->capacity ? 2 * c->capacity : 4;
@@ -151,20 +252,54 @@ void ncshl_objects_free(ncshl_mapped *objects, size_t count) {
   free(objects);
 }
 
+/* ---- A mapped object by name or by file ---------------------------------------------- */
+
+typedef struct name_search {
+  const char *soname; /* a bare name: the object with that DT_SONAME or file name */
+  struct stat file;   /* else the object whose file this is (device and inode) */
+  char *found;        /* its link-map name, malloc'd */
+  int out_of_memory;
+} name_search;
+
+static int named(const struct dl_phdr_info *info, const char *soname) {
+  const char *slash = strrchr(info->dlpi_name, '/');
+  if (strcmp(slash ? slash + 1 : info->dlpi_name, soname) == 0) return 1;
+  dyn_tables t;
+  find_tables(info, &t);
+  return t.strings != NULL && t.soname != SIZE_MAX && string_is(&t, t.soname, soname);
+}
+
+static int match_name(struct dl_phdr_info *info, size_t size, void *context) {
+  (void)size;
+  name_search *s = context;
+  if (info->dlpi_name == NULL || info->dlpi_name[0] == '\0') return 0; /* the program */
+  struct stat st;
+  int match = s->soname ? named(info, s->soname)
+                        : stat(info->dlpi_name, &st) == 0 && st.st_dev == s->file.st_dev &&
+                              st.st_ino == s->file.st_ino;
+  if (!match) return 0;
+  s->found = strdup(info->dlpi_name);
+  s->out_of_memory = s->found == NULL;
+  return 1;
+}
+
+char *ncshl_mapped_name(const char *name) {
+  name_search s = {0};
+  if (strchr(name, '/') == NULL)
+    s.soname = name;
+  else if (stat(name, &s.file) != 0)
+    return NULL;
+  dl_iterate_phdr(match_name, &s);
+  return s.found;
+}
+
+/* ---- The build-id ---------------------------------------------------------------------- */
+
 typedef struct id_search {
   uintptr_t address;
   unsigned char *id;
   size_t size, length;
 } id_search;
-
-static int holds(const struct dl_phdr_info *info, uintptr_t address) {
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    uintptr_t start = info->dlpi_addr + ph->p_vaddr;
-    if (ph->p_type == PT_LOAD && address >= start && address - start < ph->p_memsz) return 1;
-  }
-  return 0;
-}
 
 /* Notes are 4-byte aligned records: namesz, descsz, type, name, descriptor. */
 static size_t note_build_id(const unsigned char *p, size_t length, unsigned char *id, size_t size) {
@@ -173,7 +308,8 @@ static size_t note_build_id(const unsigned char *p, size_t length, unsigned char
     memcpy(&namesz, p, 4);
     memcpy(&descsz, p + 4, 4);
     memcpy(&type, p + 8, 4);
-    size_t name_span = (namesz + 3u) & ~3u, desc_span = (descsz + 3u) & ~3u;
+    size_t name_span = ((size_t)namesz + 3u) & ~(size_t)3u;
+    size_t desc_span = ((size_t)descsz + 3u) & ~(size_t)3u;
     if (name_span > length - 12 || desc_span > length - 12 - name_span) return 0;
     if (type == NT_GNU_BUILD_ID && namesz == 4 && memcmp(p + 12, "GNU", 4) == 0 && descsz > 0) {
       memcpy(id, p + 12 + name_span, descsz < size ? descsz : size);
@@ -188,12 +324,13 @@ static size_t note_build_id(const unsigned char *p, size_t length, unsigned char
 static int find_build_id(struct dl_phdr_info *info, size_t size, void *context) {
   (void)size;
   id_search *s = context;
-  if (!holds(info, s->address)) return 0;
+  if (!readable(info, s->address, 1)) return 0;
   for (int i = 0; i < info->dlpi_phnum && s->length == 0; i++) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type == PT_NOTE)
-      s->length = note_build_id((const unsigned char *)(info->dlpi_addr + ph->p_vaddr), ph->p_memsz,
-                                s->id, s->size);
+    uintptr_t at = info->dlpi_addr + ph->p_vaddr;
+    /* A note outside the mapping (a bad p_vaddr, which glibc never reads) has no build-id. */
+    if (ph->p_type == PT_NOTE && readable(info, at, ph->p_memsz))
+      s->length = note_build_id((const unsigned char *)at, ph->p_memsz, s->id, s->size);
   }
   return 1;
 }

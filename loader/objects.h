@@ -1,7 +1,9 @@
 /* The objects mapped in this process, read from memory (dl_iterate_phdr): which of them define
  * a given symbol in their dynamic symbol table, and the GNU build-id note of the one holding an
  * address. Nothing is opened, loaded or read from a file, so that a census of the process costs
- * microseconds and cannot change what it counts. */
+ * microseconds and cannot change what it counts. Every read of an object's notes, hash and
+ * symbol tables is checked to lie inside that object's readable PT_LOAD segments: a corrupt
+ * table that glibc never reads (or reads differently) is taken as absent, never followed. */
 #ifndef NCCLSHIM_LOADER_OBJECTS_H
 #define NCCLSHIM_LOADER_OBJECTS_H
 
@@ -34,6 +36,13 @@ void ncshl_objects_free(ncshl_mapped *objects, size_t count);
  * or System V hash table as ld.so finds it; NULL when it does not, or the section is NULL or
  * lacks the tables. For code that is handed link maps (an auditor) as for the census. */
 const ElfW(Sym) * ncshl_dynamic_lookup(const ElfW(Dyn) * dynamic, uintptr_t base, const char *name);
+
+/* The link-map name of the mapped object called `name`: for a bare name, the first whose
+ * DT_SONAME or file name it is; for a path, the object mapped from that file (same device and
+ * inode, a stat, no open). malloc'd; NULL when none is mapped (or out of memory). Unlike
+ * dlopen(RTLD_NOLOAD) of a bare name, which makes glibc open every candidate file of its search
+ * (and block forever on a FIFO), this reads only memory. */
+char *ncshl_mapped_name(const char *name);
 
 /* The GNU build-id of the mapped object that holds `address`: its length in bytes (0 when the
  * object has none or no object holds the address), with up to `size` bytes copied to `id`. */

@@ -8,6 +8,7 @@
 #include "dl.h"
 #include "elf_check.h"
 #include "ld_cache.h"
+#include "locate.h"
 #include "objects.h"
 
 enum { REASON_SIZE = 1024, SUMMARY_SIZE = 2048 };
@@ -31,6 +32,10 @@ static int add(ncshl_candidates *out, const char *path, ncshl_step step, ncshl_r
 
 void ncshl_library_path_places(ncshl_list *dirs) {
   const char *value = secure_getenv("LD_LIBRARY_PATH");
+  dirs->none = value == NULL || value[0] == '\0'
+                   ? "LD_LIBRARY_PATH is not set"
+                   : "LD_LIBRARY_PATH has no absolute entry (relative, empty and $-token entries "
+                     "are left to the system search)";
   for (const char *start = value; start != NULL && *start != '\0';) {
     size_t length = strcspn(start, ":;");
     if (length > 0 && start[0] == '/' && memchr(start, '$', length) == NULL) {
@@ -46,12 +51,15 @@ void ncshl_library_path_places(ncshl_list *dirs) {
   }
 }
 
-/* The SONAME in each directory of the list. */
+/* The SONAME in each directory of the list; with none, a note of why. */
 static int add_dirs(const ncshl_search *s, ncshl_step step, ncshl_places_fn places,
                     ncshl_candidates *out) {
   ncshl_list dirs = {0};
   places(&dirs);
   int rc = dirs.out_of_memory ? -1 : 0;
+  if (rc == 0 && dirs.count == 0)
+    rc = add(out, s->soname, step, NCSHL_REACH_NONE, NCSHL_ABSENT,
+             dirs.none ? dirs.none : "no directory to look in");
   for (size_t i = 0; i < dirs.count && rc == 0; i++) {
     size_t length = strlen(dirs.items[i].path) + strlen(s->soname) + 2;
     char *path = malloc(length);
@@ -310,7 +318,7 @@ static ncshl_verdict try_file(run *r, const char *path, ncshl_step step) {
 }
 
 static ncshl_verdict try_candidate(run *r, const ncshl_candidate *c) {
-  char reason[REASON_SIZE];
+  char reason[REASON_SIZE], blocking[REASON_SIZE / 2];
   void *handle;
   switch (c->reach) {
   case NCSHL_REACH_FILE:
@@ -324,6 +332,13 @@ static ncshl_verdict try_candidate(run *r, const ncshl_candidate *c) {
     if (handle != NULL) return offer(r, handle, c->path, c->step, 1);
     return record(r, c->path, c->step, absent, "the program cannot be opened", 0);
   case NCSHL_REACH_NAME:
+    if (ncshl_blocking_file(c->path, blocking, sizeof(blocking))) {
+      snprintf(reason, sizeof(reason),
+               "%s is not a regular file (a FIFO or a device): the dynamic loader would block "
+               "opening it, so its own search is not run",
+               blocking);
+      return record(r, c->path, c->step, (ncshl_verdict){NCSHL_UNLOADABLE, 0}, reason, 1);
+    }
     if ((handle = ncshl_open(c->path, 0, reason, sizeof(reason))) != NULL)
       return offer(r, handle, c->path, c->step, 0);
     /* glibc says "cannot open shared object file" both for absence and for a broken file

@@ -12,6 +12,9 @@
  *   LD_CACHE      every file the ld.so cache `ld_cache` registers under the SONAME
  *   SYSTEM        the dynamic loader's own search for the SONAME (what LIBRARY_PATH and
  *                 LD_CACHE do not cover: default directories, relative LD_LIBRARY_PATH entries)
+ * A directory step that names no directory (LD_LIBRARY_PATH unset, no Python environment)
+ * leaves a note saying so (the places function's `none`), so that every step has a line in
+ * the trail.
  * Two walks share that array, so the order is written once:
  *   ncshl_search_list  every candidate, with its step and why, opening nothing;
  *   ncshl_search_run   each candidate in turn: the ELF check, dlopen, then `accept`, until one

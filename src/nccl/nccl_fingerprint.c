@@ -3,8 +3,9 @@
  * change NCCL's behaviour (all of them except the NCCL_DEBUG* family). The build is told by its
  * GNU build-id note, read from the mapped image, and the file's size (a stat): no read of the
  * file, which is meant for every rank of a job at start-up, on a shared file system at that.
- * A library without a build-id, or a caller asking for a check of the bytes, gets a hash of
- * the whole file instead. */
+ * A library without a build-id gets a hash of a bounded sample of the file (a few MiB,
+ * whatever its size: a sparse 50 GB file must not take a minute); a caller asking for a check
+ * of the bytes gets a hash of the whole file. */
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -75,6 +76,33 @@ static uint32_t hash_environment(void) {
   return (uint32_t)(h ^ (h >> 32));
 }
 
+enum { SAMPLES = 64, SAMPLE_BYTES = 64 * 1024 }; /* at most 4 MiB read */
+
+/* Hash of the file's size and of SAMPLES blocks spread evenly over it (the whole file when it
+ * is smaller than that); 0 when it cannot be read. */
+static uint64_t hash_sampled(const char *path) {
+  uint64_t h = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  struct stat st;
+  unsigned char *block = malloc(SAMPLE_BYTES);
+  if (fd >= 0 && block != NULL && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    unsigned long long size = (unsigned long long)st.st_size, step = size / SAMPLES;
+    h = mix(MIX, size);
+    for (unsigned i = 0; i < SAMPLES; i++) {
+      ssize_t got = pread(fd, block, SAMPLE_BYTES, (off_t)(i * step));
+      if (got < 0) {
+        h = 0;
+        break;
+      }
+      h = hash_bytes(h, block, (size_t)got);
+      if (step == 0) break; /* a small file: read whole by the first block */
+    }
+  }
+  free(block);
+  if (fd >= 0) close(fd);
+  return h;
+}
+
 /* The content hash, once per handle. */
 static uint64_t content_hash(ncclshim_nccl *nccl) {
   pthread_mutex_lock(&nccl->lazy_lock);
@@ -107,6 +135,9 @@ static const char *fingerprint(ncclshim_nccl *nccl, char *buf, size_t size, int 
     for (size_t i = 0; i < shown; i++) snprintf(hex + 2 * i, 3, "%02x", id[i]);
     snprintf(buf, size, "nccl%s-b%s-s%llx-c%" PRIx64 "-e%08" PRIx32, version, hex,
              (unsigned long long)st.st_size, nccl->capabilities, env);
+  } else if (!content) {
+    snprintf(buf, size, "nccl%s-q%016" PRIx64 "-c%" PRIx64 "-e%08" PRIx32, version,
+             hash_sampled(nccl->core.path), nccl->capabilities, env);
   } else {
     snprintf(buf, size, "nccl%s-f%016" PRIx64 "-c%" PRIx64 "-e%08" PRIx32, version,
              content_hash(nccl), nccl->capabilities, env);

@@ -121,11 +121,69 @@ static void check_env(const inventory *inv, size_t e, findings *f) {
         ncclshim_found_via_name(inv->copies[inv->plain].how));
     char dir[PATH_MAX];
     snprintf(dir, sizeof(dir), "%s", inv->copies[winner].path);
+    char quoted[2 * PATH_MAX];
     SAY(todo,
-        "Make them one: export LD_LIBRARY_PATH=%s:$LD_LIBRARY_PATH for that environment, "
-        "or remove the other copy if nothing needs it",
-        dirname(dir));
+        "Make them one: export LD_LIBRARY_PATH=%s\"${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\" for "
+        "that environment, or remove the other copy if nothing needs it",
+        text_shell_quote(dirname(dir), quoted, sizeof(quoted)));
   }
+}
+
+/* What the dynamic loader maps for a plain process, against ncclshim's own choice: a failure
+ * of the loader is an error; a disagreement is said with its cause. */
+static void check_plain(const inventory *inv, findings *f) {
+  finding *x;
+  if (inv->plain < 0 && inv->plain_error[0] && strcmp(inv->plain_source, "loader") == 0 &&
+      (x = add(f, SEV_ERROR))) {
+    SAY(text, "a plain process fails to load libnccl.so.2: %s", inv->plain_error);
+    if (inv->plain_error_file[0])
+      SAY(todo,
+          "Remove or replace %s: the dynamic loader stops at it, so every program loading "
+          "libnccl.so.2 by name fails%s",
+          inv->plain_error_file, inv->ncclshim >= 0 ? " (ncclshim's search skips it)" : "");
+    else
+      SAY(todo, "Run `ldd` on a program that needs libnccl.so.2 to see the file it stops at");
+  } else if (inv->plain < 0 && inv->plain_error[0] && (x = add(f, SEV_INFO))) {
+    SAY(text, "the dynamic loader could not be asked what a plain process loads: %s",
+        inv->plain_error);
+    SAY(todo, "Nothing; the doctor's other findings stand");
+  }
+  /* NCCL_HOME and CUDA_HOME are ncclshim's own places: nothing else looks there. */
+  if (inv->plain < 0 && !inv->plain_error[0] && inv->ncclshim >= 0 &&
+      inv->copies[inv->ncclshim].how == NCCLSHIM_VIA_WELL_KNOWN && (x = add(f, SEV_WARNING))) {
+    char dir[PATH_MAX], quoted[2 * PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s", inv->copies[inv->ncclshim].path);
+    SAY(text,
+        "a plain process loads no NCCL: only ncclshim's search finds %s (%s), so CuPy, ctypes "
+        "and programs linked to libnccl.so.2 fail here",
+        inv->copies[inv->ncclshim].path, ncclshim_found_via_name(inv->copies[inv->ncclshim].how));
+    SAY(todo, "export LD_LIBRARY_PATH=%s\"${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\" for them",
+        text_shell_quote(dirname(dir), quoted, sizeof(quoted)));
+  }
+  if (inv->plain < 0 || inv->ncclshim == inv->plain) return;
+  const nccl_copy *plain = &inv->copies[inv->plain];
+  if (!plain->usable && (x = add(f, SEV_INFO))) {
+    SAY(text, "a plain process maps %s, which ncclshim's search refuses (%s); ncclshim takes %s",
+        plain->path, plain->unusable,
+        inv->ncclshim >= 0 ? inv->copies[inv->ncclshim].path : "none");
+    SAY(todo, "Put a usable NCCL before it, or remove it");
+    return;
+  }
+  if (inv->ncclshim < 0 || !(x = add(f, SEV_INFO))) return;
+  const nccl_copy *ours = &inv->copies[inv->ncclshim];
+  if (plain->search_rank < 0)
+    SAY(text,
+        "a plain process maps %s, which ncclshim's search does not name (the loader found it "
+        "itself: LD_PRELOAD, a relative or $LIB entry of LD_LIBRARY_PATH, or a default "
+        "directory); ncclshim takes %s (%s)",
+        plain->path, ours->path, ncclshim_found_via_name(ours->how));
+  else
+    SAY(text, "ncclshim's search takes %s (%s: %s) before %s, which a plain process maps (%s)",
+        ours->path, ncclshim_found_via_name(ours->how), ours->reason, plain->path,
+        ncclshim_found_via_name(plain->how));
+  SAY(todo,
+      "Nothing if that is intended: ncclshim's order is by design (docs/loader.md, "
+      "search order); set NCCLSHIM_NCCL_LIBRARY to choose one file for both");
 }
 
 static void gather_findings(const inventory *inv, findings *f) {
@@ -142,13 +200,7 @@ static void gather_findings(const inventory *inv, findings *f) {
     SAY(text, "no usable CUDA driver: the NCCLs' CUDA builds were not compared with it");
     SAY(todo, "Nothing, on a machine without GPUs");
   }
-  if (inv->ncclshim >= 0 && inv->plain >= 0 && inv->ncclshim != inv->plain &&
-      (x = add(f, SEV_INFO))) {
-    SAY(text, "ncclshim's search takes %s (%s) before the ld.so cache's %s",
-        inv->copies[inv->ncclshim].path, ncclshim_found_via_name(inv->copies[inv->ncclshim].how),
-        inv->copies[inv->plain].path);
-    SAY(todo, "Nothing: by design (docs/loader.md, search order)");
-  }
+  check_plain(inv, f);
 }
 
 static void print_text(const inventory *inv, const findings *f, FILE *out) {

@@ -28,10 +28,7 @@ int doctor_run(const doctor_args *a, int json, FILE *out) {
                       : a->python_count && !a->explain && !a->doctor
                           ? "--python goes with --explain or --doctor"
                           : NULL;
-  if (wrong) {
-    fprintf(stderr, "ncclshim-probe: %s (ncclshim-probe --help)\n", wrong);
-    return 2;
-  }
+  if (wrong) return probe_usage_error("%s", wrong);
   if (a->explain) return probe_explain(a, json, out);
   if (a->doctor) return probe_doctor(a, json, out);
   return -1;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "ncclshim/cuda.h"
 #include "parse_version.h"
 #include "report_inventory.h"
 #include "text.h"
@@ -24,6 +25,12 @@ static int symbol_since(const char *name) {
     if (strcmp(ncclshim_nccl_function_name(fn), name) == 0)
       return ncclshim_nccl_function_version(fn);
   return 0;
+}
+
+static int function_index(const char *name) {
+  for (int fn = 0; fn < NCCLSHIM_NCCL_FUNCTION_COUNT; fn++)
+    if (strcmp(ncclshim_nccl_function_name(fn), name) == 0) return fn;
+  return -1;
 }
 
 static int has(const inventory *inv, int at, const char *symbol) {
@@ -63,6 +70,27 @@ static void explain_symbol(const inventory *inv, explanation *x) {
   int first_has = -1;
   for (size_t i = 0; i < inv->count && first_has < 0; i++)
     if (has(inv, (int)i, sym)) first_has = (int)i;
+  if (x->since && ncclshim_nccl_function_required(function_index(sym))) {
+    snprintf(x->meaning, sizeof(x->meaning),
+             "%s is in every NCCL 2.x release: what the failing program resolved is no complete "
+             "NCCL (a stub, a wrapper, a broken copy), or the name was looked up before any NCCL "
+             "was loaded (a library without DT_NEEDED libnccl.so.2, loaded RTLD_LOCAL)",
+             sym);
+    x->explained = 1;
+    int lacking = -1;
+    for (size_t i = 0; i < inv->count && lacking < 0; i++)
+      if (!has(inv, (int)i, sym)) lacking = (int)i;
+    if (lacking >= 0)
+      snprintf(x->todo, sizeof(x->todo),
+               "%s lacks it: remove or reinstall it; then see what the failing process maps with "
+               "`python -m ncclshim --loaded` inside it",
+               inv->copies[lacking].path);
+    else
+      snprintf(x->todo, sizeof(x->todo),
+               "Every NCCL here has it: make the failing library link libnccl.so.2 (DT_NEEDED) or "
+               "load NCCL first, and check what the process maps with ncclshim.loaded()");
+    return;
+  }
   if (x->since)
     snprintf(x->meaning, sizeof(x->meaning),
              "%s is in NCCL from %s on; the NCCL the failing program resolved lacks it (an older "
@@ -182,21 +210,108 @@ static void explain_mismatch(const inventory *inv, explanation *x) {
 }
 
 static void explain_not_found(const inventory *inv, explanation *x) {
-  char dir[PATH_MAX], v[48];
+  char dir[PATH_MAX], quoted[2 * PATH_MAX], v[48];
+  x->explained = 1;
+  if (inv->plain >= 0) { /* the loader here finds one: the failing process was elsewhere */
+    const nccl_copy *plain = &inv->copies[inv->plain];
+    snprintf(x->meaning, sizeof(x->meaning),
+             "the failing process's loader found no libnccl.so.2, but here a plain process maps "
+             "%s (%s), as the dynamic loader says: the failing one ran with another environment "
+             "(LD_LIBRARY_PATH, a container, a service's cleaned environment) or another root",
+             plain->path, vtext(inv, inv->plain, v, sizeof(v)));
+    snprintf(x->todo, sizeof(x->todo),
+             "Run the failing program with this environment, or give it the file: "
+             "NCCLSHIM_NCCL_LIBRARY=%s",
+             text_shell_quote(plain->path, quoted, sizeof(quoted)));
+    return;
+  }
+  if (inv->plain_error[0] && strcmp(inv->plain_source, "loader") == 0) {
+    snprintf(x->meaning, sizeof(x->meaning),
+             "the dynamic loader stops at a broken libnccl.so.2 here: %s", inv->plain_error);
+    snprintf(x->todo, sizeof(x->todo), "Remove or replace %s",
+             inv->plain_error_file[0] ? inv->plain_error_file : "that file");
+    return;
+  }
   snprintf(x->meaning, sizeof(x->meaning),
-           "the dynamic loader found no libnccl.so.2 on LD_LIBRARY_PATH, the program's RUNPATH "
-           "or in the ld.so cache");
-  int pick = inv->ncclshim >= 0 ? inv->ncclshim : (inv->count ? 0 : -1);
+           "the dynamic loader finds no libnccl.so.2 on LD_LIBRARY_PATH, the program's RUNPATH, "
+           "the ld.so cache or its default directories (here too)");
+  int pick = inv->ncclshim;
+  for (size_t i = 0; i < inv->count && pick < 0; i++)
+    if (inv->copies[i].usable) pick = (int)i;
   if (pick >= 0)
     snprintf(
         x->todo, sizeof(x->todo),
-        "An NCCL is here but off the loader's path: export LD_LIBRARY_PATH=%s:$LD_LIBRARY_PATH "
-        "(it holds %s), or give its path with NCCLSHIM_NCCL_LIBRARY",
-        dir_of(inv->copies[pick].path, dir, sizeof(dir)), vtext(inv, pick, v, sizeof(v)));
+        "An NCCL is here but off the loader's path: export "
+        "LD_LIBRARY_PATH=%s\"${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\" (it holds %s), or give "
+        "its path with NCCLSHIM_NCCL_LIBRARY",
+        text_shell_quote(dir_of(inv->copies[pick].path, dir, sizeof(dir)), quoted, sizeof(quoted)),
+        vtext(inv, pick, v, sizeof(v)));
+  else if (inv->count > 0)
+    snprintf(x->todo, sizeof(x->todo),
+             "The NCCL files here cannot serve (%s: %s): reinstall NCCL (pip install "
+             "--force-reinstall nvidia-nccl-cu13, or cu12; or the system's libnccl2)",
+             inv->copies[0].path, inv->copies[0].unusable);
   else
     snprintf(x->todo, sizeof(x->todo),
              "No NCCL is on this machine: install one (pip install nvidia-nccl-cu13, or cu12; or "
              "the system's libnccl2 package)");
+}
+
+static void explain_internal(const inventory *inv, explanation *x) {
+  (void)inv;
+  snprintf(x->meaning, sizeof(x->meaning),
+           "%s is no function of NCCL's API but one of its internals (or a plugin's): a library "
+           "built against one NCCL build's insides (a net plugin, a framework's own copy) met "
+           "another build",
+           x->parse.symbol);
+  snprintf(x->todo, sizeof(x->todo),
+           "Use the NCCL build the failing library was built with (the one its package "
+           "requires), or a build of that library for this NCCL; another NCCL release is no fix");
+  x->explained = 1;
+}
+
+static void explain_cxx(const inventory *inv, explanation *x) {
+  (void)inv;
+  snprintf(x->meaning, sizeof(x->meaning),
+           "%s needs the C++ runtime's %s, which this process's libstdc++.so.6 lacks (an older "
+           "one was loaded first, often the system's): no NCCL problem, and another NCCL does "
+           "not fix it",
+           x->parse.required_by[0] ? x->parse.required_by : "a library", x->parse.glibc);
+  snprintf(x->todo, sizeof(x->todo),
+           "Load a newer libstdc++ first: in conda, install libstdcxx-ng and use the "
+           "environment's lib/; elsewhere a newer GCC runtime package, or LD_PRELOAD its "
+           "libstdc++.so.6");
+  x->explained = 1;
+}
+
+static void explain_glibc_private(const inventory *inv, explanation *x) {
+  (void)inv;
+  snprintf(x->meaning, sizeof(x->meaning),
+           "%s was linked against the private interface of another glibc build: two glibc "
+           "copies are mixed in one process (a container's or a conda environment's "
+           "libc.so.6 or ld.so beside the host's)",
+           x->parse.required_by[0] ? x->parse.required_by : "a library");
+  snprintf(x->todo, sizeof(x->todo),
+           "Run with one glibc: drop the LD_LIBRARY_PATH entry that holds a libc.so.6 or "
+           "ld-linux of its own, or run inside the container the library came with");
+  x->explained = 1;
+}
+
+static void explain_cuda(const inventory *inv, explanation *x) {
+  char have[16];
+  snprintf(x->meaning, sizeof(x->meaning),
+           "a CUDA error, not a missing NCCL function: \"named symbol not found\" is CUDA's word "
+           "for a kernel image this GPU cannot run (a build without this GPU's architecture) "
+           "or a driver older than the build; other CUDA errors name the device or driver");
+  if (inv->driver_cuda > 0)
+    snprintf(x->todo, sizeof(x->todo),
+             "Compare each NCCL's CUDA build (below) with the driver's CUDA %s, and use an NCCL "
+             "built for this GPU and driver (run with NCCL_DEBUG=INFO for the failing call)",
+             ncclshim_cuda_format_version(inv->driver_cuda, have, sizeof(have)));
+  else
+    snprintf(x->todo, sizeof(x->todo),
+             "Run this on the GPU host: compare each NCCL's CUDA build with the driver's, and "
+             "use an NCCL built for that GPU and driver (NCCL_DEBUG=INFO shows the call)");
   x->explained = 1;
 }
 
@@ -214,6 +329,18 @@ static void explain_run(const inventory *inv, explanation *x) {
   case EXPLAIN_NOT_FOUND:
     explain_not_found(inv, x);
     break;
+  case EXPLAIN_INTERNAL_SYMBOL:
+    explain_internal(inv, x);
+    break;
+  case EXPLAIN_CXX_RUNTIME:
+    explain_cxx(inv, x);
+    break;
+  case EXPLAIN_GLIBC_PRIVATE:
+    explain_glibc_private(inv, x);
+    break;
+  case EXPLAIN_CUDA:
+    explain_cuda(inv, x);
+    break;
   default:
     snprintf(x->meaning, sizeof(x->meaning),
              "cannot tell: this text names no NCCL function, glibc version, NCCL version mismatch "
@@ -224,8 +351,15 @@ static void explain_run(const inventory *inv, explanation *x) {
   }
 }
 
+/* The NCCL name the text gives, API function or internal one; NULL for other kinds. */
+static const char *named_symbol(const explanation *x) {
+  return x->parse.kind == EXPLAIN_UNDEFINED_SYMBOL || x->parse.kind == EXPLAIN_INTERNAL_SYMBOL
+             ? x->parse.symbol
+             : NULL;
+}
+
 static void print_text(const inventory *inv, const explanation *x, FILE *out) {
-  const char *symbol = x->parse.kind == EXPLAIN_UNDEFINED_SYMBOL ? x->parse.symbol : NULL;
+  const char *symbol = named_symbol(x);
   char since[16];
   fprintf(out, "explain: %s", explain_kind_name(x->parse.kind));
   if (symbol) {
@@ -245,7 +379,7 @@ static void print_text(const inventory *inv, const explanation *x, FILE *out) {
 }
 
 static void print_json(const inventory *inv, const explanation *x, const char *input, FILE *out) {
-  const char *symbol = x->parse.kind == EXPLAIN_UNDEFINED_SYMBOL ? x->parse.symbol : NULL;
+  const char *symbol = named_symbol(x);
   char since[16];
   fputs("{\"explain\": {\"input\": ", out);
   json_string(out, input);
@@ -256,7 +390,10 @@ static void print_json(const inventory *inv, const explanation *x, const char *i
   fputs(", \"since\": ", out);
   json_string(out, x->since ? ncclshim_format_version(x->since, since, sizeof(since)) : NULL);
   fputs(", \"glibc\": ", out);
-  json_string(out, x->parse.kind == EXPLAIN_GLIBC ? x->parse.glibc : NULL);
+  json_string(out, x->parse.kind == EXPLAIN_GLIBC || x->parse.kind == EXPLAIN_CXX_RUNTIME ||
+                           x->parse.kind == EXPLAIN_GLIBC_PRIVATE
+                       ? x->parse.glibc
+                       : NULL);
   fputs(", \"meaning\": ", out);
   json_string(out, x->meaning);
   fputs(", \"what_to_do\": ", out);

@@ -16,6 +16,9 @@ typedef struct doctor_args {
 /* Reads argv[*i] when it is one of these options (its value too, advancing *i): returns 1,
  * 0 when the option is not one of them, -1 when its value is missing or memory ran out. */
 int doctor_parse_option(int argc, char **argv, int *i, doctor_args *a);
+/* A usage error: the message and the usage text on stderr, and with --json on the command
+ * line a JSON object {"error": {"kind": "usage", "message": ...}} on stdout. Returns 2. */
+int probe_usage_error(const char *fmt, const char *arg);
 /* Runs the mode asked for (exit status as below), or returns -1 when neither was asked. */
 int doctor_run(const doctor_args *a, int json, FILE *out);
 
@@ -25,13 +28,17 @@ typedef enum explain_kind {
   EXPLAIN_UNDEFINED_SYMBOL, /* "undefined symbol: ncclX", a dlsym/dlerror line */
   EXPLAIN_GLIBC,            /* "version `GLIBC_2.34' not found (required by ...)" */
   EXPLAIN_VERSION_MISMATCH, /* NCCL's "Mismatched NCCL version detected : rank ..." */
-  EXPLAIN_NOT_FOUND         /* "libnccl.so.2: cannot open shared object file" */
+  EXPLAIN_NOT_FOUND,        /* "libnccl.so.2: cannot open shared object file" */
+  EXPLAIN_INTERNAL_SYMBOL,  /* an undefined ncclX that is no function of NCCL's API */
+  EXPLAIN_CXX_RUNTIME,      /* "version `GLIBCXX_3.4.32' not found", CXXABI_: libstdc++ */
+  EXPLAIN_GLIBC_PRIVATE,    /* "version `GLIBC_PRIVATE' not found": two glibc copies mixed */
+  EXPLAIN_CUDA              /* a CUDA error ("Cuda failure 'named symbol not found'") */
 } explain_kind;
 
 typedef struct explain_parse {
   explain_kind kind;
   char symbol[96]; /* ncclX (pnccl prefix removed) */
-  char glibc[24];  /* GLIBC_2.34 */
+  char glibc[24];  /* GLIBC_2.34, GLIBCXX_3.4.32, CXXABI_1.3.15 */
   char required_by[512];
   int versions[2]; /* the two ranks' packed versions of a mismatch */
   int ranks[2];
@@ -39,7 +46,8 @@ typedef struct explain_parse {
 
 /* Classifies `text`; fills what it names. */
 void explain_classify(const char *text, explain_parse *out);
-/* "undefined-symbol", "glibc", "version-mismatch", "not-found", "unknown". */
+/* "undefined-symbol", "glibc", "version-mismatch", "not-found", "internal-symbol",
+ * "cxx-runtime", "glibc-private", "cuda", "unknown". */
 const char *explain_kind_name(explain_kind kind);
 
 /* Runs --explain: the report on out; exit status 0 explained, 1 cannot tell, 2 could not run. */

@@ -19,10 +19,20 @@ const char *explain_kind_name(explain_kind kind) {
     return "version-mismatch";
   case EXPLAIN_NOT_FOUND:
     return "not-found";
+  case EXPLAIN_INTERNAL_SYMBOL:
+    return "internal-symbol";
+  case EXPLAIN_CXX_RUNTIME:
+    return "cxx-runtime";
+  case EXPLAIN_GLIBC_PRIVATE:
+    return "glibc-private";
+  case EXPLAIN_CUDA:
+    return "cuda";
   default:
     return "unknown";
   }
 }
+
+static int contains(const char *text, const char *what) { return strstr(text, what) != NULL; }
 
 static int ident_char(char c) { return isalnum((unsigned char)c) || c == '_'; }
 
@@ -41,21 +51,66 @@ static int find_nccl_identifier(const char *text, char *out, size_t size) {
   return 0;
 }
 
-static int contains(const char *text, const char *what) { return strstr(text, what) != NULL; }
+/* "required by FILE)" into out->required_by. */
+static void read_required_by(const char *text, explain_parse *out) {
+  const char *by = strstr(text, "required by ");
+  if (by == NULL) return;
+  by += strlen("required by ");
+  snprintf(out->required_by, sizeof(out->required_by), "%.*s", (int)strcspn(by, ")\n"), by);
+}
+
+/* A version of the C++ runtime (GLIBCXX_3.4.32, CXXABI_1.3.15) that was not found. */
+static int cxx_runtime(const char *text, explain_parse *out) {
+  const char *v = strstr(text, "GLIBCXX_");
+  if (v == NULL) v = strstr(text, "CXXABI_");
+  if (v == NULL || !contains(text, "not found")) return 0;
+  size_t n = strcspn(v, "' \n)");
+  snprintf(out->glibc, sizeof(out->glibc), "%.*s", (int)n, v);
+  read_required_by(text, out);
+  return 1;
+}
+
+/* CUDA's own words: its error names, NCCL's "Cuda failure" and "unhandled cuda error" lines.
+ * "named symbol not found" is CUDA's text for a missing kernel image or symbol in a module,
+ * never a missing NCCL function. */
+static int cuda_error(const char *text) {
+  static const char *const words[] = {"Cuda failure",
+                                      "CUDA error",
+                                      "cudaError",
+                                      "CUDA_ERROR_",
+                                      "unhandled cuda error",
+                                      "named symbol not found",
+                                      "CUDA driver version is insufficient"};
+  for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+    if (contains(text, words[i])) return 1;
+  return 0;
+}
+
+static int in_function_list(const char *name) {
+  for (int fn = 0; fn < NCCLSHIM_NCCL_FUNCTION_COUNT; fn++)
+    if (strcmp(ncclshim_nccl_function_name(fn), name) == 0) return 1;
+  return 0;
+}
 
 void explain_classify(const char *text, explain_parse *out) {
   *out = (explain_parse){.kind = EXPLAIN_UNKNOWN};
+  if (contains(text, "GLIBC_PRIVATE") && contains(text, "not found")) {
+    out->kind = EXPLAIN_GLIBC_PRIVATE;
+    snprintf(out->glibc, sizeof(out->glibc), "GLIBC_PRIVATE");
+    read_required_by(text, out);
+    return;
+  }
+  if (cxx_runtime(text, out)) {
+    out->kind = EXPLAIN_CXX_RUNTIME;
+    return;
+  }
   const char *g = strstr(text, "GLIBC_");
   if (g && contains(text, "not found")) {
     size_t n = strspn(g + 6, "0123456789.");
     if (n > 0 && n < sizeof(out->glibc) - 7) {
       out->kind = EXPLAIN_GLIBC;
       snprintf(out->glibc, sizeof(out->glibc), "GLIBC_%.*s", (int)n, g + 6);
-      const char *by = strstr(text, "required by ");
-      if (by) {
-        by += strlen("required by ");
-        snprintf(out->required_by, sizeof(out->required_by), "%.*s", (int)strcspn(by, ")\n"), by);
-      }
+      read_required_by(text, out);
       return;
     }
   }
@@ -71,11 +126,15 @@ void explain_classify(const char *text, explain_parse *out) {
     out->kind = EXPLAIN_VERSION_MISMATCH;
     return;
   }
+  if (cuda_error(text)) {
+    out->kind = EXPLAIN_CUDA;
+    return;
+  }
   if ((contains(text, "undefined symbol") || contains(text, "symbol lookup error") ||
        contains(text, "not defined") || contains(text, "could not find symbol") ||
        contains(text, "symbol not found") || contains(text, "Symbol not found")) &&
       find_nccl_identifier(text, out->symbol, sizeof(out->symbol))) {
-    out->kind = EXPLAIN_UNDEFINED_SYMBOL;
+    out->kind = in_function_list(out->symbol) ? EXPLAIN_UNDEFINED_SYMBOL : EXPLAIN_INTERNAL_SYMBOL;
     return;
   }
   if (contains(text, "libnccl") &&

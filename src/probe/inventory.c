@@ -3,11 +3,13 @@
 #include "inventory.h"
 
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ncclshim/cuda.h"
 #include "parse_version.h"
+#include "../../loader/trace.h"
 
 int inventory_find(const inventory *inv, const char *path) {
   for (size_t i = 0; i < inv->count; i++)
@@ -63,6 +65,66 @@ static void read_copy(nccl_copy *c) {
     c->usable = 1;
 }
 
+/* The copy at `path` (its real path), added and read when new; -1 out of memory. */
+static int copy_of_file(inventory *inv, const char *path) {
+  char *real = realpath(path, NULL);
+  size_t before = inv->count;
+  int at = add_copy(inv, real ? real : path);
+  free(real);
+  if (at >= 0 && inv->count > before) read_copy(&inv->copies[at]);
+  return at;
+}
+
+/* The first copy the cache named by NCCLSHIM_LD_CACHE registers: the loader reads only
+ * /etc/ld.so.cache, so with another cache named (a test's) that step stands in for it. */
+static int named_cache_copy(const inventory *inv) {
+  for (size_t i = 0; i < inv->count; i++)
+    if (inv->copies[i].search_rank >= 0 && inv->copies[i].how == NCCLSHIM_VIA_LD_CACHE &&
+        inv->copies[i].facts.ok)
+      return (int)i;
+  return -1;
+}
+
+enum { TRACE_LIMIT_MS = 10000 };
+
+/* What a plain process maps for libnccl.so.2, as the dynamic loader itself says. 0, or -1 out
+ * of memory. */
+static int ask_the_loader(inventory *inv) {
+  const char *cache = secure_getenv("NCCLSHIM_LD_CACHE"); /* as the library reads it */
+  int other_cache = cache != NULL && cache[0] == '/' && strcmp(cache, "/etc/ld.so.cache") != 0;
+  ncshl_trace_result trace;
+  ncshl_trace("libnccl.so.2", other_cache, TRACE_LIMIT_MS, &trace);
+  inv->plain_source = "loader";
+  switch (trace.outcome) {
+  case NCSHL_TRACE_MAPS:
+    return (inv->plain = copy_of_file(inv, trace.path)) < 0 ? -1 : 0;
+  case NCSHL_TRACE_PRELOADED:
+    for (char *line = trace.preloaded; *line && inv->plain < 0; line += strlen(line) + 1) {
+      line[strcspn(line, "\n")] = '\0';
+      elf_facts facts;
+      int nccl = elf_facts_read(line, &facts) && strcmp(facts.soname, "libnccl.so.2") == 0;
+      elf_facts_close(&facts);
+      if (nccl && (inv->plain = copy_of_file(inv, line)) < 0) return -1;
+    }
+    inv->plain_source = "loader (LD_PRELOAD)";
+    return 0;
+  case NCSHL_TRACE_NOT_FOUND:
+    if (other_cache && (inv->plain = named_cache_copy(inv)) >= 0)
+      inv->plain_source = "loader, then the cache NCCLSHIM_LD_CACHE names";
+    return 0;
+  case NCSHL_TRACE_FAILS:
+    snprintf(inv->plain_error, sizeof(inv->plain_error), "%s", trace.message);
+    snprintf(inv->plain_error_file, sizeof(inv->plain_error_file), "%s", trace.path);
+    if (trace.path[0] && copy_of_file(inv, trace.path) < 0) return -1;
+    return 0;
+  case NCSHL_TRACE_UNAVAILABLE:
+    break;
+  }
+  inv->plain_source = "unknown: the dynamic loader could not be asked";
+  snprintf(inv->plain_error, sizeof(inv->plain_error), "%s", trace.message);
+  return 0;
+}
+
 int inventory_gather(inventory *inv, char **pythons, int python_count) {
   *inv = (inventory){.plain = -1, .ncclshim = -1};
   probe_candidate *cands = NULL;
@@ -83,8 +145,9 @@ int inventory_gather(inventory *inv, char **pythons, int python_count) {
   probe_candidates_free(cands, ncands);
   if (rc == 0 && pyenv_discover(pythons, python_count, &inv->envs, &inv->env_count) != 0) rc = -1;
   for (size_t e = 0; rc == 0 && e < inv->env_count; e++) {
-    for (size_t w = 0; w < inv->envs[e].wheel_count; w++) {
-      int at = add_copy(inv, inv->envs[e].wheel_files[w]);
+    const py_env *env = &inv->envs[e];
+    for (size_t w = 0; w < env->wheel_count + (env->conda_lib != NULL); w++) {
+      int at = add_copy(inv, w < env->wheel_count ? env->wheel_files[w] : env->conda_lib);
       if (at < 0) {
         rc = -1;
         break;
@@ -93,15 +156,7 @@ int inventory_gather(inventory *inv, char **pythons, int python_count) {
     }
   }
   for (size_t i = 0; i < inv->count; i++) read_copy(&inv->copies[i]);
-  /* A program loading libnccl.so.2 by name gets the first file, in the search's own order
-   * (the copies reached by the search come first, by rank), of the steps the dynamic loader
-   * shares with it: LD_LIBRARY_PATH and the ld.so cache. No second order is kept here. */
-  for (size_t i = 0; i < inv->count && inv->plain < 0; i++) {
-    const nccl_copy *c = &inv->copies[i];
-    if (c->search_rank >= 0 && c->facts.ok &&
-        (c->how == NCCLSHIM_VIA_LIBRARY_PATH || c->how == NCCLSHIM_VIA_LD_CACHE))
-      inv->plain = (int)i;
-  }
+  if (rc == 0 && ask_the_loader(inv) != 0) rc = -1;
   int best = -1;
   for (size_t i = 0; i < inv->count; i++) {
     const nccl_copy *c = &inv->copies[i];
@@ -131,6 +186,8 @@ void inventory_free(inventory *inv) {
 int inventory_env_winner(const inventory *inv, size_t e) {
   if (e < inv->env_count && inv->envs[e].wheel_count > 0)
     return inventory_find(inv, inv->envs[e].wheel_files[0]);
+  if (e < inv->env_count && inv->envs[e].conda_lib != NULL)
+    return inventory_find(inv, inv->envs[e].conda_lib);
   return inv->plain;
 }
 

@@ -1,6 +1,8 @@
 /* Every NCCL on this machine as the doctor and --explain see it: the search's candidates
- * (candidates.c), each Python environment's wheels and package records (pyenv.c), and each
- * file's own facts (elf_facts.c). Nothing is loaded or run. */
+ * (candidates.c), each Python environment's wheels and package records (pyenv.c), each
+ * file's own facts (elf_facts.c), and what a plain process maps, asked of the dynamic loader
+ * itself (loader/trace.c: a traced stub, which maps but runs nothing). Nothing is loaded into
+ * this process or run. */
 #ifndef NCCLSHIM_PROBE_INVENTORY_H
 #define NCCLSHIM_PROBE_INVENTORY_H
 
@@ -30,10 +32,11 @@ typedef struct py_wheel_record {
 
 /* A Python environment (a venv, conda, the user site, the system's packages). */
 typedef struct py_env {
-  char *prefix;       /* real path of the prefix, or of the site folder for the user site */
+  char *prefix;       /* real path of the prefix (the user base for the user site) */
   const char *why;    /* how it was found: "VIRTUAL_ENV", "--python", "PATH", ... */
   char **wheel_files; /* real paths of its libnccl.so.2 files (nvidia/<x>/lib), in order */
   size_t wheel_count;
+  char *conda_lib;          /* a conda environment's own lib/libnccl.so.2 (no wheel), or NULL */
   py_wheel_record *records; /* its nvidia-nccl-* package records */
   size_t record_count;
 } py_env;
@@ -65,10 +68,13 @@ typedef struct inventory {
   size_t count;
   py_env *envs;
   size_t env_count;
-  int host_glibc;  /* packed major*1000 + minor */
-  int driver_cuda; /* the CUDA driver's version (13000), 0 when no usable driver */
-  int plain;       /* copy a program loading "libnccl.so.2" by name gets, -1 none */
-  int ncclshim;    /* copy ncclshim's search takes in this process, -1 none */
+  int host_glibc;              /* packed major*1000 + minor */
+  int driver_cuda;             /* the CUDA driver's version (13000), 0 when no usable driver */
+  int plain;                   /* copy a program loading "libnccl.so.2" by name gets, -1 none */
+  const char *plain_source;    /* how `plain` is known: "loader" (traced), or why not */
+  char plain_error[512];       /* the loader's failure on the first file it found, "" if none */
+  char plain_error_file[4096]; /* the file it failed on, "" when unknown */
+  int ncclshim;                /* copy ncclshim's search takes in this process, -1 none */
 } inventory;
 
 /* Gathers everything; `pythons` are extra environment prefixes (--python). 0, or -1 when out
@@ -77,7 +83,8 @@ int inventory_gather(inventory *inv, char **pythons, int python_count);
 void inventory_free(inventory *inv);
 
 /* The copy a Python process of environment e loads: its wheel when it has one (frameworks load
- * their wheel's NCCL first), else what a plain process loads. -1 none. */
+ * their wheel's NCCL first), else a conda environment's lib/, else what a plain process
+ * loads. -1 none. */
 int inventory_env_winner(const inventory *inv, size_t e);
 /* Index of the copy with this real path, -1 when none. */
 int inventory_find(const inventory *inv, const char *path);

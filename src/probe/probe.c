@@ -3,11 +3,14 @@
  * the probe could not run. */
 #include "probe.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "explain.h"
+#include "json.h"
 #include "text.h"
 
 static const char usage[] =
@@ -40,10 +43,28 @@ static const char usage[] =
     "Exit status: 0 report made and requirements met; 1 a requirement unmet; 2 usage error\n"
     "or the probe could not run.\n";
 
-static int usage_error(const char *fmt, const char *arg) {
-  fprintf(stderr, "ncclshim-probe: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\n\n%s", usage);
+/* --json anywhere on the command line (a value of an option that takes one is skipped):
+ * then a usage error is a JSON object on stdout as well. */
+static int json_asked;
+
+static void find_json(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--json") == 0) json_asked = 1;
+    if (strcmp(argv[i], "--library") == 0 || strcmp(argv[i], "--require") == 0 ||
+        strcmp(argv[i], "--explain") == 0 || strcmp(argv[i], "--python") == 0)
+      i++;
+  }
+}
+
+int probe_usage_error(const char *fmt, const char *arg) {
+  char message[1024];
+  snprintf(message, sizeof(message), fmt, arg);
+  fprintf(stderr, "ncclshim-probe: %s\n\n%s", message, usage);
+  if (json_asked) {
+    fputs("{\"error\": {\"kind\": \"usage\", \"message\": ", stdout);
+    json_string(stdout, message);
+    fputs("}}\n", stdout);
+  }
   return 2;
 }
 
@@ -78,7 +99,7 @@ static void query_devices(probe *p) {
  * are: the loader, like NCCLSHIM_NCCL_LIBRARY, takes only absolute paths. Returns a string
  * to free, or NULL with the reason printed. */
 static char *absolute_library(const char *path) {
-  if (path[0] == '/' || path[0] == '\0') return strdup(path); /* empty: the loader says why */
+  if (path[0] == '/') return strdup(path);
   char *cwd = getcwd(NULL, 0), *joined = NULL;
   if (cwd == NULL || asprintf(&joined, "%s/%s", cwd, path) < 0) {
     fprintf(stderr, "ncclshim-probe: cannot make --library '%s' absolute: %s\n", path,
@@ -96,7 +117,7 @@ static int parse_arguments(int argc, char **argv, probe *p, int *json, char **li
     const char *a = argv[i];
     int mine = doctor_parse_option(argc, argv, &i, doctor);
     if (mine < 0) {
-      return usage_error("%s needs a value", a);
+      return probe_usage_error("%s needs a value", a);
     } else if (mine) {
       continue;
     } else if (strcmp(a, "--json") == 0) {
@@ -111,24 +132,45 @@ static int parse_arguments(int argc, char **argv, probe *p, int *json, char **li
       fputs(usage, stdout);
       return 0;
     } else if (strcmp(a, "--library") == 0 || strcmp(a, "--require") == 0) {
-      if (i + 1 >= argc) return usage_error("%s needs a value", a);
+      if (i + 1 >= argc) return probe_usage_error("%s needs a value", a);
       const char *value = argv[++i];
       if (strcmp(a, "--library") == 0) {
+        if (value[0] == '\0') return probe_usage_error("%s needs a path, not an empty one", a);
         free(*library);
         if ((*library = absolute_library(value)) == NULL) return 2;
       } else if (probe_parse_requirement(value, &p->requirements[p->requirement_count])) {
         p->requirement_count++;
       } else {
-        return usage_error(
+        return probe_usage_error(
             "unknown requirement '%s': give a version (2.28, 2.28.3), a "
             "capability name (see the report), driver-compatible or plugins-compatible",
             value);
       }
     } else {
-      return usage_error("unknown option '%s'", a);
+      return probe_usage_error("unknown option '%s'", a);
     }
   }
+  /* The report's options describe one probe of one library: --explain and --doctor describe
+   * the machine, and would silently drop them. */
+  const char *report_only = *library               ? "--library"
+                            : p->requirement_count ? "--require"
+                            : p->verify            ? "--verify"
+                            : !p->query_devices    ? "--no-devices"
+                            : p->verbose           ? "--verbose"
+                                                   : NULL;
+  if (report_only && (doctor->explain || doctor->doctor))
+    return probe_usage_error("%s goes with the report, not with --explain or --doctor",
+                             report_only);
   return -1;
+}
+
+/* Everything written, or the write error (a full disk, a closed pipe): exit status 2. */
+static int finish_output(int status) {
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    fprintf(stderr, "ncclshim-probe: cannot write the report: %s\n", strerror(errno));
+    return 2;
+  }
+  return status;
 }
 
 static void gather(probe *p, const char *library) {
@@ -160,6 +202,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "ncclshim-probe: out of memory\n");
     return 2;
   }
+  find_json(argc, argv);
   if ((status = parse_arguments(argc, argv, &p, &json, &library, &doctor)) < 0 &&
       (status = doctor_run(&doctor, json, stdout)) < 0) {
     gather(&p, library);
@@ -176,6 +219,7 @@ int main(int argc, char **argv) {
     }
     status = p.unmet ? 1 : 0;
   }
+  status = finish_output(status);
   ncclshim_nccl_close(p.nccl); /* ignores the default handle */
   free(p.devices);
   free(p.requirements);

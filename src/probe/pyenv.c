@@ -9,12 +9,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../loader/python_places.h"
 #include "inventory.h"
 
 static void env_clear(py_env *e) {
   free(e->prefix);
   for (size_t j = 0; j < e->wheel_count; j++) free(e->wheel_files[j]);
   free(e->wheel_files);
+  free(e->conda_lib);
   free(e->records);
 }
 
@@ -118,27 +120,9 @@ static int scan_site(py_env *e, const char *site) {
   return rc;
 }
 
-/* Each <lib>/python3*\/<folder> (site-packages, dist-packages) of a prefix, newest first. */
-static int scan_lib(py_env *e, const char *lib, const char *folder) {
-  char **pythons = list_dir(lib, "python3", "");
-  size_t n = 0;
-  int rc = 0;
-  while (pythons != NULL && pythons[n] != NULL) n++;
-  for (size_t i = n; i-- > 0 && rc == 0;) {
-    char site[PATH_MAX];
-    snprintf(site, sizeof(site), "%s/%s/%s", lib, pythons[i], folder);
-    DIR *d = opendir(site);
-    if (d == NULL) continue;
-    closedir(d);
-    rc = scan_site(e, site);
-  }
-  free_names(pythons);
-  return rc;
-}
-
-/* Adds the environment at `prefix` (its lib/python3.*\/{site,dist}-packages folders, or
- * `prefix` itself when site_itself) when it holds anything of NCCL's. */
-static void add_env(envs *list, const char *prefix, const char *why, int site_itself) {
+/* Adds the environment at `prefix` (its site folders in the order of python_places.h; a
+ * conda environment's lib/libnccl.so.2 after its wheels) when it holds anything of NCCL's. */
+static void add_env(envs *list, const char *prefix, const char *why, int user_base) {
   char *real = realpath(prefix, NULL);
   if (real == NULL) return;
   for (size_t i = 0; i < list->count; i++) {
@@ -148,28 +132,17 @@ static void add_env(envs *list, const char *prefix, const char *why, int site_it
     }
   }
   py_env e = {.prefix = real, .why = why};
-  int rc = 0;
-  if (site_itself) {
-    rc = scan_site(&e, real);
-  } else {
-    char lib[PATH_MAX];
-    snprintf(lib, sizeof(lib), "%s/lib", real);
-    rc = scan_lib(&e, lib, "site-packages");
-    if (rc == 0) rc = scan_lib(&e, lib, "dist-packages"); /* Debian's; python3/ included */
-    /* A conda environment (it has conda-meta/) installs NCCL as <prefix>/lib/libnccl.so.2,
-     * which its packages' RUNPATH names: after the wheels, as pip inside conda comes later. */
+  ncshl_list sites = {0};
+  ncshl_python_sites(real, user_base, &sites);
+  int rc = sites.out_of_memory ? -1 : 0;
+  for (size_t i = 0; i < sites.count && rc == 0; i++) rc = scan_site(&e, sites.items[i].path);
+  ncshl_list_free(&sites);
+  if (rc == 0 && !user_base && ncshl_python_is_conda(real)) {
     char path[PATH_MAX];
-    snprintf(path, sizeof(path), "%s/conda-meta", real);
-    DIR *conda = rc == 0 ? opendir(path) : NULL;
-    if (conda != NULL) {
-      closedir(conda);
-      snprintf(path, sizeof(path), "%s/libnccl.so.2", lib);
-      char *file = realpath(path, NULL);
-      if (file) rc = add_string(&e.wheel_files, &e.wheel_count, file);
-      free(file);
-    }
+    snprintf(path, sizeof(path), "%s/lib/libnccl.so.2", real);
+    e.conda_lib = realpath(path, NULL); /* not a wheel: its own field */
   }
-  if (rc == 0 && (e.wheel_count || e.record_count)) {
+  if (rc == 0 && (e.wheel_count || e.record_count || e.conda_lib)) {
     py_env *grown = realloc(list->items, (list->count + 1) * sizeof(*grown));
     if (grown != NULL) {
       list->items = grown;
@@ -182,48 +155,49 @@ static void add_env(envs *list, const char *prefix, const char *why, int site_it
   env_clear(&e);
 }
 
-/* The prefix of every python3 on PATH (/opt/venv for /opt/venv/bin/python3). */
+/* The prefix of every python3 on PATH (/opt/venv for /opt/venv/bin/python3; a pyenv shim's
+ * interpreter for ~/.pyenv/shims/python3). */
 static void add_path_pythons(envs *list) {
   const char *path = secure_getenv("PATH");
   if (path == NULL) return;
   char *copy = strdup(path), *save = NULL;
   for (char *dir = copy ? strtok_r(copy, ":", &save) : NULL; dir;
        dir = strtok_r(NULL, ":", &save)) {
-    char exe[PATH_MAX];
+    char exe[PATH_MAX], real[PATH_MAX];
     if (dir[0] != '/' || snprintf(exe, sizeof(exe), "%s/python3", dir) >= (int)sizeof(exe) ||
         access(exe, X_OK) != 0)
       continue;
-    char *slash = strrchr(dir, '/');
-    if (slash == dir) continue; /* /python3: no prefix */
+    if (ncshl_python_unshim(exe, real, sizeof(real))) snprintf(exe, sizeof(exe), "%s", real);
+    char *bin = strrchr(exe, '/');
+    *bin = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash == NULL || slash == exe) continue; /* /python3: no prefix */
     *slash = '\0';
-    add_env(list, dir, "python3 on PATH", 0);
+    add_env(list, exe, "python3 on PATH", 0);
   }
   free(copy);
 }
 
+/* The why of one of python_places' prefixes, as a string that outlives the list. */
+static const char *prefix_why(const char *why) {
+  if (strcmp(why, "VIRTUAL_ENV") == 0) return "VIRTUAL_ENV";
+  if (strcmp(why, "CONDA_PREFIX") == 0) return "CONDA_PREFIX";
+  return "the program's prefix";
+}
+
 int pyenv_discover(char **pythons, int python_count, py_env **out, size_t *count) {
   envs list = {0};
-  const char *dir;
-  if ((dir = secure_getenv("VIRTUAL_ENV")) && dir[0] == '/') add_env(&list, dir, "VIRTUAL_ENV", 0);
-  if ((dir = secure_getenv("CONDA_PREFIX")) && dir[0] == '/')
-    add_env(&list, dir, "CONDA_PREFIX", 0);
+  ncshl_list prefixes = {0};
+  ncshl_python_prefixes(&prefixes);
+  for (size_t i = 0; i < prefixes.count; i++)
+    add_env(&list, prefixes.items[i].path, prefix_why(prefixes.items[i].why), 0);
+  if (prefixes.out_of_memory) list.failed = 1;
+  ncshl_list_free(&prefixes);
   for (int i = 0; i < python_count; i++) add_env(&list, pythons[i], "--python", 0);
   add_path_pythons(&list);
-  if ((dir = secure_getenv("HOME")) && dir[0] == '/') { /* secure_getenv: none when setuid */
-    char lib[PATH_MAX];
-    snprintf(lib, sizeof(lib), "%s/.local/lib", dir);
-    char **pythons = list_dir(lib, "python3", "");
-    size_t n = 0;
-    while (pythons != NULL && pythons[n] != NULL) n++;
-    for (size_t i = n; i-- > 0;) {
-      char site[PATH_MAX];
-      snprintf(site, sizeof(site), "%s/%s/site-packages", lib, pythons[i]);
-      add_env(&list, site, "user site", 1);
-    }
-    free_names(pythons);
-  }
-  add_env(&list, "/usr", "system packages", 0);
-  add_env(&list, "/usr/local", "system packages", 0);
+  char base[PATH_MAX];
+  if (ncshl_python_user_base(base, sizeof(base))) add_env(&list, base, "user site", 1);
+  add_env(&list, "/usr", "system packages", 0); /* /usr/local's sites first */
   *out = list.items;
   *count = list.count;
   return list.failed ? -1 : 0;

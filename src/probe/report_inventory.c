@@ -44,7 +44,15 @@ static void print_winner(const inventory *inv, int at, const char *symbol, FILE 
 
 void inventory_print_winners_text(const inventory *inv, const char *symbol, FILE *out) {
   fprintf(out, "  a plain process loads:  ");
-  print_winner(inv, inv->plain, symbol, out);
+  if (inv->plain < 0 && inv->plain_error[0]) {
+    fprintf(out, "nothing: the loader fails: ");
+    text_put(out, inv->plain_error, 0);
+    fputc('\n', out);
+  } else {
+    print_winner(inv, inv->plain, symbol, out);
+  }
+  if (inv->plain_source && strcmp(inv->plain_source, "loader") != 0)
+    fprintf(out, "    (%s)\n", inv->plain_source);
   fprintf(out, "  ncclshim's search takes: ");
   print_winner(inv, inv->ncclshim, symbol, out);
   if (inv->ncclshim >= 0)
@@ -89,6 +97,10 @@ void inventory_print_json(const inventory *inv, const char *symbol, FILE *out) {
   }
   fputs("], \"plain_process\": ", out);
   json_path_of(inv, inv->plain, out);
+  fputs(", \"plain_process_source\": ", out);
+  json_string(out, inv->plain_source);
+  fputs(", \"plain_process_error\": ", out);
+  json_string(out, inv->plain_error[0] && inv->plain < 0 ? inv->plain_error : NULL);
   fputs(", \"ncclshim\": ", out);
   json_path_of(inv, inv->ncclshim, out);
   fputs(", \"python_envs\": [", out);
@@ -100,6 +112,8 @@ void inventory_print_json(const inventory *inv, const char *symbol, FILE *out) {
     json_string(out, env->why);
     fputs(", \"loads\": ", out);
     json_path_of(inv, inventory_env_winner(inv, e), out);
+    fputs(", \"conda_lib\": ", out);
+    json_string(out, env->conda_lib);
     fputs(", \"wheel_files\": [", out);
     for (size_t w = 0; w < env->wheel_count; w++) {
       if (w) fputs(", ", out);

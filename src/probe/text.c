@@ -1,5 +1,7 @@
 #include "text.h"
 
+#include <string.h>
+
 #include "utf8.h"
 
 /* Writes one character of s (n bytes, n from utf8_length) escaped; returns the columns used. */
@@ -36,4 +38,26 @@ void text_put(FILE *out, const char *text, int width) {
     s += n ? n : 1;
   }
   for (; used < width; used++) fputc(' ', out);
+}
+
+const char *text_shell_quote(const char *s, char *buf, size_t size) {
+  size_t used = 0;
+  if (size < 3) return size ? (buf[0] = '\0', buf) : buf;
+  buf[used++] = '\'';
+  for (; *s; s++) {
+    const char *piece = *s == '\'' ? "'\\''" : NULL;
+    size_t n = piece ? 4 : 1;
+    if (used + n + 2 > size) {
+      buf[0] = '\0';
+      return buf;
+    }
+    if (piece)
+      memcpy(buf + used, piece, n);
+    else
+      buf[used] = *s;
+    used += n;
+  }
+  buf[used++] = '\'';
+  buf[used] = '\0';
+  return buf;
 }

@@ -10,4 +10,8 @@
  * no padding). NULL prints "(none)". */
 void text_put(FILE *out, const char *text, int width);
 
+/* `s` quoted for a POSIX shell ('...', a quote inside written '\''), into buf; an empty
+ * string when it does not fit. For advice lines a user pastes. */
+const char *text_shell_quote(const char *s, char *buf, size_t size);
+
 #endif

@@ -14,7 +14,9 @@
 
 #include <cmocka.h>
 
+#include "../../loader/dl.h"
 #include "../../loader/ld_cache.h"
+#include "../../loader/objects.h"
 #include "../../loader/search.h"
 
 #define SONAME "libncshl-test.so.1"
@@ -497,6 +499,39 @@ static void test_ld_cache_and_list(void **state) {
   free(link);
 }
 
+/* Issue 31: an object found in the link map by SONAME, file name or file (device and inode),
+ * without opening anything; and nothing for what is not mapped. */
+static void test_mapped_name(void **state) {
+  (void)state;
+  char *copy_path = path_of(root, "mapped-copy.so");
+  copy(getenv("DUMMY_LIB"), copy_path);
+  assert_null(ncshl_mapped_name(SONAME));
+  assert_null(ncshl_mapped_name(copy_path));
+  void *handle = dlopen(copy_path, RTLD_NOW | RTLD_LOCAL);
+  assert_non_null(handle);
+  char *by_soname = ncshl_mapped_name(SONAME); /* the dummy's DT_SONAME */
+  char *by_name = ncshl_mapped_name("mapped-copy.so");
+  char *link = path_of(root, "mapped-link.so");
+  assert_int_equal(symlink(copy_path, link), 0);
+  char *by_file = ncshl_mapped_name(link); /* another path to the same file */
+  assert_non_null(by_soname);
+  assert_string_equal(by_soname, copy_path);
+  assert_non_null(by_name);
+  assert_string_equal(by_name, copy_path);
+  assert_non_null(by_file);
+  assert_string_equal(by_file, copy_path);
+  assert_null(ncshl_mapped_name("libnothing-mapped.so.9"));
+  void *again = ncshl_open_loaded(SONAME);
+  assert_ptr_equal(again, handle);
+  dlclose(again);
+  dlclose(handle);
+  free(by_soname);
+  free(by_name);
+  free(by_file);
+  free(link);
+  free(copy_path);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_step_list),
@@ -509,6 +544,7 @@ int main(void) {
       cmocka_unit_test(test_run_overrides_alone),
       cmocka_unit_test(test_run_defined_elsewhere_and_preloaded),
       cmocka_unit_test(test_ld_cache_and_list),
+      cmocka_unit_test(test_mapped_name),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

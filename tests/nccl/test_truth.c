@@ -9,7 +9,7 @@
  *  9. a refused copy first on LD_LIBRARY_PATH no longer hides the ld.so cache's NCCL, and
  *     every file the cache registers is tried;
  * 10. the active environment comes before the ld.so cache;
- * 12. the fingerprint comes from the build-id, the content hash only without one;
+ * 12. the fingerprint comes from the build-id, a bounded sample of the file without one;
  * 13. "(already-loaded, already loaded)", and a min_version beyond any 2.x. */
 #include <limits.h>
 #include <setjmp.h>
@@ -281,7 +281,26 @@ static void test_fingerprint_from_build_id(void **state) {
   const char *none[] = {"--path", getenv("FAKE_NO_BUILD_ID"), NULL};
   run_scenario(&s, none, env);
   expect_status(&s, "OK");
-  expect_in(&s, "fingerprint", "nccl2.28.9-f");
+  expect_in(&s, "fingerprint", "nccl2.28.9-q");
+}
+
+/* Issue 31: without a build-id the fingerprint reads a bounded sample, whatever the size: a
+ * 4 GiB sparse copy must not be read whole (an mmap of it faults a million pages in). */
+static void test_fingerprint_without_build_id_is_bounded(void **state) {
+  (void)state;
+  char *big = join(root, "sparse/libnccl.so.2");
+  make_dirs(join(root, "sparse"));
+  copy_file(getenv("FAKE_NO_BUILD_ID"), big, (size_t)-1, 0);
+  assert_int_equal(truncate(big, 4LL << 30), 0);
+  scenario s;
+  const char *env[] = {NULL};
+  const char *args[] = {"--path", big, NULL};
+  run_scenario(&s, args, env);
+  expect_status(&s, "OK");
+  expect_in(&s, "fingerprint", "nccl2.28.9-q");
+  long faults = atol(scenario_get(&s, "fingerprint_faults"));
+  if (faults > 4096) fail_msg("the fingerprint faulted %ld pages in", faults);
+  unlink(big);
 }
 
 static void test_small_items(void **state) {
@@ -311,6 +330,7 @@ int main(void) {
       cmocka_unit_test(test_environment_before_cache),
       cmocka_unit_test(test_every_wheel_folder_newest_first),
       cmocka_unit_test(test_fingerprint_from_build_id),
+      cmocka_unit_test(test_fingerprint_without_build_id_is_bounded),
       cmocka_unit_test(test_small_items),
   };
   return cmocka_run_group_tests(tests, setup, NULL);

@@ -54,3 +54,11 @@ def elf_machine(path):
     if len(head) < 20 or head[:4] != b"\x7fELF":
         return None
     return int.from_bytes(head[18:20], "little" if head[5] == 1 else "big")
+
+
+def sanitized(path):
+    """True when the ELF file was built with a sanitizer (ASan, TSan): it cannot be preloaded
+    into, or loaded by, a process whose sanitizer runtime did not come first."""
+    with open(path, "rb") as f:
+        data = f.read()
+    return b"__asan_init" in data or b"__tsan_init" in data

@@ -15,7 +15,7 @@ import sys
 import tempfile
 import unittest
 
-from probe_files import VALGRIND, WRAPPER, elf_machine, interpreter, run_probe_command
+from probe_files import VALGRIND, WRAPPER, elf_machine, interpreter, run_probe_command, sanitized
 
 PROBE, FAKE_DIR, HIDE_AUDIT, CUDA_FAKE_DIR, MAN_PAGE, REFERENCE = map(os.path.abspath,
                                                                       sys.argv[1:7])
@@ -29,8 +29,10 @@ def fake(variant):
 
 def run_probe(*args, env=None, program=None):
     """(exit status, stdout, stderr) of the probe with exactly `env` (plus an empty cache)."""
+    # LD_AUDIT as well as --audit: the dynamic loader the doctor asks (a child) hides the
+    # machine's NCCL too.
     full_env = {"NCCLSHIM_LD_CACHE": "/dev/null", "PATH": "/nonexistent", "HOME": "/nonexistent",
-                **(env or {})}
+                "LD_AUDIT": HIDE_AUDIT, **(env or {})}
     if program is not None:  # started by this path, as a user would, without ld.so in front
         cmd = [*WRAPPER, program, *args]
     else:
@@ -232,6 +234,18 @@ class UnactivatedVenv(unittest.TestCase):
         self.assertFalse(copy_of(x, self.system)["has_symbol"])
         self.assertIn("LD_LIBRARY_PATH", x["what_to_do"])
 
+    def test_stale_virtual_env(self):
+        """Issue 31: VIRTUAL_ENV naming another venv than the one the program runs from is
+        stale: the program's own venv comes first."""
+        if WRAPPER or VALGRIND:
+            self.skipTest("needs the program started by its own path")
+        with open(os.path.join(self.venv, "pyvenv.cfg"), "w") as f:
+            f.write("home = /usr/bin\n")
+        other = Machine(self).venv("other", fake("2.28.9"))
+        env = dict(self.env, VIRTUAL_ENV=other)
+        _, doc, _ = run_json("--doctor", env=env, program=self.program)
+        self.assertEqual(doc["doctor"]["ncclshim"], self.file)
+
     def test_search_takes_the_venv_wheel(self):
         if WRAPPER or VALGRIND:
             self.skipTest("needs the program started by its own path")
@@ -324,7 +338,7 @@ class OtherTexts(unittest.TestCase):
                                 "file: No such file or directory", env=self.env)
         x = doc["explain"]
         self.assertEqual((code, x["kind"]), (0, "not-found"))
-        self.assertIn("LD_LIBRARY_PATH=%s" % os.path.dirname(m_file(self.venv)), x["what_to_do"])
+        self.assertIn("LD_LIBRARY_PATH='%s'" % os.path.dirname(m_file(self.venv)), x["what_to_do"])
 
     def test_cannot_tell(self):
         code, doc, _ = run_json("--explain", "Segmentation fault (core dumped)", env=self.env)
@@ -339,9 +353,83 @@ class OtherTexts(unittest.TestCase):
     def test_symbol_not_in_the_list(self):
         code, doc, _ = run_json("--explain", "undefined symbol: ncclNoSuchThing", env=self.env)
         x = doc["explain"]
-        self.assertEqual((code, x["symbol"], x["since"]), (0, "ncclNoSuchThing", None))
-        self.assertIn("not in ncclshim's list", x["meaning"])
-        self.assertIn("No NCCL on this machine has ncclNoSuchThing", x["what_to_do"])
+        self.assertEqual((code, x["kind"], x["symbol"], x["since"]),
+                         (0, "internal-symbol", "ncclNoSuchThing", None))
+        self.assertIn("no function of NCCL's API", x["meaning"])
+        self.assertNotIn("install", x["what_to_do"])
+
+    def explain(self, text, env=None):
+        code, doc, _ = run_json("--explain", text, env=env or self.env)
+        self.assertEqual(code, 0, doc)
+        return doc["explain"]
+
+    # Issue 31: each kind of error, from the texts users paste (the issue, field-problems.md).
+    def test_cxx_runtime_is_not_an_nccl_problem(self):
+        x = self.explain("ImportError: /lib/x86_64-linux-gnu/libstdc++.so.6: version "
+                         "`GLIBCXX_3.4.32' not found (required by /opt/venv/lib/python3.12/"
+                         "site-packages/nvidia/nccl/lib/libnccl.so.2)")
+        self.assertEqual((x["kind"], x["glibc"]), ("cxx-runtime", "GLIBCXX_3.4.32"))
+        self.assertNotIn("LD_LIBRARY_PATH=", x["what_to_do"])
+        self.assertIn("libstdc++", x["what_to_do"])
+
+    def test_glibc_private(self):
+        x = self.explain("/usr/lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_PRIVATE' not found "
+                         "(required by /opt/conda/lib/libpthread.so.0)")
+        self.assertEqual(x["kind"], "glibc-private")
+        self.assertIn("/opt/conda/lib/libpthread.so.0", x["meaning"])
+        self.assertNotIn("export LD_LIBRARY_PATH=", x["what_to_do"])
+
+    def test_cuda_error_is_no_missing_function(self):
+        for text in ("misc/utils.cc:70 NCCL WARN Cuda failure 'named symbol not found' in "
+                     "ncclCommInitRank", "NCCL WARN unhandled cuda error (run with "
+                     "NCCL_DEBUG=INFO for details) named symbol not found"):
+            x = self.explain(text)
+            self.assertEqual((x["kind"], x["symbol"]), ("cuda", None), text)
+            self.assertIn("CUDA", x["meaning"])
+
+    def test_internal_symbol(self):
+        x = self.explain("libnccl-net.so: undefined symbol: ncclIbRegMr")
+        self.assertEqual((x["kind"], x["symbol"]), ("internal-symbol", "ncclIbRegMr"))
+        self.assertNotIn("install an NCCL", x["what_to_do"])
+
+    def test_required_function_is_in_every_release(self):
+        x = self.explain("undefined symbol: ncclAllReduce")
+        self.assertEqual((x["kind"], x["symbol"]), ("undefined-symbol", "ncclAllReduce"))
+        self.assertIn("every NCCL 2.x release", x["meaning"])
+        self.assertNotIn("older release", x["meaning"])
+
+    def test_not_found_while_a_plain_process_loads_one(self):
+        m = Machine(self)
+        lib = os.path.join(m.root, "lib")
+        os.makedirs(lib)
+        shutil.copy(fake("2.28.9"), os.path.join(lib, "libnccl.so.2"))
+        x = self.explain("OSError: libnccl.so.2: cannot open shared object file: No such file or "
+                         "directory", env=m.env(LD_LIBRARY_PATH=lib))
+        self.assertEqual(x["kind"], "not-found")
+        self.assertIn("here a plain process maps %s" % os.path.join(lib, "libnccl.so.2"),
+                      x["meaning"])
+        self.assertNotIn("off the loader's path", x["what_to_do"])
+
+    def test_not_found_with_only_a_broken_wheel(self):
+        m = Machine(self)
+        venv = m.venv("venv", fake("2.28.9"))
+        with open(m.wheel_file(venv), "r+b") as f:
+            f.truncate(4096)
+        x = self.explain("libnccl.so.2: cannot open shared object file",
+                         env=m.env(VIRTUAL_ENV=venv))
+        self.assertNotIn("LD_LIBRARY_PATH=", x["what_to_do"])
+        self.assertIn("reinstall", x["what_to_do"])
+
+    def test_nccl_home_only_is_a_warning(self):
+        m = Machine(self)
+        home = os.path.join(m.root, "nccl")
+        os.makedirs(os.path.join(home, "lib"))
+        shutil.copy(fake("2.28.9"), os.path.join(home, "lib", "libnccl.so.2"))
+        code, doc, _ = run_json("--doctor", env=m.env(NCCL_HOME=home))
+        d = doc["doctor"]
+        self.assertEqual(code, 1)
+        self.assertTrue(any(f["severity"] == "warning" and "only ncclshim" in f["finding"]
+                            for f in d["findings"]), severities(d))
 
     def test_hostile_text(self):
         text = 'undefined symbol: ncclCommResume\n\x1b[2J"\\\xff'
@@ -376,11 +464,52 @@ class OtherTexts(unittest.TestCase):
             shutil.copy(fake(variant), os.path.join(site, "nvidia", "nccl", "lib", "libnccl.so.2"))
         _, doc, _ = run_json("--doctor", "--python", os.path.join(m.root, "deb"), env=m.env())
         envs = {e["prefix"]: (e["found_by"], e["loads"]) for e in doc["doctor"]["python_envs"]}
-        self.assertEqual(envs[user], ("user site", os.path.join(user, "nvidia", "nccl", "lib",
-                                                                "libnccl.so.2")))
+        self.assertEqual(envs[os.path.join(m.root, ".local")],
+                         ("user site", os.path.join(user, "nvidia", "nccl", "lib", "libnccl.so.2")))
         self.assertEqual(envs[os.path.join(m.root, "deb")][0], "--python")
         self.assertEqual(envs[os.path.join(m.root, "deb")][1],
                          os.path.join(deb, "nvidia", "nccl", "lib", "libnccl.so.2"))
+
+    def test_pythonuserbase_and_one_order(self):
+        """Issue 31: the user site honours PYTHONUSERBASE, and a conda environment's wheel
+        comes before its lib/ for the doctor as for ncclshim's search (pip torch in conda)."""
+        m = Machine(self)
+        base = os.path.join(m.root, "userbase")
+        user = os.path.join(base, "lib", "python3.12", "site-packages", "nvidia", "nccl", "lib")
+        os.makedirs(user)
+        shutil.copy(fake("2.28.9"), os.path.join(user, "libnccl.so.2"))
+        _, doc, _ = run_json("--doctor", env=m.env(PYTHONUSERBASE=base))
+        envs = {e["prefix"]: e for e in doc["doctor"]["python_envs"]}
+        self.assertEqual(envs[base]["loads"], os.path.join(user, "libnccl.so.2"))
+        conda = m.venv("conda", fake("2.28.9"))
+        os.makedirs(os.path.join(conda, "conda-meta"))
+        shutil.copy(fake("2.27.3"), os.path.join(conda, "lib", "libnccl.so.2"))
+        _, doc, _ = run_json("--doctor", env=m.env(CONDA_PREFIX=conda))
+        d = doc["doctor"]
+        envs = {e["prefix"]: e for e in d["python_envs"]}
+        self.assertEqual(envs[conda]["loads"], m.wheel_file(conda))
+        self.assertEqual(d["ncclshim"], m.wheel_file(conda))
+        # conda's own lib/ is no wheel file: reported apart, no "two wheel files" warning
+        self.assertEqual(envs[conda]["wheel_files"], [m.wheel_file(conda)])
+        self.assertEqual(envs[conda]["conda_lib"], os.path.join(conda, "lib", "libnccl.so.2"))
+        self.assertFalse([f for f in d["findings"] if "wheel files" in f["finding"]],
+                         severities(d))
+
+    def test_pyenv_shim_is_resolved(self):
+        m = Machine(self)
+        root = os.path.join(m.root, ".pyenv")
+        real = m.venv(os.path.join(".pyenv", "versions", "3.12.4"), fake("2.28.9"))
+        os.makedirs(os.path.join(root, "shims"))
+        shim = os.path.join(root, "shims", "python3")
+        with open(shim, "w") as f:
+            f.write("#!/bin/sh\nexec pyenv exec python3 \"$@\"\n")
+        os.chmod(shim, 0o755)
+        with open(os.path.join(root, "version"), "w") as f:
+            f.write("3.12.4\n")
+        _, doc, _ = run_json("--doctor", env=m.env(PATH=os.path.join(root, "shims")))
+        envs = {e["prefix"]: e for e in doc["doctor"]["python_envs"]}
+        self.assertIn(real, envs)
+        self.assertNotIn(root, envs)
 
     def test_corrupt_files_never_crash(self):
         """Bytes changed at random in the ELF header, the program and section headers and
@@ -425,10 +554,203 @@ class OtherTexts(unittest.TestCase):
             self.assertEqual(code, 2, args)
             self.assertIn("needs a value", err)
         for args, why in ((["--doctor", "--explain", "x"], "not both"),
-                          (["--python", "/usr"], "--python goes with")):
+                          (["--python", "/usr"], "--python goes with"),
+                          (["--doctor", "--library", "/x"], "goes with the report")):
             code, out, err = run_probe(*args)
             self.assertEqual((code, out), (2, ""), args)
             self.assertIn(why, err)
+
+
+class AskTheLoader(unittest.TestCase):
+    """Issue 31: "a plain process loads" is what the dynamic loader maps, in the cases a model
+    of it got wrong: relative, empty and $LIB entries of LD_LIBRARY_PATH, LD_PRELOAD, files the
+    loader fails on (named, an error), files the search refuses but the loader takes."""
+
+    def setUp(self):
+        self.m = Machine(self)
+        self.lib = os.path.join(self.m.root, "lib")
+        os.makedirs(self.lib)
+
+    def put(self, source, directory=None):
+        path = os.path.join(directory or self.lib, "libnccl.so.2")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        shutil.copy(source, path)
+        return path
+
+    def doctor(self, cwd=None, **env):
+        full_env = {"NCCLSHIM_LD_CACHE": "/dev/null", "PATH": "/nonexistent",
+                    "HOME": "/nonexistent", "LD_AUDIT": HIDE_AUDIT, **env}
+        cmd = [*WRAPPER, interpreter(PROBE), "--inhibit-cache", "--audit", HIDE_AUDIT, PROBE,
+               "--doctor", "--json"]
+        proc = subprocess.run(cmd, capture_output=True, env=full_env, cwd=cwd, timeout=60)
+        return proc.returncode, json.loads(proc.stdout)["doctor"]
+
+    def test_relative_entry(self):
+        lib = self.put(fake("2.28.9"))
+        code, d = self.doctor(cwd=self.m.root, LD_LIBRARY_PATH="lib")
+        self.assertEqual(d["plain_process"], lib)
+        self.assertEqual(d["plain_process_source"], "loader")
+
+    def test_empty_entry(self):
+        lib = self.put(fake("2.28.9"))
+        code, d = self.doctor(cwd=self.lib, LD_LIBRARY_PATH=":/nonexistent")
+        self.assertEqual(d["plain_process"], lib)
+
+    def test_lib_token(self):
+        # $LIB is the loader's: lib, lib64 or Debian's lib/<multiarch>. Every one holds a copy.
+        places = [os.path.join(self.m.root, sub) for sub in
+                  ("lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu")]
+        for place in places:
+            self.put(fake("2.28.9"), place)
+        code, d = self.doctor(LD_LIBRARY_PATH=os.path.join(self.m.root, "$LIB"))
+        self.assertIn(d["plain_process"], [os.path.join(p, "libnccl.so.2") for p in places])
+
+    def test_preload(self):
+        if sanitized(fake("2.28.9")):
+            self.skipTest("a sanitizer build's fake cannot be preloaded into the probe")
+        preloaded = os.path.join(self.m.root, "pre", "libnccl.so.2.28.9")
+        os.makedirs(os.path.dirname(preloaded))
+        shutil.copy(fake("2.28.9"), preloaded)
+        self.put(fake("2.27.3"))
+        code, d = self.doctor(LD_PRELOAD=preloaded, LD_LIBRARY_PATH=self.lib)
+        self.assertEqual(d["plain_process"], preloaded)
+        self.assertEqual(d["plain_process_source"], "loader (LD_PRELOAD)")
+
+    def assert_loader_fails_on(self, lib, d, words):
+        self.assertIsNone(d["plain_process"])
+        errors = [f for f in d["findings"] if f["severity"] == "error"
+                  and f["finding"].startswith("a plain process fails to load libnccl.so.2")]
+        self.assertTrue(errors, severities(d))
+        self.assertIn(words, errors[0]["finding"])
+        self.assertIn(lib, errors[0]["what_to_do"])
+
+    def test_truncated_file_is_a_sigbus_named(self):
+        lib = self.put(fake("2.28.9"))
+        with open(lib, "r+b") as f:  # the dynamic section is gone: mapping it faults
+            f.truncate(4096)
+        code, d = self.doctor(LD_LIBRARY_PATH=self.lib)
+        self.assertEqual(code, 1)
+        self.assert_loader_fails_on(lib, d, "signal")
+
+    def test_text_linker_script_and_directory(self):
+        for content, words in ((b"hello\n", "file too short"),
+                               (b"/* GNU ld script */\nINPUT(-lfoo)\n" + b" " * 1024,
+                                "invalid ELF header")):
+            lib = os.path.join(self.lib, "libnccl.so.2")
+            with open(lib, "wb") as f:
+                f.write(content)
+            code, d = self.doctor(LD_LIBRARY_PATH=self.lib)
+            self.assert_loader_fails_on(lib, d, words)
+        os.unlink(lib)
+        os.mkdir(lib)
+        code, d = self.doctor(LD_LIBRARY_PATH=self.lib)
+        self.assert_loader_fails_on(lib, d, "cannot read file data")
+
+    def test_big_endian(self):
+        lib = self.put(fake("2.28.9"))
+        with open(lib, "r+b") as f:
+            f.seek(5)
+            f.write(b"\x02")
+        code, d = self.doctor(LD_LIBRARY_PATH=self.lib)
+        self.assertIsNone(d["plain_process"])
+        self.assertTrue(any(f["severity"] == "error" for f in d["findings"]), severities(d))
+
+    def test_fifo(self):
+        os.mkfifo(os.path.join(self.lib, "libnccl.so.2"))
+        code, d = self.doctor(LD_LIBRARY_PATH=self.lib)
+        self.assert_loader_fails_on(os.path.join(self.lib, "libnccl.so.2"), d, "FIFO")
+
+    def test_version_need_the_host_lacks(self):
+        lib = self.put(fake("b2.29.7-cuda13.0"))
+        with open(lib, "rb") as f:
+            data = f.read()
+        if b"GLIBC_2." not in data:
+            self.skipTest("the fake needs no GLIBC_2.x version")
+        with open(lib, "wb") as f:
+            f.write(data.replace(b"GLIBC_2.", b"GLIBC_9."))
+        code, d = self.doctor(LD_LIBRARY_PATH=self.lib)
+        self.assert_loader_fails_on(lib, d, "not found (required by %s)" % lib)
+
+    def test_no_section_headers(self):
+        """Both loaders take a library stripped of its section headers: the doctor reads it
+        through its dynamic section, as usable as the original."""
+        lib = self.put(fake("2.28.9"))
+        with open(lib, "r+b") as f:
+            data = bytearray(f.read())
+            data[0x28:0x30] = bytes(8)  # e_shoff
+            data[0x3c:0x40] = bytes(4)  # e_shnum, e_shstrndx
+            f.seek(0)
+            f.write(data)
+        code, d = self.doctor(LD_LIBRARY_PATH=self.lib)
+        copy = copy_of(d, lib)
+        self.assertTrue(copy["usable"], copy)
+        self.assertTrue(copy["glibc_need"], copy)
+        self.assertEqual(d["plain_process"], lib)
+        self.assertEqual(d["ncclshim"], lib)
+        self.assertFalse([f for f in d["findings"] if f["severity"] != "info"], severities(d))
+
+    def test_missing_dependency(self):
+        lib = self.put(fake("2.28.9"))
+        with open(lib, "rb") as f:
+            data = f.read()
+        if b"libc.so.6\0" not in data:
+            self.skipTest("the fake needs no libc.so.6")
+        with open(lib, "wb") as f:  # its need of libc.so.6 becomes one nobody has
+            f.write(data.replace(b"libc.so.6\0", b"libq.so.6\0", 1))
+        code, d = self.doctor(LD_LIBRARY_PATH=self.lib)
+        self.assert_loader_fails_on(lib, d, "libq.so.6, which %s needs" % lib)
+
+    def test_file_the_search_refuses(self):
+        lib = self.put(fake("missing-required"))
+        code, d = self.doctor(LD_LIBRARY_PATH=self.lib)
+        self.assertEqual(d["plain_process"], lib)
+        self.assertTrue(any("ncclshim's search refuses" in f["finding"] for f in d["findings"]),
+                        severities(d))
+
+
+def in_mount_namespace(argv, env, bind):
+    """Runs argv in a new user and mount namespace (unshare -rm) where each (source, target)
+    of `bind` is bind-mounted first: how a test puts its own /etc/ld.so.cache in front of the
+    machine's. None where namespaces are not allowed."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return None
+    mounts = " && ".join("mount --bind '%s' '%s'" % pair for pair in bind)
+    script = mounts + ' && exec "$@"'
+    proc = subprocess.run([unshare, "-rm", "sh", "-c", script, "sh", *argv], env=env,
+                          capture_output=True, timeout=60)
+    if proc.returncode != 0 and b"Operation not permitted" in proc.stderr:
+        return None
+    return proc
+
+
+class RealCacheInANamespace(unittest.TestCase):
+    """Issue 31: with the machine's own /etc/ld.so.cache replaced (a mount namespace), the
+    doctor's plain process is what the loader maps through that cache, no model of it."""
+
+    def test_the_cache_the_loader_reads(self):
+        if LDCONFIG is None or elf_machine(LDCONFIG) != elf_machine(PROBE):
+            self.skipTest("no ldconfig of the probe's architecture to make a cache")
+        if VALGRIND or WRAPPER:
+            self.skipTest("runs the probe directly, in a namespace")
+        defaults = ("/lib", "/usr/lib", "/lib64", "/usr/lib64", "/lib/x86_64-linux-gnu",
+                    "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu",
+                    "/usr/lib/aarch64-linux-gnu")
+        if any(os.path.exists(os.path.join(d, "libnccl.so.2")) for d in defaults):
+            self.skipTest("an NCCL in the loader's default directories joins the test's cache")
+        m = Machine(self)
+        real = m.system("2.28.9", "2.28.9")
+        cmd = [PROBE, "--doctor", "--json"]
+        env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"}
+        proc = in_mount_namespace(cmd, env, [(m.cache, "/etc/ld.so.cache")])
+        if proc is None:
+            self.skipTest("mount namespaces are not allowed here")
+        d = json.loads(proc.stdout)["doctor"]
+        if d["plain_process"] not in (real, os.path.join(os.path.dirname(real), "libnccl.so.2")):
+            # a default directory of the loader's holds an NCCL of the machine's: it is found
+            # first only when the cache misses, which it does not here
+            self.fail("plain process %r, the cache registers %r" % (d["plain_process"], real))
+        self.assertEqual(d["plain_process_source"], "loader")
 
 
 class Documentation(unittest.TestCase):

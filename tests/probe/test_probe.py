@@ -102,7 +102,8 @@ class Json(unittest.TestCase):
         self.assertIsNone(doc["nccl"]["version"])
         # LD_LIBRARY_PATH's directories come second when it is set (valgrind's runs set it).
         hows = [a["found_via"] for a in doc["nccl"]["attempts"] if a["found_via"] != "library-path"]
-        self.assertEqual(hows[:3], ["already-loaded", "ld-cache", "system-search"])
+        self.assertEqual(hows, ["already-loaded", "active-environment", "ld-cache",
+                                "system-search", "well-known-place"])
         self.assertTrue(doc["fingerprint"].startswith("none-e"))
 
     def test_environment_and_unexpected(self):
@@ -209,6 +210,42 @@ class Requirements(unittest.TestCase):
         code, out, _ = probe("--help")
         self.assertEqual(code, 0)
         self.assertIn("Exit status: 0 report made", out)
+
+    def test_every_combination_honoured_or_refused(self):
+        """Issue 31: the report's options with --doctor or --explain, and an empty --library,
+        are refused (exit 2), never silently dropped."""
+        for mode in (["--doctor"], ["--explain", "undefined symbol: ncclSend"]):
+            for extra in (["--require", "2.28"], ["--library", fake("2.28.9")], ["--verify"],
+                          ["--no-devices"], ["-v"]):
+                code, out, err = probe(*mode, *extra)
+                self.assertEqual((code, out), (2, ""), mode + extra)
+                self.assertIn("goes with the report", err)
+        code, out, err = probe("--library", "")
+        self.assertEqual((code, out), (2, ""))
+        self.assertIn("needs a path", err)
+
+    def test_usage_errors_under_json_are_json(self):
+        for args in (["--bogus"], ["--library"], ["--doctor", "--explain", "x"],
+                     ["--doctor", "--require", "2.28"]):
+            code, out, err = probe("--json", *args)
+            self.assertEqual(code, 2, args)
+            doc = json.loads(out)
+            self.assertEqual(doc["error"]["kind"], "usage", args)
+            self.assertTrue(doc["error"]["message"], args)
+        code, out, _ = probe("--explain", "--json", "--doctor")  # a value, not the option
+        self.assertEqual((code, out), (2, ""))
+
+    def test_write_errors_exit_2(self):
+        if not os.path.exists("/dev/full"):
+            self.skipTest("no /dev/full")
+        for args in ([], ["--json"], ["--doctor"], ["--explain", "undefined symbol: ncclSend"]):
+            with open("/dev/full", "w") as full:
+                cmd = [*WRAPPER, interpreter(PROBE), "--inhibit-cache", "--audit", HIDE_AUDIT,
+                       PROBE, *args]
+                proc = subprocess.run(cmd, stdout=full, stderr=subprocess.PIPE,
+                                      env={"NCCLSHIM_LD_CACHE": "/dev/null"})
+            self.assertEqual(proc.returncode, 2, args)
+            self.assertIn(b"cannot write the report", proc.stderr)
 
 
 class RelativeLibrary(unittest.TestCase):

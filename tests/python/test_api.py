@@ -53,6 +53,12 @@ class Loaded(unittest.TestCase):
         self.assertEqual(sorted((x["path"], x["version"]) for x in found),
                          sorted([(os.path.realpath(a), "2.28.3"), (os.path.realpath(b), "2.29.7")]))
 
+    def test_plugins_are_not_nccls(self):
+        """Issue 31: an NCCL plugin (libnccl-net.so, libnccl-tuner-x.so) is no NCCL."""
+        net = self.copy("no-version", "libnccl-net.so")
+        tuner = self.copy("no-version", "libnccl-tuner-example.so")
+        self.assertEqual(loaded_after(net, tuner), [])
+
     def test_other_name(self):
         """Found by its ncclGetVersion, whatever the file is called."""
         path = self.copy("2.27.3", "libcustom_collectives.so")
@@ -108,6 +114,87 @@ class ProbeAndDoctor(unittest.TestCase):
         proc = subprocess.run([sys.executable, "-m", "ncclshim", "--loaded", "--json"], env=env,
                               capture_output=True, text=True)
         self.assertEqual(json.loads(proc.stdout), {"loaded": []})
+
+
+class NonVenvInterpreter(unittest.TestCase):
+    """Issue 31: a Python that is no venv (here: a prefix whose bin/python3 links to this
+    interpreter) with a wheel NCCL: probe() reports the wheel, as ncclshim_init inside that
+    interpreter maps it, not what a program elsewhere would get."""
+
+    def test_probe_sees_the_interpreters_prefix(self):
+        prefix = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, prefix)
+        os.makedirs(os.path.join(prefix, "bin"))
+        python = os.path.join(prefix, "bin", "python3")
+        os.symlink(os.path.realpath(sys.executable), python)
+        wheel = os.path.join(prefix, "lib", "python%d.%d" % sys.version_info[:2],
+                             "site-packages", "nvidia", "nccl", "lib")
+        os.makedirs(wheel)
+        shutil.copy(fake("2.28.9"), os.path.join(wheel, "libnccl.so.2"))
+        out = run_python("import ncclshim; p = ncclshim.probe(); print(p.path, p.found_via)",
+                         python=python)
+        self.assertEqual(out.split(), [os.path.realpath(os.path.join(wheel, "libnccl.so.2")),
+                                       "active-environment"])
+
+
+class CommandLineProblems(unittest.TestCase):
+    """Issue 31: `python -m ncclshim` says an environment problem in one line and exits 2
+    (1 means "a problem found"), keeps the probe's exit codes, and runs only its own probe."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.dir)
+
+    def run_module(self, *args, probe=PROBE, **env):
+        full = clean_env(PYTHONPATH=PACKAGE, NCCLSHIM_PYTHON_LIBRARY=LIBRARY,
+                         NCCLSHIM_PYTHON_PROBE=probe, **env)
+        return subprocess.run([sys.executable, "-m", "ncclshim", *args], env=full,
+                              capture_output=True, text=True)
+
+    def assert_environment_problem(self, proc, words):
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertNotIn("Traceback", proc.stderr)
+        self.assertIn(words, proc.stderr)
+
+    def test_missing_and_not_executable_probe(self):
+        missing = os.path.join(self.dir, "no-such-probe")
+        self.assert_environment_problem(self.run_module("--doctor", probe=missing),
+                                        "does not exist")
+        plain = os.path.join(self.dir, "ncclshim-probe")
+        shutil.copy(PROBE, plain)
+        os.chmod(plain, 0o644)
+        self.assert_environment_problem(self.run_module("--doctor", probe=plain),
+                                        "not executable")
+
+    def test_never_a_probe_from_path(self):
+        bin_dir = os.path.join(self.dir, "bin")
+        os.makedirs(bin_dir)
+        marker = os.path.join(self.dir, "ran")
+        impostor = os.path.join(bin_dir, "ncclshim-probe")
+        with open(impostor, "w") as f:
+            f.write("#!/bin/sh\ntouch %s\necho '{}'\n" % marker)
+        os.chmod(impostor, 0o755)
+        env = clean_env(PYTHONPATH=PACKAGE, NCCLSHIM_PYTHON_LIBRARY=LIBRARY,
+                        PATH=bin_dir + ":" + os.environ.get("PATH", ""))
+        proc = subprocess.run([sys.executable, "-m", "ncclshim", "--json"], env=env,
+                              capture_output=True, text=True)
+        self.assertFalse(os.path.exists(marker), "the probe on PATH was run")
+        self.assert_environment_problem(proc, "bundled probe")
+
+    def test_texts_no_command_line_carries(self):
+        full = clean_env(PYTHONPATH=PACKAGE, NCCLSHIM_PYTHON_LIBRARY=LIBRARY,
+                         NCCLSHIM_PYTHON_PROBE=PROBE)
+        for text, words in (("'x' * (1 << 20)", "cannot start"), ("'a\\0b'", "NUL byte")):
+            code = ("import sys; from ncclshim.__main__ import main; "
+                    "sys.exit(main(['--explain', %s]))" % text)
+            proc = subprocess.run([sys.executable, "-c", code], env=full, capture_output=True,
+                                  text=True)
+            self.assert_environment_problem(proc, words)
+
+    def test_probe_exit_codes_kept(self):
+        self.assertEqual(self.run_module("--bogus").returncode, 2)
+        self.assertEqual(self.run_module("--require", "99.0", "--no-devices",
+                                         "--library", fake("2.28.9")).returncode, 1)
 
 
 class UnactivatedVenv(unittest.TestCase):

@@ -51,7 +51,9 @@ class Probe:
 
 
 def _maps_nccl_paths():
-    """Files named libnccl* mapped in this process, from /proc/self/maps, in first-seen order."""
+    """Files named libnccl* mapped in this process, from /proc/self/maps, in first-seen order;
+    NCCL's plugins (libnccl-net.so, libnccl-tuner-*.so, ...: a dash after "libnccl") and
+    ncclshim's own libraries left out."""
     paths = []
     try:
         with open("/proc/self/maps", encoding="utf-8", errors="surrogateescape") as f:
@@ -63,7 +65,7 @@ def _maps_nccl_paths():
                 if path.endswith(" (deleted)"):
                     path = path[:-len(" (deleted)")]
                 base = os.path.basename(path)
-                if base.startswith("libnccl") and not base.startswith("libncclshim") \
+                if base.startswith("libnccl") and not base.startswith(("libncclshim", "libnccl-")) \
                         and path not in paths:
                     paths.append(path)
     except OSError:
@@ -100,9 +102,15 @@ def loaded() -> List[Library]:
 
 def run_probe(*args: str, python_env: bool = True) -> subprocess.CompletedProcess:
     """Runs the bundled ncclshim-probe with args (text output captured) as a program of this
-    interpreter's environment: in a venv that is not activated, VIRTUAL_ENV is set for it
-    (the probe lives in site-packages, where no search step would find the venv), and
-    --doctor and --explain get --python sys.prefix. python_env=False runs it as it is."""
+    interpreter's environment: started under the interpreter's name (argv[0] is
+    sys.executable, so the search sees the interpreter's prefix, venv or not); in a venv that
+    is not activated, VIRTUAL_ENV is set for it (the probe lives in site-packages, where no
+    search step would find the venv); --doctor and --explain get --python sys.prefix.
+    python_env=False runs it as it is."""
+    for arg in args:
+        if "\0" in arg:
+            raise ValueError("an argument for ncclshim-probe holds a NUL byte, which no "
+                             "command line can carry")
     argv = [_native.probe_path(), *args]
     env = None
     if python_env:
@@ -111,7 +119,18 @@ def run_probe(*args: str, python_env: bool = True) -> subprocess.CompletedProces
         if sys.prefix != getattr(sys, "base_prefix", sys.prefix) and \
                 not os.environ.get("VIRTUAL_ENV"):
             env = dict(os.environ, VIRTUAL_ENV=sys.prefix)
-    return subprocess.run(argv, capture_output=True, text=True, env=env)
+    # Started as this interpreter (argv[0]), so that the search's "prefix of the program as
+    # started" is the interpreter's own, as it is for ncclshim_init inside it: a non-venv
+    # Python's wheels (/usr/local/lib/python3.N/dist-packages) are found as they would be.
+    executable = argv[0]
+    if python_env and sys.executable:
+        argv[0] = sys.executable
+    try:
+        return subprocess.run(argv, executable=executable, capture_output=True, text=True,
+                              env=env)
+    except OSError as e:  # E2BIG: a text longer than the system lets a command line be
+        raise _native.ProbeUnavailable("cannot start %s: %s" % (argv[0], e.strerror or e)) \
+            from None
 
 
 def _json(*args: str) -> dict:

@@ -2,7 +2,7 @@
 import json
 import sys
 
-from . import _native, loaded, run_probe
+from . import loaded, run_probe
 
 USAGE = """usage: python -m ncclshim [--json] [probe options]
        python -m ncclshim --explain TEXT [--json]
@@ -12,7 +12,9 @@ USAGE = """usage: python -m ncclshim [--json] [probe options]
 Runs ncclshim-probe (its options: --help-probe) with this interpreter's environment added to
 --explain and --doctor (--python sys.prefix). --loaded lists the NCCLs mapped in this
 interpreter. Exit status: the probe's (--doctor: 0 nothing wrong, 1 a problem found;
---explain: 0 explained, 1 cannot tell); --loaded: 0.
+--explain: 0 explained, 1 cannot tell; 2 a usage error); --loaded: 0; 2 when the probe cannot
+be run (missing, not executable, a text too long or with a NUL byte). Only the package's own
+probe is run, or the one NCCLSHIM_PYTHON_PROBE names.
 """
 
 
@@ -23,6 +25,14 @@ def main(argv=None):
         return 0
     if "--help-probe" in args:
         args = ["--help"]
+    try:
+        return _run(args)
+    except (OSError, ValueError) as e:  # the environment, or a text no command line carries
+        print("ncclshim: %s" % e, file=sys.stderr)
+        return 2
+
+
+def _run(args):
     if "--loaded" in args:
         found = loaded()
         if "--json" in args:
@@ -34,13 +44,13 @@ def main(argv=None):
             for x in found:
                 print("  %-9s %s" % (x.version or "unknown", x.path))
         return 0
-    try:
-        proc = run_probe(*args)
-    except FileNotFoundError as e:
-        print("ncclshim: %s (library %s)" % (e, _native.library_path()), file=sys.stderr)
-        return 2
+    proc = run_probe(*args)
     sys.stdout.write(proc.stdout)
     sys.stderr.write(proc.stderr)
+    if proc.returncode < 0:  # killed by a signal: the probe could not run
+        print("ncclshim: ncclshim-probe was killed by signal %d" % -proc.returncode,
+              file=sys.stderr)
+        return 2
     return proc.returncode
 
 

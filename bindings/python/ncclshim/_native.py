@@ -6,7 +6,6 @@ names them with NCCLSHIM_PYTHON_LIBRARY and NCCLSHIM_PYTHON_PROBE.
 """
 import ctypes
 import os
-import shutil
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -23,18 +22,25 @@ def library_path():
     return "libncclshim.so.0"
 
 
+class ProbeUnavailable(OSError):
+    """The probe this package runs is missing or cannot be started: an environment problem,
+    said in one line, never a traceback."""
+
+
 def probe_path():
-    """The ncclshim-probe program this package runs."""
+    """The ncclshim-probe program this package runs: the one NCCLSHIM_PYTHON_PROBE names, else
+    the one bundled beside this file. Never another ncclshim-probe found on PATH, which may be
+    another release (or anything called that)."""
     given = os.environ.get("NCCLSHIM_PYTHON_PROBE")
-    if given:
-        return given
-    bundled = os.path.join(_HERE, "bin", "ncclshim-probe")
-    if os.path.exists(bundled):
-        return bundled
-    found = shutil.which("ncclshim-probe")
-    if found is None:
-        raise FileNotFoundError("ncclshim-probe is neither in the package nor on PATH")
-    return found
+    path = given or os.path.join(_HERE, "bin", "ncclshim-probe")
+    where = "NCCLSHIM_PYTHON_PROBE names" if given else "the package's bundled probe is"
+    if not os.path.isfile(path):
+        raise ProbeUnavailable("%s %s, which does not exist (reinstall the ncclshim wheel)"
+                               % (where, path))
+    if not os.access(path, os.X_OK):
+        raise ProbeUnavailable("%s %s, which is not executable (reinstall the ncclshim wheel, "
+                               "or chmod +x it)" % (where, path))
+    return path
 
 
 class Entry(ctypes.Structure):

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Issue 31, "no input hangs or crashes": the probe, --doctor and --explain against what a
+hostile machine holds. Each case was a hang or a crash before the fix:
+  - a FIFO named libnccl.so.2 in an LD_LIBRARY_PATH directory (absolute, relative, empty
+    entry): the already-loaded step and the loader's own search opened it and blocked;
+  - an NCCL whose PT_NOTE has a p_vaddr outside its mapping (glibc loads it): the build-id
+    read followed it;
+  - an unrelated mapped library whose GNU hash buckets point past the table (glibc, which
+    reads the Bloom filter first, loads it): the census followed them.
+Each run gets exactly the environment given, the machine's NCCL and libcuda hidden.
+   test_hostile.py PROBE FAKE_DIR HIDE_AUDIT LOADER_DUMMY"""
+import ctypes
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import elf_patch
+from probe_files import VALGRIND, WRAPPER, interpreter, run_probe_command, sanitized
+
+PROBE, FAKE_DIR, HIDE_AUDIT, LOADER_DUMMY = map(os.path.abspath, sys.argv[1:5])
+LIMIT_S = 30 * float(os.environ.get("MESON_TEST_TIMEOUT_MULTIPLIER", "1") or 1)
+
+
+def fake(variant):
+    return os.path.join(FAKE_DIR, "libfake-nccl-%s.so" % variant)
+
+
+def run_probe(*args, env=None, cwd=None):
+    """(exit status, stdout, stderr); a hang past LIMIT_S fails the test."""
+    # LD_AUDIT as well as --audit: the dynamic loader the doctor asks (a child) hides the
+    # machine's NCCL too.
+    full_env = {"NCCLSHIM_LD_CACHE": "/dev/null", "PATH": "/nonexistent", "HOME": "/nonexistent",
+                "LD_AUDIT": HIDE_AUDIT, **(env or {})}
+    cmd = [*WRAPPER, interpreter(PROBE), "--inhibit-cache", "--audit", HIDE_AUDIT, PROBE, *args]
+    try:
+        proc = run_probe_command(cmd, [PROBE, *args], env=full_env, cwd=cwd, timeout=LIMIT_S)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("the probe %s hung (more than %.0f s)" % (" ".join(args), LIMIT_S))
+    return proc.returncode, proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8")
+
+
+class Scratch(unittest.TestCase):
+    def setUp(self):
+        self.root = os.path.realpath(tempfile.mkdtemp(prefix="ncclshim-hostile-"))
+        self.addCleanup(shutil.rmtree, self.root)
+
+    def path(self, *parts):
+        full = os.path.join(self.root, *parts)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        return full
+
+    def assert_no_crash(self, code, out, err):
+        self.assertIn(code, (0, 1), "exit %d (a signal is negative): %s%s" % (code, out, err))
+
+
+class Fifo(Scratch):
+    def check(self, entry, cwd=None, **env):
+        for args in ((), ("--json",), ("--doctor",), ("--explain", "libnccl.so.2: cannot open "
+                                                      "shared object file")):
+            code, out, err = run_probe(*args, env={"LD_LIBRARY_PATH": entry, **env}, cwd=cwd)
+            self.assert_no_crash(code, out, err)
+
+    def test_absolute_entry(self):
+        fifo = self.path("fifo", "libnccl.so.2")
+        os.mkfifo(fifo)
+        self.check(os.path.dirname(fifo))
+
+    def test_relative_and_empty_entries(self):
+        fifo = self.path("fifo", "libnccl.so.2")
+        os.mkfifo(fifo)
+        self.check("fifo", cwd=self.root)
+        self.check(":", cwd=os.path.dirname(fifo))
+
+    def test_named_as_the_reason(self):
+        fifo = self.path("fifo", "libnccl.so.2")
+        os.mkfifo(fifo)
+        code, out, _ = run_probe("--json", env={"LD_LIBRARY_PATH": "fifo"}, cwd=self.root)
+        self.assertIn("not a regular file", out)
+
+
+class MappedObjects(Scratch):
+    def test_note_outside_the_mapping(self):
+        lib = self.path("note", "libnccl.so.2")
+        shutil.copy(fake("2.28.9"), lib)
+        elf_patch.bad_note_address(lib)
+        if not sanitized(lib):
+            ctypes.CDLL(lib)  # glibc takes it: only ncclshim's reading could fail
+        code, out, err = run_probe("--json", "--library", lib)
+        self.assert_no_crash(code, out, err)
+        self.assertIn('"fingerprint": "nccl2.28.9-q', out)
+
+    def test_wild_gnu_hash_in_an_unrelated_library(self):
+        lib = self.path("hash", "libunrelated.so.1")
+        shutil.copy(LOADER_DUMMY, lib)
+        elf_patch.wild_gnu_hash(lib)
+        if sanitized(lib) or sanitized(fake("2.28.9")):
+            self.skipTest("a sanitizer build's library cannot be preloaded into the probe")
+        ctypes.CDLL(lib)
+        code, out, err = run_probe("--json", "--library", fake("2.28.9"), env={"LD_PRELOAD": lib})
+        self.assert_no_crash(code, out, err)
+        self.assertIn('"version": "2.28.9"', out)
+
+
+if __name__ == "__main__":
+    if VALGRIND:
+        print("SKIP: these cases need ld.so --audit, which valgrind's run cannot take")
+        sys.exit(77)
+    unittest.main(argv=[sys.argv[0]], verbosity=2)

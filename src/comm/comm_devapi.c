@@ -5,6 +5,7 @@
 
 #include "comm_internal.h"
 #include "ncclshim/comm_query.h"
+#include "ncclshim/nccl_functions.h"
 
 const char *ncclshim_devapi_explain(const ncclshim_nccl *nccl, const void *reqs, char *buf,
                                     size_t size) {
@@ -47,13 +48,20 @@ const char *ncclshim_devapi_explain(const ncclshim_nccl *nccl, const void *reqs,
   return buf;
 }
 
-/* The host functions of nccl_device.h, by their names' shapes. */
+/* The device API's host functions: the rows of the NCCL list with policy DEVICE. */
+#define DEVICE_CALL_REQUIRED(name)
+#define DEVICE_CALL_OPTIONAL(name)
+#define DEVICE_CALL_DEVICE(name) #name,
+#define DEVICE_CALL_(name, version, policy, role, returns, n, params) DEVICE_CALL_##policy(name)
+static const char *const device_calls[] = {NCCLSHIM_NCCL_FUNCTIONS(DEVICE_CALL_)};
+
+/* 1 when `call` names one of them: the whole name, then nothing or a non-identifier
+ * ("ncclDevCommCreate (rank 0)"). */
 static int device_api_call(const char *call) {
-  static const char *const prefixes[] = {"ncclDevComm", "ncclTeam",    "ncclCommQueryProperties",
-                                         "ncclGetLsa",  "ncclGetPeer", "ncclGetMultimem"};
-  for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
-    if (strncmp(call, prefixes[i], strlen(prefixes[i])) == 0) return 1;
-  return strstr(call, "CreateRequirement") != NULL;
+  size_t length = strspn(call, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+  for (size_t i = 0; i < sizeof(device_calls) / sizeof(device_calls[0]); i++)
+    if (strlen(device_calls[i]) == length && strncmp(call, device_calls[i], length) == 0) return 1;
+  return 0;
 }
 
 void ncclshim_devapi_hint(ncclshim_nccl *nccl, ncclResult_t result, const char *call, char *buf,

@@ -279,6 +279,34 @@ static void test_devapi_explain(void **state) {
   ncclshim_nccl_close(nccl);
 }
 
+/* Every host function of the device API (the list's DEVICE rows) gets the hint, also with
+ * words after its name; a name that only starts like one does not. */
+#define DEVICE_ROW_REQUIRED(name)
+#define DEVICE_ROW_OPTIONAL(name)
+#define DEVICE_ROW_DEVICE(name) #name,
+#define DEVICE_ROW_(name, version, policy, role, returns, n, params) DEVICE_ROW_##policy(name)
+static void test_devapi_hint_every_device_call(void **state) {
+  (void)state;
+  static const char *const rows[] = {NCCLSHIM_NCCL_FUNCTIONS(DEVICE_ROW_)};
+  assert_true(sizeof(rows) / sizeof(rows[0]) >= 18);
+  ncclshim_nccl *nccl = fake_open("2.29.7");
+  char call[96];
+  for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+    assert_int_equal(ncclshim_nccl_check(nccl, ncclInvalidUsage, rows[i]), NCCLSHIM_NCCL_ERROR);
+    assert_message("; device API: the loaded NCCL is 2.29.7");
+    snprintf(call, sizeof(call), "%s (rank 0)", rows[i]);
+    assert_int_equal(ncclshim_nccl_check(nccl, ncclInvalidUsage, call), NCCLSHIM_NCCL_ERROR);
+    assert_message("; device API: the loaded NCCL is 2.29.7");
+  }
+  static const char *const others[] = {"ncclCommSplit", "ncclCommWindowRegister",
+                                       "ncclTeamWorldwide", "ncclDevCommCreated", ""};
+  for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+    assert_int_equal(ncclshim_nccl_check(nccl, ncclInvalidUsage, others[i]), NCCLSHIM_NCCL_ERROR);
+    assert_null(strstr(ncclshim_last_error(), "device API"));
+  }
+  ncclshim_nccl_close(nccl);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_windows_register),
@@ -292,6 +320,7 @@ int main(void) {
       cmocka_unit_test(test_agree_deadline_and_errors),
       cmocka_unit_test(test_agree_bare_comm),
       cmocka_unit_test(test_devapi_explain),
+      cmocka_unit_test(test_devapi_hint_every_device_call),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,28 +1,11 @@
 /* What one communicator can really do: a trial window registration, cached, and what
  * ncclCommQueryProperties reports. */
-#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "comm_internal.h"
 #include "ncclshim/comm_query.h"
 #include "ncclshim/symmem.h"
-
-#define PROPS_NEWEST 22907 /* the newest ncclCommProperties layout written below */
-
-/* ncclCommProperties_t of 2.29.4+ (2.30.7 has the same); 2.29.2 and 2.29.3 stop at ginType
- * and NCCL picks the layout by `version`. */
-struct comm_properties {
-  size_t size;
-  unsigned int magic;
-  unsigned int version;
-  int rank, nRanks, cudaDev, nvmlDev;
-  bool deviceApiSupport, multimemSupport;
-  int ginType;
-  int nLsaTeams;
-  bool hostRmaSupport;
-  int railedGinType;
-};
 
 #define CAP_NAME_(id, name) name,
 static const char *const cap_names[] = {NCCLSHIM_COMM_CAPABILITIES(CAP_NAME_)};
@@ -63,21 +46,32 @@ ncclshim_status ncclshim_comm_query_facts(ncclshim_comm *comm, ncclshim_comm_fac
                          ncclshim_comm_state_name(ncclshim_comm_state_of(comm)));
   int loaded = ncclshim_nccl_version(comm->nccl);
   if (!ncclshim_nccl_has_function(comm->nccl, NCCLSHIM_FN_ncclCommQueryProperties)) {
-    char have[16];
-    return ncclshim_fail(NCCLSHIM_UNAVAILABLE,
-                         "%s: ncclCommQueryProperties needs NCCL >= 2.29.2; the loaded NCCL is %s",
-                         who, ncclshim_format_version(loaded, have, sizeof(have)));
+    char need[16], have[16];
+    return ncclshim_fail(
+        NCCLSHIM_UNAVAILABLE, "%s: ncclCommQueryProperties needs NCCL >= %s; the loaded NCCL is %s",
+        who,
+        ncclshim_format_version(ncclshim_nccl_function_version(NCCLSHIM_FN_ncclCommQueryProperties),
+                                need, sizeof(need)),
+        ncclshim_format_version(loaded, have, sizeof(have)));
   }
   /* The version NCCL reads the struct by: never newer than the library (it refuses that),
    * never newer than the layout written here. */
-  struct comm_properties p = {.size = sizeof(p),
-                              .magic = NCCL_API_MAGIC,
-                              .version = (unsigned)(loaded < PROPS_NEWEST ? loaded : PROPS_NEWEST)};
-  int old_layout = loaded < 22904;
-  ncclResult_t r = ncclshim_nccl_functions(comm->nccl)
-                       ->ncclCommQueryProperties(raw, (ncclshim_comm_properties_t *)(void *)&p);
+  ncclshim_comm_properties_t p = {
+      .size = sizeof(p),
+      .magic = NCCL_API_MAGIC,
+      .version = (unsigned)(loaded < NCCLSHIM_COMM_PROPERTIES_LAYOUT_VERSION
+                                ? loaded
+                                : NCCLSHIM_COMM_PROPERTIES_LAYOUT_VERSION)};
+  int old_layout = loaded < NCCLSHIM_COMM_PROPERTIES_FULL_VERSION;
+  ncclResult_t r = ncclshim_nccl_functions(comm->nccl)->ncclCommQueryProperties(raw, &p);
   ncclshim_status status = ncclshim_comm_check(comm, r, "ncclCommQueryProperties", 0);
   if (status != NCCLSHIM_OK) return status;
+  int gin_type = p.ginType;
+  if (old_layout) { /* there ginType is one byte, right after the two bools */
+    ncclshim_comm_properties_v22902_t old;
+    memcpy(&old, &p, sizeof(old));
+    gin_type = old.ginType;
+  }
   *facts = (ncclshim_comm_facts){
       .size = sizeof(*facts),
       .rank = p.rank,
@@ -86,7 +80,7 @@ ncclshim_status ncclshim_comm_query_facts(ncclshim_comm *comm, ncclshim_comm_fac
       .nvml_device = p.nvmlDev,
       .device_api = p.deviceApiSupport,
       .multimem = p.multimemSupport,
-      .gin_type = p.ginType,
+      .gin_type = gin_type,
       .railed_gin_type = old_layout ? -1 : p.railedGinType,
       .lsa_teams = old_layout ? -1 : p.nLsaTeams,
       .host_rma = old_layout ? -1 : p.hostRmaSupport,
@@ -141,10 +135,14 @@ static ncclshim_status property(ncclshim_comm *comm, ncclshim_comm_capability ca
   ncclshim_comm_facts f = NCCLSHIM_COMM_FACTS_INIT;
   ncclshim_status status = ncclshim_comm_query_facts(comm, &f);
   if (status == NCCLSHIM_UNAVAILABLE) {
-    snprintf(text, sizeof(text),
-             "NCCL %s cannot say per communicator (ncclCommQueryProperties is 2.29.2+); "
-             "symmetric-windows tells whether windows register",
-             have);
+    char need[16];
+    snprintf(
+        text, sizeof(text),
+        "NCCL %s cannot say per communicator (ncclCommQueryProperties is %s+); "
+        "symmetric-windows tells whether windows register",
+        have,
+        ncclshim_format_version(ncclshim_nccl_function_version(NCCLSHIM_FN_ncclCommQueryProperties),
+                                need, sizeof(need)));
     say(reason, size, text);
     *answer = NCCLSHIM_ANSWER_UNKNOWN;
     return NCCLSHIM_OK;

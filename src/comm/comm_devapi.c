@@ -33,9 +33,10 @@ const char *ncclshim_devapi_explain(const ncclshim_nccl *nccl, const void *reqs,
              "; the caller's ncclDevCommRequirements carries no size or version (a 2.28 "
              "layout: 2.28.3 and 2.28.7+ differ, so it works only with the 2.28 release whose "
              "headers built it%s)",
-             loaded >= 22902 ? "; this release needs NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER "
-                               "from 2.29+ headers"
-                             : "");
+             loaded >= NCCLSHIM_NCCL_API_HEADER_VERSION
+                 ? "; this release needs NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER "
+                   "from 2.29+ headers"
+                 : "");
     return buf;
   }
   int version = ncclshim_decode_version((int)head.version, NULL, NULL, NULL);

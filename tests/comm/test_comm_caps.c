@@ -140,6 +140,22 @@ static void test_properties(void **state) {
   assert_int_equal(ask(comm, NCCLSHIM_COMM_CAP_DEVICE_API, why, sizeof(why)), NCCLSHIM_ANSWER_NO);
   ncclshim_comm_free(comm);
   ncclshim_nccl_close(nccl);
+
+  /* 2.29.2's layout ends at a one-byte ginType; the fields 2.29.4 added are unknown. */
+  nccl = fake_open("2.29.2");
+  comm = fake_comm(nccl, 1);
+  properties(1, 1, 3);
+  facts = (ncclshim_comm_facts)NCCLSHIM_COMM_FACTS_INIT;
+  assert_int_equal(ncclshim_comm_query_facts(comm, &facts), NCCLSHIM_OK);
+  assert_int_equal(facts.device_api, 1);
+  assert_int_equal(facts.multimem, 1);
+  assert_int_equal(facts.gin_type, 3);
+  assert_int_equal(facts.lsa_teams, -1);
+  assert_int_equal(facts.railed_gin_type, -1);
+  assert_int_equal(ask(comm, NCCLSHIM_COMM_CAP_GIN, why, sizeof(why)), NCCLSHIM_ANSWER_YES);
+  assert_non_null(strstr(why, "gdaki"));
+  ncclshim_comm_free(comm);
+  ncclshim_nccl_close(nccl);
 }
 
 static void test_has_arguments(void **state) {

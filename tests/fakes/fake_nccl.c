@@ -8,6 +8,7 @@
  * between processes (a peer lost during a collective, an abort that takes its time). */
 #include <limits.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -305,7 +306,8 @@ static ncclResult_t window_register(ncclshim_window_t *win) {
 /* Once fake_nccl_set_gather_edit was called, ncclAllGather copies sendbuff into every rank's
  * slot (the buffers are host memory: the fake CUDA's "device" memory is malloc'd), then in slot
  * gather_rank replaces gather_from by gather_to, as if that rank had sent something else.
- * ncclCommQueryProperties writes the 2.29.4+ layout: rank 0, nranks, device 0, and what
+ * ncclCommQueryProperties writes the layout of the struct's version (2.29.4+, or 2.29.2's
+ * shorter one with a one-byte ginType): rank 0, nranks, device 0, and what
  * fake_nccl_set_properties chose. */
 
 EXPORT void fake_nccl_set_gather_edit(int rank, const char *from, const char *to) {
@@ -342,7 +344,7 @@ static ncclResult_t all_gather(const void *send, void *recv, size_t count, ncclD
 }
 
 static ncclResult_t query_properties(void *out) {
-  struct {
+  struct properties {
     size_t size;
     unsigned int magic, version;
     int rank, nRanks, cudaDev, nvmlDev;
@@ -362,6 +364,13 @@ static ncclResult_t query_properties(void *out) {
   p.nLsaTeams = 1;
   p.hostRmaSupport = 0;
   p.railedGinType = 0;
+  if (p.version < 22904) { /* 2.29.2 and 2.29.3: up to ginType, a one-byte enum there */
+    unsigned char gin_type = (unsigned char)prop_gin_type;
+    size_t at = offsetof(struct properties, multimemSupport) + 1;
+    memcpy(out, &p, at);
+    memcpy((char *)out + at, &gin_type, 1);
+    return ncclSuccess;
+  }
   memcpy(out, &p, sizeof(p));
   return ncclSuccess;
 }

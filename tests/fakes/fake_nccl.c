@@ -6,7 +6,9 @@
  * fake_nccl.h): communicators, blocking or not, ncclMemAlloc, windows, groups, and modes that
  * stay in progress, fail asynchronously, hang in abort or give a NULL window, and the faults
  * between processes (a peer lost during a collective, an abort that takes its time). */
+#include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -103,6 +105,8 @@ static int inject_result[NCCLSHIM_NCCL_FUNCTION_COUNT];
 static atomic_int async_polls; /* ncclInProgress answers left; < 0: forever */
 static int async_final;
 static atomic_int abort_hang, abort_returns;
+static pthread_mutex_t abort_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t abort_returned; /* on CLOCK_MONOTONIC, set up when the fake loads */
 static atomic_int null_window, live_allocations, live_windows;
 static char last_error_text[256];
 static int gather_on, gather_rank = -1;
@@ -207,6 +211,29 @@ EXPORT void fake_nccl_set_async(int in_progress_polls, int final_result) {
 }
 EXPORT void fake_nccl_set_abort_hang(int on) { atomic_store(&abort_hang, on); }
 EXPORT int fake_nccl_abort_returns(void) { return atomic_load(&abort_returns); }
+__attribute__((constructor)) static void init_abort_returned(void) {
+  pthread_condattr_t attr;
+  pthread_condattr_init(&attr);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  pthread_cond_init(&abort_returned, &attr);
+  pthread_condattr_destroy(&attr);
+}
+EXPORT int fake_nccl_wait_abort_returns(int count, int timeout_ms) {
+  struct timespec until;
+  clock_gettime(CLOCK_MONOTONIC, &until);
+  until.tv_sec += timeout_ms / 1000;
+  until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+  if (until.tv_nsec >= 1000000000) {
+    until.tv_sec++;
+    until.tv_nsec -= 1000000000;
+  }
+  pthread_mutex_lock(&abort_lock);
+  while (atomic_load(&abort_returns) < count &&
+         pthread_cond_timedwait(&abort_returned, &abort_lock, &until) != ETIMEDOUT) {
+  }
+  pthread_mutex_unlock(&abort_lock);
+  return atomic_load(&abort_returns);
+}
 EXPORT void fake_nccl_set_null_window(int on) { atomic_store(&null_window, on); }
 EXPORT void fake_nccl_set_last_error(const char *text) {
   strncpy(last_error_text, text ? text : "", sizeof(last_error_text) - 1);
@@ -273,7 +300,10 @@ static ncclResult_t hang_in_abort(void) {
   struct timespec ms = {0, 1000000};
   while (atomic_load(&abort_hang)) nanosleep(&ms, NULL);
   pending_count = 0; /* an aborted communicator fills in no window any more */
+  pthread_mutex_lock(&abort_lock);
   atomic_fetch_add(&abort_returns, 1);
+  pthread_cond_broadcast(&abort_returned);
+  pthread_mutex_unlock(&abort_lock);
   return ncclSuccess;
 }
 

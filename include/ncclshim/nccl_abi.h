@@ -56,31 +56,26 @@ typedef struct ncclshim_gin_inbox_a2a_handle ncclshim_gin_inbox_a2a_handle_t;
  * than the library). This is the layout of NCCLSHIM_COMM_PROPERTIES_FULL_VERSION and later
  * (2.30.7 has the same); 2.29.2 and 2.29.3 stop at ginType, a one-byte enum there
  * (ncclshim_comm_properties_v22902). The abi suite checks both against each release. */
-typedef struct ncclshim_comm_properties {
-  size_t size;
-  unsigned int magic;   /* NCCL_API_MAGIC */
-  unsigned int version; /* the layout's release, as NCCL_VERSION_CODE */
-  int rank;
-  int nRanks;
-  int cudaDev;
-  int nvmlDev;
-  bool deviceApiSupport;
+/* The fields both layouts start with, in NCCL's order and with NCCL's names. */
+#define NCCLSHIM_COMM_PROPERTIES_HEAD_                                   \
+  size_t size;                                                           \
+  unsigned int magic;   /* NCCL_API_MAGIC */                             \
+  unsigned int version; /* the layout's release, as NCCL_VERSION_CODE */ \
+  int rank;                                                              \
+  int nRanks;                                                            \
+  int cudaDev;                                                           \
+  int nvmlDev;                                                           \
+  bool deviceApiSupport;                                                 \
   bool multimemSupport;
+typedef struct ncclshim_comm_properties {
+  NCCLSHIM_COMM_PROPERTIES_HEAD_
   int ginType; /* ncclGinType_t: 0 none, 2 proxy, 3 gdaki */
   int nLsaTeams;
   bool hostRmaSupport;
   int railedGinType; /* ncclGinType_t */
 } ncclshim_comm_properties_t;
 typedef struct ncclshim_comm_properties_v22902 { /* 2.29.2 and 2.29.3 */
-  size_t size;
-  unsigned int magic;
-  unsigned int version;
-  int rank;
-  int nRanks;
-  int cudaDev;
-  int nvmlDev;
-  bool deviceApiSupport;
-  bool multimemSupport;
+  NCCLSHIM_COMM_PROPERTIES_HEAD_
   uint8_t ginType; /* ncclGinType_t, an enum of uint8_t */
 } ncclshim_comm_properties_v22902_t;
 /* The first release whose device-API structs (ncclDevCommRequirements, ncclCommProperties)

@@ -46,11 +46,13 @@ LAYERS = {
                  "nccl_config nccl_fingerprint nccl_plugins nccl_visible"],
     "src/cuda": ["cuda_errors cuda_functions cuda_version", "cuda_stubs", "cuda_bind",
                  "cuda_load", "cuda_checks", "cuda_describe cuda_device cuda_init cuda_stream"],
-    # issue 33: time < check < state < wait < split < ops < symmem < caps, then the
-    # watchdog, agreement, abort and destroy above. comm_init.c holds the state today.
-    "src/comm": ["comm_time", "comm_check", "comm_init", "comm_wait", "comm_split", "comm_ops",
-                 "symmem_capture symmem_free", "symmem_alloc", "comm_caps",
-                 "comm_watch comm_agree", "comm_abort", "comm_destroy comm_watchdog"],
+    # time < check < state < wait < split < finish < symmem < caps, then the watchdog
+    # (its events, the record and the pass), agreement, abort and destroy above.
+    "src/comm": ["comm_time", "comm_devapi", "comm_check", "comm_state", "comm_wait",
+                 "comm_split", "comm_finish", "comm_init symmem_capture symmem_free",
+                 "symmem_alloc", "comm_caps", "comm_watch comm_agree",
+                 "comm_watch_record comm_watch_pass", "comm_abort",
+                 "comm_destroy comm_watchdog"],
     # The recorder below the drop-in's entry points; record_ring.c owns its state today.
     "src/dropin": ["record_id", "record_comms", "record_dump", "record_ring", "record_calls",
                    "record_start", "interpose", "checks", "audit dropin"],

@@ -17,9 +17,6 @@ ncclshim_status ncclshim_fail_code(ncclshim_status status, int nccl_result, cons
 /* Set the thread's message without a status. */
 void ncclshim_set_error(const char *format, ...) __attribute__((format(printf, 1, 2)));
 
-/* 1 for a result code some NCCL release has used (its name and text are known). */
-int ncclshim_nccl_result_known(int result);
-
 /* 1 when NCCLSHIM_DEBUG asks for the search trail on stderr. */
 int ncclshim_debug_enabled(void);
 /* The one reading of an on/off variable: 1 for a value that is set to anything but "" or

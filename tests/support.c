@@ -26,6 +26,19 @@ void test_die(const char *who, const char *format, ...) {
   exit(99);
 }
 
+int test_time_scale(void) {
+  const char *text = getenv("NCCLSHIM_TEST_TIME_SCALE");
+  if (text == NULL || text[0] == '\0') return 1;
+  char *end;
+  errno = 0;
+  long scale = strtol(text, &end, 10);
+  if (errno != 0 || *end != '\0' || scale < 1 || scale > 100)
+    DIE("NCCLSHIM_TEST_TIME_SCALE=%s: not a whole number from 1 to 100", text);
+  return (int)scale;
+}
+
+int64_t test_slack_ms(int64_t ms) { return ms * test_time_scale(); }
+
 char *join(const char *a, const char *b) {
   size_t length = strlen(a) + strlen(b) + 2;
   char *path = malloc(length);

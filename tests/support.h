@@ -4,6 +4,7 @@
 #define NCCLSHIM_TEST_SUPPORT_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "fakes/fake_nccl.h"
@@ -44,6 +45,15 @@ const char *machine_name(unsigned machine);
 /* A machine other than this program's, for the foreign-architecture cases: aarch64 for a test
  * built for x86-64, x86-64 for any other. */
 unsigned foreign_machine(void);
+
+/* How many times slower than native the test runs: NCCLSHIM_TEST_TIME_SCALE, which the
+ * valgrind and qemu test setups set (tests/hardening/meson.build), else 1. Dies on a value
+ * that is not a whole number from 1 to 100. */
+int test_time_scale(void);
+/* `ms` of slack for a timing window (how late a wait may end, how much CPU it may use),
+ * times test_time_scale(): a window "within +10 %" of 300 ms is
+ * `elapsed <= 300 + test_slack_ms(30)`. Lower bounds (never before the deadline) stay. */
+int64_t test_slack_ms(int64_t ms);
 
 /* The address of `symbol` in the already loaded library `path` (dies if either is missing). */
 void *loaded_symbol(const char *path, const char *symbol);

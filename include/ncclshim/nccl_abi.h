@@ -11,6 +11,7 @@
 #define NCCLSHIM_NCCL_ABI_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,9 +48,44 @@ typedef struct ncclshim_dev_resource_requirements ncclshim_dev_resource_requirem
 typedef struct ncclshim_lsa_barrier_handle ncclshim_lsa_barrier_handle_t;
 typedef struct ncclshim_gin_barrier_handle ncclshim_gin_barrier_handle_t;
 typedef struct ncclshim_lla2a_handle ncclshim_lla2a_handle_t;
-typedef struct ncclshim_comm_properties ncclshim_comm_properties_t;
 typedef struct ncclshim_gin_outbox_handle ncclshim_gin_outbox_handle_t;
 typedef struct ncclshim_gin_inbox_a2a_handle ncclshim_gin_inbox_a2a_handle_t;
+
+/* ncclCommProperties_t (nccl_device.h, 2.29.2+), the one device-API struct ncclshim reads:
+ * ncclCommQueryProperties fills it in the layout of the `version` it carries (never newer
+ * than the library). This is the layout of NCCLSHIM_COMM_PROPERTIES_FULL_VERSION and later
+ * (2.30.7 has the same); 2.29.2 and 2.29.3 stop at ginType, a one-byte enum there
+ * (ncclshim_comm_properties_v22902). The abi suite checks both against each release. */
+/* The fields both layouts start with, in NCCL's order and with NCCL's names. */
+#define NCCLSHIM_COMM_PROPERTIES_HEAD_                                   \
+  size_t size;                                                           \
+  unsigned int magic;   /* NCCL_API_MAGIC */                             \
+  unsigned int version; /* the layout's release, as NCCL_VERSION_CODE */ \
+  int rank;                                                              \
+  int nRanks;                                                            \
+  int cudaDev;                                                           \
+  int nvmlDev;                                                           \
+  bool deviceApiSupport;                                                 \
+  bool multimemSupport;
+typedef struct ncclshim_comm_properties {
+  NCCLSHIM_COMM_PROPERTIES_HEAD_
+  int ginType; /* ncclGinType_t: 0 none, 2 proxy, 3 gdaki */
+  int nLsaTeams;
+  bool hostRmaSupport;
+  int railedGinType; /* ncclGinType_t */
+} ncclshim_comm_properties_t;
+typedef struct ncclshim_comm_properties_v22902 { /* 2.29.2 and 2.29.3 */
+  NCCLSHIM_COMM_PROPERTIES_HEAD_
+  uint8_t ginType; /* ncclGinType_t, an enum of uint8_t */
+} ncclshim_comm_properties_v22902_t;
+/* The first release whose device-API structs (ncclDevCommRequirements, ncclCommProperties)
+ * start with size, NCCL_API_MAGIC and version; 2.28's have no such header. */
+#define NCCLSHIM_NCCL_API_HEADER_VERSION 22902
+/* The first release with ncclshim_comm_properties' layout: it widened ginType and appended
+ * nLsaTeams, hostRmaSupport and railedGinType (2.29.3 has the old layout, 2.29.7 the new). */
+#define NCCLSHIM_COMM_PROPERTIES_FULL_VERSION 22904
+/* The newest `version` ncclshim puts in the struct (NCCL reads the full layout by it). */
+#define NCCLSHIM_COMM_PROPERTIES_LAYOUT_VERSION 22907
 
 /* The newest ncclConfig_t layout (2.30.7, 96 bytes), always available under ncclshim's tag. */
 struct ncclshim_nccl_config {

@@ -1,29 +1,11 @@
 /* What one communicator can really do: a trial window registration, cached, and what
- * ncclCommQueryProperties reports; and which versions meet in a failed device-API call. */
-#include <stdbool.h>
+ * ncclCommQueryProperties reports. */
 #include <stdio.h>
 #include <string.h>
 
 #include "comm_internal.h"
 #include "ncclshim/comm_query.h"
 #include "ncclshim/symmem.h"
-
-#define API_MAGIC 0xcafebeefu /* NCCL_API_MAGIC, which 2.29+ structs carry after their size */
-#define PROPS_NEWEST 22907    /* the newest ncclCommProperties layout written below */
-
-/* ncclCommProperties_t of 2.29.4+ (2.30.7 has the same); 2.29.2 and 2.29.3 stop at ginType
- * and NCCL picks the layout by `version`. */
-struct comm_properties {
-  size_t size;
-  unsigned int magic;
-  unsigned int version;
-  int rank, nRanks, cudaDev, nvmlDev;
-  bool deviceApiSupport, multimemSupport;
-  int ginType;
-  int nLsaTeams;
-  bool hostRmaSupport;
-  int railedGinType;
-};
 
 #define CAP_NAME_(id, name) name,
 static const char *const cap_names[] = {NCCLSHIM_COMM_CAPABILITIES(CAP_NAME_)};
@@ -51,10 +33,6 @@ const char *ncclshim_gin_type_name(int gin_type) {
   }
 }
 
-void ncclshim_comm_note_windows(ncclshim_comm *comm, int registered) {
-  atomic_store(&comm->windows, registered ? 1 : 2);
-}
-
 ncclshim_status ncclshim_comm_query_facts(ncclshim_comm *comm, ncclshim_comm_facts *facts) {
   static const char who[] = "ncclshim_comm_query_facts";
   if (comm == NULL || facts == NULL || facts->size < sizeof(*facts))
@@ -68,21 +46,32 @@ ncclshim_status ncclshim_comm_query_facts(ncclshim_comm *comm, ncclshim_comm_fac
                          ncclshim_comm_state_name(ncclshim_comm_state_of(comm)));
   int loaded = ncclshim_nccl_version(comm->nccl);
   if (!ncclshim_nccl_has_function(comm->nccl, NCCLSHIM_FN_ncclCommQueryProperties)) {
-    char have[16];
-    return ncclshim_fail(NCCLSHIM_UNAVAILABLE,
-                         "%s: ncclCommQueryProperties needs NCCL >= 2.29.2; the loaded NCCL is %s",
-                         who, ncclshim_format_version(loaded, have, sizeof(have)));
+    char need[16], have[16];
+    return ncclshim_fail(
+        NCCLSHIM_UNAVAILABLE, "%s: ncclCommQueryProperties needs NCCL >= %s; the loaded NCCL is %s",
+        who,
+        ncclshim_format_version(ncclshim_nccl_function_version(NCCLSHIM_FN_ncclCommQueryProperties),
+                                need, sizeof(need)),
+        ncclshim_format_version(loaded, have, sizeof(have)));
   }
   /* The version NCCL reads the struct by: never newer than the library (it refuses that),
    * never newer than the layout written here. */
-  struct comm_properties p = {.size = sizeof(p),
-                              .magic = API_MAGIC,
-                              .version = (unsigned)(loaded < PROPS_NEWEST ? loaded : PROPS_NEWEST)};
-  int old_layout = loaded < 22904;
-  ncclResult_t r = ncclshim_nccl_functions(comm->nccl)
-                       ->ncclCommQueryProperties(raw, (ncclshim_comm_properties_t *)(void *)&p);
+  ncclshim_comm_properties_t p = {
+      .size = sizeof(p),
+      .magic = NCCL_API_MAGIC,
+      .version = (unsigned)(loaded < NCCLSHIM_COMM_PROPERTIES_LAYOUT_VERSION
+                                ? loaded
+                                : NCCLSHIM_COMM_PROPERTIES_LAYOUT_VERSION)};
+  int old_layout = loaded < NCCLSHIM_COMM_PROPERTIES_FULL_VERSION;
+  ncclResult_t r = ncclshim_nccl_functions(comm->nccl)->ncclCommQueryProperties(raw, &p);
   ncclshim_status status = ncclshim_comm_check(comm, r, "ncclCommQueryProperties", 0);
   if (status != NCCLSHIM_OK) return status;
+  int gin_type = p.ginType;
+  if (old_layout) { /* there ginType is one byte, right after the two bools */
+    ncclshim_comm_properties_v22902_t old;
+    memcpy(&old, &p, sizeof(old));
+    gin_type = old.ginType;
+  }
   *facts = (ncclshim_comm_facts){
       .size = sizeof(*facts),
       .rank = p.rank,
@@ -91,7 +80,7 @@ ncclshim_status ncclshim_comm_query_facts(ncclshim_comm *comm, ncclshim_comm_fac
       .nvml_device = p.nvmlDev,
       .device_api = p.deviceApiSupport,
       .multimem = p.multimemSupport,
-      .gin_type = p.ginType,
+      .gin_type = gin_type,
       .railed_gin_type = old_layout ? -1 : p.railedGinType,
       .lsa_teams = old_layout ? -1 : p.nLsaTeams,
       .host_rma = old_layout ? -1 : p.hostRmaSupport,
@@ -146,10 +135,14 @@ static ncclshim_status property(ncclshim_comm *comm, ncclshim_comm_capability ca
   ncclshim_comm_facts f = NCCLSHIM_COMM_FACTS_INIT;
   ncclshim_status status = ncclshim_comm_query_facts(comm, &f);
   if (status == NCCLSHIM_UNAVAILABLE) {
-    snprintf(text, sizeof(text),
-             "NCCL %s cannot say per communicator (ncclCommQueryProperties is 2.29.2+); "
-             "symmetric-windows tells whether windows register",
-             have);
+    char need[16];
+    snprintf(
+        text, sizeof(text),
+        "NCCL %s cannot say per communicator (ncclCommQueryProperties is %s+); "
+        "symmetric-windows tells whether windows register",
+        have,
+        ncclshim_format_version(ncclshim_nccl_function_version(NCCLSHIM_FN_ncclCommQueryProperties),
+                                need, sizeof(need)));
     say(reason, size, text);
     *answer = NCCLSHIM_ANSWER_UNKNOWN;
     return NCCLSHIM_OK;
@@ -190,64 +183,4 @@ ncclshim_status ncclshim_comm_has(ncclshim_comm *comm, ncclshim_comm_capability 
   if (cap == NCCLSHIM_COMM_CAP_SYMMETRIC_WINDOWS)
     return windows(comm, timeout_ms, answer, reason, size);
   return property(comm, cap, answer, reason, size);
-}
-
-/* ---- Device-API mismatches --------------------------------------------------------------- */
-
-const char *ncclshim_devapi_explain(const ncclshim_nccl *nccl, const void *reqs, char *buf,
-                                    size_t size) {
-  if (buf == NULL || size == 0) return buf;
-  char have[16], built[16];
-  int loaded = ncclshim_nccl_version(nccl);
-  ncclshim_format_version(loaded, have, sizeof(have));
-  int n = snprintf(buf, size, "the loaded NCCL is %s", have);
-  if (n < 0 || (size_t)n >= size) return buf;
-  char *rest = buf + n;
-  size_t left = size - (size_t)n;
-  if (reqs == NULL) {
-    snprintf(rest, left,
-             "; device-API structs must come from the loaded release's headers "
-             "(2.28.x releases changed them without a version field; 2.29+ structs carry one)");
-    return buf;
-  }
-  struct {
-    size_t size;
-    unsigned int magic, version;
-  } head;
-  memcpy(&head, reqs, sizeof(head));
-  if (head.magic != API_MAGIC) {
-    snprintf(rest, left,
-             "; the caller's ncclDevCommRequirements carries no size or version (a 2.28 "
-             "layout: 2.28.3 and 2.28.7+ differ, so it works only with the 2.28 release whose "
-             "headers built it%s)",
-             loaded >= 22902 ? "; this release needs NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER "
-                               "from 2.29+ headers"
-                             : "");
-    return buf;
-  }
-  int version = ncclshim_decode_version((int)head.version, NULL, NULL, NULL);
-  ncclshim_format_version(version, built, sizeof(built));
-  snprintf(rest, left, "; the caller's ncclDevCommRequirements is %zu bytes from NCCL %s headers%s",
-           head.size, version ? built : "(bad version)",
-           version > loaded ? ": newer than the library, which NCCL refuses (run with NCCL >= "
-                              "the headers' release, or rebuild against the loaded one)"
-                            : "");
-  return buf;
-}
-
-/* The host functions of nccl_device.h, by their names' shapes. */
-static int device_api_call(const char *call) {
-  static const char *const prefixes[] = {"ncclDevComm", "ncclTeam",    "ncclCommQueryProperties",
-                                         "ncclGetLsa",  "ncclGetPeer", "ncclGetMultimem"};
-  for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
-    if (strncmp(call, prefixes[i], strlen(prefixes[i])) == 0) return 1;
-  return strstr(call, "CreateRequirement") != NULL;
-}
-
-void ncclshim_devapi_hint(ncclshim_nccl *nccl, ncclResult_t result, const char *call, char *buf,
-                          size_t size) {
-  buf[0] = '\0';
-  if (result != ncclInvalidUsage || call == NULL || !device_api_call(call)) return;
-  char text[384];
-  snprintf(buf, size, "; device API: %s", ncclshim_devapi_explain(nccl, NULL, text, sizeof(text)));
 }

@@ -46,7 +46,7 @@ ncclshim_status ncclshim_nccl_check(ncclshim_nccl *nccl, ncclResult_t result, co
     snprintf(what, sizeof(what), "unknown result code %d", code);
   }
   last_error(nccl, last, sizeof(last));
-  char hint[448]; /* comm_caps.c: which versions meet in a device-API call */
+  char hint[448]; /* comm_devapi.c: which versions meet in a device-API call */
   ncclshim_devapi_hint(nccl, result, call, hint, sizeof(hint));
   if (last[0] != '\0')
     return ncclshim_fail_code(NCCLSHIM_NCCL_ERROR, code, "%s failed: %s; NCCL's last error: %s%s",

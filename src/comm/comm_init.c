@@ -1,17 +1,9 @@
-/* Creating a communicator, and the wrapper's bookkeeping: references, state, accessors. */
+/* Creating a communicator (its bookkeeping is comm_state.c's). */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "comm_internal.h"
-
-static const char *const state_names[] = {"initializing", "ready",    "finalizing", "failed",
-                                          "destroyed",    "aborting", "aborted"};
-
-const char *ncclshim_comm_state_name(ncclshim_comm_state state) {
-  return (unsigned)state < sizeof(state_names) / sizeof(state_names[0]) ? state_names[state]
-                                                                        : "unknown";
-}
 
 static ncclshim_comm *new_comm(ncclshim_nccl *nccl, int rank, int nranks) {
   ncclshim_comm *comm = calloc(1, sizeof(*comm));
@@ -32,45 +24,6 @@ static ncclshim_comm *new_comm(ncclshim_nccl *nccl, int rank, int nranks) {
   atomic_init(&comm->refs, 1);
   return comm;
 }
-
-void ncclshim_comm_ref(ncclshim_comm *comm) { atomic_fetch_add(&comm->refs, 1); }
-
-void ncclshim_comm_unref(ncclshim_comm *comm) {
-  if (atomic_fetch_sub(&comm->refs, 1) != 1) return;
-  pthread_cond_destroy(&comm->abort_returned);
-  pthread_mutex_destroy(&comm->lock);
-  free(comm);
-}
-
-void ncclshim_comm_free(ncclshim_comm *comm) {
-  if (comm != NULL) ncclshim_comm_unref(comm);
-}
-
-ncclshim_comm_state ncclshim_comm_get_state(ncclshim_comm *comm) {
-  pthread_mutex_lock(&comm->lock);
-  ncclshim_comm_state state = comm->state;
-  pthread_mutex_unlock(&comm->lock);
-  return state;
-}
-
-void ncclshim_comm_set_state(ncclshim_comm *comm, ncclshim_comm_state state) {
-  pthread_mutex_lock(&comm->lock);
-  comm->state = state;
-  pthread_mutex_unlock(&comm->lock);
-}
-
-ncclshim_comm_state ncclshim_comm_state_of(const ncclshim_comm *comm) {
-  return comm != NULL ? ncclshim_comm_get_state((ncclshim_comm *)comm) : NCCLSHIM_COMM_DESTROYED;
-}
-
-ncclComm_t ncclshim_comm_raw(const ncclshim_comm *comm) {
-  return ncclshim_comm_state_of(comm) == NCCLSHIM_COMM_READY ? comm->comm : NULL;
-}
-ncclshim_nccl *ncclshim_comm_library(const ncclshim_comm *comm) {
-  return comm != NULL ? comm->nccl : NULL;
-}
-int ncclshim_comm_rank(const ncclshim_comm *comm) { return comm != NULL ? comm->rank : -1; }
-int ncclshim_comm_size(const ncclshim_comm *comm) { return comm != NULL ? comm->nranks : -1; }
 
 static ncclshim_status check_arguments(int nranks, const ncclUniqueId *id, int rank,
                                        const ncclshim_comm_options *options, ncclshim_comm **out) {

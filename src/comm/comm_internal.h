@@ -45,9 +45,10 @@ void ncclshim_comm_adopt(ncclshim_comm *comm, struct ncclshim_symmem *mem);
  * ncclCommAbort returned, or ncclCommDestroy did (symmem_free.c). A wrapper freed without
  * either leaves them to NCCL, as it leaves the communicator. */
 void ncclshim_symmem_release_orphans(ncclshim_comm *comm);
-/* Record whether a registration on the communicator gave a window (comm_caps.c). */
+/* Record whether a registration on the communicator gave a window (comm_caps.c reads it). */
 void ncclshim_comm_note_windows(ncclshim_comm *comm, int registered);
-/* "; device API: the loaded NCCL is ..." for ncclInvalidUsage from a device-API call, else "". */
+/* "; device API: the loaded NCCL is ..." for ncclInvalidUsage from a device-API call, else ""
+ * (comm_devapi.c). */
 void ncclshim_devapi_hint(ncclshim_nccl *nccl, ncclResult_t result, const char *call, char *buf,
                           size_t size);
 

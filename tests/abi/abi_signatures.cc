@@ -111,6 +111,35 @@ int by_value_structs() {
   return failures;
 }
 
+/* ncclCommProperties, which ncclshim reads (nccl_abi.h): each release's layout against the
+ * one ncclshim reads it by for that release's version. */
+#define SAME_PROPERTIES(ours)                              \
+  SAME_SIZE(ncclCommProperties_t, ours)                    \
+  SAME_FIELD(ncclCommProperties_t, ours, size)             \
+  SAME_FIELD(ncclCommProperties_t, ours, magic)            \
+  SAME_FIELD(ncclCommProperties_t, ours, version)          \
+  SAME_FIELD(ncclCommProperties_t, ours, rank)             \
+  SAME_FIELD(ncclCommProperties_t, ours, nRanks)           \
+  SAME_FIELD(ncclCommProperties_t, ours, cudaDev)          \
+  SAME_FIELD(ncclCommProperties_t, ours, nvmlDev)          \
+  SAME_FIELD(ncclCommProperties_t, ours, deviceApiSupport) \
+  SAME_FIELD(ncclCommProperties_t, ours, multimemSupport)  \
+  SAME_FIELD(ncclCommProperties_t, ours, ginType)
+int read_structs() {
+  int failures = 0;
+#if defined(NCCLSHIM_CORPUS_DEVICE) && NCCL_VERSION_CODE >= NCCLSHIM_NCCL_API_HEADER_VERSION
+#if NCCL_VERSION_CODE < NCCLSHIM_COMM_PROPERTIES_FULL_VERSION
+  SAME_PROPERTIES(ncclshim_comm_properties_v22902_t)
+#else
+  SAME_PROPERTIES(ncclshim_comm_properties_t)
+  SAME_FIELD(ncclCommProperties_t, ncclshim_comm_properties_t, nLsaTeams)
+  SAME_FIELD(ncclCommProperties_t, ncclshim_comm_properties_t, hostRmaSupport)
+  SAME_FIELD(ncclCommProperties_t, ncclshim_comm_properties_t, railedGinType)
+#endif
+#endif
+  return failures;
+}
+
 }  // namespace
 
 #define COMPARE_(name)                                                              \
@@ -122,6 +151,7 @@ extern "C" int abi_check_signatures(void) {
   int failures = 0, compared = 0;
   DECLARED_LISTED(COMPARE_)
   failures += by_value_structs();
+  failures += read_structs();
   std::printf("signatures: %d functions compared by ABI\n", compared);
   return failures;
 }

@@ -42,6 +42,9 @@ void fake_async(int polls, int final_result) {
 }
 void fake_abort_hang(int on) { FAKE(fake_nccl_int_fn, "fake_nccl_set_abort_hang")(on); }
 int fake_abort_returns(void) { return FAKE(fake_nccl_count_fn, "fake_nccl_abort_returns")(); }
+int fake_wait_abort_returns(int count, int timeout_ms) {
+  return FAKE(fake_nccl_wait_fn, "fake_nccl_wait_abort_returns")(count, timeout_ms);
+}
 void fake_null_window(int on) { FAKE(fake_nccl_int_fn, "fake_nccl_set_null_window")(on); }
 void fake_peer_lost(int polls, int loss) {
   FAKE(fake_nccl_async_fn, "fake_nccl_set_peer_lost")(polls, loss);

@@ -18,6 +18,8 @@ void fake_live(int on);
 void fake_async(int in_progress_polls, int final_result);
 void fake_abort_hang(int on);
 int fake_abort_returns(void);
+/* Wait until ncclCommAbort has returned `count` times or timeout_ms passed; the count. */
+int fake_wait_abort_returns(int count, int timeout_ms);
 void fake_null_window(int on);
 void fake_peer_lost(int polls, int loss);
 void fake_abort_delay(int ms);

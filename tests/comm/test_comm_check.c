@@ -17,10 +17,15 @@ static void test_result_names(void **state) {
       "ncclSuccess",       "ncclUnhandledCudaError", "ncclSystemError",
       "ncclInternalError", "ncclInvalidArgument",    "ncclInvalidUsage",
       "ncclRemoteError",   "ncclInProgress",         "ncclTimeout"};
-  for (int i = 0; i < 9; i++) assert_string_equal(ncclshim_nccl_result_name(i), names[i]);
-  assert_string_equal(ncclshim_nccl_result_name(9), "unknown");
-  assert_string_equal(ncclshim_nccl_result_name(-1), "unknown");
-  assert_string_equal(ncclshim_nccl_result_name(0x7fffffff), "unknown");
+  for (int i = 0; i < 9; i++) {
+    assert_string_equal(ncclshim_nccl_result_name(i), names[i]);
+    assert_int_equal(ncclshim_nccl_result_known(i), 1);
+  }
+  static const int unknown[] = {9, -1, 0x7fffffff};
+  for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++) {
+    assert_string_equal(ncclshim_nccl_result_name(unknown[i]), "unknown");
+    assert_int_equal(ncclshim_nccl_result_known(unknown[i]), 0);
+  }
 }
 
 /* Success and "in progress" are OK and leave the thread's message alone. */

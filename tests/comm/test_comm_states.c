@@ -13,12 +13,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cmocka.h>
 
 #include "comm_fakes.h"
 #include "ncclshim/symmem.h"
+#include "support.h"
 
 enum { NOT_READY = 600, SECTION_MAX = 1 << 16, CELLS = 16 };
 
@@ -56,11 +56,7 @@ static ncclshim_comm *make_failed_by_watchdog(ncclshim_nccl *nccl) {
   assert_int_equal(ncclshim_comm_watch(comm, dog, 1), NCCLSHIM_OK);
   fake_cuda_event_query(NOT_READY);
   assert_int_equal(ncclshim_comm_record(comm, NULL, "ncclAllReduce", 1, ncclFloat32), NCCLSHIM_OK);
-  int64_t start = now_ms();
-  while (fake_abort_returns() == aborts && now_ms() - start < 10000) {
-    struct timespec ms = {0, 1000000};
-    nanosleep(&ms, NULL);
-  }
+  assert_int_equal(fake_wait_abort_returns(aborts + 1, (int)test_slack_ms(10000)), aborts + 1);
   fake_cuda_event_query(0);
   assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_FAILED);
   return comm;

@@ -6,8 +6,11 @@
  * fake_nccl.h): communicators, blocking or not, ncclMemAlloc, windows, groups, and modes that
  * stay in progress, fail asynchronously, hang in abort or give a NULL window, and the faults
  * between processes (a peer lost during a collective, an abort that takes its time). */
+#include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +105,8 @@ static int inject_result[NCCLSHIM_NCCL_FUNCTION_COUNT];
 static atomic_int async_polls; /* ncclInProgress answers left; < 0: forever */
 static int async_final;
 static atomic_int abort_hang, abort_returns;
+static pthread_mutex_t abort_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t abort_returned; /* on CLOCK_MONOTONIC, set up when the fake loads */
 static atomic_int null_window, live_allocations, live_windows;
 static char last_error_text[256];
 static int gather_on, gather_rank = -1;
@@ -206,6 +211,29 @@ EXPORT void fake_nccl_set_async(int in_progress_polls, int final_result) {
 }
 EXPORT void fake_nccl_set_abort_hang(int on) { atomic_store(&abort_hang, on); }
 EXPORT int fake_nccl_abort_returns(void) { return atomic_load(&abort_returns); }
+__attribute__((constructor)) static void init_abort_returned(void) {
+  pthread_condattr_t attr;
+  pthread_condattr_init(&attr);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  pthread_cond_init(&abort_returned, &attr);
+  pthread_condattr_destroy(&attr);
+}
+EXPORT int fake_nccl_wait_abort_returns(int count, int timeout_ms) {
+  struct timespec until;
+  clock_gettime(CLOCK_MONOTONIC, &until);
+  until.tv_sec += timeout_ms / 1000;
+  until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+  if (until.tv_nsec >= 1000000000) {
+    until.tv_sec++;
+    until.tv_nsec -= 1000000000;
+  }
+  pthread_mutex_lock(&abort_lock);
+  while (atomic_load(&abort_returns) < count &&
+         pthread_cond_timedwait(&abort_returned, &abort_lock, &until) != ETIMEDOUT) {
+  }
+  pthread_mutex_unlock(&abort_lock);
+  return atomic_load(&abort_returns);
+}
 EXPORT void fake_nccl_set_null_window(int on) { atomic_store(&null_window, on); }
 EXPORT void fake_nccl_set_last_error(const char *text) {
   strncpy(last_error_text, text ? text : "", sizeof(last_error_text) - 1);
@@ -272,7 +300,10 @@ static ncclResult_t hang_in_abort(void) {
   struct timespec ms = {0, 1000000};
   while (atomic_load(&abort_hang)) nanosleep(&ms, NULL);
   pending_count = 0; /* an aborted communicator fills in no window any more */
+  pthread_mutex_lock(&abort_lock);
   atomic_fetch_add(&abort_returns, 1);
+  pthread_cond_broadcast(&abort_returned);
+  pthread_mutex_unlock(&abort_lock);
   return ncclSuccess;
 }
 
@@ -305,7 +336,8 @@ static ncclResult_t window_register(ncclshim_window_t *win) {
 /* Once fake_nccl_set_gather_edit was called, ncclAllGather copies sendbuff into every rank's
  * slot (the buffers are host memory: the fake CUDA's "device" memory is malloc'd), then in slot
  * gather_rank replaces gather_from by gather_to, as if that rank had sent something else.
- * ncclCommQueryProperties writes the 2.29.4+ layout: rank 0, nranks, device 0, and what
+ * ncclCommQueryProperties writes the layout of the struct's version (2.29.4+, or 2.29.2's
+ * shorter one with a one-byte ginType): rank 0, nranks, device 0, and what
  * fake_nccl_set_properties chose. */
 
 EXPORT void fake_nccl_set_gather_edit(int rank, const char *from, const char *to) {
@@ -342,7 +374,7 @@ static ncclResult_t all_gather(const void *send, void *recv, size_t count, ncclD
 }
 
 static ncclResult_t query_properties(void *out) {
-  struct {
+  struct properties {
     size_t size;
     unsigned int magic, version;
     int rank, nRanks, cudaDev, nvmlDev;
@@ -362,6 +394,13 @@ static ncclResult_t query_properties(void *out) {
   p.nLsaTeams = 1;
   p.hostRmaSupport = 0;
   p.railedGinType = 0;
+  if (p.version < 22904) { /* 2.29.2 and 2.29.3: up to ginType, a one-byte enum there */
+    unsigned char gin_type = (unsigned char)prop_gin_type;
+    size_t at = offsetof(struct properties, multimemSupport) + 1;
+    memcpy(out, &p, at);
+    memcpy((char *)out + at, &gin_type, 1);
+    return ncclSuccess;
+  }
   memcpy(out, &p, sizeof(p));
   return ncclSuccess;
 }

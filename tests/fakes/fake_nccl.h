@@ -38,6 +38,8 @@ typedef int (*fake_nccl_count_fn)(void); /* ncclGetVersion calls, or all calls *
  *                                     (n < 0: forever), then `final` on every later poll
  *   fake_nccl_set_abort_hang(on)      ncclCommAbort blocks while on (another thread may turn
  *                                     it off); fake_nccl_abort_returns() counts the returns
+ *   fake_nccl_wait_abort_returns(n, ms) waits (a condition, not a sleep) until n returns
+ *                                     or ms pass; answers the count
  *   fake_nccl_set_peer_lost(n, loss) ncclCommGetAsyncError: ncclSuccess n more times (a
  *                                     collective running), then `loss` on every later poll (a
  *                                     peer that died); takes precedence over set_async
@@ -64,6 +66,7 @@ typedef void (*fake_nccl_async_fn)(int in_progress_polls, int final_result);
 typedef void (*fake_nccl_text_fn)(const char *text);
 typedef void (*fake_nccl_inject_fn)(const char *function, int result, int times);
 typedef int (*fake_nccl_named_count_fn)(const char *function);
+typedef int (*fake_nccl_wait_fn)(int count, int timeout_ms);
 typedef void (*fake_nccl_edit_fn)(int rank, const char *from, const char *to);
 typedef void (*fake_nccl_properties_fn)(int device_api, int multimem, int gin_type);
 

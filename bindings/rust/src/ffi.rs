@@ -400,6 +400,7 @@ extern "C" {
     ) -> ncclshim_status;
     pub fn ncclshim_config_field_name(field: c_int) -> *const c_char;
     pub fn ncclshim_nccl_result_string(result: c_int) -> *const c_char;
+    pub fn ncclshim_nccl_result_known(result: c_int) -> c_int;
 
     // cuda.h
     pub fn ncclshim_cuda_function_name(fn_: c_int) -> *const c_char;

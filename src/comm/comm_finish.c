@@ -3,41 +3,6 @@
 
 #include "comm_internal.h"
 
-ncclshim_status ncclshim_comm_note(ncclshim_comm *comm, ncclshim_status status, ncclResult_t seen) {
-  pthread_mutex_lock(&comm->lock);
-  if (status == NCCLSHIM_OK && comm->state == NCCLSHIM_COMM_INITIALIZING) {
-    comm->state = NCCLSHIM_COMM_READY;
-  } else if (status == NCCLSHIM_NCCL_ERROR &&
-             (comm->state == NCCLSHIM_COMM_INITIALIZING || comm->state == NCCLSHIM_COMM_READY ||
-              comm->state == NCCLSHIM_COMM_FINALIZING)) {
-    comm->state = NCCLSHIM_COMM_FAILED;
-    comm->failure = seen;
-  }
-  pthread_mutex_unlock(&comm->lock);
-  return status;
-}
-
-/* What is left to do about a failed communicator, from how far its abort has gone. */
-static const char *what_now(int abort_started, int abort_done) {
-  if (abort_done) return "it has been aborted: ncclshim_comm_free releases the wrapper";
-  if (abort_started) return "its abort has started: ncclshim_comm_abort waits for it";
-  return "only ncclshim_comm_abort can release it";
-}
-
-ncclshim_status ncclshim_comm_failed(ncclshim_comm *comm, const char *who) {
-  pthread_mutex_lock(&comm->lock);
-  ncclResult_t failure = comm->failure;
-  const char *next = what_now(comm->abort_started, comm->abort_done);
-  pthread_mutex_unlock(&comm->lock);
-  if (atomic_load(&comm->failed_by_watchdog))
-    return ncclshim_fail(comm->failed_status,
-                         "%s: the watchdog failed communicator rank %d of %d: %s; %s", who,
-                         comm->rank, comm->nranks, comm->reason, next);
-  return ncclshim_fail(
-      NCCLSHIM_NCCL_ERROR, "%s: the communicator (rank %d of %d) failed earlier with %s (%d); %s",
-      who, comm->rank, comm->nranks, ncclshim_nccl_result_name(failure), (int)failure, next);
-}
-
 /* OK when the communicator is in a state that can be waited on; otherwise why not. */
 static ncclshim_status waitable(ncclshim_comm *comm, const char *who, int timeout_ms) {
   if (comm == NULL) return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: comm is NULL", who);

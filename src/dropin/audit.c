@@ -17,6 +17,7 @@
 #include "../internal.h"
 #include "../nccl/nccl_names.h"
 #include "record.h"
+#include "record_cuda.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -52,6 +53,7 @@ static const char *name_of(const struct link_map *map) {
 
 EXPORT unsigned int la_version(unsigned int version) {
   recording = ncclshim_rec_audit_table(&bound);
+  ncclshim_rec_cuda_audit();
   return version < LAV_CURRENT ? version : LAV_CURRENT;
 }
 
@@ -59,6 +61,7 @@ EXPORT unsigned int la_version(unsigned int version) {
 EXPORT unsigned int la_objopen(struct link_map *map, Lmid_t lmid, uintptr_t *cookie) {
   (void)lmid;
   *cookie = (uintptr_t)map;
+  if (recording != NULL && ncclshim_rec_cuda_objopen(map)) return LA_FLG_BINDFROM;
   if (!is_nccl(map)) return LA_FLG_BINDFROM;
   if (nccl_count == 0) {
     if (ncclshim_debug_enabled())

@@ -34,7 +34,9 @@ typedef struct ncclshim_rec_call {
   const void *stream;
   /* Filled by ncclshim_rec_begin: */
   int skip;       /* NCCL calling its own name, inside a recorded call: not recorded */
+  int captured;   /* an operation on a stream capturing into a CUDA graph */
   uint64_t index; /* its place in the ring, plus one (0: not in the ring) */
+  uint64_t seq;   /* its sequence number on its communicator (0: not an operation) */
 } ncclshim_rec_call;
 
 /* The table of recording wrappers, each calling `real`'s entry (record_calls.c). */
@@ -58,6 +60,9 @@ void ncclshim_rec_end(ncclshim_rec_call *call, int result);
 /* Write the dump now (async-signal-safe). `why` names the trigger; `fn` (or -1) and `value`
  * detail it: the failing function and its result, the signal number. */
 void ncclshim_rec_dump(const char *why, int fn, int value);
+/* The hang dump (record_hang.c): the call at ring index `index` (plus one) has not completed
+ * after `hang_ms`; `note` ends the "wrote ..." line. Not from a signal handler. */
+void ncclshim_rec_dump_hang(int fn, int hang_ms, uint64_t index, const char *note);
 
 /* "ncclshim recorder: A B C[: error text (errno N)]" on stderr, B with its control
  * characters escaped (async-signal-safe). */

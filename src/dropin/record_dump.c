@@ -157,6 +157,7 @@ static void put_call(out *o, const rec_state *r, uint64_t index, const rec_entry
   put_field(o, "root", e->root);
   put_field(o, "peer", e->peer);
   if (e->seq != 0) put_pointer(o, r, "stream", "s-", e->stream);
+  if (e->captured) put(o, ",\"captured\":true");
   put_field(o, "thread", e->thread);
   put(o, ",\"start_ns\":");
   put_u64(o, e->start_ns);
@@ -218,7 +219,15 @@ static uint64_t put_calls(out *o, const rec_state *r) {
   return written;
 }
 
-static void put_header(out *o, rec_state *r, const char *why, int fn, int value) {
+/* What a dump is for: its reason, the function and value that detail it, and for a hang the
+ * ring index (plus one) of the call that did not complete. */
+typedef struct trigger {
+  const char *why;
+  int fn, value;
+  uint64_t stuck;
+} trigger;
+
+static void put_header(out *o, rec_state *r, const trigger *t) {
   struct timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
   put(o, "{\"kind\":\"header\",\"format\":\"ncclshim-record/2\",\"host\":");
@@ -237,12 +246,20 @@ static void put_header(out *o, rec_state *r, const char *why, int fn, int value)
   put_string(o, r->boot_id);
   put_field(o, "rank", atomic_load(&r->process_rank));
   put(o, ",\"reason\":");
-  put_string(o, why);
-  if (fn >= 0) {
+  put_string(o, t->why);
+  if (t->fn >= 0) {
     put(o, ",\"function\":");
-    put_string(o, ncclshim_nccl_function_name(fn));
+    put_string(o, ncclshim_nccl_function_name(t->fn));
   }
-  put_field(o, strcmp(why, "signal") == 0 ? "signal" : "result", value);
+  put_field(o,
+            strcmp(t->why, "signal") == 0 ? "signal"
+            : t->stuck != 0               ? "hang_ms"
+                                          : "result",
+            t->value);
+  if (t->stuck != 0) {
+    put(o, ",\"stuck_call\":");
+    put_u64(o, t->stuck - 1);
+  }
   put_field(o, "nccl_version", atomic_load(&r->nccl_version));
   put(o, ",\"capacity\":");
   put_u64(o, r->capacity);
@@ -390,7 +407,7 @@ static int create_temp(rec_state *r, out *temp) {
 
 /* Write the whole dump to a new temporary file, and rename it over the dump's name only when
  * every byte was written: a full disk leaves the previous dump as it was. */
-void ncclshim_rec_dump(const char *why, int fn, int value) {
+static void dump(const trigger *t, const char *note) {
   rec_state *r = ncclshim_rec;
   if (r == NULL || atomic_flag_test_and_set(&r->busy)) return; /* one dump at a time */
   int saved_errno = errno;
@@ -407,7 +424,7 @@ void ncclshim_rec_dump(const char *why, int fn, int value) {
     ncclshim_rec_say("cannot create a dump in ", r->dir, "", errno);
   } else {
     out o = {.fd = fd};
-    put_header(&o, r, why, fn, value);
+    put_header(&o, r, t);
     put_comms(&o, r);
     put_calls(&o, r);
     flush(&o);
@@ -425,10 +442,19 @@ void ncclshim_rec_dump(const char *why, int fn, int value) {
       put(&full, "/");
       put(&full, path.buf);
       terminate(&full);
-      ncclshim_rec_say("wrote ", full.buf, why[0] == 'e' && why[1] == 'r' ? " (a call failed)" : "",
-                       0);
+      ncclshim_rec_say("wrote ", full.buf, note, 0);
     }
   }
   errno = saved_errno;
   atomic_flag_clear(&r->busy);
+}
+
+void ncclshim_rec_dump(const char *why, int fn, int value) {
+  trigger t = {why, fn, value, 0};
+  dump(&t, why[0] == 'e' && why[1] == 'r' ? " (a call failed)" : "");
+}
+
+void ncclshim_rec_dump_hang(int fn, int hang_ms, uint64_t index, const char *note) {
+  trigger t = {"hang", fn, hang_ms, index};
+  dump(&t, note);
 }

@@ -6,6 +6,8 @@
 
 #include "dropin.h"
 #include "record.h"
+#include "record_cuda.h"
+#include "record_hang.h"
 #include "record_state.h"
 
 rec_state *ncclshim_rec;
@@ -112,6 +114,7 @@ static void publish(ncclshim_rec_call *call, int result) {
   e->root = call->root;
   e->peer = call->peer;
   e->thread = here.tid;
+  e->captured = call->captured;
   e->seq = seq;
   e->count = call->count;
   e->has_count = call->has_count;
@@ -121,12 +124,14 @@ static void publish(ncclshim_rec_call *call, int result) {
   e->start_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
   atomic_store_explicit(&e->tag, index + 1, memory_order_release);
   call->index = index + 1;
+  call->seq = seq;
 }
 
 void ncclshim_rec_begin(ncclshim_rec_call *call) {
   call->skip = here.depth++ > 0; /* NCCL calling its own name: forwarded, not recorded */
   call->index = 0;
   if (call->skip || call->is_query) return;
+  call->captured = call->is_op && ncclshim_rec_capturing(call->stream);
   publish(call, NCCLSHIM_REC_PENDING);
   /* The program gives up on a communicator (PyTorch's watchdog does, then abort()): what
    * every rank did up to here is what a hang's diagnosis needs. */
@@ -187,7 +192,14 @@ void ncclshim_rec_end(ncclshim_rec_call *call, int result) {
     if (atomic_load_explicit(&e->tag, memory_order_acquire) == call->index)
       atomic_store_explicit(&e->result, result, memory_order_relaxed);
   }
-  if (result == ncclSuccess || result == ncclInProgress) made_or_ended(call);
+  int succeeded = result == ncclSuccess || result == ncclInProgress;
+  if (succeeded) made_or_ended(call);
+  if (ncclshim_rec->hang_ms != 0) {
+    if (call->is_op && succeeded && !call->captured && call->index != 0)
+      ncclshim_rec_hang_op(call->stream, call->fn, call->index, call->seq);
+    else if (call->fn == NCCLSHIM_FN_ncclGroupStart || call->fn == NCCLSHIM_FN_ncclGroupEnd)
+      ncclshim_rec_hang_group(call->fn, succeeded);
+  }
   if (call->async_out != NULL && result == ncclSuccess) check_async(call);
   if (failed(result)) {
     if (call->index == 0) publish(call, result); /* a query: recorded now it failed */

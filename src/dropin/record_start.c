@@ -1,6 +1,7 @@
 /* Turning the recorder on, when the library loads: NCCLSHIM_RECORD=N (the last N calls),
  * NCCLSHIM_RECORD_DIR (where dumps go; the working directory by default),
- * NCCLSHIM_RECORD_SIGNAL (a signal that dumps) and NCCLSHIM_RECORD_AT_EXIT (dump at exit).
+ * NCCLSHIM_RECORD_SIGNAL (a signal that dumps), NCCLSHIM_RECORD_AT_EXIT (dump at exit) and
+ * NCCLSHIM_RECORD_HANG_MS (dump when an operation has not completed after that long).
  * A bad value leaves the recorder off, with a message naming it; the program runs on either
  * way. With the recorder off, no signal's action is ever changed. */
 #include <ctype.h>
@@ -19,9 +20,10 @@
 
 #include "../internal.h"
 #include "record.h"
+#include "record_hang.h"
 #include "record_state.h"
 
-enum { MAX_CALLS = 1 << 24 };
+enum { MAX_CALLS = 1 << 24, MAX_HANG_MS = 24 * 3600 * 1000 };
 
 /* The dump signal's previous action, and SIGABRT's. */
 static struct sigaction previous[2];
@@ -115,6 +117,18 @@ static int open_dir(rec_state *r) {
   return 1;
 }
 
+/* NCCLSHIM_RECORD_HANG_MS: 0 when unset, -1 when refused. */
+static int parse_hang_ms(void) {
+  const char *text = secure_getenv("NCCLSHIM_RECORD_HANG_MS");
+  if (text == NULL || text[0] == '\0') return 0;
+  char *end;
+  errno = 0;
+  long ms = strtol(text, &end, 10);
+  if (errno == 0 && end != text && *end == '\0' && ms >= 1 && ms <= MAX_HANG_MS) return (int)ms;
+  refuse("NCCLSHIM_RECORD_HANG_MS", text, "not a number of milliseconds from 1 to 86400000");
+  return -1;
+}
+
 static rec_state *make_state(const char *calls_text) {
   char *end;
   errno = 0;
@@ -132,6 +146,8 @@ static rec_state *make_state(const char *calls_text) {
            "SIGABRT (always dumped on) or SIGCHLD");
     return NULL;
   }
+  int hang_ms = parse_hang_ms();
+  if (hang_ms < 0) return NULL;
   uint64_t slots = 1;
   while (slots < calls) slots <<= 1;
   rec_state *r = calloc(1, sizeof(*r));
@@ -155,6 +171,7 @@ static rec_state *make_state(const char *calls_text) {
   r->capacity = calls;
   r->signal = signo;
   r->at_exit = ncclshim_env_flag("NCCLSHIM_RECORD_AT_EXIT");
+  r->hang_ms = hang_ms;
   atomic_store(&r->process_rank, NCCLSHIM_REC_NONE);
   atomic_store(&r->nccl_version, NCCLSHIM_REC_NONE); /* not asked of NCCL in audit mode */
   ncclshim_rec_identity(r);
@@ -164,6 +181,7 @@ static rec_state *make_state(const char *calls_text) {
 static void in_child(void) {
   if (ncclshim_rec == NULL) return;
   ncclshim_rec_comms_reset(ncclshim_rec);
+  ncclshim_rec_hang_forked();
   ncclshim_rec_forked(ncclshim_rec);
   atomic_flag_clear(&ncclshim_rec->busy);
 }
@@ -217,7 +235,10 @@ void ncclshim_rec_describe(char *text, size_t size) {
   if (used > 0 && (size_t)used < size && r->signal != 0)
     used += snprintf(text + used, size - (size_t)used, ", on signal %d", r->signal);
   if (used > 0 && (size_t)used < size && r->at_exit)
-    snprintf(text + used, size - (size_t)used, ", at exit");
+    used += snprintf(text + used, size - (size_t)used, ", at exit");
+  if (used > 0 && (size_t)used < size && r->hang_ms != 0)
+    snprintf(text + used, size - (size_t)used,
+             ", and once when an operation has not completed after %d ms", r->hang_ms);
 }
 
 /* At exit, only a process that recorded a call: under LD_PRELOAD or LD_AUDIT, every program

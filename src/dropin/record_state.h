@@ -16,7 +16,7 @@
 typedef struct rec_entry {
   _Atomic uint64_t tag;
   _Atomic int32_t result;
-  int32_t fn, rank, datatype, op, root, peer, thread;
+  int32_t fn, rank, datatype, op, root, peer, thread, captured;
   uint64_t seq; /* 0: not an operation */
   uint64_t count;
   int32_t has_count;
@@ -76,7 +76,8 @@ typedef struct rec_state {
   _Atomic int nccl_version;
   int signal; /* NCCLSHIM_RECORD_SIGNAL, 0 if none */
   int at_exit;
-  int dir_fd; /* NCCLSHIM_RECORD_DIR, opened at start */
+  int hang_ms; /* NCCLSHIM_RECORD_HANG_MS, 0 if none */
+  int dir_fd;  /* NCCLSHIM_RECORD_DIR, opened at start */
   dev_t dir_dev;
   ino_t dir_ino;
   char dir[PATH_MAX];

@@ -16,6 +16,7 @@
  *   interposed many N               N communicators alive at once, then half destroyed
  *   interposed threads              8 threads making, using and destroying communicators,
  *                                   while the main thread dumps (SIGUSR1) again and again
+ *   interposed captured | hang | hanggroup   with a fake CUDA driver (interposed_cuda.c)
  * It prints key=value lines; its stderr goes to stdout too, so the tests see ncclshim's. */
 #include <dlfcn.h>
 #include <link.h>
@@ -28,9 +29,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "interposed.h"
 #include "under.h"
 
-static ncclComm_t start(int rank) {
+ncclComm_t interposed_start(int rank) {
   printf("process=%d\n", (int)getpid());
   ncclUniqueId id;
   memset(&id, 0, sizeof(id));
@@ -63,7 +65,7 @@ static void basic(void) {
   int version = 0;
   ncclResult_t result = ncclGetVersion(&version);
   printf("version_result=%d\nversion=%d\n", result, version);
-  ncclComm_t comm = start(0);
+  ncclComm_t comm = interposed_start(0);
   all_reduces(comm, 3);
   printf("bcast_result=%d\n", ncclBcast(NULL, 16, ncclInt8, 0, comm, NULL));
   Dl_info info;
@@ -77,7 +79,7 @@ static void basic(void) {
 }
 
 static void nocolor(int rank) {
-  ncclComm_t comm = start(rank), first = NULL, second = NULL;
+  ncclComm_t comm = interposed_start(rank), first = NULL, second = NULL;
   printf("first_result=%d\n",
          ncclCommSplit(comm, rank == 0 ? NCCL_SPLIT_NOCOLOR : 7, 0, &first, NULL));
   printf("second_result=%d\n", ncclCommSplit(comm, 3, rank, &second, NULL));
@@ -85,7 +87,7 @@ static void nocolor(int rank) {
 }
 
 static void errors(int n) {
-  ncclComm_t comm = start(0);
+  ncclComm_t comm = interposed_start(0);
   for (int i = 0; i < n; i++) {
     under_fail("ncclAllReduce", ncclInternalError);
     ncclAllReduce(NULL, NULL, 8, ncclInt32, ncclMax, comm, NULL);
@@ -96,7 +98,7 @@ static void errors(int n) {
 
 /* A query (its row's role is QUERY) that succeeds three times, then fails once. */
 static void query(void) {
-  all_reduces(start(0), 1);
+  all_reduces(interposed_start(0), 1);
   ncclshim_param_handle_t handle = NULL;
   int32_t value = 0;
   for (int i = 0; i < 3; i++) ncclParamGetI32(handle, &value);
@@ -107,7 +109,7 @@ static void query(void) {
 
 /* A file size limit stands for a full disk: writes past it fail (EFBIG). */
 static void full_disk(void) {
-  ncclComm_t comm = start(0);
+  ncclComm_t comm = interposed_start(0);
   all_reduces(comm, 2);
   raise(SIGUSR1);
   signal(SIGXFSZ, SIG_IGN);
@@ -118,7 +120,7 @@ static void full_disk(void) {
 }
 
 static void forked(void) {
-  all_reduces(start(0), 2);
+  all_reduces(interposed_start(0), 2);
   pid_t child = fork();
   if (child == 0) {
     raise(SIGUSR1); /* the job's dump signal reaches a data-loader worker too */
@@ -167,7 +169,8 @@ static void *churn(void *arg) {
 }
 
 static void threads(void) {
-  start(0); /* the process's rank, known before the first dump: one file name throughout */
+  interposed_start(
+      0); /* the process's rank, known before the first dump: one file name throughout */
   pthread_t workers[8];
   for (int t = 0; t < 8; t++) pthread_create(&workers[t], NULL, churn, (void *)(intptr_t)t);
   for (int i = 0; i < 5; i++) raise(SIGUSR1);
@@ -197,14 +200,14 @@ static int more(int argc, char **argv) {
     raise(SIGUSR1);
     printf("alive=1\n");
   } else if (strcmp(what, "commabort") == 0) {
-    ncclComm_t comm = start(0);
+    ncclComm_t comm = interposed_start(0);
     all_reduces(comm, 2);
     printf("abort_result=%d\n", ncclCommAbort(comm));
   } else if (strcmp(what, "abort") == 0) {
-    all_reduces(start(0), 2);
+    all_reduces(interposed_start(0), 2);
     abort();
   } else if (strcmp(what, "raise") == 0 && argc == 3) {
-    all_reduces(start(0), 2);
+    all_reduces(interposed_start(0), 2);
     raise(atoi(argv[2]));
     printf("alive=1\n");
   } else if (strcmp(what, "actions") == 0) {
@@ -214,7 +217,7 @@ static int more(int argc, char **argv) {
   } else if (strcmp(what, "many") == 0 && argc == 3) {
     many(atoi(argv[2]));
   } else {
-    return 1;
+    return cuda_scenario(what);
   }
   return 0;
 }
@@ -226,25 +229,25 @@ int main(int argc, char **argv) {
   if (strcmp(what, "basic") == 0) {
     basic();
   } else if (strcmp(what, "ops") == 0 && argc == 4) {
-    all_reduces(start(atoi(argv[2])), atoi(argv[3]));
+    all_reduces(interposed_start(atoi(argv[2])), atoi(argv[3]));
   } else if (strcmp(what, "error") == 0) {
-    ncclComm_t comm = start(0);
+    ncclComm_t comm = interposed_start(0);
     all_reduces(comm, 2);
     under_fail("ncclAllReduce", ncclInternalError);
     printf("error_result=%d\n", ncclAllReduce(NULL, NULL, 8, ncclInt32, ncclMax, comm, NULL));
   } else if (strcmp(what, "async") == 0) {
-    ncclComm_t comm = start(1);
+    ncclComm_t comm = interposed_start(1);
     all_reduces(comm, 1);
     under_set_async(ncclRemoteError);
     ncclResult_t seen = ncclSuccess;
     for (int i = 0; i < 3; i++) ncclCommGetAsyncError(comm, &seen);
     printf("async=%d\n", seen);
   } else if (strcmp(what, "signal") == 0) {
-    all_reduces(start(0), 2);
+    all_reduces(interposed_start(0), 2);
     raise(SIGUSR1);
     printf("alive=1\n");
   } else if (strcmp(what, "split") == 0) {
-    ncclComm_t comm = start(0), child = NULL;
+    ncclComm_t comm = interposed_start(0), child = NULL;
     all_reduces(comm, 1);
     printf("split_result=%d\n", ncclCommSplit(comm, 7, 0, &child, NULL));
     all_reduces(child, 2);

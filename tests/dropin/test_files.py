@@ -8,7 +8,8 @@
                             rank behind and the seq, ranks in step, a missing rank, ranks that
                             disagree, no dumps, a broken dump; on hostile input (exit 2, a
                             message, never a traceback or a hang); two containers' processes
-                            with one host name and pid; two processes that claim one rank
+                            with one host name and pid; two processes that claim one rank;
+                            captured operations (exit 3); a hang dump's stuck call
     test_files.py audit     audit mode (LD_AUDIT) over a Python ctypes program that binds NCCL
                             as vLLM's pynccl does: both ranks recorded, the rank behind named
 
@@ -135,19 +136,43 @@ def check_compare(tmp):
     check(proc.returncode == 2 and "ncclshim-record-x-1-rank0.jsonl:2: not JSON" in proc.stderr,
           "broken dump: %d %s" % (proc.returncode, proc.stderr))
     check_compare_hostile(tmp)
+    check_compare_graphs_and_hangs(tmp)
+
+
+def check_compare_graphs_and_hangs(tmp):
+    """Captured operations are said to be captured, never "in step"; a hang dump's stuck call
+    is named, after the rank behind."""
+    compare_dir(
+        os.path.join(tmp, "captured"),
+        {"ncclshim-record-a.jsonl": dump_text(process="00000000000000a1", rank=0, captured=(2, 3)),
+         "ncclshim-record-b.jsonl": dump_text(process="00000000000000b2", rank=1, captured=(2, 3))},
+        3, "rank 1: seq 2-3 captured into a CUDA graph: their replays are not in the dumps")
+    hang = '"hang","function":"ncclAllReduce","hang_ms":500,"stuck_call":3'
+    stuck = ("rank 0 (h pid 7) hung: ncclAllReduce count 4 on communicator 00000000000000c1 at "
+             "seq 3 has not completed after 500 ms")
+    compare_dir(
+        os.path.join(tmp, "hang"),
+        {"ncclshim-record-a.jsonl": dump_text(process="00000000000000a1", rank=0, reason=hang),
+         "ncclshim-record-b.jsonl": dump_text(process="00000000000000b2", rank=1)},
+        1, "verdict: " + stuck)
+    compare_dir(
+        os.path.join(tmp, "hang-behind"),
+        {"ncclshim-record-a.jsonl": dump_text(process="00000000000000a1", rank=0, reason=hang),
+         "ncclshim-record-b.jsonl": dump_text(process="00000000000000b2", rank=1, last_seq=2)},
+        1, "verdict: rank 1 is behind on communicator 00000000000000c1 at seq 3")
 
 
 def dump_text(host="h", pid=7, process="00000000000000a1", rank=0, last_seq=3, nranks=2,
-              comm_id="00000000000000c1"):
+              comm_id="00000000000000c1", reason='"signal"', captured=()):
     lines = ['{"kind":"header","format":"ncclshim-record/2","host":"%s","pid":%d,"process":"%s",'
-             '"rank":%d,"reason":"signal","calls":%d,"time_ns":1}' % (host, pid, process, rank,
-                                                                      last_seq),
+             '"rank":%d,"reason":%s,"calls":%d,"time_ns":1}' % (host, pid, process, rank, reason,
+                                                                last_seq),
              '{"kind":"comm","comm":"c-1","comm_id":"%s","rank":%d,"nranks":%d,"last_seq":%d}' % (
                  comm_id, rank, nranks, last_seq)]
     for seq in range(1, last_seq + 1):
         lines.append('{"kind":"call","index":%d,"function":"ncclAllReduce","comm_id":"%s",'
-                     '"rank":%d,"seq":%d,"count":4,"state":"returned","result":0}' % (
-                         seq, comm_id, rank, seq))
+                     '"rank":%d,"seq":%d,"count":4,"state":"returned","result":0%s}' % (
+                         seq, comm_id, rank, seq, ',"captured":true' if seq in captured else ""))
     return "\n".join(lines) + "\n"
 
 

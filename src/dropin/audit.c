@@ -34,8 +34,14 @@ static const struct {
 } functions[] = {NCCLSHIM_NCCL_FUNCTIONS(FUNCTION_)};
 #define FUNCTION_COUNT (sizeof(functions) / sizeof(functions[0]))
 
+/* The NCCLs mapped now, the first the one bound; an NCCL that is unmapped (dlclose) leaves
+ * the list (la_objclose), so that one opened again later is the first again, and a link map
+ * is never read after it is freed: its name is kept as a copy. */
 enum { MAX_NCCLS = 8 };
-static uintptr_t nccls[MAX_NCCLS]; /* the link maps of the NCCLs seen, first = the one bound */
+static struct {
+  uintptr_t map;
+  char name[PATH_MAX];
+} nccls[MAX_NCCLS];
 static size_t nccl_count;
 
 /* ---- Is this object an NCCL? Its dynamic symbol table, read from memory. ---- */
@@ -74,11 +80,24 @@ EXPORT unsigned int la_objopen(struct link_map *map, Lmid_t lmid, uintptr_t *coo
     snprintf(first, sizeof(first),
              " is mapped while %s is: two NCCLs in this process; calls "
              "to the second are not recorded",
-             name_of((const struct link_map *)nccls[0]));
+             nccls[0].name);
     ncclshim_rec_say("warning: audit mode: a second NCCL, ", name_of(map), first, 0);
   }
-  if (nccl_count < MAX_NCCLS) nccls[nccl_count++] = (uintptr_t)map;
+  if (nccl_count < MAX_NCCLS) {
+    nccls[nccl_count].map = (uintptr_t)map;
+    snprintf(nccls[nccl_count++].name, sizeof(nccls[0].name), "%s", name_of(map));
+  }
   return LA_FLG_BINDFROM | LA_FLG_BINDTO;
+}
+
+EXPORT unsigned int la_objclose(uintptr_t *cookie) {
+  for (size_t i = 0; i < nccl_count; i++) {
+    if (nccls[i].map != *cookie) continue;
+    memmove(&nccls[i], &nccls[i + 1], (nccl_count - i - 1) * sizeof(nccls[0]));
+    nccl_count--;
+    break;
+  }
+  return 0;
 }
 
 static int index_of(const char *name) {
@@ -91,8 +110,8 @@ static int index_of(const char *name) {
 static uintptr_t redirect(const ElfW(Sym) * sym, uintptr_t *defcook, const char *symname) {
   uintptr_t real = sym->st_value;
   int i;
-  if (recording == NULL || nccl_count == 0 || *defcook != nccls[0] || (i = index_of(symname)) < 0 ||
-      ELF64_ST_TYPE(sym->st_info) != STT_FUNC)
+  if (recording == NULL || nccl_count == 0 || *defcook != nccls[0].map ||
+      (i = index_of(symname)) < 0 || ELF64_ST_TYPE(sym->st_info) != STT_FUNC)
     return real;
   char *slot = (char *)&bound + functions[i].offset;
   memcpy(slot, &real, sizeof(real));

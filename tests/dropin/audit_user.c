@@ -3,6 +3,9 @@
  * (LD_AUDIT) can. Its NCCL is the interposer tests' libnccl.so.2 (under_*.c).
  *   audit_user LIBRARY ops RANK N   rank RANK of 2 issues N all-reduces and exits
  *   audit_user LIBRARY split        a split with NCCL_SPLIT_NOCOLOR, then one with color 3
+ *   audit_user LIBRARY reopen OTHER  an all-reduce, dlclose of NCCL, dlopen of OTHER (whose
+ *                                    mapping may take the freed memory), NCCL opened again
+ *                                    and two all-reduces
  * It prints key=value lines (where dlsym's ncclAllReduce lies, the results). */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -53,6 +56,16 @@ int main(int argc, char **argv) {
     for (int i = 0; i < atoi(argv[4]); i++)
       if (all_reduce(NULL, NULL, 1024, ncclFloat32, ncclSum, comm, NULL) != ncclSuccess)
         printf("allreduce_failed=%d\n", i);
+  } else if (strcmp(argv[2], "reopen") == 0 && argc == 4) {
+    all_reduce(NULL, NULL, 8, ncclFloat32, ncclSum, comm, NULL);
+    dlclose(lib);
+    void *other = dlopen(argv[3], RTLD_NOW | RTLD_LOCAL);
+    printf("other=%d\n", other != NULL);
+    lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+    init = (init_fn)(uintptr_t)symbol(lib, "ncclCommInitRank");
+    all_reduce = (all_reduce_fn)(uintptr_t)symbol(lib, "ncclAllReduce");
+    printf("init_again_result=%d\n", init(&comm, 2, id, 0));
+    for (int i = 0; i < 2; i++) all_reduce(NULL, NULL, 16, ncclFloat32, ncclSum, comm, NULL);
   } else if (strcmp(argv[2], "split") == 0) {
     split_fn split = (split_fn)(uintptr_t)symbol(lib, "ncclCommSplit");
     ncclComm_t none = NULL, child = NULL;

@@ -1,0 +1,47 @@
+/* The recorder in every process shape (issue 30): NCCL unloaded and loaded again under audit
+ * mode, ... Each test failed before its fix. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "dropin_tests.h"
+
+static int lines(const char *text, const char *a, const char *b, const char *c) {
+  const char *needles[] = {a, b, c, NULL};
+  return count_lines(text, needles);
+}
+
+/* Group 1: a program dlcloses NCCL, opens another library (which may be mapped where NCCL's
+ * link map was), then NCCL again: no crash, no "second NCCL" warning, and the calls through
+ * the NCCL opened again are recorded. */
+static void test_audit_nccl_reopened(void **state) {
+  (void)state;
+#ifdef SANITIZED
+  skip(); /* an auditor's namespace would get a second copy of the sanitizer's runtime */
+#endif
+  scenario s;
+  char *dir = scratch_dir();
+  const char *args[] = {getenv("UNDER_NCCL"), "reopen", getenv("FAKE_CUDA"), NULL};
+  const char *env[] = {env_entry("LD_AUDIT", getenv("DROPIN_LIBRARY")), "NCCLSHIM_RECORD=100",
+                       env_entry("NCCLSHIM_RECORD_DIR", dir), "NCCLSHIM_RECORD_AT_EXIT=1", NULL};
+  run_captured(&s, getenv("AUDIT_USER"), args, env);
+  assert_int_equal(s.exit_code, 0);
+  assert_string_equal(scenario_get(&s, "other"), "1");
+  assert_string_equal(scenario_get(&s, "init_again_result"), "0");
+  assert_int_equal(lines(s.output, "second NCCL", "", ""), 0);
+  char *dump = read_dump(dir, NULL);
+  assert_int_equal(lines(dump, "\"function\":\"ncclAllReduce\"", "\"count\":16,", ""), 2);
+  free(dump);
+}
+
+int run_record_shapes_tests(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_audit_nccl_reopened),
+  };
+  return cmocka_run_group_tests_name("recorder shapes", tests, NULL, NULL);
+}

@@ -51,6 +51,15 @@ static int is_nccl(const struct link_map *map) {
          ncshl_dynamic_lookup(map->l_ld, map->l_addr, NCCLSHIM_DROPIN_MARKER_NAME) == NULL;
 }
 
+/* A copy of ncclshim's loader (libncclshim, or the drop-in linked or preloaded): it checks
+ * that what dlsym hands it lies in the NCCL it opened, and forwards to it. Its bindings are
+ * left alone: a wrapper handed to it would fail that check (every ncclshim loader in the
+ * process refusing NCCL), and under LD_PRELOAD as well its own recorder records each call. */
+static int is_ncclshim(const struct link_map *map) {
+  return ncshl_dynamic_lookup(map->l_ld, map->l_addr, NCCLSHIM_DROPIN_MARKER_NAME) != NULL ||
+         ncshl_dynamic_lookup(map->l_ld, map->l_addr, "ncclshim_nccl_open") != NULL;
+}
+
 static const char *name_of(const struct link_map *map) {
   return map->l_name != NULL && map->l_name[0] != '\0' ? map->l_name : "the program";
 }
@@ -66,7 +75,9 @@ EXPORT unsigned int la_version(unsigned int version) {
 /* Bindings from every object are seen; bindings to an NCCL only are. */
 EXPORT unsigned int la_objopen(struct link_map *map, Lmid_t lmid, uintptr_t *cookie) {
   (void)lmid;
-  *cookie = (uintptr_t)map;
+  /* The cookie is the link map, with bit 0 set for an ncclshim loader's (maps are aligned). */
+  *cookie = (uintptr_t)map | (uintptr_t)is_ncclshim(map);
+  if (*cookie & 1) return 0;
   if (recording != NULL && ncclshim_rec_cuda_objopen(map)) return LA_FLG_BINDFROM;
   if (!is_nccl(map)) return LA_FLG_BINDFROM;
   if (nccl_count == 0) {
@@ -107,10 +118,13 @@ static int index_of(const char *name) {
   return -1;
 }
 
-static uintptr_t redirect(const ElfW(Sym) * sym, uintptr_t *defcook, const char *symname) {
+/* glibc shows a binding to an NCCL (LA_FLG_BINDTO) from any object, dlsym's included: one
+ * from an ncclshim loader is left as it is. */
+static uintptr_t redirect(const ElfW(Sym) * sym, const uintptr_t *refcook, const uintptr_t *defcook,
+                          const char *symname) {
   uintptr_t real = sym->st_value;
   int i;
-  if (recording == NULL || nccl_count == 0 || *defcook != nccls[0].map ||
+  if (recording == NULL || nccl_count == 0 || (*refcook & 1) || *defcook != nccls[0].map ||
       (i = index_of(symname)) < 0 || ELF64_ST_TYPE(sym->st_info) != STT_FUNC)
     return real;
   char *slot = (char *)&bound + functions[i].offset;
@@ -123,15 +137,15 @@ static uintptr_t redirect(const ElfW(Sym) * sym, uintptr_t *defcook, const char 
 #if __ELF_NATIVE_CLASS == 64
 EXPORT uintptr_t la_symbind64(Elf64_Sym *sym, unsigned int ndx, uintptr_t *refcook,
                               uintptr_t *defcook, unsigned int *flags, const char *symname) {
-  (void)ndx, (void)refcook;
+  (void)ndx;
   *flags |= LA_SYMB_NOPLTENTER | LA_SYMB_NOPLTEXIT;
-  return redirect(sym, defcook, symname);
+  return redirect(sym, refcook, defcook, symname);
 }
 #else
 EXPORT uintptr_t la_symbind32(Elf32_Sym *sym, unsigned int ndx, uintptr_t *refcook,
                               uintptr_t *defcook, unsigned int *flags, const char *symname) {
-  (void)ndx, (void)refcook;
+  (void)ndx;
   *flags |= LA_SYMB_NOPLTENTER | LA_SYMB_NOPLTEXIT;
-  return redirect(sym, defcook, symname);
+  return redirect(sym, refcook, defcook, symname);
 }
 #endif

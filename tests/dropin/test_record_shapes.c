@@ -39,9 +39,40 @@ static void test_audit_nccl_reopened(void **state) {
   free(dump);
 }
 
+/* Group 2: under LD_AUDIT with the recorder on, a program linked to the drop-in still gets
+ * NCCL (the auditor leaves an ncclshim loader's dlsym alone); with LD_PRELOAD as well, each
+ * call is recorded once, in one dump. */
+static void test_audit_leaves_loaders_alone(void **state) {
+  (void)state;
+#ifdef SANITIZED
+  skip();
+#endif
+  scenario s;
+  char *dir = scratch_dir();
+  const char *env[] = {env_entry("LD_AUDIT", getenv("DROPIN_LIBRARY")), "NCCLSHIM_RECORD=100",
+                       env_entry("NCCLSHIM_RECORD_DIR", dir),
+                       env_entry("NCCLSHIM_NCCL_LIBRARY", getenv("NCCLSHIM_NCCL_LIBRARY")), NULL};
+  run_program(&s, getenv("DROPIN_USER"), NULL, env);
+  assert_int_equal(s.exit_code, 0);
+  assert_string_equal(scenario_get(&s, "version_result"), "0");
+  assert_string_equal(scenario_get(&s, "allreduce_result"), "0");
+
+  dir = scratch_dir();
+  const char *args[] = {"ops", "0", "3", NULL};
+  const char *both[] = {env_entry("LD_AUDIT", getenv("DROPIN_LIBRARY")), "NCCLSHIM_RECORD=100",
+                        env_entry("NCCLSHIM_RECORD_DIR", dir), "NCCLSHIM_RECORD_AT_EXIT=1", NULL};
+  run_interposed(&s, 1, args, both);
+  assert_int_equal(s.exit_code, 0);
+  assert_int_equal(dump_count(dir), 1);
+  char *dump = read_dump(dir, NULL);
+  assert_int_equal(lines(dump, "\"function\":\"ncclAllReduce\"", "", ""), 3);
+  free(dump);
+}
+
 int run_record_shapes_tests(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_audit_nccl_reopened),
+      cmocka_unit_test(test_audit_leaves_loaders_alone),
   };
   return cmocka_run_group_tests_name("recorder shapes", tests, NULL, NULL);
 }

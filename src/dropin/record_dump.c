@@ -1,8 +1,10 @@
 /* The recorder's dump: one JSON-lines file per process, written with async-signal-safe calls
- * only (openat, write, renameat, fstat, clock_gettime; no stdio, no malloc), so that the same
- * code serves an error return, an asynchronous error, an abort, a signal and exit. */
+ * only (openat, write, renameat, fstat, clock_gettime, pthread_sigmask, nanosleep; no stdio,
+ * no malloc), so that the same code serves an error return, an asynchronous error, an abort,
+ * a signal, a hang and exit. */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h> /* renameat */
 #include <sys/stat.h>
 #include <string.h>
@@ -405,12 +407,35 @@ static int create_temp(rec_state *r, out *temp) {
   return -1;
 }
 
+enum { WAIT_STEPS = 10000 }; /* of 1 ms: how long a dump waits for another one to finish */
+
+/* One dump at a time. Signals are blocked while this thread writes one, so that no handler
+ * interrupts it; a dump on another thread (a signal delivered there, abort(), the hang
+ * thread) waits for this one to finish, then writes its own, so that neither is lost. */
+static int take_turn(rec_state *r) {
+  struct timespec step = {0, 1000 * 1000};
+  for (int i = 0; i < WAIT_STEPS; i++) {
+    if (!atomic_flag_test_and_set(&r->busy)) return 1;
+    nanosleep(&step, NULL);
+  }
+  return 0;
+}
+
 /* Write the whole dump to a new temporary file, and rename it over the dump's name only when
  * every byte was written: a full disk leaves the previous dump as it was. */
 static void dump(const trigger *t, const char *note) {
   rec_state *r = ncclshim_rec;
-  if (r == NULL || atomic_flag_test_and_set(&r->busy)) return; /* one dump at a time */
+  if (r == NULL) return;
   int saved_errno = errno;
+  sigset_t all, before;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &before);
+  if (!take_turn(r)) {
+    ncclshim_rec_say("no dump (", t->why, "): another dump did not finish within 10 s", 0);
+    pthread_sigmask(SIG_SETMASK, &before, NULL);
+    errno = saved_errno;
+    return;
+  }
   /* A fork whose handler did not run (the audit library's own libc has its own fork
    * handlers): this is a child, with none of the parent's calls or communicators. */
   if (getpid() != r->pid) ncclshim_rec_forked(r);
@@ -445,8 +470,9 @@ static void dump(const trigger *t, const char *note) {
       ncclshim_rec_say("wrote ", full.buf, note, 0);
     }
   }
-  errno = saved_errno;
   atomic_flag_clear(&r->busy);
+  pthread_sigmask(SIG_SETMASK, &before, NULL);
+  errno = saved_errno;
 }
 
 void ncclshim_rec_dump(const char *why, int fn, int value) {

@@ -16,8 +16,11 @@
  *   interposed many N               N communicators alive at once, then half destroyed
  *   interposed threads              8 threads making, using and destroying communicators,
  *                                   while the main thread dumps (SIGUSR1) again and again
+ *   interposed interrupted          a long dump (SIGUSR1, 100000 calls) that another thread's
+ *                                   abort() interrupts as soon as its temporary file appears
  *   interposed captured | hang | hanggroup   with a fake CUDA driver (interposed_cuda.c)
  * It prints key=value lines; its stderr goes to stdout too, so the tests see ncclshim's. */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
@@ -184,6 +187,30 @@ static void threads(void) {
   raise(SIGUSR1);
 }
 
+/* Waits (every 100 us, at most 20 s) for the dump's temporary file, then calls abort(). */
+static void *abort_during_dump(void *dir) {
+  struct timespec tick = {0, 100 * 1000};
+  for (int i = 0; i < 200000; i++) {
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;)
+      if (strncmp(e->d_name, ".ncclshim-record-", 17) == 0) {
+        printf("aborting_during_dump=1\n");
+        abort();
+      }
+    if (d != NULL) closedir(d);
+    nanosleep(&tick, NULL);
+  }
+  return NULL;
+}
+
+static void interrupted(void) {
+  all_reduces(interposed_start(0), 100000);
+  pthread_t aborter;
+  pthread_create(&aborter, NULL, abort_during_dump, getenv("NCCLSHIM_RECORD_DIR"));
+  raise(SIGUSR1);
+  pthread_join(aborter, NULL);
+}
+
 static int more(int argc, char **argv) {
   const char *what = argv[1];
   if (strcmp(what, "nocolor") == 0 && argc == 3) {
@@ -210,6 +237,8 @@ static int more(int argc, char **argv) {
     all_reduces(interposed_start(0), 2);
     raise(atoi(argv[2]));
     printf("alive=1\n");
+  } else if (strcmp(what, "interrupted") == 0) {
+    interrupted();
   } else if (strcmp(what, "actions") == 0) {
     actions();
   } else if (strcmp(what, "threads") == 0) {

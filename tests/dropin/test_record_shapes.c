@@ -69,10 +69,31 @@ static void test_audit_leaves_loaders_alone(void **state) {
   free(dump);
 }
 
+/* Group 7: abort() on another thread while a dump is being written: the dump is finished,
+ * then the abort's own is written; no temporary file is left. */
+static void test_interrupted_dump_kept(void **state) {
+  (void)state;
+  scenario s;
+  char *dir = scratch_dir();
+  const char *args[] = {"interrupted", NULL};
+  const char *env[] = {"NCCLSHIM_RECORD=100000", env_entry("NCCLSHIM_RECORD_DIR", dir),
+                       "NCCLSHIM_RECORD_SIGNAL=USR1", NULL};
+  run_interposed(&s, 1, args, env);
+  assert_int_equal(s.exit_code, 128 + 6); /* SIGABRT */
+  assert_string_equal(scenario_get(&s, "aborting_during_dump"), "1");
+  assert_int_equal(lines(s.output, "ncclshim recorder: wrote ", "", ""), 2);
+  char *dump = read_dump(dir, NULL); /* the one file; read_dump checks there is one */
+  assert_int_equal(lines(dump, "\"reason\":\"signal\"", "\"signal\":6,", ""), 1);
+  assert_int_equal(lines(dump, "\"function\":\"ncclAllReduce\"", "", ""), 100000);
+  free(dump);
+  assert_int_equal(dump_count(dir), 1);
+}
+
 int run_record_shapes_tests(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_audit_nccl_reopened),
       cmocka_unit_test(test_audit_leaves_loaders_alone),
+      cmocka_unit_test(test_interrupted_dump_kept),
   };
   return cmocka_run_group_tests_name("recorder shapes", tests, NULL, NULL);
 }

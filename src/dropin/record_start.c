@@ -242,9 +242,13 @@ void ncclshim_rec_describe(char *text, size_t size) {
 }
 
 /* At exit, only a process that recorded a call: under LD_PRELOAD or LD_AUDIT, every program
- * a job starts (shells, launchers) loads the library too. */
+ * a job starts (shells, launchers) loads the library too. At exit or at dlclose, the signals
+ * get their previous actions back: a handler left behind a dlclose would be unmapped code. */
 __attribute__((destructor)) static void dump_at_exit(void) {
   rec_state *r = ncclshim_rec;
-  if (r != NULL && r->at_exit && atomic_load(&r->next) > atomic_load(&r->first))
+  if (r == NULL) return;
+  if (r->at_exit && atomic_load(&r->next) > atomic_load(&r->first))
     ncclshim_rec_dump("exit", -1, NCCLSHIM_REC_NONE);
+  if (r->signal != 0) uninstall(0, r->signal);
+  uninstall(1, SIGABRT);
 }

@@ -6,8 +6,10 @@
  *   audit_user LIBRARY reopen OTHER  an all-reduce, dlclose of NCCL, dlopen of OTHER (whose
  *                                    mapping may take the freed memory), NCCL opened again
  *                                    and two all-reduces
+ *   audit_user DROPIN unload SIGNO   dlopen and dlclose of the drop-in, then raise(SIGNO)
  * It prints key=value lines (where dlsym's ncclAllReduce lies, the results). */
 #include <dlfcn.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +43,12 @@ int main(int argc, char **argv) {
   if (lib == NULL) {
     printf("dlopen_error=%s\n", dlerror());
     return 1;
+  }
+  if (strcmp(argv[2], "unload") == 0 && argc == 4) {
+    printf("dlclose=%d\n", dlclose(lib));
+    printf("still_mapped=%d\n", dlopen(argv[1], RTLD_NOW | RTLD_NOLOAD) != NULL);
+    raise(atoi(argv[3]));
+    return 0;
   }
   init_fn init = (init_fn)(uintptr_t)symbol(lib, "ncclCommInitRank");
   all_reduce_fn all_reduce = (all_reduce_fn)(uintptr_t)symbol(lib, "ncclAllReduce");

@@ -89,11 +89,32 @@ static void test_interrupted_dump_kept(void **state) {
   assert_int_equal(dump_count(dir), 1);
 }
 
+/* Group 8: a program that dlcloses the drop-in gets its signals' actions back: the dump
+ * signal and abort() then do what they did before, not jump into unmapped code. */
+static void test_unloaded_handlers_removed(void **state) {
+  (void)state;
+  static const struct {
+    const char *signo;
+    int status;
+  } cases[] = {{"10", 128 + 10}, {"6", 128 + 6}}; /* SIGUSR1, SIGABRT */
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    scenario s;
+    const char *args[] = {getenv("DROPIN_LIBRARY"), "unload", cases[i].signo, NULL};
+    const char *env[] = {"NCCLSHIM_RECORD=100", env_entry("NCCLSHIM_RECORD_DIR", scratch_dir()),
+                         "NCCLSHIM_RECORD_SIGNAL=USR1", NULL};
+    run_captured(&s, getenv("AUDIT_USER"), args, env);
+    assert_string_equal(scenario_get(&s, "dlclose"), "0");
+    assert_string_equal(scenario_get(&s, "still_mapped"), "0");
+    assert_int_equal(s.exit_code, cases[i].status);
+  }
+}
+
 int run_record_shapes_tests(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_audit_nccl_reopened),
       cmocka_unit_test(test_audit_leaves_loaders_alone),
       cmocka_unit_test(test_interrupted_dump_kept),
+      cmocka_unit_test(test_unloaded_handlers_removed),
   };
   return cmocka_run_group_tests_name("recorder shapes", tests, NULL, NULL);
 }

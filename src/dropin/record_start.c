@@ -77,9 +77,18 @@ static void on_signal(int signo, siginfo_t *info, void *context) {
   }
 }
 
+/* Over a handler the program installed, the wrapper keeps that handler's flags and mask (a
+ * handler without SA_RESTART interrupts blocking calls, as the program expects); over the
+ * default action or SIG_IGN, it restarts them (the dump signal breaks nothing). */
 static void install(int which, int signo) {
   struct sigaction action = {.sa_sigaction = on_signal, .sa_flags = SA_SIGINFO | SA_RESTART};
   sigemptyset(&action.sa_mask);
+  if (sigaction(signo, NULL, &previous[which]) != 0) return;
+  const struct sigaction *was = &previous[which];
+  if ((was->sa_flags & SA_SIGINFO) || (was->sa_handler != SIG_DFL && was->sa_handler != SIG_IGN)) {
+    action.sa_flags = SA_SIGINFO | (was->sa_flags & (SA_RESTART | SA_NODEFER | SA_ONSTACK));
+    action.sa_mask = was->sa_mask;
+  }
   installed[which] = sigaction(signo, &action, &previous[which]) == 0;
 }
 

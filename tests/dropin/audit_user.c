@@ -7,13 +7,20 @@
  *                                    mapping may take the freed memory), NCCL opened again
  *                                    and two all-reduces
  *   audit_user DROPIN unload SIGNO   dlopen and dlclose of the drop-in, then raise(SIGNO)
+ *   audit_user DROPIN restart        a SIGUSR1 handler without SA_RESTART, then dlopen of the
+ *                                    drop-in (whose dump signal is USR1), then a blocking
+ *                                    read that SIGUSR1 must interrupt (EINTR), as it did
+ *                                    before the drop-in was loaded
  * It prints key=value lines (where dlsym's ncclAllReduce lies, the results). */
 #include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ncclshim/nccl_functions.h"
@@ -22,6 +29,43 @@ typedef ncclResult_t (*init_fn)(ncclComm_t *, int, ncclUniqueId, int);
 typedef ncclResult_t (*all_reduce_fn)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
                                       ncclComm_t, cudaStream_t);
 typedef ncclResult_t (*split_fn)(ncclComm_t, int, int, ncclComm_t *, ncclConfig_t *);
+
+static volatile sig_atomic_t handled;
+static void on_usr1(int signo) { handled = signo; }
+
+static volatile int read_returned;
+static pthread_t reader;
+
+/* Sends SIGUSR1 to the reader every 10 ms until its read returns; after 3 s, writes a byte so
+ * that a read the signal does not interrupt returns anyway. */
+static void *interrupt_reader(void *pipe_write) {
+  struct timespec tick = {0, 10 * 1000 * 1000};
+  for (int i = 0; i < 300 && !read_returned; i++) {
+    pthread_kill(reader, SIGUSR1);
+    nanosleep(&tick, NULL);
+  }
+  if (!read_returned && write(*(int *)pipe_write, "x", 1) != 1) printf("write_failed=1\n");
+  return NULL;
+}
+
+static int restart(const char *dropin) {
+  struct sigaction action = {.sa_handler = on_usr1}; /* no SA_RESTART */
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGUSR1, &action, NULL);
+  if (dlopen(dropin, RTLD_NOW | RTLD_LOCAL) == NULL) return 1;
+  int fds[2];
+  if (pipe(fds) != 0) return 1;
+  reader = pthread_self();
+  pthread_t sender;
+  pthread_create(&sender, NULL, interrupt_reader, &fds[1]);
+  char byte;
+  ssize_t n = read(fds[0], &byte, 1);
+  int error = errno;
+  read_returned = 1;
+  pthread_join(sender, NULL);
+  printf("read_eintr=%d\nhandled=%d\n", n < 0 && error == EINTR, (int)handled);
+  return 0;
+}
 
 static void *symbol(void *lib, const char *name) {
   void *address = dlsym(lib, name);
@@ -39,6 +83,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: %s LIBRARY ops RANK N | split\n", argv[0]);
     return 2;
   }
+  if (strcmp(argv[2], "restart") == 0) return restart(argv[1]);
   void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
   if (lib == NULL) {
     printf("dlopen_error=%s\n", dlerror());

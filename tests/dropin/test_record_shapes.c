@@ -109,12 +109,27 @@ static void test_unloaded_handlers_removed(void **state) {
   }
 }
 
+/* Group 9: the program's own handler keeps its flags: one installed without SA_RESTART still
+ * interrupts a blocking read (EINTR) once the recorder wraps it. */
+static void test_handler_flags_kept(void **state) {
+  (void)state;
+  scenario s;
+  const char *args[] = {getenv("DROPIN_LIBRARY"), "restart", NULL};
+  const char *env[] = {"NCCLSHIM_RECORD=100", env_entry("NCCLSHIM_RECORD_DIR", scratch_dir()),
+                       "NCCLSHIM_RECORD_SIGNAL=USR1", NULL};
+  run_captured(&s, getenv("AUDIT_USER"), args, env);
+  assert_int_equal(s.exit_code, 0);
+  assert_string_equal(scenario_get(&s, "read_eintr"), "1");
+  assert_string_equal(scenario_get(&s, "handled"), "10");
+}
+
 int run_record_shapes_tests(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_audit_nccl_reopened),
       cmocka_unit_test(test_audit_leaves_loaders_alone),
       cmocka_unit_test(test_interrupted_dump_kept),
       cmocka_unit_test(test_unloaded_handlers_removed),
+      cmocka_unit_test(test_handler_flags_kept),
   };
   return cmocka_run_group_tests_name("recorder shapes", tests, NULL, NULL);
 }

@@ -37,22 +37,33 @@ static void refuse(const char *variable, const char *value, const char *why) {
   ncclshim_rec_say(head, value, tail, 0);
 }
 
-/* "USR1", "SIGUSR1" or a number; 0 when unusable: one that cannot be caught, one raised by
- * faults, SIGABRT (always dumped on), and SIGCHLD (sent whenever a child ends). */
+/* "USR1", "SIGUSR1" or a number, named or not, then checked the same way; 0 when unusable:
+ * one that cannot be caught, one raised by faults, SIGABRT (always dumped on), SIGCHLD (sent
+ * whenever a child ends), and the real-time signals glibc keeps for itself (below SIGRTMIN:
+ * sigaction refuses them, so a kill of one would end the process with no dump). */
 static int parse_signal(const char *text) {
   static const struct {
     const char *name;
     int number;
-  } names[] = {{"HUP", SIGHUP},   {"INT", SIGINT},    {"QUIT", SIGQUIT}, {"USR1", SIGUSR1},
-               {"USR2", SIGUSR2}, {"TERM", SIGTERM},  {"ALRM", SIGALRM}, {"CONT", SIGCONT},
-               {"PWR", SIGPWR},   {"WINCH", SIGWINCH}};
+  } names[] = {{"HUP", SIGHUP},   {"INT", SIGINT},       {"QUIT", SIGQUIT},   {"ILL", SIGILL},
+               {"TRAP", SIGTRAP}, {"ABRT", SIGABRT},     {"BUS", SIGBUS},     {"FPE", SIGFPE},
+               {"KILL", SIGKILL}, {"USR1", SIGUSR1},     {"SEGV", SIGSEGV},   {"USR2", SIGUSR2},
+               {"PIPE", SIGPIPE}, {"ALRM", SIGALRM},     {"TERM", SIGTERM},   {"CHLD", SIGCHLD},
+               {"CONT", SIGCONT}, {"STOP", SIGSTOP},     {"TSTP", SIGTSTP},   {"TTIN", SIGTTIN},
+               {"TTOU", SIGTTOU}, {"URG", SIGURG},       {"XCPU", SIGXCPU},   {"XFSZ", SIGXFSZ},
+               {"PROF", SIGPROF}, {"VTALRM", SIGVTALRM}, {"WINCH", SIGWINCH}, {"IO", SIGIO},
+               {"POLL", SIGPOLL}, {"PWR", SIGPWR},       {"SYS", SIGSYS}};
   const char *name = strncasecmp(text, "SIG", 3) == 0 ? text + 3 : text;
-  for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-    if (strcasecmp(name, names[i].name) == 0) return names[i].number;
-  char *end;
-  errno = 0;
-  long number = strtol(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || number < 1 || number > SIGRTMAX ||
+  long number = 0;
+  for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && number == 0; i++)
+    if (strcasecmp(name, names[i].name) == 0) number = names[i].number;
+  if (number == 0) {
+    char *end;
+    errno = 0;
+    number = strtol(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0') return 0;
+  }
+  if (number < 1 || number > SIGRTMAX || (number > SIGSYS && number < SIGRTMIN) ||
       number == SIGKILL || number == SIGSTOP || number == SIGSEGV || number == SIGBUS ||
       number == SIGFPE || number == SIGILL || number == SIGTRAP || number == SIGSYS ||
       number == SIGABRT || number == SIGCHLD)
@@ -60,9 +71,19 @@ static int parse_signal(const char *text) {
   return (int)number;
 }
 
+/* What a signal does by default, once dumped on: ignored ones (and USR1, USR2, documented as
+ * going on) go on; stop signals stop the process (SIGSTOP, so that the wrapper stays for the
+ * next one); every other ends it. */
+static int goes_on(int signo) {
+  return signo == SIGUSR1 || signo == SIGUSR2 || signo == SIGCONT || signo == SIGWINCH ||
+         signo == SIGURG;
+}
+
+static int stops(int signo) { return signo == SIGTSTP || signo == SIGTTIN || signo == SIGTTOU; }
+
 /* Dump, then let the signal do what it did before: call the previous handler; for a signal
- * whose default ends the process (TERM, INT, ABRT, a real-time signal, ...) end it; USR1,
- * USR2, CONT and WINCH go on. */
+ * whose default ends the process (TERM, INT, ABRT, a real-time signal, ...) end it; a stop
+ * signal stops it; USR1, USR2, CONT, WINCH and URG go on. */
 static void on_signal(int signo, siginfo_t *info, void *context) {
   ncclshim_rec_dump("signal", -1, signo);
   const struct sigaction *was = &previous[signo == SIGABRT];
@@ -70,8 +91,9 @@ static void on_signal(int signo, siginfo_t *info, void *context) {
     if (was->sa_sigaction != NULL) was->sa_sigaction(signo, info, context);
   } else if (was->sa_handler != SIG_DFL && was->sa_handler != SIG_IGN) {
     was->sa_handler(signo);
-  } else if (was->sa_handler == SIG_DFL && signo != SIGUSR1 && signo != SIGUSR2 &&
-             signo != SIGCONT && signo != SIGWINCH) {
+  } else if (was->sa_handler == SIG_DFL && stops(signo)) {
+    raise(SIGSTOP);
+  } else if (was->sa_handler == SIG_DFL && !goes_on(signo)) {
     signal(signo, SIG_DFL);
     raise(signo);
   }
@@ -208,6 +230,12 @@ __attribute__((constructor)) static void start_at_load(void) {
   ncclshim_rec = r;
   pthread_atfork(NULL, NULL, in_child);
   if (r->signal != 0) install(0, r->signal);
+  if (r->signal != 0 && !installed[0]) {
+    char number[16];
+    snprintf(number, sizeof(number), "%d", r->signal);
+    ncclshim_rec_say("NCCLSHIM_RECORD_SIGNAL=", number,
+                     ": sigaction refused it; no dump on that signal", errno);
+  }
   install(1, SIGABRT);
 }
 

@@ -11,7 +11,7 @@
  *   interposed fork                 a child (forked after two all-reduces) and its parent dump
  *   interposed early                the dump signal before any NCCL call
  *   interposed commabort | abort    ncclCommAbort; abort()
- *   interposed raise SIGNO          two all-reduces, then raise(SIGNO)
+ *   interposed raise SIGNO [TIMES]  two all-reduces, then raise(SIGNO), TIMES times (1)
  *   interposed actions              the actions of SIGUSR1 and SIGABRT (default or not)
  *   interposed many N               N communicators alive at once, then half destroyed
  *   interposed threads              8 threads making, using and destroying communicators,
@@ -233,9 +233,9 @@ static int more(int argc, char **argv) {
   } else if (strcmp(what, "abort") == 0) {
     all_reduces(interposed_start(0), 2);
     abort();
-  } else if (strcmp(what, "raise") == 0 && argc == 3) {
+  } else if (strcmp(what, "raise") == 0 && (argc == 3 || argc == 4)) {
     all_reduces(interposed_start(0), 2);
-    raise(atoi(argv[2]));
+    for (int i = 0; i < (argc == 4 ? atoi(argv[3]) : 1); i++) raise(atoi(argv[2]));
     printf("alive=1\n");
   } else if (strcmp(what, "interrupted") == 0) {
     interrupted();

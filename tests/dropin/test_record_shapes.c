@@ -123,6 +123,47 @@ static void test_handler_flags_kept(void **state) {
   assert_string_equal(scenario_get(&s, "handled"), "10");
 }
 
+/* Group 10: glibc's reserved signals (32, 33) are refused, not accepted and never installed;
+ * PIPE, URG and TSTP are known by name as by number; URG dumps every time it comes, PIPE
+ * dumps, then ends the process as by default. */
+static void test_signal_names_and_numbers(void **state) {
+  (void)state;
+  const char *refused[] = {"NCCLSHIM_RECORD_SIGNAL=32", "NCCLSHIM_RECORD_SIGNAL=33"};
+  for (int i = 0; i < 2; i++) {
+    scenario s;
+    const char *args[] = {"ops", "0", "1", NULL};
+    const char *env[] = {"NCCLSHIM_RECORD=10", refused[i], NULL};
+    run_interposed(&s, 1, args, env);
+    if (lines(s.output, refused[i], ": not a signal name", "the recorder stays off") != 1)
+      fail_msg("%s not refused:\n%s", refused[i], s.output);
+  }
+  static const struct {
+    const char *setting, *signo, *times;
+    int status, dumps;
+  } cases[] = {{"NCCLSHIM_RECORD_SIGNAL=URG", "23", "2", 0, 2},
+               {"NCCLSHIM_RECORD_SIGNAL=SIGURG", "23", "1", 0, 1},
+               {"NCCLSHIM_RECORD_SIGNAL=PIPE", "13", "1", 128 + 13, 1},
+               {"NCCLSHIM_RECORD_SIGNAL=13", "13", "1", 128 + 13, 1}};
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    scenario s;
+    const char *args[] = {"raise", cases[i].signo, cases[i].times, NULL};
+    const char *env[] = {"NCCLSHIM_RECORD=10", env_entry("NCCLSHIM_RECORD_DIR", scratch_dir()),
+                         cases[i].setting, NULL};
+    run_interposed(&s, 1, args, env);
+    if (s.exit_code != cases[i].status ||
+        lines(s.output, "ncclshim recorder: wrote ", "", "") != cases[i].dumps)
+      fail_msg("%s: exit %d:\n%s", cases[i].setting, s.exit_code, s.output);
+  }
+  /* TSTP is accepted by name (raising it would stop this test's child). */
+  scenario s;
+  const char *args[] = {"ops", "0", "1", NULL};
+  const char *env[] = {"NCCLSHIM_RECORD=10", "NCCLSHIM_RECORD_SIGNAL=TSTP", "NCCLSHIM_DEBUG=1",
+                       NULL};
+  run_interposed(&s, 1, args, env);
+  assert_int_equal(
+      lines(s.output, "ncclshim recorder: recording the last 10 calls", "on signal 20", ""), 1);
+}
+
 int run_record_shapes_tests(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_audit_nccl_reopened),
@@ -130,6 +171,7 @@ int run_record_shapes_tests(void) {
       cmocka_unit_test(test_interrupted_dump_kept),
       cmocka_unit_test(test_unloaded_handlers_removed),
       cmocka_unit_test(test_handler_flags_kept),
+      cmocka_unit_test(test_signal_names_and_numbers),
   };
   return cmocka_run_group_tests_name("recorder shapes", tests, NULL, NULL);
 }

@@ -438,7 +438,10 @@ static void dump(const trigger *t, const char *note) {
   }
   /* A fork whose handler did not run (the audit library's own libc has its own fork
    * handlers): this is a child, with none of the parent's calls or communicators. */
-  if (getpid() != r->pid) ncclshim_rec_forked(r);
+  if (getpid() != r->pid) {
+    ncclshim_rec_forked(r);
+    ncclshim_rec_thread_forked();
+  }
   out path, temp;
   file_name(&path, r);
   int fd = -1;

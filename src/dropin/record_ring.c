@@ -48,8 +48,13 @@ static void add_comm(const ncclshim_rec_call *call, const void *made, uint64_t n
   atomic_store(&c->splits, 0);
   atomic_store(&c->async_error, 0);
   atomic_store(&c->dumped, 0);
-  atomic_store(&c->rank, call->uid != NULL ? call->rank : NCCLSHIM_REC_NONE);
-  atomic_store(&c->nranks, call->uid != NULL ? call->nranks : NCCLSHIM_REC_NONE);
+  /* A split's rank follows from every rank's key: asked of NCCL once it is made. */
+  int rank = call->uid != NULL ? call->rank : NCCLSHIM_REC_NONE;
+  int nranks = call->uid != NULL ? call->nranks : NCCLSHIM_REC_NONE;
+  if (call->uid == NULL && !ncclshim_rec_ask_rank(made, &rank, &nranks))
+    rank = nranks = NCCLSHIM_REC_NONE;
+  atomic_store(&c->rank, rank);
+  atomic_store(&c->nranks, nranks);
   atomic_store(&c->created_by, call->fn);
   atomic_store(&c->id, id != 0 ? id | 1 : 1); /* 1: made, identity unknown */
   int none = NCCLSHIM_REC_NONE;
@@ -63,17 +68,28 @@ static ncclshim_rec_comm *comm_of(const void *comm) {
   /* The record is still this communicator's while its key is: an ended record's key is 0
    * until it is reused, and records are never freed. */
   ncclshim_rec_comm *c = here.record;
+  unsigned generation = atomic_load_explicit(&ncclshim_rec->generation, memory_order_relaxed);
   if (here.comm == (uintptr_t)comm && c != NULL &&
-      atomic_load_explicit(&c->key, memory_order_relaxed) == (uintptr_t)comm)
+      atomic_load_explicit(&c->key, memory_order_relaxed) == (uintptr_t)comm &&
+      atomic_load_explicit(&c->generation, memory_order_relaxed) == generation)
     return c;
   c = ncclshim_rec_find(comm);
   if (c == NULL && (c = ncclshim_rec_add(comm)) != NULL) {
     uint64_t unknown = 0;
     atomic_compare_exchange_strong(&c->id, &unknown, 1);
   }
+  /* A forked child that goes on with its parent's communicator: listed in its dumps too, so
+   * that the comparison sees two processes claim one rank. */
+  if (c != NULL) atomic_store_explicit(&c->generation, generation, memory_order_relaxed);
   here.comm = (uintptr_t)comm;
   here.record = c;
   return c;
+}
+
+void ncclshim_rec_thread_forked(void) {
+  here.tid = 0;
+  here.comm = 0;
+  here.record = NULL;
 }
 
 /* ---- The ring ---- */

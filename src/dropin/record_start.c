@@ -213,6 +213,7 @@ static void in_child(void) {
   if (ncclshim_rec == NULL) return;
   ncclshim_rec_comms_reset(ncclshim_rec);
   ncclshim_rec_hang_forked();
+  ncclshim_rec_thread_forked();
   ncclshim_rec_forked(ncclshim_rec);
   atomic_flag_clear(&ncclshim_rec->busy);
 }

@@ -16,6 +16,15 @@
  *   interposed many N               N communicators alive at once, then half destroyed
  *   interposed threads              8 threads making, using and destroying communicators,
  *                                   while the main thread dumps (SIGUSR1) again and again
+ *   interposed tworanks             ranks 0 and 1 of one communicator in this process: rank 0
+ *                                   issues 3 all-reduces, rank 1 2 (its second of another
+ *                                   count); each splits (color 7, key its rank), each child
+ *                                   issues 1
+ *   interposed forkuse              a child forked after two all-reduces issues a third on its
+ *                                   parent's communicator; both dump (SIGUSR1)
+ *   interposed forkreuse            two children forked in turn with the same pid (in a PID
+ *                                   namespace of its own, /proc/sys/kernel/ns_last_pid set
+ *                                   before each fork); each dumps (SIGUSR1)
  *   interposed interrupted          a long dump (SIGUSR1, 100000 calls) that another thread's
  *                                   abort() interrupts as soon as its temporary file appears
  *   interposed captured | hang | hanggroup   with a fake CUDA driver (interposed_cuda.c)
@@ -211,6 +220,50 @@ static void interrupted(void) {
   pthread_join(aborter, NULL);
 }
 
+static void two_ranks(void) {
+  ncclComm_t rank0 = interposed_start(0), rank1 = interposed_start(1), child0 = NULL, child1 = NULL;
+  all_reduces(rank0, 3);
+  all_reduces(rank1, 1);
+  ncclAllReduce(NULL, NULL, 512, ncclFloat32, ncclSum, rank1, NULL); /* rank 0's was 1024 */
+  printf("split_results=%d,%d\n", ncclCommSplit(rank0, 7, 0, &child0, NULL),
+         ncclCommSplit(rank1, 7, 1, &child1, NULL));
+  all_reduces(child0, 1);
+  all_reduces(child1, 1);
+}
+
+static void fork_use(void) {
+  ncclComm_t comm = interposed_start(0);
+  all_reduces(comm, 2);
+  pid_t child = fork();
+  if (child == 0) {
+    all_reduces(comm, 1);
+    raise(SIGUSR1);
+    _exit(0);
+  }
+  int status;
+  waitpid(child, &status, 0);
+  printf("child_status=%d\nparent_thread=%d\n", status, (int)getpid());
+  raise(SIGUSR1);
+}
+
+static void fork_reuse(void) {
+  all_reduces(interposed_start(0), 2);
+  for (int i = 0; i < 2; i++) {
+    FILE *last = fopen("/proc/sys/kernel/ns_last_pid", "w");
+    if (last == NULL || fprintf(last, "100") < 0 || fclose(last) != 0) {
+      printf("no_ns_last_pid=1\n");
+      return;
+    }
+    pid_t child = fork();
+    if (child == 0) {
+      raise(SIGUSR1);
+      _exit(0);
+    }
+    printf("child_pid=%d\n", (int)child);
+    waitpid(child, NULL, 0);
+  }
+}
+
 static int more(int argc, char **argv) {
   const char *what = argv[1];
   if (strcmp(what, "nocolor") == 0 && argc == 3) {
@@ -237,6 +290,12 @@ static int more(int argc, char **argv) {
     all_reduces(interposed_start(0), 2);
     for (int i = 0; i < (argc == 4 ? atoi(argv[3]) : 1); i++) raise(atoi(argv[2]));
     printf("alive=1\n");
+  } else if (strcmp(what, "tworanks") == 0) {
+    two_ranks();
+  } else if (strcmp(what, "forkuse") == 0) {
+    fork_use();
+  } else if (strcmp(what, "forkreuse") == 0) {
+    fork_reuse();
   } else if (strcmp(what, "interrupted") == 0) {
     interrupted();
   } else if (strcmp(what, "actions") == 0) {

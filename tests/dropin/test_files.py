@@ -9,7 +9,9 @@
                             disagree, no dumps, a broken dump; on hostile input (exit 2, a
                             message, never a traceback or a hang); two containers' processes
                             with one host name and pid; two processes that claim one rank;
-                            captured operations (exit 3); a hang dump's stuck call
+                            captured operations (exit 3); a hang dump's stuck call; one
+                            process holding two ranks; a fork that keeps its parent's
+                            communicator; two children with one pid
     test_files.py audit     audit mode (LD_AUDIT) over a Python ctypes program that binds NCCL
                             as vLLM's pynccl does: both ranks recorded, the rank behind named
 
@@ -137,6 +139,67 @@ def check_compare(tmp):
           "broken dump: %d %s" % (proc.returncode, proc.stderr))
     check_compare_hostile(tmp)
     check_compare_graphs_and_hangs(tmp)
+    check_compare_shapes(tmp)
+    check_pid_reuse(tmp)
+
+
+def check_compare_shapes(tmp):
+    """One process holding two ranks: each rank's calls are its own, a split child's rank is
+    its own; a forked child that goes on with its parent's communicator is reported."""
+    job = record(os.path.join(tmp, "tworanks"), "tworanks")
+    out = compare(1, job)
+    check("verdict: rank 1 is behind on communicator " in out and " at seq 3: it stopped "
+          "after seq 2" in out, "tworanks: the rank behind not named")
+    check(re.search(r"ranks disagree on communicator \w+ at seq 2: rank 0: ncclAllReduce count "
+                    r"1024 .*; rank 1: ncclAllReduce count 512", out), "tworanks: no disagreement")
+    check("claim" not in out, "tworanks: a split child's rank taken from another")
+    check(len(re.findall(r"^  rank 1 \(", out, re.M)) == 2, "tworanks: the split child's rank 1 "
+          "not known")
+    job = os.path.join(tmp, "forkuse")
+    os.mkdir(job)
+    run([os.environ["INTERPOSED"], "forkuse"],
+        env=clean_env(LD_PRELOAD=os.environ["DROPIN_LIBRARY"], NCCLSHIM_RECORD="100",
+                      NCCLSHIM_RECORD_DIR=job, NCCLSHIM_RECORD_SIGNAL="USR1"))
+    out = compare(2, job)
+    check(re.search(r"verdict: unusable: two processes claim rank 0 of communicator \w+: "
+                    r"rank 0 \(\S+ pid \d+\) and rank 0 \(\S+ pid \d+, forked\)", out),
+          "forkuse: the fork that kept its parent's communicator not reported")
+    for name in os.listdir(job):  # the child's call carries the child's thread id
+        with open(os.path.join(job, name)) as f:
+            text = f.read()
+        if '"forked":true' in text:
+            pid = re.search(r'"pid":(\d+)', text).group(1)
+            check(re.search(r'"seq":3,.*"thread":%s,' % pid, text), "forkuse: the child's call "
+                  "carries another thread id:\n%s" % text)
+
+
+def check_pid_reuse(tmp):
+    """Two children with one pid (a PID namespace of their own, ns_last_pid set before each
+    fork): two dumps, two process ids."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        print("skip: no unshare")
+        return
+    job = os.path.join(tmp, "reuse")
+    os.mkdir(job)
+    proc = subprocess.run([unshare, "-Urpf", "--mount-proc", os.environ["INTERPOSED"],
+                           "forkreuse"], capture_output=True, text=True,
+                          env=clean_env(LD_PRELOAD=os.environ["DROPIN_LIBRARY"],
+                                        NCCLSHIM_RECORD="100", NCCLSHIM_RECORD_DIR=job,
+                                        NCCLSHIM_RECORD_SIGNAL="USR1"))
+    pids = re.findall(r"^child_pid=(\d+)$", proc.stdout, re.M)
+    if proc.returncode != 0 or len(pids) != 2:
+        print("skip: no PID namespace with ns_last_pid here (%d): %s" % (
+            proc.returncode, (proc.stdout + proc.stderr)[-300:]))
+        return
+    check(pids[0] == pids[1], "the children's pids differ: %s" % pids)
+    dumps = sorted(os.listdir(job))
+    check(len(dumps) == 2, "pid reuse: %d dumps: %s" % (len(dumps), dumps))
+    ids = set()
+    for name in dumps:
+        with open(os.path.join(job, name)) as f:
+            ids.add(re.search(r'"process":"(\w+)"', f.readline()).group(1))
+    check(len(ids) == 2, "pid reuse: one process id for two processes")
 
 
 def check_compare_graphs_and_hangs(tmp):
@@ -170,7 +233,8 @@ def dump_text(host="h", pid=7, process="00000000000000a1", rank=0, last_seq=3, n
              '{"kind":"comm","comm":"c-1","comm_id":"%s","rank":%d,"nranks":%d,"last_seq":%d}' % (
                  comm_id, rank, nranks, last_seq)]
     for seq in range(1, last_seq + 1):
-        lines.append('{"kind":"call","index":%d,"function":"ncclAllReduce","comm_id":"%s",'
+        lines.append('{"kind":"call","index":%d,"function":"ncclAllReduce","comm":"c-1",'
+                     '"comm_id":"%s",'
                      '"rank":%d,"seq":%d,"count":4,"state":"returned","result":0%s}' % (
                          seq, comm_id, rank, seq, ',"captured":true' if seq in captured else ""))
     return "\n".join(lines) + "\n"

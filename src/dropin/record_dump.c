@@ -1,5 +1,5 @@
 /* The recorder's dump: one JSON-lines file per process, written with async-signal-safe calls
- * only (openat, write, renameat, fstat, clock_gettime, pthread_sigmask, nanosleep; no stdio,
+ * only (openat, write, renameat, fstat, clock_gettime, sigprocmask, nanosleep; no stdio,
  * no malloc), so that the same code serves an error return, an asynchronous error, an abort,
  * a signal, a hang and exit. */
 #include <errno.h>
@@ -150,6 +150,10 @@ static void put_call(out *o, const rec_state *r, uint64_t index, const rec_entry
     put(o, ",\"seq\":");
     put_u64(o, e->seq);
   }
+  if (e->coll != 0) {
+    put(o, ",\"coll\":");
+    put_u64(o, e->coll);
+  }
   if (e->has_count) {
     put(o, ",\"count\":");
     put_u64(o, e->count);
@@ -175,6 +179,8 @@ static void put_comm(out *o, const rec_state *r, const ncclshim_rec_comm *c) {
   put_field(o, "nranks", atomic_load(&c->nranks));
   put(o, ",\"last_seq\":");
   put_u64(o, atomic_load(&c->ops));
+  put(o, ",\"last_coll\":");
+  put_u64(o, atomic_load(&c->colls));
   int by = atomic_load(&c->created_by);
   if (by >= 0) {
     put(o, ",\"created_by\":");
@@ -429,10 +435,10 @@ static void dump(const trigger *t, const char *note) {
   int saved_errno = errno;
   sigset_t all, before;
   sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, &before);
+  sigprocmask(SIG_BLOCK, &all, &before);
   if (!take_turn(r)) {
     ncclshim_rec_say("no dump (", t->why, "): another dump did not finish within 10 s", 0);
-    pthread_sigmask(SIG_SETMASK, &before, NULL);
+    sigprocmask(SIG_SETMASK, &before, NULL);
     errno = saved_errno;
     return;
   }
@@ -474,7 +480,7 @@ static void dump(const trigger *t, const char *note) {
     }
   }
   atomic_flag_clear(&r->busy);
-  pthread_sigmask(SIG_SETMASK, &before, NULL);
+  sigprocmask(SIG_SETMASK, &before, NULL);
   errno = saved_errno;
 }
 

@@ -45,6 +45,7 @@ static void add_comm(const ncclshim_rec_call *call, const void *made, uint64_t n
     id = 0; /* split from a communicator the recorder never saw made */
   }
   atomic_store(&c->ops, 0); /* made again at an address seen before: it starts afresh */
+  atomic_store(&c->colls, 0);
   atomic_store(&c->splits, 0);
   atomic_store(&c->async_error, 0);
   atomic_store(&c->dumped, 0);
@@ -106,10 +107,16 @@ static void publish(ncclshim_rec_call *call, int result) {
   /* A load and a store, not a locked add: NCCL requires a communicator's operations to be
    * issued by one thread at a time, in the same order on every rank, so no two threads number
    * one communicator's operations at once. */
-  uint64_t seq = 0;
+  uint64_t seq = 0, coll = 0;
   if (call->is_op && c != NULL) {
     seq = atomic_load_explicit(&c->ops, memory_order_relaxed) + 1;
     atomic_store_explicit(&c->ops, seq, memory_order_relaxed);
+    /* Point-to-point calls are matched by peer pair, not in one order on every rank: the
+     * collectives get a count of their own, which every rank shares. */
+    if (call->fn != NCCLSHIM_FN_ncclSend && call->fn != NCCLSHIM_FN_ncclRecv) {
+      coll = atomic_load_explicit(&c->colls, memory_order_relaxed) + 1;
+      atomic_store_explicit(&c->colls, coll, memory_order_relaxed);
+    }
   }
   uint64_t index = atomic_fetch_add_explicit(&r->next, 1, memory_order_relaxed);
   rec_entry *e = slot_of(index);
@@ -132,6 +139,7 @@ static void publish(ncclshim_rec_call *call, int result) {
   e->thread = here.tid;
   e->captured = call->captured;
   e->seq = seq;
+  e->coll = coll;
   e->count = call->count;
   e->has_count = call->has_count;
   e->comm_id = c != NULL ? atomic_load_explicit(&c->id, memory_order_relaxed) : 0;

@@ -25,6 +25,8 @@
  *   interposed forkreuse            two children forked in turn with the same pid (in a PID
  *                                   namespace of its own, /proc/sys/kernel/ns_last_pid set
  *                                   before each fork); each dumps (SIGUSR1)
+ *   interposed pipeline RANK COUNT  rank 0 sends 3 times to rank 1 (COUNT floats), rank 1
+ *                                   receives 3 times from rank 0; then one all-reduce each
  *   interposed interrupted          a long dump (SIGUSR1, 100000 calls) that another thread's
  *                                   abort() interrupts as soon as its temporary file appears
  *   interposed captured | hang | hanggroup   with a fake CUDA driver (interposed_cuda.c)
@@ -290,6 +292,15 @@ static int more(int argc, char **argv) {
     all_reduces(interposed_start(0), 2);
     for (int i = 0; i < (argc == 4 ? atoi(argv[3]) : 1); i++) raise(atoi(argv[2]));
     printf("alive=1\n");
+  } else if (strcmp(what, "pipeline") == 0 && argc == 4) {
+    int rank = atoi(argv[2]);
+    ncclComm_t comm = interposed_start(rank);
+    for (int i = 0; i < 3; i++)
+      if (rank == 0)
+        ncclSend(NULL, (size_t)atoi(argv[3]), ncclFloat32, 1, comm, NULL);
+      else
+        ncclRecv(NULL, (size_t)atoi(argv[3]), ncclFloat32, 0, comm, NULL);
+    all_reduces(comm, 1);
   } else if (strcmp(what, "tworanks") == 0) {
     two_ranks();
   } else if (strcmp(what, "forkuse") == 0) {

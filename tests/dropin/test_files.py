@@ -11,7 +11,9 @@
                             with one host name and pid; two processes that claim one rank;
                             captured operations (exit 3); a hang dump's stuck call; one
                             process holding two ranks; a fork that keeps its parent's
-                            communicator; two children with one pid
+                            communicator; two children with one pid; sends and receives
+                            matched by peer pair; a directory named like a dump, a lone
+                            surrogate, a Latin-1 locale, dumps without a communicator
     test_files.py audit     audit mode (LD_AUDIT) over a Python ctypes program that binds NCCL
                             as vLLM's pynccl does: both ranks recorded, the rank behind named
 
@@ -140,6 +142,8 @@ def check_compare(tmp):
     check_compare_hostile(tmp)
     check_compare_graphs_and_hangs(tmp)
     check_compare_shapes(tmp)
+    check_compare_p2p(tmp)
+    check_compare_inputs(tmp)
     check_pid_reuse(tmp)
 
 
@@ -171,6 +175,45 @@ def check_compare_shapes(tmp):
             pid = re.search(r'"pid":(\d+)', text).group(1)
             check(re.search(r'"seq":3,.*"thread":%s,' % pid, text), "forkuse: the child's call "
                   "carries another thread id:\n%s" % text)
+
+
+def check_compare_p2p(tmp):
+    """Sends and receives are matched by peer pair, not by sequence number: a correct
+    pipeline (3 sends on rank 0, 3 receives on rank 1) is in step; a receive of another count
+    is named."""
+    job = record(os.path.join(tmp, "pipeline"), "pipeline", "0", "64")
+    record(job, "pipeline", "1", "64")
+    check("verdict: every communicator in step" in compare(0, job), "pipeline: not in step")
+    job = record(os.path.join(tmp, "pipeline-bad"), "pipeline", "0", "64")
+    record(job, "pipeline", "1", "32")
+    check(re.search(r"verdict: rank 0's send #1 to rank 1 \(ncclSend count 64 .*\) does not "
+                    r"match rank 1's receive #1 from rank 0 \(ncclRecv count 32 ", compare(1, job)),
+          "pipeline: a mismatched receive not named")
+
+
+def check_compare_inputs(tmp):
+    """A directory named like a dump is left out; a lone surrogate is refused; a locale that
+    cannot show a path's characters gets them escaped; dumps without a communicator are not
+    "in step"."""
+    job = os.path.join(tmp, "with-dir")
+    os.makedirs(os.path.join(job, "ncclshim-record-x.jsonl"))
+    with open(os.path.join(job, "ncclshim-record-a.jsonl"), "w") as f:
+        f.write(dump_text(process="00000000000000a1", rank=0, nranks=1))
+    check("verdict: every communicator in step" in compare(0, job), "a directory named like a "
+          "dump was read")
+    compare_dir(os.path.join(tmp, "surrogate"), {"ncclshim-record-a.jsonl": dump_text(
+        host="\\ud800")}, 2, "'host' holds a lone surrogate")
+    latin = os.path.join(tmp, "latin")
+    os.makedirs(latin)
+    with open(os.path.join(latin, "ncclshim-record-\u4e2d.jsonl"), "w") as f:
+        f.write(dump_text(process="00000000000000a1", rank=0, nranks=1))
+    proc = subprocess.run([sys.executable, os.environ["COMPARE"], latin], capture_output=True,
+                          env=clean_env(PYTHONIOENCODING="latin-1"))
+    check(proc.returncode == 0 and b"Traceback" not in proc.stderr and b"record-\\u4e2d" in
+          proc.stdout, "latin-1 output: %d %r" % (proc.returncode, proc.stderr[-300:]))
+    empty = dump_text().split("\n")[0] + "\n"
+    compare_dir(os.path.join(tmp, "no-comm"), {"ncclshim-record-a.jsonl": empty}, 2,
+                "verdict: unusable: no communicator")
 
 
 def check_pid_reuse(tmp):

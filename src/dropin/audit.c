@@ -4,8 +4,11 @@
  * counted at once, and a second one reported. Each binding of an NCCL name to the first NCCL,
  * however the program makes it (a linked call's PLT slot, dlsym, ctypes), passes through
  * la_symbind64, which notes the real address and hands back the recorder's wrapper for that
- * function. The wrappers call the addresses noted: this copy of the library never loads an
- * NCCL of its own. With the recorder off, bindings are left as they are. */
+ * function. A binding through a GOT slot (-fno-plt, a taken &ncclAllReduce) passes through
+ * no audit hook: once each load is complete, the objects it mapped have those slots given
+ * the wrappers too (audit_got.c). The wrappers call the addresses noted: this copy of the
+ * library never loads an NCCL of its own. With the recorder off, bindings are left as they
+ * are. */
 #include <elf.h>
 #include <link.h>
 #include <stddef.h>
@@ -16,6 +19,7 @@
 #include "../../loader/objects.h"
 #include "../internal.h"
 #include "../nccl/nccl_names.h"
+#include "audit_got.h"
 #include "record.h"
 #include "record_cuda.h"
 
@@ -43,6 +47,13 @@ static struct {
   char name[PATH_MAX];
 } nccls[MAX_NCCLS];
 static size_t nccl_count;
+
+/* The objects mapped since the last load completed (la_activity), whose GOT slots are then
+ * read; past PENDING_MAX, every object of the namespace is. */
+enum { PENDING_MAX = 1024 };
+static const struct link_map *pending[PENDING_MAX];
+static size_t pending_count;
+static int pending_overflow;
 
 /* ---- Is this object an NCCL? Its dynamic symbol table, read from memory. ---- */
 
@@ -74,17 +85,27 @@ EXPORT unsigned int la_version(unsigned int version) {
 
 /* Bindings from every object are seen; bindings to an NCCL only are. */
 EXPORT unsigned int la_objopen(struct link_map *map, Lmid_t lmid, uintptr_t *cookie) {
-  (void)lmid;
   /* The cookie is the link map, with bit 0 set for an ncclshim loader's (maps are aligned). */
   *cookie = (uintptr_t)map | (uintptr_t)is_ncclshim(map);
   if (*cookie & 1) return 0;
   if (recording != NULL && ncclshim_rec_cuda_objopen(map)) return LA_FLG_BINDFROM;
-  if (!is_nccl(map)) return LA_FLG_BINDFROM;
+  if (!is_nccl(map)) {
+    if (recording != NULL && lmid == LM_ID_BASE && pending_count < PENDING_MAX)
+      pending[pending_count++] = map;
+    else if (recording != NULL && lmid == LM_ID_BASE)
+      pending_overflow = 1;
+    return LA_FLG_BINDFROM;
+  }
   if (nccl_count == 0) {
     if (ncclshim_debug_enabled())
       ncclshim_rec_say("audit mode: NCCL mapped: ", name_of(map),
-                       recording != NULL ? "; its functions are recorded however they are bound"
-                                         : "; the recorder is off",
+                       recording == NULL ? "; the recorder is off"
+                       : NCCLSHIM_AUDIT_SEES_GOT
+                           ? "; its functions are recorded however they are bound (dlsym, "
+                             "ctypes, PLT, GOT)"
+                           : "; its functions are recorded when bound by dlsym, ctypes or a "
+                             "PLT slot, not through a GOT slot (-fno-plt, a taken address) on "
+                             "this architecture: run such a program with LD_PRELOAD",
                        0);
   } else {
     char first[PATH_MAX + 64];
@@ -102,6 +123,8 @@ EXPORT unsigned int la_objopen(struct link_map *map, Lmid_t lmid, uintptr_t *coo
 }
 
 EXPORT unsigned int la_objclose(uintptr_t *cookie) {
+  for (size_t i = 0; i < pending_count; i++)
+    if ((uintptr_t)pending[i] == *cookie) pending[i] = pending[--pending_count];
   for (size_t i = 0; i < nccl_count; i++) {
     if (nccls[i].map != *cookie) continue;
     memmove(&nccls[i], &nccls[i + 1], (nccl_count - i - 1) * sizeof(nccls[0]));
@@ -132,6 +155,38 @@ static uintptr_t redirect(const ElfW(Sym) * sym, const uintptr_t *refcook, const
   uintptr_t wrapper;
   memcpy(&wrapper, (const char *)recording + functions[i].offset, sizeof(wrapper));
   return wrapper;
+}
+
+/* A GOT slot bound to an NCCL name that holds the first NCCL's function: its wrapper. */
+static uintptr_t got_target(const char *name, uintptr_t value) {
+  int i;
+  if (recording == NULL || nccl_count == 0 || (i = index_of(name)) < 0) return 0;
+  const struct link_map *nccl = (const struct link_map *)nccls[0].map;
+  const ElfW(Sym) *sym = ncshl_dynamic_lookup(nccl->l_ld, nccl->l_addr, name);
+  if (sym == NULL || ELF64_ST_TYPE(sym->st_info) != STT_FUNC ||
+      value != nccl->l_addr + sym->st_value)
+    return 0;
+  memcpy((char *)&bound + functions[i].offset, &value, sizeof(value));
+  uintptr_t wrapper;
+  memcpy(&wrapper, (const char *)recording + functions[i].offset, sizeof(wrapper));
+  return wrapper;
+}
+
+EXPORT void la_activity(uintptr_t *cookie, unsigned int flag) {
+  (void)cookie;
+  if (flag != LA_ACT_CONSISTENT) return;
+  if (recording != NULL && nccl_count > 0) {
+    if (pending_overflow && pending_count > 0) {
+      const struct link_map *m = pending[0];
+      while (m->l_prev != NULL) m = m->l_prev;
+      for (; m != NULL; m = m->l_next)
+        if (m != (const struct link_map *)nccls[0].map) ncclshim_audit_patch_got(m, got_target);
+    } else {
+      for (size_t i = 0; i < pending_count; i++) ncclshim_audit_patch_got(pending[i], got_target);
+    }
+  }
+  pending_count = 0;
+  pending_overflow = 0;
 }
 
 #if __ELF_NATIVE_CLASS == 64

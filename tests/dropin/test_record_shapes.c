@@ -164,6 +164,30 @@ static void test_signal_names_and_numbers(void **state) {
       lines(s.output, "ncclshim recorder: recording the last 10 calls", "on signal 20", ""), 1);
 }
 
+/* Group 3: a call through a GOT slot (the interposed program takes &ncclAllReduce, so its
+ * calls read the address from the GOT) is recorded in audit mode too, once per call. */
+static void test_audit_got_calls(void **state) {
+  (void)state;
+#ifdef SANITIZED
+  skip();
+#endif
+  scenario s;
+  char *dir = scratch_dir();
+  const char *args[] = {"ops", "0", "3", NULL};
+  const char *env[] = {env_entry("LD_AUDIT", getenv("DROPIN_LIBRARY")),
+                       "NCCLSHIM_RECORD=100",
+                       env_entry("NCCLSHIM_RECORD_DIR", dir),
+                       "NCCLSHIM_RECORD_AT_EXIT=1",
+                       "NCCLSHIM_DEBUG=1",
+                       NULL};
+  run_interposed(&s, 0, args, env);
+  assert_int_equal(s.exit_code, 0);
+  assert_int_equal(lines(s.output, "audit mode: NCCL mapped:", "however they are bound", ""), 1);
+  char *dump = read_dump(dir, NULL);
+  assert_int_equal(lines(dump, "\"function\":\"ncclAllReduce\"", "", ""), 3);
+  free(dump);
+}
+
 int run_record_shapes_tests(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_audit_nccl_reopened),
@@ -172,6 +196,7 @@ int run_record_shapes_tests(void) {
       cmocka_unit_test(test_unloaded_handlers_removed),
       cmocka_unit_test(test_handler_flags_kept),
       cmocka_unit_test(test_signal_names_and_numbers),
+      cmocka_unit_test(test_audit_got_calls),
   };
   return cmocka_run_group_tests_name("recorder shapes", tests, NULL, NULL);
 }

@@ -74,5 +74,7 @@ void ncclshim_rec_dump_hang(int fn, int hang_ms, uint64_t index, const char *not
 void ncclshim_rec_say(const char *a, const char *b, const char *c, int error);
 /* "ncclshim: A B" on stderr, B escaped the same way: the drop-in's own checks. */
 void ncclshim_dropin_say(const char *a, const char *b);
+/* "ncclshim drop-in: TEXT" on stderr, TEXT escaped the same way (paths may hold anything). */
+void ncclshim_dropin_line(const char *text);
 
 #endif

@@ -285,7 +285,8 @@ static void terminate(out *o) {
 }
 
 /* ncclshim-record-HOST-PID-rankR-PROCESS.jsonl ("-norank" before any communicator), in the
- * dump directory; PROCESS is the first 8 hex digits of the process id. */
+ * dump directory; PROCESS is the first 8 hex digits of the process id. Once that name could
+ * not be taken, -SUFFIX (16 random hex digits) before ".jsonl". */
 static void file_name(out *o, rec_state *r) {
   o->used = 0;
   put(o, "ncclshim-record-");
@@ -301,6 +302,10 @@ static void file_name(out *o, rec_state *r) {
     put(o, "-");
   }
   put_hex(o, r->process_id >> 32, 8);
+  if (r->name_suffix != 0) {
+    put(o, "-");
+    put_hex(o, r->name_suffix, 16);
+  }
   put(o, ".jsonl");
   terminate(o);
 }
@@ -387,6 +392,8 @@ void ncclshim_rec_say(const char *a, const char *b, const char *c, int error) {
 
 void ncclshim_dropin_say(const char *a, const char *b) { say("ncclshim: ", a, b, "", 0); }
 
+void ncclshim_dropin_line(const char *text) { say("ncclshim drop-in: ", "", text, "", 0); }
+
 /* The directory's descriptor still names the directory opened at start (a program that
  * closes every descriptor may have closed it, and the number may name something else now). */
 static int same_dir(const rec_state *r) {
@@ -411,6 +418,46 @@ static int create_temp(rec_state *r, out *temp) {
     if (errno != EEXIST) return -1;
   }
   return -1;
+}
+
+/* The temporary file renamed to the dump's name. A name that cannot be taken because
+ * something else holds it (another user's file planted in a sticky directory, a directory)
+ * gives way to one with a random suffix, kept for the later dumps; `path` is the name used. */
+static int rename_dump(rec_state *r, const out *temp, out *path) {
+  for (int attempt = 0; attempt < 4; attempt++) {
+    if (renameat(r->dir_fd, temp->buf, r->dir_fd, path->buf) == 0) return 1;
+    if (errno != EEXIST && errno != EISDIR && errno != EPERM && errno != EACCES &&
+        errno != ENOTEMPTY && errno != EBUSY)
+      return 0;
+    r->name_suffix =
+        ncclshim_rec_hash(r, atomic_fetch_add(&r->names, 1) ^ ((uint64_t)getpid() << 20)) | 1;
+    file_name(path, r);
+  }
+  return 0;
+}
+
+/* "wrote DIR/NAME": DIR is where the descriptor is now (the directory may have been renamed
+ * since the start), written in pieces, so that no length cuts it. */
+static void say_written(const rec_state *r, const out *path, const char *note) {
+  char now[PATH_MAX + 1], link[32];
+  out fd_link = {.fd = -1};
+  put(&fd_link, "/proc/self/fd/");
+  put_u64(&fd_link, (uint64_t)r->dir_fd);
+  terminate(&fd_link);
+  memcpy(link, fd_link.buf, sizeof(link) - 1);
+  link[sizeof(link) - 1] = '\0';
+  ssize_t n = readlink(link, now, sizeof(now) - 1);
+  const char *dir = r->dir;
+  if (n > 0 && now[0] == '/') {
+    now[n] = '\0';
+    dir = now;
+  }
+  out tail = {.fd = -1};
+  put(&tail, "/");
+  put(&tail, path->buf);
+  put(&tail, note);
+  terminate(&tail);
+  ncclshim_rec_say("wrote ", dir, tail.buf, 0);
 }
 
 enum { WAIT_STEPS = 10000 }; /* of 1 ms: how long a dump waits for another one to finish */
@@ -466,17 +513,12 @@ static void dump(const trigger *t, const char *note) {
     if (o.error != 0) {
       unlinkat(r->dir_fd, temp.buf, 0);
       ncclshim_rec_say("cannot write a dump in ", r->dir, " (the previous dump is kept)", o.error);
-    } else if (renameat(r->dir_fd, temp.buf, r->dir_fd, path.buf) != 0) {
+    } else if (!rename_dump(r, &temp, &path)) {
       int error = errno;
       unlinkat(r->dir_fd, temp.buf, 0);
       ncclshim_rec_say("cannot rename the dump to ", path.buf, "", error);
     } else {
-      out full = {.fd = -1};
-      put(&full, r->dir);
-      put(&full, "/");
-      put(&full, path.buf);
-      terminate(&full);
-      ncclshim_rec_say("wrote ", full.buf, note, 0);
+      say_written(r, &path, note);
     }
   }
   atomic_flag_clear(&r->busy);

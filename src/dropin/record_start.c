@@ -141,6 +141,20 @@ static int open_dir(rec_state *r) {
     if (fd >= 0) close(fd);
     return 0;
   }
+  /* Writable in name is not enough (/sys passes access(W_OK) as root, then refuses every
+   * file): a file is made and removed once. */
+  char probe[64];
+  snprintf(probe, sizeof(probe), ".ncclshim-record-check-%d.tmp", (int)getpid());
+  int made = openat(fd, probe, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (made < 0 && errno != EEXIST) {
+    refuse("NCCLSHIM_RECORD_DIR", dir, strerror(errno));
+    close(fd);
+    return 0;
+  }
+  if (made >= 0) {
+    close(made);
+    unlinkat(fd, probe, 0);
+  }
   r->dir_fd = fd;
   r->dir_dev = st.st_dev;
   r->dir_ino = st.st_ino;

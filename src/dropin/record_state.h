@@ -83,6 +83,8 @@ typedef struct rec_state {
   dev_t dir_dev;
   ino_t dir_ino;
   char dir[PATH_MAX];
+  uint64_t name_suffix; /* 0, or the random suffix of the dump's name, once its plain name
+                           could not be taken (another user's file in a sticky directory) */
   char host[72];
   char boot_id[40];
   /* Identity: a random id per process (a forked child draws its own), and the secret key of

@@ -27,6 +27,10 @@
  *                                   before each fork); each dumps (SIGUSR1)
  *   interposed pipeline RANK COUNT  rank 0 sends 3 times to rank 1 (COUNT floats), rank 1
  *                                   receives 3 times from rank 0; then one all-reduce each
+ *   interposed plant                a dump (SIGUSR1); its name then taken by a directory (as
+ *                                   another user's file would be in a sticky directory);
+ *                                   a second dump
+ *   interposed movedir              a dump, the dump directory renamed (DIR-moved), a dump
  *   interposed interrupted          a long dump (SIGUSR1, 100000 calls) that another thread's
  *                                   abort() interrupts as soon as its temporary file appears
  *   interposed captured | hang | hanggroup   with a fake CUDA driver (interposed_cuda.c)
@@ -37,6 +41,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,6 +203,34 @@ static void threads(void) {
   raise(SIGUSR1);
 }
 
+/* The name of the first dump in `dir` (static), or "". */
+static const char *first_dump(const char *dir) {
+  static char name[512];
+  name[0] = '\0';
+  DIR *d = opendir(dir);
+  for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;)
+    if (strncmp(e->d_name, "ncclshim-record-", 16) == 0)
+      snprintf(name, sizeof(name), "%s", e->d_name);
+  if (d != NULL) closedir(d);
+  return name;
+}
+
+static void plant_or_move(int plant) {
+  const char *dir = getenv("NCCLSHIM_RECORD_DIR");
+  all_reduces(interposed_start(0), 1);
+  raise(SIGUSR1);
+  char from[4096], to[4096];
+  if (plant) {
+    snprintf(from, sizeof(from), "%s/%s", dir, first_dump(dir));
+    snprintf(to, sizeof(to), "%s/kept", dir);
+    printf("planted=%d\n", rename(from, to) == 0 && mkdir(from, 0700) == 0);
+  } else {
+    snprintf(to, sizeof(to), "%s-moved", dir);
+    printf("moved=%d\n", rename(dir, to) == 0);
+  }
+  raise(SIGUSR1);
+}
+
 /* Waits (every 100 us, at most 20 s) for the dump's temporary file, then calls abort(). */
 static void *abort_during_dump(void *dir) {
   struct timespec tick = {0, 100 * 1000};
@@ -307,6 +340,8 @@ static int more(int argc, char **argv) {
     fork_use();
   } else if (strcmp(what, "forkreuse") == 0) {
     fork_reuse();
+  } else if (strcmp(what, "plant") == 0 || strcmp(what, "movedir") == 0) {
+    plant_or_move(strcmp(what, "plant") == 0);
   } else if (strcmp(what, "interrupted") == 0) {
     interrupted();
   } else if (strcmp(what, "actions") == 0) {

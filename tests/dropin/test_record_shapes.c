@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -188,6 +190,84 @@ static void test_audit_got_calls(void **state) {
   free(dump);
 }
 
+/* Group 14: the dump's name taken by something else (another user's file in a sticky
+ * directory; a directory here): the next dump takes a name with a random suffix. */
+static void test_planted_name(void **state) {
+  (void)state;
+  scenario s;
+  const char *args[] = {"plant", NULL};
+  const char *env[] = {"NCCLSHIM_RECORD=100", env_entry("NCCLSHIM_RECORD_DIR", scratch_dir()),
+                       "NCCLSHIM_RECORD_SIGNAL=USR1", NULL};
+  run_interposed(&s, 1, args, env);
+  assert_int_equal(s.exit_code, 0);
+  assert_string_equal(scenario_get(&s, "planted"), "1");
+  assert_int_equal(lines(s.output, "ncclshim recorder: wrote ", "", ""), 2);
+  assert_int_equal(lines(s.output, "cannot rename", "", ""), 0);
+  const char *second = strstr(strstr(s.output, "planted=1"), "wrote ");
+  assert_non_null(second);
+  const char *end = strstr(second, ".jsonl");
+  assert_non_null(end);
+  assert_true(end - second > 17 && end[-17] == '-'); /* -SUFFIX: 16 hex digits */
+}
+
+/* Group 15: "wrote" names where the directory is now, and a directory path of 4000
+ * characters in full. */
+static void test_written_paths(void **state) {
+  (void)state;
+  scenario s;
+  char *dir = scratch_dir();
+  const char *args[] = {"movedir", NULL};
+  const char *env[] = {"NCCLSHIM_RECORD=100", env_entry("NCCLSHIM_RECORD_DIR", dir),
+                       "NCCLSHIM_RECORD_SIGNAL=USR1", NULL};
+  run_interposed(&s, 1, args, env);
+  assert_string_equal(scenario_get(&s, "moved"), "1");
+  char moved[4096];
+  snprintf(moved, sizeof(moved), "wrote %s-moved/ncclshim-record-", dir);
+  assert_int_equal(lines(s.output, moved, "", ""), 1);
+
+  char deep[4200];
+  int used = snprintf(deep, sizeof(deep), "%s", scratch_dir());
+  while (used < 4000) { /* components of 200 characters */
+    deep[used++] = '/';
+    memset(deep + used, 'd', 200);
+    used += 200;
+    deep[used] = '\0';
+    assert_int_equal(mkdir(deep, 0700), 0);
+  }
+  const char *ops[] = {"signal", NULL};
+  const char *deep_env[] = {"NCCLSHIM_RECORD=100", env_entry("NCCLSHIM_RECORD_DIR", deep),
+                            "NCCLSHIM_RECORD_SIGNAL=USR1", NULL};
+  run_interposed(&s, 1, ops, deep_env);
+  char *wrote = strstr(s.output, "ncclshim recorder: wrote ");
+  assert_non_null(wrote);
+  assert_int_equal(strncmp(wrote + 25, deep, strlen(deep)), 0);
+  assert_non_null(strstr(wrote + 25 + strlen(deep), ".jsonl\n"));
+}
+
+/* Group 15: a directory that refuses files (/sys) is refused at start, not at every dump;
+ * the drop-in's lines show a path's control characters escaped. */
+static void test_start_checks_and_escapes(void **state) {
+  (void)state;
+  scenario s;
+  const char *args[] = {"error", NULL};
+  const char *env[] = {"NCCLSHIM_RECORD=10", "NCCLSHIM_RECORD_DIR=/sys", NULL};
+  run_interposed(&s, 1, args, env);
+  assert_int_equal(lines(s.output, "NCCLSHIM_RECORD_DIR=/sys: ", "the recorder stays off", ""), 1);
+  assert_int_equal(lines(s.output, "cannot create a dump", "", ""), 0);
+
+  char *dir = scratch_dir(), odd[4096], nccl[4200];
+  snprintf(odd, sizeof(odd), "%s/e\033[31mred", dir);
+  assert_int_equal(mkdir(odd, 0700), 0);
+  snprintf(nccl, sizeof(nccl), "%s/libnccl.so.2", odd);
+  copy_file(getenv("NCCLSHIM_NCCL_LIBRARY"), nccl, (size_t)-1, 0); /* a link would be resolved */
+  const char *debug[] = {"NCCLSHIM_DEBUG=1", env_entry("NCCLSHIM_NCCL_LIBRARY", nccl), NULL};
+  run_captured(&s, getenv("DROPIN_USER"), NULL, debug);
+  assert_int_equal(lines(s.output, "ncclshim drop-in: forwarding to NCCL 2.28.9 from ",
+                         "e\\x1b[31mred/libnccl.so.2", ""),
+                   1);
+  assert_int_equal(lines(s.output, "ncclshim drop-in:", "\033", ""), 0);
+}
+
 int run_record_shapes_tests(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_audit_nccl_reopened),
@@ -197,6 +277,9 @@ int run_record_shapes_tests(void) {
       cmocka_unit_test(test_handler_flags_kept),
       cmocka_unit_test(test_signal_names_and_numbers),
       cmocka_unit_test(test_audit_got_calls),
+      cmocka_unit_test(test_planted_name),
+      cmocka_unit_test(test_written_paths),
+      cmocka_unit_test(test_start_checks_and_escapes),
   };
   return cmocka_run_group_tests_name("recorder shapes", tests, NULL, NULL);
 }

@@ -29,6 +29,7 @@ build=${BUILD:-build-gpu}
 dropin=$PWD/$build/src/dropin/libncclshim-nccl.so.0
 compare=$PWD/src/dropin/ncclshim-record-compare
 bin=$out/bin
+nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 csv=$out/summary.csv
 echo "case,verdict,detected_ms,detail" >"$csv"
 started=$SECONDS
@@ -40,7 +41,7 @@ row() { # CASE VERDICT DETECTED DETAIL
 
 build_jobs() {
   [ -f "$dropin" ] || meson compile -C "$build" ncclshim-nccl >"$out/build.log" 2>&1
-  nvcc -arch=sm_90 -shared -Xcompiler -fPIC tests/dropin/gpu/hang_gpu.cu -o "$bin/libhang_gpu.so" &&
+  "$nvcc" -arch=sm_90 -shared -Xcompiler -fPIC tests/dropin/gpu/hang_gpu.cu -o "$bin/libhang_gpu.so" &&
     for target in sys pip link; do
       case $target in
       sys) dir=$(dirname "$sys_nccl") name=libnccl.so.2 ;;
@@ -157,4 +158,5 @@ if [ -x "$python" ]; then
     NCCLSHIM_RECORD_AT_EXIT=1 -- "$python" tests/dropin/gpu/torch_capture.py
   capture_check capture-torch $? "capture=ok"
 fi
-echo "hangdump: $(grep -c ',ok' "$csv") ok of $(($(wc -l <"$csv") - 1)) in $((SECONDS - started)) s"
+echo "hangdump: $(grep -c ',ok' "$csv") ok of $(($(wc -l <"$csv") - 1)) in $((SECONDS - started)) s" |
+  tee "$out/summary.txt"

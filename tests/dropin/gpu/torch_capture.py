@@ -19,8 +19,12 @@ def main():
         return 77
     torch.cuda.set_device(0)
     store = tempfile.NamedTemporaryFile(delete=False)
-    dist.init_process_group("nccl", init_method="file://" + store.name, rank=0, world_size=1,
-                            device_id=torch.device("cuda", 0))
+    try:  # eager initialization where torch has it (2.3 and later)
+        dist.init_process_group("nccl", init_method="file://" + store.name, rank=0,
+                                world_size=1, device_id=torch.device("cuda", 0))
+    except TypeError:
+        dist.init_process_group("nccl", init_method="file://" + store.name, rank=0,
+                                world_size=1)
     x = torch.ones(1 << 20, device="cuda")
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())

@@ -48,7 +48,7 @@ build_jobs() {
       pip) dir=$(dirname "$pip_nccl") name=libnccl.so.2 ;;
       link) dir=$(dirname "$dropin") name=libncclshim-nccl.so.0 ;;
       esac
-      gcc -std=c11 -D_GNU_SOURCE -Iinclude tests/dropin/gpu/hang_job.c -o "$bin/hang_job_$target" \
+      gcc -std=c11 -D_GNU_SOURCE -Iinclude -Itests/dropin tests/dropin/gpu/hang_job.c -o "$bin/hang_job_$target" \
         -L"$bin" -lhang_gpu -L"$dir" -l:"$name" -Xlinker -rpath -Xlinker "$bin" \
         -Xlinker -rpath -Xlinker "$dir" || return 1
     done

@@ -6,7 +6,6 @@
  *   interposed hanggroup   the same, the held all-reduce inside ncclGroupStart/End
  * The all-reduces are bound by dlsym, so that audit mode (LD_AUDIT) sees them as well.
  * It prints events_recorded=N (cuEventRecord calls) and, for the hang ones, dumped=0|1. */
-#include <dirent.h>
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +14,7 @@
 #include <time.h>
 
 #include "fake_cuda_events.h"
+#include "has_dump.h"
 #include "interposed.h"
 #include "under.h"
 
@@ -23,15 +23,6 @@ static void *cuda;
 static int events_recorded(void) {
   int (*count)(void) = (int (*)(void))(uintptr_t)dlsym(cuda, "fake_cuda_events_recorded");
   return count != NULL ? count() : -1;
-}
-
-static int has_dump(const char *dir) {
-  DIR *d = opendir(dir);
-  int found = 0;
-  for (struct dirent *e; d != NULL && !found && (e = readdir(d)) != NULL;)
-    found = strncmp(e->d_name, "ncclshim-record-", 16) == 0;
-  if (d != NULL) closedir(d);
-  return found;
 }
 
 /* The condition (a dump in the directory), checked every 10 ms for at most 20 s. */

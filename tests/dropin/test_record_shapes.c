@@ -13,9 +13,33 @@
 
 #include "dropin_tests.h"
 
+/* Audit mode: an auditor's namespace would get a second copy of the sanitizer's runtime. */
+#ifdef SANITIZED
+#define SKIP_UNDER_SANITIZER() skip()
+#else
+#define SKIP_UNDER_SANITIZER() (void)0
+#endif
+
 static int lines(const char *text, const char *a, const char *b, const char *c) {
   const char *needles[] = {a, b, c, NULL};
   return count_lines(text, needles);
+}
+
+/* The interposed program's scenario `what` under LD_PRELOAD, recording the last `calls`
+ * calls into `dir`, the dump signal USR1. */
+static void run_dumping(scenario *s, const char *what, const char *calls, const char *dir) {
+  const char *args[] = {what, NULL};
+  const char *env[] = {env_entry("NCCLSHIM_RECORD", calls), env_entry("NCCLSHIM_RECORD_DIR", dir),
+                       "NCCLSHIM_RECORD_SIGNAL=USR1", NULL};
+  run_interposed(s, 1, args, env);
+}
+
+/* Lines of the one dump in `dir` that hold both needles. */
+static int dump_lines(const char *dir, const char *a, const char *b) {
+  char *dump = read_dump(dir, NULL);
+  int n = lines(dump, a, b, "");
+  free(dump);
+  return n;
 }
 
 /* Group 1: a program dlcloses NCCL, opens another library (which may be mapped where NCCL's
@@ -23,9 +47,7 @@ static int lines(const char *text, const char *a, const char *b, const char *c) 
  * the NCCL opened again are recorded. */
 static void test_audit_nccl_reopened(void **state) {
   (void)state;
-#ifdef SANITIZED
-  skip(); /* an auditor's namespace would get a second copy of the sanitizer's runtime */
-#endif
+  SKIP_UNDER_SANITIZER();
   scenario s;
   char *dir = scratch_dir();
   const char *args[] = {getenv("UNDER_NCCL"), "reopen", getenv("FAKE_CUDA"), NULL};
@@ -36,9 +58,7 @@ static void test_audit_nccl_reopened(void **state) {
   assert_string_equal(scenario_get(&s, "other"), "1");
   assert_string_equal(scenario_get(&s, "init_again_result"), "0");
   assert_int_equal(lines(s.output, "second NCCL", "", ""), 0);
-  char *dump = read_dump(dir, NULL);
-  assert_int_equal(lines(dump, "\"function\":\"ncclAllReduce\"", "\"count\":16,", ""), 2);
-  free(dump);
+  assert_int_equal(dump_lines(dir, "\"function\":\"ncclAllReduce\"", "\"count\":16,"), 2);
 }
 
 /* Group 2: under LD_AUDIT with the recorder on, a program linked to the drop-in still gets
@@ -46,9 +66,7 @@ static void test_audit_nccl_reopened(void **state) {
  * call is recorded once, in one dump. */
 static void test_audit_leaves_loaders_alone(void **state) {
   (void)state;
-#ifdef SANITIZED
-  skip();
-#endif
+  SKIP_UNDER_SANITIZER();
   scenario s;
   char *dir = scratch_dir();
   const char *env[] = {env_entry("LD_AUDIT", getenv("DROPIN_LIBRARY")), "NCCLSHIM_RECORD=100",
@@ -66,9 +84,7 @@ static void test_audit_leaves_loaders_alone(void **state) {
   run_interposed(&s, 1, args, both);
   assert_int_equal(s.exit_code, 0);
   assert_int_equal(dump_count(dir), 1);
-  char *dump = read_dump(dir, NULL);
-  assert_int_equal(lines(dump, "\"function\":\"ncclAllReduce\"", "", ""), 3);
-  free(dump);
+  assert_int_equal(dump_lines(dir, "\"function\":\"ncclAllReduce\"", ""), 3);
 }
 
 /* Group 7: abort() on another thread while a dump is being written: the dump is finished,
@@ -77,10 +93,7 @@ static void test_interrupted_dump_kept(void **state) {
   (void)state;
   scenario s;
   char *dir = scratch_dir();
-  const char *args[] = {"interrupted", NULL};
-  const char *env[] = {"NCCLSHIM_RECORD=100000", env_entry("NCCLSHIM_RECORD_DIR", dir),
-                       "NCCLSHIM_RECORD_SIGNAL=USR1", NULL};
-  run_interposed(&s, 1, args, env);
+  run_dumping(&s, "interrupted", "100000", dir);
   assert_int_equal(s.exit_code, 128 + 6); /* SIGABRT */
   assert_string_equal(scenario_get(&s, "aborting_during_dump"), "1");
   assert_int_equal(lines(s.output, "ncclshim recorder: wrote ", "", ""), 2);
@@ -170,9 +183,7 @@ static void test_signal_names_and_numbers(void **state) {
  * calls read the address from the GOT) is recorded in audit mode too, once per call. */
 static void test_audit_got_calls(void **state) {
   (void)state;
-#ifdef SANITIZED
-  skip();
-#endif
+  SKIP_UNDER_SANITIZER();
   scenario s;
   char *dir = scratch_dir();
   const char *args[] = {"ops", "0", "3", NULL};
@@ -185,9 +196,7 @@ static void test_audit_got_calls(void **state) {
   run_interposed(&s, 0, args, env);
   assert_int_equal(s.exit_code, 0);
   assert_int_equal(lines(s.output, "audit mode: NCCL mapped:", "however they are bound", ""), 1);
-  char *dump = read_dump(dir, NULL);
-  assert_int_equal(lines(dump, "\"function\":\"ncclAllReduce\"", "", ""), 3);
-  free(dump);
+  assert_int_equal(dump_lines(dir, "\"function\":\"ncclAllReduce\"", ""), 3);
 }
 
 /* Group 14: the dump's name taken by something else (another user's file in a sticky
@@ -195,10 +204,7 @@ static void test_audit_got_calls(void **state) {
 static void test_planted_name(void **state) {
   (void)state;
   scenario s;
-  const char *args[] = {"plant", NULL};
-  const char *env[] = {"NCCLSHIM_RECORD=100", env_entry("NCCLSHIM_RECORD_DIR", scratch_dir()),
-                       "NCCLSHIM_RECORD_SIGNAL=USR1", NULL};
-  run_interposed(&s, 1, args, env);
+  run_dumping(&s, "plant", "100", scratch_dir());
   assert_int_equal(s.exit_code, 0);
   assert_string_equal(scenario_get(&s, "planted"), "1");
   assert_int_equal(lines(s.output, "ncclshim recorder: wrote ", "", ""), 2);
@@ -216,10 +222,7 @@ static void test_written_paths(void **state) {
   (void)state;
   scenario s;
   char *dir = scratch_dir();
-  const char *args[] = {"movedir", NULL};
-  const char *env[] = {"NCCLSHIM_RECORD=100", env_entry("NCCLSHIM_RECORD_DIR", dir),
-                       "NCCLSHIM_RECORD_SIGNAL=USR1", NULL};
-  run_interposed(&s, 1, args, env);
+  run_dumping(&s, "movedir", "100", dir);
   assert_string_equal(scenario_get(&s, "moved"), "1");
   char moved[4096];
   snprintf(moved, sizeof(moved), "wrote %s-moved/ncclshim-record-", dir);
@@ -234,10 +237,7 @@ static void test_written_paths(void **state) {
     deep[used] = '\0';
     assert_int_equal(mkdir(deep, 0700), 0);
   }
-  const char *ops[] = {"signal", NULL};
-  const char *deep_env[] = {"NCCLSHIM_RECORD=100", env_entry("NCCLSHIM_RECORD_DIR", deep),
-                            "NCCLSHIM_RECORD_SIGNAL=USR1", NULL};
-  run_interposed(&s, 1, ops, deep_env);
+  run_dumping(&s, "signal", "100", deep);
   char *wrote = strstr(s.output, "ncclshim recorder: wrote ");
   assert_non_null(wrote);
   assert_int_equal(strncmp(wrote + 25, deep, strlen(deep)), 0);

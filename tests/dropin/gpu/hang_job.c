@@ -9,11 +9,11 @@
  *                          and replayed three times, then one more
  * Prints key=value lines: detected_ms (-1: no dump), gave_up, capture_result, results. Exit
  * status 0, 77 without a GPU, 1 when a call failed. */
-#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
+#include "has_dump.h"
 #include "ncclshim/ncclshim.h" /* stands in for nccl.h: NCCL's names and types */
 
 int hd_init(void);
@@ -46,15 +46,6 @@ static double now_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
-
-static int has_dump(const char *dir) {
-  DIR *d = opendir(dir);
-  int found = 0;
-  for (struct dirent *e; d != NULL && !found && (e = readdir(d)) != NULL;)
-    found = strncmp(e->d_name, "ncclshim-record-", 16) == 0;
-  if (d != NULL) closedir(d);
-  return found;
 }
 
 /* Milliseconds from `start` until a dump is in `dir`, checked every 5 ms; -1 after 4 s. */

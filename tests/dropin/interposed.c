@@ -31,7 +31,7 @@
  *                                   another user's file would be in a sticky directory);
  *                                   a second dump
  *   interposed movedir              a dump, the dump directory renamed (DIR-moved), a dump
- *   interposed interrupted          a long dump (SIGUSR1, 100000 calls) that another thread's
+ *   interposed interrupted          a long dump (SIGUSR1, 20000 calls) that another thread's
  *                                   abort() interrupts as soon as its temporary file appears
  *   interposed captured | hang | hanggroup   with a fake CUDA driver (interposed_cuda.c)
  * It prints key=value lines; its stderr goes to stdout too, so the tests see ncclshim's. */
@@ -248,7 +248,7 @@ static void *abort_during_dump(void *dir) {
 }
 
 static void interrupted(void) {
-  all_reduces(interposed_start(0), 100000);
+  all_reduces(interposed_start(0), 20000);
   pthread_t aborter;
   pthread_create(&aborter, NULL, abort_during_dump, getenv("NCCLSHIM_RECORD_DIR"));
   raise(SIGUSR1);

@@ -10,6 +10,7 @@
 #   hang-preload-pip     the same on the pip NCCL
 #   hang-link            hang_job linked to the drop-in, NCCLSHIM_NCCL_LIBRARY=system NCCL
 #   hang-audit-ctypes    hang_job.py (NCCL by ctypes, as vLLM's pynccl) under LD_AUDIT, pip NCCL
+#   hang-audit-preload   hang-preload-sys with LD_AUDIT as well: one dump, each call once
 #   hang-off             hang-preload-sys without NCCLSHIM_RECORD_HANG_MS: no dump at all
 #   capture-c            an all-reduce captured into a CUDA graph (global mode) and replayed 3
 #                        times with the hang dump on: the capture works, no hang dump, the exit
@@ -134,6 +135,7 @@ fi
 hang_case hang-preload-sys LD_PRELOAD="$dropin" -- "$bin/hang_job_sys" hang
 hang_case hang-preload-pip LD_PRELOAD="$dropin" -- "$bin/hang_job_pip" hang
 hang_case hang-link NCCLSHIM_NCCL_LIBRARY="$sys_nccl" -- "$bin/hang_job_link" hang
+hang_case hang-audit-preload LD_AUDIT="$dropin" LD_PRELOAD="$dropin" -- "$bin/hang_job_sys" hang
 if [ -x "$python" ]; then
   hang_case hang-audit-ctypes LD_AUDIT="$dropin" -- "$python" tests/dropin/gpu/hang_job.py \
     --nccl "$pip_nccl" --gpu "$bin/libhang_gpu.so" --dir

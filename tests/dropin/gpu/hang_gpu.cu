@@ -17,7 +17,7 @@
 
 static cudaStream_t stream;
 static float *send_buf, *recv_buf;
-static volatile int *flag_host; // [0] release, [1] gave up
+static volatile int *flag_host;  // [0] release, [1] gave up
 static int *flag_device;
 static cudaGraph_t graph;
 

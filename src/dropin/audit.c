@@ -11,6 +11,7 @@
  * are. */
 #include <elf.h>
 #include <link.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -62,6 +63,26 @@ static int is_nccl(const struct link_map *map) {
          ncshl_dynamic_lookup(map->l_ld, map->l_addr, NCCLSHIM_DROPIN_MARKER_NAME) == NULL;
 }
 
+/* The program's libc's __register_atfork (what its pthread_atfork calls): the auditor's own
+ * libc never sees the program's fork, so the recorder's fork handler is registered with the
+ * program's, at the first recorded call (the program's libc is initialized by then). */
+typedef int (*register_atfork_fn)(void (*)(void), void (*)(void), void (*)(void), void *);
+static register_atfork_fn program_register_atfork;
+
+static void register_fork_handler(void) {
+  if (program_register_atfork != NULL)
+    program_register_atfork(NULL, NULL, ncclshim_rec_in_child, NULL);
+}
+
+static void note_libc(const struct link_map *map) {
+  const ElfW(Sym) *sym = ncshl_dynamic_lookup(map->l_ld, map->l_addr, "__register_atfork");
+  if (program_register_atfork != NULL || sym == NULL ||
+      ncshl_dynamic_lookup(map->l_ld, map->l_addr, "__libc_start_main") == NULL)
+    return;
+  program_register_atfork = (register_atfork_fn)(map->l_addr + sym->st_value);
+  atomic_store(&ncclshim_rec_on_first_call, register_fork_handler);
+}
+
 /* A copy of ncclshim's loader (libncclshim, or the drop-in linked or preloaded): it checks
  * that what dlsym hands it lies in the NCCL it opened, and forwards to it. Its bindings are
  * left alone: a wrapper handed to it would fail that check (every ncclshim loader in the
@@ -90,6 +111,7 @@ EXPORT unsigned int la_objopen(struct link_map *map, Lmid_t lmid, uintptr_t *coo
   if (*cookie & 1) return 0;
   if (recording != NULL && ncclshim_rec_cuda_objopen(map)) return LA_FLG_BINDFROM;
   if (!is_nccl(map)) {
+    if (recording != NULL && lmid == LM_ID_BASE) note_libc(map);
     if (recording != NULL && lmid == LM_ID_BASE && pending_count < PENDING_MAX)
       pending[pending_count++] = map;
     else if (recording != NULL && lmid == LM_ID_BASE)

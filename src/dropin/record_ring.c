@@ -151,7 +151,14 @@ static void publish(ncclshim_rec_call *call, int result) {
   call->seq = seq;
 }
 
+void (*_Atomic ncclshim_rec_on_first_call)(void);
+
 void ncclshim_rec_begin(ncclshim_rec_call *call) {
+  if (__builtin_expect(
+          atomic_load_explicit(&ncclshim_rec_on_first_call, memory_order_relaxed) != NULL, 0)) {
+    void (*first)(void) = atomic_exchange(&ncclshim_rec_on_first_call, NULL);
+    if (first != NULL) first();
+  }
   call->skip = here.depth++ > 0; /* NCCL calling its own name: forwarded, not recorded */
   call->index = 0;
   if (call->skip || call->is_query) return;

@@ -223,7 +223,7 @@ static rec_state *make_state(const char *calls_text) {
   return r;
 }
 
-static void in_child(void) {
+void ncclshim_rec_in_child(void) {
   if (ncclshim_rec == NULL) return;
   ncclshim_rec_comms_reset(ncclshim_rec);
   ncclshim_rec_hang_forked();
@@ -243,7 +243,7 @@ __attribute__((constructor)) static void start_at_load(void) {
   rec_state *r = make_state(calls);
   if (r == NULL) return;
   ncclshim_rec = r;
-  pthread_atfork(NULL, NULL, in_child);
+  pthread_atfork(NULL, NULL, ncclshim_rec_in_child);
   if (r->signal != 0) install(0, r->signal);
   if (r->signal != 0 && !installed[0]) {
     char number[16];

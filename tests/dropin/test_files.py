@@ -160,22 +160,25 @@ def check_compare_shapes(tmp):
     check("claim" not in out, "tworanks: a split child's rank taken from another")
     check(len(re.findall(r"^  rank 1 \(", out, re.M)) == 2, "tworanks: the split child's rank 1 "
           "not known")
-    job = os.path.join(tmp, "forkuse")
-    os.mkdir(job)
-    run([os.environ["INTERPOSED"], "forkuse"],
-        env=clean_env(LD_PRELOAD=os.environ["DROPIN_LIBRARY"], NCCLSHIM_RECORD="100",
-                      NCCLSHIM_RECORD_DIR=job, NCCLSHIM_RECORD_SIGNAL="USR1"))
-    out = compare(2, job)
-    check(re.search(r"verdict: unusable: two processes claim rank 0 of communicator \w+: "
-                    r"rank 0 \(\S+ pid \d+\) and rank 0 \(\S+ pid \d+, forked\)", out),
-          "forkuse: the fork that kept its parent's communicator not reported")
-    for name in os.listdir(job):  # the child's call carries the child's thread id
-        with open(os.path.join(job, name)) as f:
-            text = f.read()
-        if '"forked":true' in text:
-            pid = re.search(r'"pid":(\d+)', text).group(1)
-            check(re.search(r'"seq":3,.*"thread":%s,' % pid, text), "forkuse: the child's call "
-                  "carries another thread id:\n%s" % text)
+    # A forked child that goes on with its parent's communicator, under LD_PRELOAD and under
+    # audit mode (whose fork handler is registered with the program's libc).
+    for mode in ("LD_PRELOAD", "LD_AUDIT"):
+        job = os.path.join(tmp, "forkuse-" + mode)
+        os.mkdir(job)
+        run([os.environ["INTERPOSED"], "forkuse"],
+            env=clean_env(**{mode: os.environ["DROPIN_LIBRARY"]}, NCCLSHIM_RECORD="100",
+                          NCCLSHIM_RECORD_DIR=job, NCCLSHIM_RECORD_SIGNAL="USR1"))
+        out = compare(2, job)
+        check(re.search(r"verdict: unusable: two processes claim rank 0 of communicator \w+: "
+                        r"rank 0 \(\S+ pid \d+\) and rank 0 \(\S+ pid \d+, forked\)", out),
+              "forkuse %s: the fork that kept its parent's communicator not reported" % mode)
+        for name in os.listdir(job):  # the child's call carries the child's thread id
+            with open(os.path.join(job, name)) as f:
+                text = f.read()
+            if '"forked":true' in text:
+                pid = re.search(r'"pid":(\d+)', text).group(1)
+                check(re.search(r'"seq":3,.*"thread":%s,' % pid, text), "forkuse %s: the "
+                      "child's call carries another thread id:\n%s" % (mode, text))
 
 
 def check_compare_p2p(tmp):

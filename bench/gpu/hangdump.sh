@@ -16,6 +16,10 @@
 #                        times with the hang dump on: the capture works, no hang dump, the exit
 #                        dump marks the call "captured", compare says so (exit 3)
 #   capture-torch        the same through torch.cuda.graph (tests/dropin/gpu/torch_capture.py)
+#   record-cost          the median enqueue time of an 8-float all-reduce (LD_PRELOAD, recorder
+#                        on) with NCCLSHIM_RECORD_HANG_MS=60000 against without, 3 runs each,
+#                        alternating: what the hang dump adds per call (ok: at most 320 ns,
+#                        the watchdog's record measured in issue 28 being 170-320 ns)
 # Writes $OUT/hangdump/summary.csv (case,verdict,detected_ms,detail) and each case's logs,
 # dumps and compare output in $OUT/hangdump/<case>/. About 40 s; every job has a timeout.
 set -uo pipefail
@@ -159,6 +163,27 @@ if [ -x "$python" ]; then
   run_case capture-torch 60 LD_PRELOAD="$dropin" NCCLSHIM_RECORD_HANG_MS=500 \
     NCCLSHIM_RECORD_AT_EXIT=1 -- "$python" tests/dropin/gpu/torch_capture.py
   capture_check capture-torch $? "capture=ok"
+fi
+# record-cost: medians of 3 alternating runs each.
+costs_off=() costs_on=()
+for _ in 1 2 3; do
+  for hang in off on; do
+    extra=(NCCLSHIM_RECORD_AT_EXIT=0)
+    [ $hang = on ] && extra=(NCCLSHIM_RECORD_HANG_MS=60000)
+    run_case "cost-$hang" 30 LD_PRELOAD="$dropin" "${extra[@]}" -- "$bin/hang_job_sys" cost \
+      "$out/cost-$hang"
+    ns=$(sed -n 's/^enqueue_ns=//p' "$out/cost-$hang/run.log")
+    if [ $hang = on ]; then costs_on+=("${ns:-nan}"); else costs_off+=("${ns:-nan}"); fi
+  done
+done
+read -r off on added < <(python3 -c '
+import statistics, sys
+off, on = (statistics.median(float(x) for x in s.split()) for s in sys.argv[1:3])
+print("%.0f %.0f %.0f" % (off, on, on - off))' "${costs_off[*]}" "${costs_on[*]}" 2>/dev/null)
+if [ -n "${added:-}" ] && [ "${added%.*}" -le 320 ] 2>/dev/null; then
+  row record-cost ok "" "enqueue ${off} ns without, ${on} ns with the hang dump: +${added} ns"
+else
+  row record-cost "FAIL: +${added:-?} ns (${costs_off[*]} / ${costs_on[*]})" "" ""
 fi
 echo "hangdump: $(grep -c ',ok' "$csv") ok of $(($(wc -l <"$csv") - 1)) in $((SECONDS - started)) s" |
   tee "$out/summary.txt"

@@ -7,9 +7,13 @@
  *                          DIR, releases the kernel and finishes
  *   hang_job capture DIR   one all-reduce, then one captured into a CUDA graph (global mode)
  *                          and replayed three times, then one more
+ *   hang_job cost DIR      the enqueue time of 4096 all-reduces of 8 floats, call by call
+ *                          (the stream drained every 256, outside the timing): its median
+ *                          in ns, for runs with and without NCCLSHIM_RECORD_HANG_MS
  * Prints key=value lines: detected_ms (-1: no dump), gave_up, capture_result, results. Exit
  * status 0, 77 without a GPU, 1 when a call failed. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -42,6 +46,12 @@ static void all_reduce(ncclComm_t comm) {
                                        (cudaStream_t)hd_stream()));
 }
 
+/* 8 floats, distinct buffers: a kernel launch, the least a collective costs to enqueue. */
+static void all_reduce_small(ncclComm_t comm) {
+  check("ncclAllReduce", ncclAllReduce(hd_send(), hd_recv(), 8, ncclFloat32, ncclSum, comm,
+                                       (cudaStream_t)hd_stream()));
+}
+
 static double now_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -58,10 +68,33 @@ static double wait_for_dump(const char *dir, double start) {
   return -1;
 }
 
+static int by_value(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+enum { COST_CALLS = 4096, COST_BATCH = 256 };
+
+static double enqueue_median_ns(ncclComm_t comm) {
+  static double ns[COST_CALLS];
+  for (int i = 0; i < 64; i++) all_reduce_small(comm); /* warm-up */
+  check("sync", hd_sync());
+  for (int i = 0; i < COST_CALLS; i++) {
+    double start = now_ms();
+    all_reduce_small(comm);
+    ns[i] = (now_ms() - start) * 1e6;
+    if (i % COST_BATCH == COST_BATCH - 1) check("sync", hd_sync());
+  }
+  check("sync", hd_sync());
+  qsort(ns, COST_CALLS, sizeof(ns[0]), by_value);
+  return ns[COST_CALLS / 2];
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IONBF, 0);
-  if (argc != 3 || (strcmp(argv[1], "hang") != 0 && strcmp(argv[1], "capture") != 0)) {
-    fprintf(stderr, "usage: %s hang|capture DIR\n", argv[0]);
+  if (argc != 3 || (strcmp(argv[1], "hang") != 0 && strcmp(argv[1], "capture") != 0 &&
+                    strcmp(argv[1], "cost") != 0)) {
+    fprintf(stderr, "usage: %s hang|capture|cost DIR\n", argv[0]);
     return 2;
   }
   int status = hd_init();
@@ -83,6 +116,8 @@ int main(int argc, char **argv) {
     hd_release();
     check("sync", hd_sync());
     printf("gave_up=%d\n", hd_gave_up());
+  } else if (strcmp(argv[1], "cost") == 0) {
+    printf("enqueue_ns=%.0f\n", enqueue_median_ns(comm));
   } else {
     check("sync", hd_sync());
     check("hd_capture_begin", hd_capture_begin());

@@ -4,7 +4,6 @@
  * completed N ms after its call, the process dumps once, reason "hang", and says so in one
  * line on stderr. It does nothing else: aborting is the program's own watchdog's decision.
  * Off (no N), nothing here runs. */
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,9 +123,9 @@ static void stop_checking(void) {
 /* Under the lock. A forked child has no thread and none of its parent's events. */
 static int ready(void) {
   if (hang.started && hang.pid == getpid()) return 1;
-  if (hang.started) { /* a forked child: the parent's lock state came along */
+  if (hang.started) { /* a forked child: the parent's thread and events are not its own */
     hang.head = hang.count = hang.spares = 0;
-    hang.fired = 0;
+    hang.fired = hang.stop = 0;
   }
   pthread_condattr_t attr;
   pthread_condattr_init(&attr);
@@ -134,7 +133,12 @@ static int ready(void) {
   pthread_cond_init(&hang.wake, &attr);
   pthread_condattr_destroy(&attr);
   hang.pid = getpid();
-  hang.started = pthread_create(&hang.thread, NULL, check, NULL) == 0;
+  int error = pthread_create(&hang.thread, NULL, check, NULL);
+  hang.started = error == 0;
+  if (!hang.started) { /* said once; no event is recorded from now on */
+    hang.stop = 1;
+    ncclshim_rec_say("no hang dump: its thread could not be started", "", "", error);
+  }
   static int registered;
   if (hang.started && !registered) registered = atexit(stop_checking) == 0;
   return hang.started;

@@ -1,5 +1,6 @@
 #include "handle.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,14 +74,29 @@ const char *ncclshim_ld_cache_file(void) {
   return value != NULL && value[0] == '/' ? value : "/etc/ld.so.cache";
 }
 
+/* One debug line, its control characters as \xNN: a path may hold an escape sequence or a
+ * newline. */
+static void print_line(const char *text) {
+  for (const unsigned char *c = (const unsigned char *)text; *c; c++)
+    if (*c < 0x20 || *c == 0x7f)
+      fprintf(stderr, "\\x%02x", *c);
+    else
+      fputc(*c, stderr);
+  fputc('\n', stderr);
+}
+
 static void print_debug(const ncclshim_handle *handle) {
   const char *who = handle->binding->who;
+  char line[3 * PATH_MAX];
   for (size_t i = 0; i < handle->attempt_count; i++) {
     const ncclshim_attempt *a = &handle->attempts[i];
-    fprintf(stderr, "%s: [%s] %s: %s%s%s\n", who, ncclshim_found_via_name(a->how), a->candidate,
-            ncclshim_status_name(a->result), a->reason[0] ? " - " : "", a->reason);
+    snprintf(line, sizeof(line), "%s: [%s] %s: %s%s%s", who, ncclshim_found_via_name(a->how),
+             a->candidate, ncclshim_status_name(a->result), a->reason[0] ? " - " : "", a->reason);
+    print_line(line);
   }
-  fprintf(stderr, "%s: %s\n", who, handle->message ? handle->message : "(out of memory)");
+  snprintf(line, sizeof(line), "%s: %s", who,
+           handle->message ? handle->message : "(out of memory)");
+  print_line(line);
 }
 
 ncclshim_status ncclshim_handle_open(ncclshim_handle *handle, const ncclshim_binding *binding,

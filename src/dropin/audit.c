@@ -4,10 +4,14 @@
  * counted at once, and a second one reported. Each binding of an NCCL name to the first NCCL,
  * however the program makes it (a linked call's PLT slot, dlsym, ctypes), passes through
  * la_symbind64, which notes the real address and hands back the recorder's wrapper for that
- * function. The wrappers call the addresses noted: this copy of the library never loads an
- * NCCL of its own. With the recorder off, bindings are left as they are. */
+ * function. A binding through a GOT slot (-fno-plt, a taken &ncclAllReduce) passes through
+ * no audit hook: once each load is complete, the objects it mapped have those slots given
+ * the wrappers too (audit_got.c). The wrappers call the addresses noted: this copy of the
+ * library never loads an NCCL of its own. With the recorder off, bindings are left as they
+ * are. */
 #include <elf.h>
 #include <link.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,7 +20,9 @@
 #include "../../loader/objects.h"
 #include "../internal.h"
 #include "../nccl/nccl_names.h"
+#include "audit_got.h"
 #include "record.h"
+#include "record_cuda.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -33,15 +39,57 @@ static const struct {
 } functions[] = {NCCLSHIM_NCCL_FUNCTIONS(FUNCTION_)};
 #define FUNCTION_COUNT (sizeof(functions) / sizeof(functions[0]))
 
+/* The NCCLs mapped now, the first the one bound; an NCCL that is unmapped (dlclose) leaves
+ * the list (la_objclose), so that one opened again later is the first again, and a link map
+ * is never read after it is freed: its name is kept as a copy. */
 enum { MAX_NCCLS = 8 };
-static uintptr_t nccls[MAX_NCCLS]; /* the link maps of the NCCLs seen, first = the one bound */
+static struct {
+  uintptr_t map;
+  char name[PATH_MAX];
+} nccls[MAX_NCCLS];
 static size_t nccl_count;
+
+/* The objects mapped since the last load completed (la_activity), whose GOT slots are then
+ * read; past PENDING_MAX, every object of the namespace is. */
+enum { PENDING_MAX = 1024 };
+static const struct link_map *pending[PENDING_MAX];
+static size_t pending_count;
+static int pending_overflow;
 
 /* ---- Is this object an NCCL? Its dynamic symbol table, read from memory. ---- */
 
 static int is_nccl(const struct link_map *map) {
   return ncshl_dynamic_lookup(map->l_ld, map->l_addr, "ncclGetVersion") != NULL &&
          ncshl_dynamic_lookup(map->l_ld, map->l_addr, NCCLSHIM_DROPIN_MARKER_NAME) == NULL;
+}
+
+/* The program's libc's __register_atfork (what its pthread_atfork calls): the auditor's own
+ * libc never sees the program's fork, so the recorder's fork handler is registered with the
+ * program's, at the first recorded call (the program's libc is initialized by then). */
+typedef int (*register_atfork_fn)(void (*)(void), void (*)(void), void (*)(void), void *);
+static register_atfork_fn program_register_atfork;
+
+static void register_fork_handler(void) {
+  if (program_register_atfork != NULL)
+    program_register_atfork(NULL, NULL, ncclshim_rec_in_child, NULL);
+}
+
+static void note_libc(const struct link_map *map) {
+  const ElfW(Sym) *sym = ncshl_dynamic_lookup(map->l_ld, map->l_addr, "__register_atfork");
+  if (program_register_atfork != NULL || sym == NULL ||
+      ncshl_dynamic_lookup(map->l_ld, map->l_addr, "__libc_start_main") == NULL)
+    return;
+  program_register_atfork = (register_atfork_fn)(map->l_addr + sym->st_value);
+  atomic_store(&ncclshim_rec_on_first_call, register_fork_handler);
+}
+
+/* A copy of ncclshim's loader (libncclshim, or the drop-in linked or preloaded): it checks
+ * that what dlsym hands it lies in the NCCL it opened, and forwards to it. Its bindings are
+ * left alone: a wrapper handed to it would fail that check (every ncclshim loader in the
+ * process refusing NCCL), and under LD_PRELOAD as well its own recorder records each call. */
+static int is_ncclshim(const struct link_map *map) {
+  return ncshl_dynamic_lookup(map->l_ld, map->l_addr, NCCLSHIM_DROPIN_MARKER_NAME) != NULL ||
+         ncshl_dynamic_lookup(map->l_ld, map->l_addr, "ncclshim_nccl_open") != NULL;
 }
 
 static const char *name_of(const struct link_map *map) {
@@ -52,30 +100,60 @@ static const char *name_of(const struct link_map *map) {
 
 EXPORT unsigned int la_version(unsigned int version) {
   recording = ncclshim_rec_audit_table(&bound);
+  ncclshim_rec_cuda_audit();
   return version < LAV_CURRENT ? version : LAV_CURRENT;
 }
 
 /* Bindings from every object are seen; bindings to an NCCL only are. */
 EXPORT unsigned int la_objopen(struct link_map *map, Lmid_t lmid, uintptr_t *cookie) {
-  (void)lmid;
-  *cookie = (uintptr_t)map;
-  if (!is_nccl(map)) return LA_FLG_BINDFROM;
+  /* The cookie is the link map, with bit 0 set for an ncclshim loader's (maps are aligned). */
+  *cookie = (uintptr_t)map | (uintptr_t)is_ncclshim(map);
+  if (*cookie & 1) return 0;
+  if (recording != NULL && ncclshim_rec_cuda_objopen(map)) return LA_FLG_BINDFROM;
+  if (!is_nccl(map)) {
+    if (recording != NULL && lmid == LM_ID_BASE) note_libc(map);
+    if (recording != NULL && lmid == LM_ID_BASE && pending_count < PENDING_MAX)
+      pending[pending_count++] = map;
+    else if (recording != NULL && lmid == LM_ID_BASE)
+      pending_overflow = 1;
+    return LA_FLG_BINDFROM;
+  }
   if (nccl_count == 0) {
     if (ncclshim_debug_enabled())
       ncclshim_rec_say("audit mode: NCCL mapped: ", name_of(map),
-                       recording != NULL ? "; its functions are recorded however they are bound"
-                                         : "; the recorder is off",
+                       recording == NULL ? "; the recorder is off"
+                       : NCCLSHIM_AUDIT_SEES_GOT
+                           ? "; its functions are recorded however they are bound (dlsym, "
+                             "ctypes, PLT, GOT)"
+                           : "; its functions are recorded when bound by dlsym, ctypes or a "
+                             "PLT slot, not through a GOT slot (-fno-plt, a taken address) on "
+                             "this architecture: run such a program with LD_PRELOAD",
                        0);
   } else {
     char first[PATH_MAX + 64];
     snprintf(first, sizeof(first),
              " is mapped while %s is: two NCCLs in this process; calls "
              "to the second are not recorded",
-             name_of((const struct link_map *)nccls[0]));
+             nccls[0].name);
     ncclshim_rec_say("warning: audit mode: a second NCCL, ", name_of(map), first, 0);
   }
-  if (nccl_count < MAX_NCCLS) nccls[nccl_count++] = (uintptr_t)map;
+  if (nccl_count < MAX_NCCLS) {
+    nccls[nccl_count].map = (uintptr_t)map;
+    snprintf(nccls[nccl_count++].name, sizeof(nccls[0].name), "%s", name_of(map));
+  }
   return LA_FLG_BINDFROM | LA_FLG_BINDTO;
+}
+
+EXPORT unsigned int la_objclose(uintptr_t *cookie) {
+  for (size_t i = 0; i < pending_count; i++)
+    if ((uintptr_t)pending[i] == *cookie) pending[i] = pending[--pending_count];
+  for (size_t i = 0; i < nccl_count; i++) {
+    if (nccls[i].map != *cookie) continue;
+    memmove(&nccls[i], &nccls[i + 1], (nccl_count - i - 1) * sizeof(nccls[0]));
+    nccl_count--;
+    break;
+  }
+  return 0;
 }
 
 static int index_of(const char *name) {
@@ -85,11 +163,14 @@ static int index_of(const char *name) {
   return -1;
 }
 
-static uintptr_t redirect(const ElfW(Sym) * sym, uintptr_t *defcook, const char *symname) {
+/* glibc shows a binding to an NCCL (LA_FLG_BINDTO) from any object, dlsym's included: one
+ * from an ncclshim loader is left as it is. */
+static uintptr_t redirect(const ElfW(Sym) * sym, const uintptr_t *refcook, const uintptr_t *defcook,
+                          const char *symname) {
   uintptr_t real = sym->st_value;
   int i;
-  if (recording == NULL || nccl_count == 0 || *defcook != nccls[0] || (i = index_of(symname)) < 0 ||
-      ELF64_ST_TYPE(sym->st_info) != STT_FUNC)
+  if (recording == NULL || nccl_count == 0 || (*refcook & 1) || *defcook != nccls[0].map ||
+      (i = index_of(symname)) < 0 || ELF64_ST_TYPE(sym->st_info) != STT_FUNC)
     return real;
   char *slot = (char *)&bound + functions[i].offset;
   memcpy(slot, &real, sizeof(real));
@@ -98,18 +179,50 @@ static uintptr_t redirect(const ElfW(Sym) * sym, uintptr_t *defcook, const char 
   return wrapper;
 }
 
+/* A GOT slot bound to an NCCL name that holds the first NCCL's function: its wrapper. */
+static uintptr_t got_target(const char *name, uintptr_t value) {
+  int i;
+  if (recording == NULL || nccl_count == 0 || (i = index_of(name)) < 0) return 0;
+  const struct link_map *nccl = (const struct link_map *)nccls[0].map;
+  const ElfW(Sym) *sym = ncshl_dynamic_lookup(nccl->l_ld, nccl->l_addr, name);
+  if (sym == NULL || ELF64_ST_TYPE(sym->st_info) != STT_FUNC ||
+      value != nccl->l_addr + sym->st_value)
+    return 0;
+  memcpy((char *)&bound + functions[i].offset, &value, sizeof(value));
+  uintptr_t wrapper;
+  memcpy(&wrapper, (const char *)recording + functions[i].offset, sizeof(wrapper));
+  return wrapper;
+}
+
+EXPORT void la_activity(uintptr_t *cookie, unsigned int flag) {
+  (void)cookie;
+  if (flag != LA_ACT_CONSISTENT) return;
+  if (recording != NULL && nccl_count > 0) {
+    if (pending_overflow && pending_count > 0) {
+      const struct link_map *m = pending[0];
+      while (m->l_prev != NULL) m = m->l_prev;
+      for (; m != NULL; m = m->l_next)
+        if (m != (const struct link_map *)nccls[0].map) ncclshim_audit_patch_got(m, got_target);
+    } else {
+      for (size_t i = 0; i < pending_count; i++) ncclshim_audit_patch_got(pending[i], got_target);
+    }
+  }
+  pending_count = 0;
+  pending_overflow = 0;
+}
+
 #if __ELF_NATIVE_CLASS == 64
 EXPORT uintptr_t la_symbind64(Elf64_Sym *sym, unsigned int ndx, uintptr_t *refcook,
                               uintptr_t *defcook, unsigned int *flags, const char *symname) {
-  (void)ndx, (void)refcook;
+  (void)ndx;
   *flags |= LA_SYMB_NOPLTENTER | LA_SYMB_NOPLTEXIT;
-  return redirect(sym, defcook, symname);
+  return redirect(sym, refcook, defcook, symname);
 }
 #else
 EXPORT uintptr_t la_symbind32(Elf32_Sym *sym, unsigned int ndx, uintptr_t *refcook,
                               uintptr_t *defcook, unsigned int *flags, const char *symname) {
-  (void)ndx, (void)refcook;
+  (void)ndx;
   *flags |= LA_SYMB_NOPLTENTER | LA_SYMB_NOPLTEXIT;
-  return redirect(sym, defcook, symname);
+  return redirect(sym, refcook, defcook, symname);
 }
 #endif

@@ -111,6 +111,12 @@ NCCLSHIM_NCCL_FUNCTIONS(REC_WRAPPER_)
 #define REC_ENTRY_(name, version, policy, role, returns, n, params) .name = record_##name,
 static const ncclshim_nccl_table recording = {NCCLSHIM_NCCL_FUNCTIONS(REC_ENTRY_)};
 
+int ncclshim_rec_ask_rank(const void *comm, int *rank, int *nranks) {
+  return real_->ncclCommUserRank != NULL && real_->ncclCommCount != NULL &&
+         real_->ncclCommUserRank((ncclComm_t)comm, rank) == ncclSuccess &&
+         real_->ncclCommCount((ncclComm_t)comm, nranks) == ncclSuccess;
+}
+
 const ncclshim_nccl_table *ncclshim_rec_table(const ncclshim_nccl_table *real) {
   real_ = real;
   return &recording;

@@ -80,6 +80,7 @@ ncclshim_rec_comm *ncclshim_rec_add(const void *comm) {
   ncclshim_rec_comm *c = lookup(t, key);
   if (c == NULL && (2 * (r->live + 1) <= t->mask + 1 || grow(r)) && (c = take_record(r)) != NULL) {
     atomic_store(&c->ops, 0);
+    atomic_store(&c->colls, 0);
     atomic_store(&c->splits, 0);
     atomic_store(&c->async_error, 0);
     atomic_store(&c->dumped, 0);

@@ -1,8 +1,10 @@
 /* The recorder's dump: one JSON-lines file per process, written with async-signal-safe calls
- * only (openat, write, renameat, fstat, clock_gettime; no stdio, no malloc), so that the same
- * code serves an error return, an asynchronous error, an abort, a signal and exit. */
+ * only (openat, write, renameat, fstat, clock_gettime, sigprocmask, nanosleep; no stdio,
+ * no malloc), so that the same code serves an error return, an asynchronous error, an abort,
+ * a signal, a hang and exit. */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h> /* renameat */
 #include <sys/stat.h>
 #include <string.h>
@@ -148,6 +150,10 @@ static void put_call(out *o, const rec_state *r, uint64_t index, const rec_entry
     put(o, ",\"seq\":");
     put_u64(o, e->seq);
   }
+  if (e->coll != 0) {
+    put(o, ",\"coll\":");
+    put_u64(o, e->coll);
+  }
   if (e->has_count) {
     put(o, ",\"count\":");
     put_u64(o, e->count);
@@ -157,6 +163,7 @@ static void put_call(out *o, const rec_state *r, uint64_t index, const rec_entry
   put_field(o, "root", e->root);
   put_field(o, "peer", e->peer);
   if (e->seq != 0) put_pointer(o, r, "stream", "s-", e->stream);
+  if (e->captured) put(o, ",\"captured\":true");
   put_field(o, "thread", e->thread);
   put(o, ",\"start_ns\":");
   put_u64(o, e->start_ns);
@@ -172,6 +179,8 @@ static void put_comm(out *o, const rec_state *r, const ncclshim_rec_comm *c) {
   put_field(o, "nranks", atomic_load(&c->nranks));
   put(o, ",\"last_seq\":");
   put_u64(o, atomic_load(&c->ops));
+  put(o, ",\"last_coll\":");
+  put_u64(o, atomic_load(&c->colls));
   int by = atomic_load(&c->created_by);
   if (by >= 0) {
     put(o, ",\"created_by\":");
@@ -218,7 +227,15 @@ static uint64_t put_calls(out *o, const rec_state *r) {
   return written;
 }
 
-static void put_header(out *o, rec_state *r, const char *why, int fn, int value) {
+/* What a dump is for: its reason, the function and value that detail it, and for a hang the
+ * ring index (plus one) of the call that did not complete. */
+typedef struct trigger {
+  const char *why;
+  int fn, value;
+  uint64_t stuck;
+} trigger;
+
+static void put_header(out *o, rec_state *r, const trigger *t) {
   struct timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
   put(o, "{\"kind\":\"header\",\"format\":\"ncclshim-record/2\",\"host\":");
@@ -237,12 +254,20 @@ static void put_header(out *o, rec_state *r, const char *why, int fn, int value)
   put_string(o, r->boot_id);
   put_field(o, "rank", atomic_load(&r->process_rank));
   put(o, ",\"reason\":");
-  put_string(o, why);
-  if (fn >= 0) {
+  put_string(o, t->why);
+  if (t->fn >= 0) {
     put(o, ",\"function\":");
-    put_string(o, ncclshim_nccl_function_name(fn));
+    put_string(o, ncclshim_nccl_function_name(t->fn));
   }
-  put_field(o, strcmp(why, "signal") == 0 ? "signal" : "result", value);
+  put_field(o,
+            strcmp(t->why, "signal") == 0 ? "signal"
+            : t->stuck != 0               ? "hang_ms"
+                                          : "result",
+            t->value);
+  if (t->stuck != 0) {
+    put(o, ",\"stuck_call\":");
+    put_u64(o, t->stuck - 1);
+  }
   put_field(o, "nccl_version", atomic_load(&r->nccl_version));
   put(o, ",\"capacity\":");
   put_u64(o, r->capacity);
@@ -260,7 +285,8 @@ static void terminate(out *o) {
 }
 
 /* ncclshim-record-HOST-PID-rankR-PROCESS.jsonl ("-norank" before any communicator), in the
- * dump directory; PROCESS is the first 8 hex digits of the process id. */
+ * dump directory; PROCESS is the first 8 hex digits of the process id. Once that name could
+ * not be taken, -SUFFIX (16 random hex digits) before ".jsonl". */
 static void file_name(out *o, rec_state *r) {
   o->used = 0;
   put(o, "ncclshim-record-");
@@ -276,6 +302,10 @@ static void file_name(out *o, rec_state *r) {
     put(o, "-");
   }
   put_hex(o, r->process_id >> 32, 8);
+  if (r->name_suffix != 0) {
+    put(o, "-");
+    put_hex(o, r->name_suffix, 16);
+  }
   put(o, ".jsonl");
   terminate(o);
 }
@@ -362,6 +392,8 @@ void ncclshim_rec_say(const char *a, const char *b, const char *c, int error) {
 
 void ncclshim_dropin_say(const char *a, const char *b) { say("ncclshim: ", a, b, "", 0); }
 
+void ncclshim_dropin_line(const char *text) { say("ncclshim drop-in: ", "", text, "", 0); }
+
 /* The directory's descriptor still names the directory opened at start (a program that
  * closes every descriptor may have closed it, and the number may name something else now). */
 static int same_dir(const rec_state *r) {
@@ -388,15 +420,81 @@ static int create_temp(rec_state *r, out *temp) {
   return -1;
 }
 
+/* The temporary file renamed to the dump's name. A name that cannot be taken because
+ * something else holds it (another user's file planted in a sticky directory, a directory)
+ * gives way to one with a random suffix, kept for the later dumps; `path` is the name used. */
+static int rename_dump(rec_state *r, const out *temp, out *path) {
+  for (int attempt = 0; attempt < 4; attempt++) {
+    if (renameat(r->dir_fd, temp->buf, r->dir_fd, path->buf) == 0) return 1;
+    if (errno != EEXIST && errno != EISDIR && errno != EPERM && errno != EACCES &&
+        errno != ENOTEMPTY && errno != EBUSY)
+      return 0;
+    r->name_suffix =
+        ncclshim_rec_hash(r, atomic_fetch_add(&r->names, 1) ^ ((uint64_t)getpid() << 20)) | 1;
+    file_name(path, r);
+  }
+  return 0;
+}
+
+/* "wrote DIR/NAME": DIR is where the descriptor is now (the directory may have been renamed
+ * since the start), written in pieces, so that no length cuts it. */
+static void say_written(const rec_state *r, const out *path, const char *note) {
+  char now[PATH_MAX + 1], link[32];
+  out fd_link = {.fd = -1};
+  put(&fd_link, "/proc/self/fd/");
+  put_u64(&fd_link, (uint64_t)r->dir_fd);
+  terminate(&fd_link);
+  memcpy(link, fd_link.buf, sizeof(link) - 1);
+  link[sizeof(link) - 1] = '\0';
+  ssize_t n = readlink(link, now, sizeof(now) - 1);
+  const char *dir = r->dir;
+  if (n > 0 && now[0] == '/') {
+    now[n] = '\0';
+    dir = now;
+  }
+  out tail = {.fd = -1};
+  put(&tail, "/");
+  put(&tail, path->buf);
+  put(&tail, note);
+  terminate(&tail);
+  ncclshim_rec_say("wrote ", dir, tail.buf, 0);
+}
+
+enum { WAIT_STEPS = 10000 }; /* of 1 ms: how long a dump waits for another one to finish */
+
+/* One dump at a time. Signals are blocked while this thread writes one, so that no handler
+ * interrupts it; a dump on another thread (a signal delivered there, abort(), the hang
+ * thread) waits for this one to finish, then writes its own, so that neither is lost. */
+static int take_turn(rec_state *r) {
+  struct timespec step = {0, 1000 * 1000};
+  for (int i = 0; i < WAIT_STEPS; i++) {
+    if (!atomic_flag_test_and_set(&r->busy)) return 1;
+    nanosleep(&step, NULL);
+  }
+  return 0;
+}
+
 /* Write the whole dump to a new temporary file, and rename it over the dump's name only when
  * every byte was written: a full disk leaves the previous dump as it was. */
-void ncclshim_rec_dump(const char *why, int fn, int value) {
+static void dump(const trigger *t, const char *note) {
   rec_state *r = ncclshim_rec;
-  if (r == NULL || atomic_flag_test_and_set(&r->busy)) return; /* one dump at a time */
+  if (r == NULL) return;
   int saved_errno = errno;
+  sigset_t all, before;
+  sigfillset(&all);
+  sigprocmask(SIG_BLOCK, &all, &before);
+  if (!take_turn(r)) {
+    ncclshim_rec_say("no dump (", t->why, "): another dump did not finish within 10 s", 0);
+    sigprocmask(SIG_SETMASK, &before, NULL);
+    errno = saved_errno;
+    return;
+  }
   /* A fork whose handler did not run (the audit library's own libc has its own fork
    * handlers): this is a child, with none of the parent's calls or communicators. */
-  if (getpid() != r->pid) ncclshim_rec_forked(r);
+  if (getpid() != r->pid) {
+    ncclshim_rec_forked(r);
+    ncclshim_rec_thread_forked();
+  }
   out path, temp;
   file_name(&path, r);
   int fd = -1;
@@ -407,7 +505,7 @@ void ncclshim_rec_dump(const char *why, int fn, int value) {
     ncclshim_rec_say("cannot create a dump in ", r->dir, "", errno);
   } else {
     out o = {.fd = fd};
-    put_header(&o, r, why, fn, value);
+    put_header(&o, r, t);
     put_comms(&o, r);
     put_calls(&o, r);
     flush(&o);
@@ -415,20 +513,25 @@ void ncclshim_rec_dump(const char *why, int fn, int value) {
     if (o.error != 0) {
       unlinkat(r->dir_fd, temp.buf, 0);
       ncclshim_rec_say("cannot write a dump in ", r->dir, " (the previous dump is kept)", o.error);
-    } else if (renameat(r->dir_fd, temp.buf, r->dir_fd, path.buf) != 0) {
+    } else if (!rename_dump(r, &temp, &path)) {
       int error = errno;
       unlinkat(r->dir_fd, temp.buf, 0);
       ncclshim_rec_say("cannot rename the dump to ", path.buf, "", error);
     } else {
-      out full = {.fd = -1};
-      put(&full, r->dir);
-      put(&full, "/");
-      put(&full, path.buf);
-      terminate(&full);
-      ncclshim_rec_say("wrote ", full.buf, why[0] == 'e' && why[1] == 'r' ? " (a call failed)" : "",
-                       0);
+      say_written(r, &path, note);
     }
   }
-  errno = saved_errno;
   atomic_flag_clear(&r->busy);
+  sigprocmask(SIG_SETMASK, &before, NULL);
+  errno = saved_errno;
+}
+
+void ncclshim_rec_dump(const char *why, int fn, int value) {
+  trigger t = {why, fn, value, 0};
+  dump(&t, why[0] == 'e' && why[1] == 'r' ? " (a call failed)" : "");
+}
+
+void ncclshim_rec_dump_hang(int fn, int hang_ms, uint64_t index, const char *note) {
+  trigger t = {"hang", fn, hang_ms, index};
+  dump(&t, note);
 }

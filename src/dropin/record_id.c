@@ -2,6 +2,7 @@
  * that stands for a pointer (or draws a temporary file name) without revealing it. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -58,6 +59,34 @@ static ssize_t read_small(const char *path, void *buf, size_t size) {
   return (ssize_t)got;
 }
 
+/* The process's start time in clock ticks since boot (/proc/self/stat, field 22): with the
+ * boot id, no two processes of one boot share it and a pid. 0 when unreadable. */
+static uint64_t start_time(void) {
+  char stat[1024];
+  ssize_t n = read_small("/proc/self/stat", stat, sizeof(stat) - 1);
+  if (n <= 0) return 0;
+  stat[n] = '\0';
+  const char *p = strrchr(stat, ')'); /* the command name may hold spaces and parentheses */
+  for (int field = 2; p != NULL && field < 22; field++) p = strchr(p + 1, ' ');
+  uint64_t ticks = 0;
+  for (p = p != NULL ? p + 1 : ""; *p >= '0' && *p <= '9'; p++)
+    ticks = ticks * 10 + (uint64_t)(*p - '0');
+  return ticks;
+}
+
+/* A process id that no other process has, even one with the same pid (a PID namespace, pids
+ * wrapping around): fresh random bits, the start time and the pid, under the keyed hash. */
+static uint64_t new_process_id(const rec_state *r) {
+  uint64_t random = 0;
+  if (read_small("/dev/urandom", &random, sizeof(random)) != (ssize_t)sizeof(random)) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    random = (uint64_t)now.tv_nsec ^ ((uint64_t)now.tv_sec << 30);
+  }
+  return ncclshim_rec_hash(
+      r, random ^ ncclshim_rec_hash(r, start_time() ^ ((uint64_t)getpid() << 40)));
+}
+
 void ncclshim_rec_identity(rec_state *r) {
   uint64_t random[3];
   if (read_small("/dev/urandom", random, sizeof(random)) != (ssize_t)sizeof(random)) {
@@ -70,7 +99,7 @@ void ncclshim_rec_identity(rec_state *r) {
   }
   r->key[0] = random[0];
   r->key[1] = random[1];
-  r->process_id = ncclshim_rec_hash(r, random[2]);
+  r->process_id = ncclshim_rec_hash(r, random[2]) ^ new_process_id(r);
   r->pid = getpid();
 
   char boot[64] = "";
@@ -96,8 +125,7 @@ void ncclshim_rec_identity(rec_state *r) {
 
 void ncclshim_rec_forked(rec_state *r) {
   r->parent_process_id = r->process_id;
-  r->process_id = ncclshim_rec_hash(
-      r, r->process_id ^ ((uint64_t)getpid() << 32) ^ atomic_fetch_add(&r->names, 1));
+  r->process_id = new_process_id(r);
   r->pid = getpid();
   atomic_store(&r->first, atomic_load(&r->next));
   atomic_store(&r->process_rank, NCCLSHIM_REC_NONE);

@@ -6,6 +6,8 @@
 
 #include "dropin.h"
 #include "record.h"
+#include "record_cuda.h"
+#include "record_hang.h"
 #include "record_state.h"
 
 rec_state *ncclshim_rec;
@@ -43,11 +45,17 @@ static void add_comm(const ncclshim_rec_call *call, const void *made, uint64_t n
     id = 0; /* split from a communicator the recorder never saw made */
   }
   atomic_store(&c->ops, 0); /* made again at an address seen before: it starts afresh */
+  atomic_store(&c->colls, 0);
   atomic_store(&c->splits, 0);
   atomic_store(&c->async_error, 0);
   atomic_store(&c->dumped, 0);
-  atomic_store(&c->rank, call->uid != NULL ? call->rank : NCCLSHIM_REC_NONE);
-  atomic_store(&c->nranks, call->uid != NULL ? call->nranks : NCCLSHIM_REC_NONE);
+  /* A split's rank follows from every rank's key: asked of NCCL once it is made. */
+  int rank = call->uid != NULL ? call->rank : NCCLSHIM_REC_NONE;
+  int nranks = call->uid != NULL ? call->nranks : NCCLSHIM_REC_NONE;
+  if (call->uid == NULL && !ncclshim_rec_ask_rank(made, &rank, &nranks))
+    rank = nranks = NCCLSHIM_REC_NONE;
+  atomic_store(&c->rank, rank);
+  atomic_store(&c->nranks, nranks);
   atomic_store(&c->created_by, call->fn);
   atomic_store(&c->id, id != 0 ? id | 1 : 1); /* 1: made, identity unknown */
   int none = NCCLSHIM_REC_NONE;
@@ -61,17 +69,28 @@ static ncclshim_rec_comm *comm_of(const void *comm) {
   /* The record is still this communicator's while its key is: an ended record's key is 0
    * until it is reused, and records are never freed. */
   ncclshim_rec_comm *c = here.record;
+  unsigned generation = atomic_load_explicit(&ncclshim_rec->generation, memory_order_relaxed);
   if (here.comm == (uintptr_t)comm && c != NULL &&
-      atomic_load_explicit(&c->key, memory_order_relaxed) == (uintptr_t)comm)
+      atomic_load_explicit(&c->key, memory_order_relaxed) == (uintptr_t)comm &&
+      atomic_load_explicit(&c->generation, memory_order_relaxed) == generation)
     return c;
   c = ncclshim_rec_find(comm);
   if (c == NULL && (c = ncclshim_rec_add(comm)) != NULL) {
     uint64_t unknown = 0;
     atomic_compare_exchange_strong(&c->id, &unknown, 1);
   }
+  /* A forked child that goes on with its parent's communicator: listed in its dumps too, so
+   * that the comparison sees two processes claim one rank. */
+  if (c != NULL) atomic_store_explicit(&c->generation, generation, memory_order_relaxed);
   here.comm = (uintptr_t)comm;
   here.record = c;
   return c;
+}
+
+void ncclshim_rec_thread_forked(void) {
+  here.tid = 0;
+  here.comm = 0;
+  here.record = NULL;
 }
 
 /* ---- The ring ---- */
@@ -88,10 +107,16 @@ static void publish(ncclshim_rec_call *call, int result) {
   /* A load and a store, not a locked add: NCCL requires a communicator's operations to be
    * issued by one thread at a time, in the same order on every rank, so no two threads number
    * one communicator's operations at once. */
-  uint64_t seq = 0;
+  uint64_t seq = 0, coll = 0;
   if (call->is_op && c != NULL) {
     seq = atomic_load_explicit(&c->ops, memory_order_relaxed) + 1;
     atomic_store_explicit(&c->ops, seq, memory_order_relaxed);
+    /* Point-to-point calls are matched by peer pair, not in one order on every rank: the
+     * collectives get a count of their own, which every rank shares. */
+    if (call->fn != NCCLSHIM_FN_ncclSend && call->fn != NCCLSHIM_FN_ncclRecv) {
+      coll = atomic_load_explicit(&c->colls, memory_order_relaxed) + 1;
+      atomic_store_explicit(&c->colls, coll, memory_order_relaxed);
+    }
   }
   uint64_t index = atomic_fetch_add_explicit(&r->next, 1, memory_order_relaxed);
   rec_entry *e = slot_of(index);
@@ -112,7 +137,9 @@ static void publish(ncclshim_rec_call *call, int result) {
   e->root = call->root;
   e->peer = call->peer;
   e->thread = here.tid;
+  e->captured = call->captured;
   e->seq = seq;
+  e->coll = coll;
   e->count = call->count;
   e->has_count = call->has_count;
   e->comm_id = c != NULL ? atomic_load_explicit(&c->id, memory_order_relaxed) : 0;
@@ -121,12 +148,21 @@ static void publish(ncclshim_rec_call *call, int result) {
   e->start_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
   atomic_store_explicit(&e->tag, index + 1, memory_order_release);
   call->index = index + 1;
+  call->seq = seq;
 }
 
+void (*_Atomic ncclshim_rec_on_first_call)(void);
+
 void ncclshim_rec_begin(ncclshim_rec_call *call) {
+  if (__builtin_expect(
+          atomic_load_explicit(&ncclshim_rec_on_first_call, memory_order_relaxed) != NULL, 0)) {
+    void (*first)(void) = atomic_exchange(&ncclshim_rec_on_first_call, NULL);
+    if (first != NULL) first();
+  }
   call->skip = here.depth++ > 0; /* NCCL calling its own name: forwarded, not recorded */
   call->index = 0;
   if (call->skip || call->is_query) return;
+  call->captured = call->is_op && ncclshim_rec_capturing(call->stream);
   publish(call, NCCLSHIM_REC_PENDING);
   /* The program gives up on a communicator (PyTorch's watchdog does, then abort()): what
    * every rank did up to here is what a hang's diagnosis needs. */
@@ -187,7 +223,14 @@ void ncclshim_rec_end(ncclshim_rec_call *call, int result) {
     if (atomic_load_explicit(&e->tag, memory_order_acquire) == call->index)
       atomic_store_explicit(&e->result, result, memory_order_relaxed);
   }
-  if (result == ncclSuccess || result == ncclInProgress) made_or_ended(call);
+  int succeeded = result == ncclSuccess || result == ncclInProgress;
+  if (succeeded) made_or_ended(call);
+  if (ncclshim_rec->hang_ms != 0) {
+    if (call->is_op && succeeded && !call->captured && call->index != 0)
+      ncclshim_rec_hang_op(call->stream, call->fn, call->index, call->seq);
+    else if (call->fn == NCCLSHIM_FN_ncclGroupStart || call->fn == NCCLSHIM_FN_ncclGroupEnd)
+      ncclshim_rec_hang_group(call->fn, succeeded);
+  }
   if (call->async_out != NULL && result == ncclSuccess) check_async(call);
   if (failed(result)) {
     if (call->index == 0) publish(call, result); /* a query: recorded now it failed */

@@ -1,6 +1,7 @@
 /* Turning the recorder on, when the library loads: NCCLSHIM_RECORD=N (the last N calls),
  * NCCLSHIM_RECORD_DIR (where dumps go; the working directory by default),
- * NCCLSHIM_RECORD_SIGNAL (a signal that dumps) and NCCLSHIM_RECORD_AT_EXIT (dump at exit).
+ * NCCLSHIM_RECORD_SIGNAL (a signal that dumps), NCCLSHIM_RECORD_AT_EXIT (dump at exit) and
+ * NCCLSHIM_RECORD_HANG_MS (dump when an operation has not completed after that long).
  * A bad value leaves the recorder off, with a message naming it; the program runs on either
  * way. With the recorder off, no signal's action is ever changed. */
 #include <ctype.h>
@@ -19,9 +20,10 @@
 
 #include "../internal.h"
 #include "record.h"
+#include "record_hang.h"
 #include "record_state.h"
 
-enum { MAX_CALLS = 1 << 24 };
+enum { MAX_CALLS = 1 << 24, MAX_HANG_MS = 24 * 3600 * 1000 };
 
 /* The dump signal's previous action, and SIGABRT's. */
 static struct sigaction previous[2];
@@ -35,22 +37,33 @@ static void refuse(const char *variable, const char *value, const char *why) {
   ncclshim_rec_say(head, value, tail, 0);
 }
 
-/* "USR1", "SIGUSR1" or a number; 0 when unusable: one that cannot be caught, one raised by
- * faults, SIGABRT (always dumped on), and SIGCHLD (sent whenever a child ends). */
+/* "USR1", "SIGUSR1" or a number, named or not, then checked the same way; 0 when unusable:
+ * one that cannot be caught, one raised by faults, SIGABRT (always dumped on), SIGCHLD (sent
+ * whenever a child ends), and the real-time signals glibc keeps for itself (below SIGRTMIN:
+ * sigaction refuses them, so a kill of one would end the process with no dump). */
 static int parse_signal(const char *text) {
   static const struct {
     const char *name;
     int number;
-  } names[] = {{"HUP", SIGHUP},   {"INT", SIGINT},    {"QUIT", SIGQUIT}, {"USR1", SIGUSR1},
-               {"USR2", SIGUSR2}, {"TERM", SIGTERM},  {"ALRM", SIGALRM}, {"CONT", SIGCONT},
-               {"PWR", SIGPWR},   {"WINCH", SIGWINCH}};
+  } names[] = {{"HUP", SIGHUP},   {"INT", SIGINT},       {"QUIT", SIGQUIT},   {"ILL", SIGILL},
+               {"TRAP", SIGTRAP}, {"ABRT", SIGABRT},     {"BUS", SIGBUS},     {"FPE", SIGFPE},
+               {"KILL", SIGKILL}, {"USR1", SIGUSR1},     {"SEGV", SIGSEGV},   {"USR2", SIGUSR2},
+               {"PIPE", SIGPIPE}, {"ALRM", SIGALRM},     {"TERM", SIGTERM},   {"CHLD", SIGCHLD},
+               {"CONT", SIGCONT}, {"STOP", SIGSTOP},     {"TSTP", SIGTSTP},   {"TTIN", SIGTTIN},
+               {"TTOU", SIGTTOU}, {"URG", SIGURG},       {"XCPU", SIGXCPU},   {"XFSZ", SIGXFSZ},
+               {"PROF", SIGPROF}, {"VTALRM", SIGVTALRM}, {"WINCH", SIGWINCH}, {"IO", SIGIO},
+               {"POLL", SIGPOLL}, {"PWR", SIGPWR},       {"SYS", SIGSYS}};
   const char *name = strncasecmp(text, "SIG", 3) == 0 ? text + 3 : text;
-  for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-    if (strcasecmp(name, names[i].name) == 0) return names[i].number;
-  char *end;
-  errno = 0;
-  long number = strtol(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || number < 1 || number > SIGRTMAX ||
+  long number = 0;
+  for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && number == 0; i++)
+    if (strcasecmp(name, names[i].name) == 0) number = names[i].number;
+  if (number == 0) {
+    char *end;
+    errno = 0;
+    number = strtol(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0') return 0;
+  }
+  if (number < 1 || number > SIGRTMAX || (number > SIGSYS && number < SIGRTMIN) ||
       number == SIGKILL || number == SIGSTOP || number == SIGSEGV || number == SIGBUS ||
       number == SIGFPE || number == SIGILL || number == SIGTRAP || number == SIGSYS ||
       number == SIGABRT || number == SIGCHLD)
@@ -58,9 +71,19 @@ static int parse_signal(const char *text) {
   return (int)number;
 }
 
+/* What a signal does by default, once dumped on: ignored ones (and USR1, USR2, documented as
+ * going on) go on; stop signals stop the process (SIGSTOP, so that the wrapper stays for the
+ * next one); every other ends it. */
+static int goes_on(int signo) {
+  return signo == SIGUSR1 || signo == SIGUSR2 || signo == SIGCONT || signo == SIGWINCH ||
+         signo == SIGURG;
+}
+
+static int stops(int signo) { return signo == SIGTSTP || signo == SIGTTIN || signo == SIGTTOU; }
+
 /* Dump, then let the signal do what it did before: call the previous handler; for a signal
- * whose default ends the process (TERM, INT, ABRT, a real-time signal, ...) end it; USR1,
- * USR2, CONT and WINCH go on. */
+ * whose default ends the process (TERM, INT, ABRT, a real-time signal, ...) end it; a stop
+ * signal stops it; USR1, USR2, CONT, WINCH and URG go on. */
 static void on_signal(int signo, siginfo_t *info, void *context) {
   ncclshim_rec_dump("signal", -1, signo);
   const struct sigaction *was = &previous[signo == SIGABRT];
@@ -68,16 +91,26 @@ static void on_signal(int signo, siginfo_t *info, void *context) {
     if (was->sa_sigaction != NULL) was->sa_sigaction(signo, info, context);
   } else if (was->sa_handler != SIG_DFL && was->sa_handler != SIG_IGN) {
     was->sa_handler(signo);
-  } else if (was->sa_handler == SIG_DFL && signo != SIGUSR1 && signo != SIGUSR2 &&
-             signo != SIGCONT && signo != SIGWINCH) {
+  } else if (was->sa_handler == SIG_DFL && stops(signo)) {
+    raise(SIGSTOP);
+  } else if (was->sa_handler == SIG_DFL && !goes_on(signo)) {
     signal(signo, SIG_DFL);
     raise(signo);
   }
 }
 
+/* Over a handler the program installed, the wrapper keeps that handler's flags and mask (a
+ * handler without SA_RESTART interrupts blocking calls, as the program expects); over the
+ * default action or SIG_IGN, it restarts them (the dump signal breaks nothing). */
 static void install(int which, int signo) {
   struct sigaction action = {.sa_sigaction = on_signal, .sa_flags = SA_SIGINFO | SA_RESTART};
   sigemptyset(&action.sa_mask);
+  if (sigaction(signo, NULL, &previous[which]) != 0) return;
+  const struct sigaction *was = &previous[which];
+  if ((was->sa_flags & SA_SIGINFO) || (was->sa_handler != SIG_DFL && was->sa_handler != SIG_IGN)) {
+    action.sa_flags = SA_SIGINFO | (was->sa_flags & (SA_RESTART | SA_NODEFER | SA_ONSTACK));
+    action.sa_mask = was->sa_mask;
+  }
   installed[which] = sigaction(signo, &action, &previous[which]) == 0;
 }
 
@@ -108,11 +141,37 @@ static int open_dir(rec_state *r) {
     if (fd >= 0) close(fd);
     return 0;
   }
+  /* Writable in name is not enough (/sys passes access(W_OK) as root, then refuses every
+   * file): a file is made and removed once. */
+  char probe[64];
+  snprintf(probe, sizeof(probe), ".ncclshim-record-check-%d.tmp", (int)getpid());
+  int made = openat(fd, probe, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (made < 0 && errno != EEXIST) {
+    refuse("NCCLSHIM_RECORD_DIR", dir, strerror(errno));
+    close(fd);
+    return 0;
+  }
+  if (made >= 0) {
+    close(made);
+    unlinkat(fd, probe, 0);
+  }
   r->dir_fd = fd;
   r->dir_dev = st.st_dev;
   r->dir_ino = st.st_ino;
   snprintf(r->dir, sizeof(r->dir), "%s", resolved);
   return 1;
+}
+
+/* NCCLSHIM_RECORD_HANG_MS: 0 when unset, -1 when refused. */
+static int parse_hang_ms(void) {
+  const char *text = secure_getenv("NCCLSHIM_RECORD_HANG_MS");
+  if (text == NULL || text[0] == '\0') return 0;
+  char *end;
+  errno = 0;
+  long ms = strtol(text, &end, 10);
+  if (errno == 0 && end != text && *end == '\0' && ms >= 1 && ms <= MAX_HANG_MS) return (int)ms;
+  refuse("NCCLSHIM_RECORD_HANG_MS", text, "not a number of milliseconds from 1 to 86400000");
+  return -1;
 }
 
 static rec_state *make_state(const char *calls_text) {
@@ -132,6 +191,8 @@ static rec_state *make_state(const char *calls_text) {
            "SIGABRT (always dumped on) or SIGCHLD");
     return NULL;
   }
+  int hang_ms = parse_hang_ms();
+  if (hang_ms < 0) return NULL;
   uint64_t slots = 1;
   while (slots < calls) slots <<= 1;
   rec_state *r = calloc(1, sizeof(*r));
@@ -155,15 +216,18 @@ static rec_state *make_state(const char *calls_text) {
   r->capacity = calls;
   r->signal = signo;
   r->at_exit = ncclshim_env_flag("NCCLSHIM_RECORD_AT_EXIT");
+  r->hang_ms = hang_ms;
   atomic_store(&r->process_rank, NCCLSHIM_REC_NONE);
   atomic_store(&r->nccl_version, NCCLSHIM_REC_NONE); /* not asked of NCCL in audit mode */
   ncclshim_rec_identity(r);
   return r;
 }
 
-static void in_child(void) {
+void ncclshim_rec_in_child(void) {
   if (ncclshim_rec == NULL) return;
   ncclshim_rec_comms_reset(ncclshim_rec);
+  ncclshim_rec_hang_forked();
+  ncclshim_rec_thread_forked();
   ncclshim_rec_forked(ncclshim_rec);
   atomic_flag_clear(&ncclshim_rec->busy);
 }
@@ -179,8 +243,14 @@ __attribute__((constructor)) static void start_at_load(void) {
   rec_state *r = make_state(calls);
   if (r == NULL) return;
   ncclshim_rec = r;
-  pthread_atfork(NULL, NULL, in_child);
+  pthread_atfork(NULL, NULL, ncclshim_rec_in_child);
   if (r->signal != 0) install(0, r->signal);
+  if (r->signal != 0 && !installed[0]) {
+    char number[16];
+    snprintf(number, sizeof(number), "%d", r->signal);
+    ncclshim_rec_say("NCCLSHIM_RECORD_SIGNAL=", number,
+                     ": sigaction refused it; no dump on that signal", errno);
+  }
   install(1, SIGABRT);
 }
 
@@ -217,13 +287,20 @@ void ncclshim_rec_describe(char *text, size_t size) {
   if (used > 0 && (size_t)used < size && r->signal != 0)
     used += snprintf(text + used, size - (size_t)used, ", on signal %d", r->signal);
   if (used > 0 && (size_t)used < size && r->at_exit)
-    snprintf(text + used, size - (size_t)used, ", at exit");
+    used += snprintf(text + used, size - (size_t)used, ", at exit");
+  if (used > 0 && (size_t)used < size && r->hang_ms != 0)
+    snprintf(text + used, size - (size_t)used,
+             ", and once when an operation has not completed after %d ms", r->hang_ms);
 }
 
 /* At exit, only a process that recorded a call: under LD_PRELOAD or LD_AUDIT, every program
- * a job starts (shells, launchers) loads the library too. */
+ * a job starts (shells, launchers) loads the library too. At exit or at dlclose, the signals
+ * get their previous actions back: a handler left behind a dlclose would be unmapped code. */
 __attribute__((destructor)) static void dump_at_exit(void) {
   rec_state *r = ncclshim_rec;
-  if (r != NULL && r->at_exit && atomic_load(&r->next) > atomic_load(&r->first))
+  if (r == NULL) return;
+  if (r->at_exit && atomic_load(&r->next) > atomic_load(&r->first))
     ncclshim_rec_dump("exit", -1, NCCLSHIM_REC_NONE);
+  if (r->signal != 0) uninstall(0, r->signal);
+  uninstall(1, SIGABRT);
 }

@@ -16,8 +16,9 @@
 typedef struct rec_entry {
   _Atomic uint64_t tag;
   _Atomic int32_t result;
-  int32_t fn, rank, datatype, op, root, peer, thread;
-  uint64_t seq; /* 0: not an operation */
+  int32_t fn, rank, datatype, op, root, peer, thread, captured;
+  uint64_t seq;  /* 0: not an operation */
+  uint64_t coll; /* its number among the communicator's collectives; 0: not a collective */
   uint64_t count;
   int32_t has_count;
   uint64_t comm_id;
@@ -31,6 +32,7 @@ typedef struct rec_entry {
 struct ncclshim_rec_comm {
   _Atomic uintptr_t key;   /* the ncclComm_t while in the lookup table; 0 otherwise */
   _Atomic uint64_t ops;    /* the sequence number of its last operation */
+  _Atomic uint64_t colls;  /* how many of them were collectives (not ncclSend/ncclRecv) */
   _Atomic uint64_t id;     /* the same on every rank: from the unique id, or the parent; 0 free */
   _Atomic uint64_t splits; /* split/shrink calls made on it, NCCL_SPLIT_NOCOLOR ones too */
   _Atomic uintptr_t shown; /* the ncclComm_t it was (kept after it ends, for the dump) */
@@ -76,10 +78,13 @@ typedef struct rec_state {
   _Atomic int nccl_version;
   int signal; /* NCCLSHIM_RECORD_SIGNAL, 0 if none */
   int at_exit;
-  int dir_fd; /* NCCLSHIM_RECORD_DIR, opened at start */
+  int hang_ms; /* NCCLSHIM_RECORD_HANG_MS, 0 if none */
+  int dir_fd;  /* NCCLSHIM_RECORD_DIR, opened at start */
   dev_t dir_dev;
   ino_t dir_ino;
   char dir[PATH_MAX];
+  uint64_t name_suffix; /* 0, or the random suffix of the dump's name, once its plain name
+                           could not be taken (another user's file in a sticky directory) */
   char host[72];
   char boot_id[40];
   /* Identity: a random id per process (a forked child draws its own), and the secret key of

@@ -11,26 +11,47 @@
  *   interposed fork                 a child (forked after two all-reduces) and its parent dump
  *   interposed early                the dump signal before any NCCL call
  *   interposed commabort | abort    ncclCommAbort; abort()
- *   interposed raise SIGNO          two all-reduces, then raise(SIGNO)
+ *   interposed raise SIGNO [TIMES]  two all-reduces, then raise(SIGNO), TIMES times (1)
  *   interposed actions              the actions of SIGUSR1 and SIGABRT (default or not)
  *   interposed many N               N communicators alive at once, then half destroyed
  *   interposed threads              8 threads making, using and destroying communicators,
  *                                   while the main thread dumps (SIGUSR1) again and again
+ *   interposed tworanks             ranks 0 and 1 of one communicator in this process: rank 0
+ *                                   issues 3 all-reduces, rank 1 2 (its second of another
+ *                                   count); each splits (color 7, key its rank), each child
+ *                                   issues 1
+ *   interposed forkuse              a child forked after two all-reduces issues a third on its
+ *                                   parent's communicator; both dump (SIGUSR1)
+ *   interposed forkreuse            two children forked in turn with the same pid (in a PID
+ *                                   namespace of its own, /proc/sys/kernel/ns_last_pid set
+ *                                   before each fork); each dumps (SIGUSR1)
+ *   interposed pipeline RANK COUNT  rank 0 sends 3 times to rank 1 (COUNT floats), rank 1
+ *                                   receives 3 times from rank 0; then one all-reduce each
+ *   interposed plant                a dump (SIGUSR1); its name then taken by a directory (as
+ *                                   another user's file would be in a sticky directory);
+ *                                   a second dump
+ *   interposed movedir              a dump, the dump directory renamed (DIR-moved), a dump
+ *   interposed interrupted          a long dump (SIGUSR1, 20000 calls) that another thread's
+ *                                   abort() interrupts as soon as its temporary file appears
+ *   interposed captured | hang | hanggroup   with a fake CUDA driver (interposed_cuda.c)
  * It prints key=value lines; its stderr goes to stdout too, so the tests see ncclshim's. */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "interposed.h"
 #include "under.h"
 
-static ncclComm_t start(int rank) {
+ncclComm_t interposed_start(int rank) {
   printf("process=%d\n", (int)getpid());
   ncclUniqueId id;
   memset(&id, 0, sizeof(id));
@@ -63,7 +84,7 @@ static void basic(void) {
   int version = 0;
   ncclResult_t result = ncclGetVersion(&version);
   printf("version_result=%d\nversion=%d\n", result, version);
-  ncclComm_t comm = start(0);
+  ncclComm_t comm = interposed_start(0);
   all_reduces(comm, 3);
   printf("bcast_result=%d\n", ncclBcast(NULL, 16, ncclInt8, 0, comm, NULL));
   Dl_info info;
@@ -77,7 +98,7 @@ static void basic(void) {
 }
 
 static void nocolor(int rank) {
-  ncclComm_t comm = start(rank), first = NULL, second = NULL;
+  ncclComm_t comm = interposed_start(rank), first = NULL, second = NULL;
   printf("first_result=%d\n",
          ncclCommSplit(comm, rank == 0 ? NCCL_SPLIT_NOCOLOR : 7, 0, &first, NULL));
   printf("second_result=%d\n", ncclCommSplit(comm, 3, rank, &second, NULL));
@@ -85,7 +106,7 @@ static void nocolor(int rank) {
 }
 
 static void errors(int n) {
-  ncclComm_t comm = start(0);
+  ncclComm_t comm = interposed_start(0);
   for (int i = 0; i < n; i++) {
     under_fail("ncclAllReduce", ncclInternalError);
     ncclAllReduce(NULL, NULL, 8, ncclInt32, ncclMax, comm, NULL);
@@ -96,7 +117,7 @@ static void errors(int n) {
 
 /* A query (its row's role is QUERY) that succeeds three times, then fails once. */
 static void query(void) {
-  all_reduces(start(0), 1);
+  all_reduces(interposed_start(0), 1);
   ncclshim_param_handle_t handle = NULL;
   int32_t value = 0;
   for (int i = 0; i < 3; i++) ncclParamGetI32(handle, &value);
@@ -107,7 +128,7 @@ static void query(void) {
 
 /* A file size limit stands for a full disk: writes past it fail (EFBIG). */
 static void full_disk(void) {
-  ncclComm_t comm = start(0);
+  ncclComm_t comm = interposed_start(0);
   all_reduces(comm, 2);
   raise(SIGUSR1);
   signal(SIGXFSZ, SIG_IGN);
@@ -118,7 +139,7 @@ static void full_disk(void) {
 }
 
 static void forked(void) {
-  all_reduces(start(0), 2);
+  all_reduces(interposed_start(0), 2);
   pid_t child = fork();
   if (child == 0) {
     raise(SIGUSR1); /* the job's dump signal reaches a data-loader worker too */
@@ -167,7 +188,8 @@ static void *churn(void *arg) {
 }
 
 static void threads(void) {
-  start(0); /* the process's rank, known before the first dump: one file name throughout */
+  interposed_start(
+      0); /* the process's rank, known before the first dump: one file name throughout */
   pthread_t workers[8];
   for (int t = 0; t < 8; t++) pthread_create(&workers[t], NULL, churn, (void *)(intptr_t)t);
   for (int i = 0; i < 5; i++) raise(SIGUSR1);
@@ -179,6 +201,102 @@ static void threads(void) {
   }
   printf("threads_failed=%d\n", failed);
   raise(SIGUSR1);
+}
+
+/* The name of the first dump in `dir` (static), or "". */
+static const char *first_dump(const char *dir) {
+  static char name[512];
+  name[0] = '\0';
+  DIR *d = opendir(dir);
+  for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;)
+    if (strncmp(e->d_name, "ncclshim-record-", 16) == 0)
+      snprintf(name, sizeof(name), "%s", e->d_name);
+  if (d != NULL) closedir(d);
+  return name;
+}
+
+static void plant_or_move(int plant) {
+  const char *dir = getenv("NCCLSHIM_RECORD_DIR");
+  all_reduces(interposed_start(0), 1);
+  raise(SIGUSR1);
+  char from[4096], to[4096];
+  if (plant) {
+    snprintf(from, sizeof(from), "%s/%s", dir, first_dump(dir));
+    snprintf(to, sizeof(to), "%s/kept", dir);
+    printf("planted=%d\n", rename(from, to) == 0 && mkdir(from, 0700) == 0);
+  } else {
+    snprintf(to, sizeof(to), "%s-moved", dir);
+    printf("moved=%d\n", rename(dir, to) == 0);
+  }
+  raise(SIGUSR1);
+}
+
+/* Waits (every 100 us, at most 20 s) for the dump's temporary file, then calls abort(). */
+static void *abort_during_dump(void *dir) {
+  struct timespec tick = {0, 100 * 1000};
+  for (int i = 0; i < 200000; i++) {
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;)
+      if (strncmp(e->d_name, ".ncclshim-record-", 17) == 0) {
+        printf("aborting_during_dump=1\n");
+        abort();
+      }
+    if (d != NULL) closedir(d);
+    nanosleep(&tick, NULL);
+  }
+  return NULL;
+}
+
+static void interrupted(void) {
+  all_reduces(interposed_start(0), 20000);
+  pthread_t aborter;
+  pthread_create(&aborter, NULL, abort_during_dump, getenv("NCCLSHIM_RECORD_DIR"));
+  raise(SIGUSR1);
+  pthread_join(aborter, NULL);
+}
+
+static void two_ranks(void) {
+  ncclComm_t rank0 = interposed_start(0), rank1 = interposed_start(1), child0 = NULL, child1 = NULL;
+  all_reduces(rank0, 3);
+  all_reduces(rank1, 1);
+  ncclAllReduce(NULL, NULL, 512, ncclFloat32, ncclSum, rank1, NULL); /* rank 0's was 1024 */
+  printf("split_results=%d,%d\n", ncclCommSplit(rank0, 7, 0, &child0, NULL),
+         ncclCommSplit(rank1, 7, 1, &child1, NULL));
+  all_reduces(child0, 1);
+  all_reduces(child1, 1);
+}
+
+static void fork_use(void) {
+  ncclComm_t comm = interposed_start(0);
+  all_reduces(comm, 2);
+  pid_t child = fork();
+  if (child == 0) {
+    all_reduces(comm, 1);
+    raise(SIGUSR1);
+    _exit(0);
+  }
+  int status;
+  waitpid(child, &status, 0);
+  printf("child_status=%d\nparent_thread=%d\n", status, (int)getpid());
+  raise(SIGUSR1);
+}
+
+static void fork_reuse(void) {
+  all_reduces(interposed_start(0), 2);
+  for (int i = 0; i < 2; i++) {
+    FILE *last = fopen("/proc/sys/kernel/ns_last_pid", "w");
+    if (last == NULL || fprintf(last, "100") < 0 || fclose(last) != 0) {
+      printf("no_ns_last_pid=1\n");
+      return;
+    }
+    pid_t child = fork();
+    if (child == 0) {
+      raise(SIGUSR1);
+      _exit(0);
+    }
+    printf("child_pid=%d\n", (int)child);
+    waitpid(child, NULL, 0);
+  }
 }
 
 static int more(int argc, char **argv) {
@@ -197,16 +315,35 @@ static int more(int argc, char **argv) {
     raise(SIGUSR1);
     printf("alive=1\n");
   } else if (strcmp(what, "commabort") == 0) {
-    ncclComm_t comm = start(0);
+    ncclComm_t comm = interposed_start(0);
     all_reduces(comm, 2);
     printf("abort_result=%d\n", ncclCommAbort(comm));
   } else if (strcmp(what, "abort") == 0) {
-    all_reduces(start(0), 2);
+    all_reduces(interposed_start(0), 2);
     abort();
-  } else if (strcmp(what, "raise") == 0 && argc == 3) {
-    all_reduces(start(0), 2);
-    raise(atoi(argv[2]));
+  } else if (strcmp(what, "raise") == 0 && (argc == 3 || argc == 4)) {
+    all_reduces(interposed_start(0), 2);
+    for (int i = 0; i < (argc == 4 ? atoi(argv[3]) : 1); i++) raise(atoi(argv[2]));
     printf("alive=1\n");
+  } else if (strcmp(what, "pipeline") == 0 && argc == 4) {
+    int rank = atoi(argv[2]);
+    ncclComm_t comm = interposed_start(rank);
+    for (int i = 0; i < 3; i++)
+      if (rank == 0)
+        ncclSend(NULL, (size_t)atoi(argv[3]), ncclFloat32, 1, comm, NULL);
+      else
+        ncclRecv(NULL, (size_t)atoi(argv[3]), ncclFloat32, 0, comm, NULL);
+    all_reduces(comm, 1);
+  } else if (strcmp(what, "tworanks") == 0) {
+    two_ranks();
+  } else if (strcmp(what, "forkuse") == 0) {
+    fork_use();
+  } else if (strcmp(what, "forkreuse") == 0) {
+    fork_reuse();
+  } else if (strcmp(what, "plant") == 0 || strcmp(what, "movedir") == 0) {
+    plant_or_move(strcmp(what, "plant") == 0);
+  } else if (strcmp(what, "interrupted") == 0) {
+    interrupted();
   } else if (strcmp(what, "actions") == 0) {
     actions();
   } else if (strcmp(what, "threads") == 0) {
@@ -214,7 +351,7 @@ static int more(int argc, char **argv) {
   } else if (strcmp(what, "many") == 0 && argc == 3) {
     many(atoi(argv[2]));
   } else {
-    return 1;
+    return cuda_scenario(what);
   }
   return 0;
 }
@@ -226,25 +363,25 @@ int main(int argc, char **argv) {
   if (strcmp(what, "basic") == 0) {
     basic();
   } else if (strcmp(what, "ops") == 0 && argc == 4) {
-    all_reduces(start(atoi(argv[2])), atoi(argv[3]));
+    all_reduces(interposed_start(atoi(argv[2])), atoi(argv[3]));
   } else if (strcmp(what, "error") == 0) {
-    ncclComm_t comm = start(0);
+    ncclComm_t comm = interposed_start(0);
     all_reduces(comm, 2);
     under_fail("ncclAllReduce", ncclInternalError);
     printf("error_result=%d\n", ncclAllReduce(NULL, NULL, 8, ncclInt32, ncclMax, comm, NULL));
   } else if (strcmp(what, "async") == 0) {
-    ncclComm_t comm = start(1);
+    ncclComm_t comm = interposed_start(1);
     all_reduces(comm, 1);
     under_set_async(ncclRemoteError);
     ncclResult_t seen = ncclSuccess;
     for (int i = 0; i < 3; i++) ncclCommGetAsyncError(comm, &seen);
     printf("async=%d\n", seen);
   } else if (strcmp(what, "signal") == 0) {
-    all_reduces(start(0), 2);
+    all_reduces(interposed_start(0), 2);
     raise(SIGUSR1);
     printf("alive=1\n");
   } else if (strcmp(what, "split") == 0) {
-    ncclComm_t comm = start(0), child = NULL;
+    ncclComm_t comm = interposed_start(0), child = NULL;
     all_reduces(comm, 1);
     printf("split_result=%d\n", ncclCommSplit(comm, 7, 0, &child, NULL));
     all_reduces(child, 2);

@@ -190,5 +190,6 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_one_nccl_with_both),
   };
   int failed = cmocka_run_group_tests_name("dropin", tests, NULL, NULL);
-  return failed | run_interpose_tests() | run_recorder_tests() | run_record_safety_tests();
+  return failed | run_interpose_tests() | run_recorder_tests() | run_record_safety_tests() |
+         run_record_hang_tests() | run_record_shapes_tests();
 }

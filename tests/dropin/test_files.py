@@ -8,7 +8,12 @@
                             rank behind and the seq, ranks in step, a missing rank, ranks that
                             disagree, no dumps, a broken dump; on hostile input (exit 2, a
                             message, never a traceback or a hang); two containers' processes
-                            with one host name and pid; two processes that claim one rank
+                            with one host name and pid; two processes that claim one rank;
+                            captured operations (exit 3); a hang dump's stuck call; one
+                            process holding two ranks; a fork that keeps its parent's
+                            communicator; two children with one pid; sends and receives
+                            matched by peer pair; a directory named like a dump, a lone
+                            surrogate, a Latin-1 locale, dumps without a communicator
     test_files.py audit     audit mode (LD_AUDIT) over a Python ctypes program that binds NCCL
                             as vLLM's pynccl does: both ranks recorded, the rank behind named
 
@@ -69,7 +74,8 @@ def check_alone(tmp):
     names = [x.split()[-1] for x in run(["nm", "-D", "--defined-only", copy]).splitlines()]
     stray = [n for n in names if not re.match(r"^p?nccl[A-Z]\w*$", n)
              and n not in ("ncclshim_dropin_identity", "la_version", "la_objopen",
-                           "la_symbind32", "la_symbind64")]
+                           "la_symbind32", "la_symbind64", "la_objclose",
+                           "la_activity")]
     check(names and not stray, "the drop-in exports more than NCCL's names: %s" % stray)
 
     # Link a program built against NCCL's names with that one file, nothing else on the path.
@@ -135,19 +141,149 @@ def check_compare(tmp):
     check(proc.returncode == 2 and "ncclshim-record-x-1-rank0.jsonl:2: not JSON" in proc.stderr,
           "broken dump: %d %s" % (proc.returncode, proc.stderr))
     check_compare_hostile(tmp)
+    check_compare_graphs_and_hangs(tmp)
+    check_compare_shapes(tmp)
+    check_compare_p2p(tmp)
+    check_compare_inputs(tmp)
+    check_pid_reuse(tmp)
+
+
+def check_compare_shapes(tmp):
+    """One process holding two ranks: each rank's calls are its own, a split child's rank is
+    its own; a forked child that goes on with its parent's communicator is reported."""
+    job = record(os.path.join(tmp, "tworanks"), "tworanks")
+    out = compare(1, job)
+    check("verdict: rank 1 is behind on communicator " in out and " at seq 3: it stopped "
+          "after seq 2" in out, "tworanks: the rank behind not named")
+    check(re.search(r"ranks disagree on communicator \w+ at seq 2: rank 0: ncclAllReduce count "
+                    r"1024 .*; rank 1: ncclAllReduce count 512", out), "tworanks: no disagreement")
+    check("claim" not in out, "tworanks: a split child's rank taken from another")
+    check(len(re.findall(r"^  rank 1 \(", out, re.M)) == 2, "tworanks: the split child's rank 1 "
+          "not known")
+    # A forked child that goes on with its parent's communicator, under LD_PRELOAD and under
+    # audit mode (whose fork handler is registered with the program's libc).
+    for mode in ("LD_PRELOAD", "LD_AUDIT"):
+        job = os.path.join(tmp, "forkuse-" + mode)
+        os.mkdir(job)
+        run([os.environ["INTERPOSED"], "forkuse"],
+            env=clean_env(**{mode: os.environ["DROPIN_LIBRARY"]}, NCCLSHIM_RECORD="100",
+                          NCCLSHIM_RECORD_DIR=job, NCCLSHIM_RECORD_SIGNAL="USR1"))
+        out = compare(2, job)
+        check(re.search(r"verdict: unusable: two processes claim rank 0 of communicator \w+: "
+                        r"rank 0 \(\S+ pid \d+\) and rank 0 \(\S+ pid \d+, forked\)", out),
+              "forkuse %s: the fork that kept its parent's communicator not reported" % mode)
+        for name in os.listdir(job):  # the child's call carries the child's thread id
+            with open(os.path.join(job, name)) as f:
+                text = f.read()
+            if '"forked":true' in text:
+                pid = re.search(r'"pid":(\d+)', text).group(1)
+                check(re.search(r'"seq":3,.*"thread":%s,' % pid, text), "forkuse %s: the "
+                      "child's call carries another thread id:\n%s" % (mode, text))
+
+
+def check_compare_p2p(tmp):
+    """Sends and receives are matched by peer pair, not by sequence number: a correct
+    pipeline (3 sends on rank 0, 3 receives on rank 1) is in step; a receive of another count
+    is named."""
+    job = record(os.path.join(tmp, "pipeline"), "pipeline", "0", "64")
+    record(job, "pipeline", "1", "64")
+    check("verdict: every communicator in step" in compare(0, job), "pipeline: not in step")
+    job = record(os.path.join(tmp, "pipeline-bad"), "pipeline", "0", "64")
+    record(job, "pipeline", "1", "32")
+    check(re.search(r"verdict: rank 0's send #1 to rank 1 \(ncclSend count 64 .*\) does not "
+                    r"match rank 1's receive #1 from rank 0 \(ncclRecv count 32 ", compare(1, job)),
+          "pipeline: a mismatched receive not named")
+
+
+def check_compare_inputs(tmp):
+    """A directory named like a dump is left out; a lone surrogate is refused; a locale that
+    cannot show a path's characters gets them escaped; dumps without a communicator are not
+    "in step"."""
+    job = os.path.join(tmp, "with-dir")
+    os.makedirs(os.path.join(job, "ncclshim-record-x.jsonl"))
+    with open(os.path.join(job, "ncclshim-record-a.jsonl"), "w") as f:
+        f.write(dump_text(process="00000000000000a1", rank=0, nranks=1))
+    check("verdict: every communicator in step" in compare(0, job), "a directory named like a "
+          "dump was read")
+    compare_dir(os.path.join(tmp, "surrogate"), {"ncclshim-record-a.jsonl": dump_text(
+        host="\\ud800")}, 2, "'host' holds a lone surrogate")
+    latin = os.path.join(tmp, "latin")
+    os.makedirs(latin)
+    with open(os.path.join(latin, "ncclshim-record-\u4e2d.jsonl"), "w") as f:
+        f.write(dump_text(process="00000000000000a1", rank=0, nranks=1))
+    proc = subprocess.run([sys.executable, os.environ["COMPARE"], latin], capture_output=True,
+                          env=clean_env(PYTHONIOENCODING="latin-1"))
+    check(proc.returncode == 0 and b"Traceback" not in proc.stderr and b"record-\\u4e2d" in
+          proc.stdout, "latin-1 output: %d %r" % (proc.returncode, proc.stderr[-300:]))
+    empty = dump_text().split("\n")[0] + "\n"
+    compare_dir(os.path.join(tmp, "no-comm"), {"ncclshim-record-a.jsonl": empty}, 2,
+                "verdict: unusable: no communicator")
+
+
+def check_pid_reuse(tmp):
+    """Two children with one pid (a PID namespace of their own, ns_last_pid set before each
+    fork): two dumps, two process ids."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        print("skip: no unshare")
+        return
+    job = os.path.join(tmp, "reuse")
+    os.mkdir(job)
+    proc = subprocess.run([unshare, "-Urpf", "--mount-proc", os.environ["INTERPOSED"],
+                           "forkreuse"], capture_output=True, text=True,
+                          env=clean_env(LD_PRELOAD=os.environ["DROPIN_LIBRARY"],
+                                        NCCLSHIM_RECORD="100", NCCLSHIM_RECORD_DIR=job,
+                                        NCCLSHIM_RECORD_SIGNAL="USR1"))
+    pids = re.findall(r"^child_pid=(\d+)$", proc.stdout, re.M)
+    if proc.returncode != 0 or len(pids) != 2:
+        print("skip: no PID namespace with ns_last_pid here (%d): %s" % (
+            proc.returncode, (proc.stdout + proc.stderr)[-300:]))
+        return
+    check(pids[0] == pids[1], "the children's pids differ: %s" % pids)
+    dumps = sorted(os.listdir(job))
+    check(len(dumps) == 2, "pid reuse: %d dumps: %s" % (len(dumps), dumps))
+    ids = set()
+    for name in dumps:
+        with open(os.path.join(job, name)) as f:
+            ids.add(re.search(r'"process":"(\w+)"', f.readline()).group(1))
+    check(len(ids) == 2, "pid reuse: one process id for two processes")
+
+
+def check_compare_graphs_and_hangs(tmp):
+    """Captured operations are said to be captured, never "in step"; a hang dump's stuck call
+    is named, after the rank behind."""
+    compare_dir(
+        os.path.join(tmp, "captured"),
+        {"ncclshim-record-a.jsonl": dump_text(process="00000000000000a1", rank=0, captured=(2, 3)),
+         "ncclshim-record-b.jsonl": dump_text(process="00000000000000b2", rank=1, captured=(2, 3))},
+        3, "rank 1: seq 2-3 captured into a CUDA graph: their replays are not in the dumps")
+    hang = '"hang","function":"ncclAllReduce","hang_ms":500,"stuck_call":3'
+    stuck = ("rank 0 (h pid 7) hung: ncclAllReduce count 4 on communicator 00000000000000c1 at "
+             "seq 3 has not completed after 500 ms")
+    compare_dir(
+        os.path.join(tmp, "hang"),
+        {"ncclshim-record-a.jsonl": dump_text(process="00000000000000a1", rank=0, reason=hang),
+         "ncclshim-record-b.jsonl": dump_text(process="00000000000000b2", rank=1)},
+        1, "verdict: " + stuck)
+    compare_dir(
+        os.path.join(tmp, "hang-behind"),
+        {"ncclshim-record-a.jsonl": dump_text(process="00000000000000a1", rank=0, reason=hang),
+         "ncclshim-record-b.jsonl": dump_text(process="00000000000000b2", rank=1, last_seq=2)},
+        1, "verdict: rank 1 is behind on communicator 00000000000000c1 at seq 3")
 
 
 def dump_text(host="h", pid=7, process="00000000000000a1", rank=0, last_seq=3, nranks=2,
-              comm_id="00000000000000c1"):
+              comm_id="00000000000000c1", reason='"signal"', captured=()):
     lines = ['{"kind":"header","format":"ncclshim-record/2","host":"%s","pid":%d,"process":"%s",'
-             '"rank":%d,"reason":"signal","calls":%d,"time_ns":1}' % (host, pid, process, rank,
-                                                                      last_seq),
+             '"rank":%d,"reason":%s,"calls":%d,"time_ns":1}' % (host, pid, process, rank, reason,
+                                                                last_seq),
              '{"kind":"comm","comm":"c-1","comm_id":"%s","rank":%d,"nranks":%d,"last_seq":%d}' % (
                  comm_id, rank, nranks, last_seq)]
     for seq in range(1, last_seq + 1):
-        lines.append('{"kind":"call","index":%d,"function":"ncclAllReduce","comm_id":"%s",'
-                     '"rank":%d,"seq":%d,"count":4,"state":"returned","result":0}' % (
-                         seq, comm_id, rank, seq))
+        lines.append('{"kind":"call","index":%d,"function":"ncclAllReduce","comm":"c-1",'
+                     '"comm_id":"%s",'
+                     '"rank":%d,"seq":%d,"count":4,"state":"returned","result":0%s}' % (
+                         seq, comm_id, rank, seq, ',"captured":true' if seq in captured else ""))
     return "\n".join(lines) + "\n"
 
 

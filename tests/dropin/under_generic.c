@@ -18,20 +18,19 @@ static int index_of(const char *function) {
 
 UNDER_EXPORT int under_calls(const char *function) {
   int i = index_of(function);
-  return i < 0 ? -1 : calls[i];
+  return i < 0 ? -1 : __atomic_load_n(&calls[i], __ATOMIC_RELAXED);
 }
 
 UNDER_EXPORT void under_fail(const char *function, int result) {
   int i = index_of(function);
-  if (i >= 0) failing[i] = result;
+  if (i >= 0) __atomic_store_n(&failing[i], result, __ATOMIC_RELAXED);
 }
 
-/* Count the call; what it returns (the failure chosen, once). */
+/* Count the call; what it returns (the failure chosen, once). Atomic: the threads scenario
+ * calls from 8 threads at once. */
 ncclResult_t under_answer(int fn) {
-  calls[fn]++;
-  int result = failing[fn];
-  failing[fn] = ncclSuccess;
-  return (ncclResult_t)result;
+  __atomic_fetch_add(&calls[fn], 1, __ATOMIC_RELAXED);
+  return (ncclResult_t)__atomic_exchange_n(&failing[fn], ncclSuccess, __ATOMIC_RELAXED);
 }
 
 #pragma GCC diagnostic ignored "-Wunused-parameter"

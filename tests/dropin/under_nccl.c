@@ -43,6 +43,18 @@ UNDER_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncc
   return color == NCCL_SPLIT_NOCOLOR || *newcomm != NULL ? ncclSuccess : ncclSystemError;
 }
 
+UNDER_EXPORT ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank) {
+  under_answer(NCCLSHIM_FN_ncclCommUserRank);
+  *rank = comm->rank;
+  return ncclSuccess;
+}
+
+UNDER_EXPORT ncclResult_t ncclCommCount(const ncclComm_t comm, int *count) {
+  under_answer(NCCLSHIM_FN_ncclCommCount);
+  *count = comm->nranks;
+  return ncclSuccess;
+}
+
 UNDER_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   free(comm);
   return under_answer(NCCLSHIM_FN_ncclCommDestroy);

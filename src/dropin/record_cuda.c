@@ -1,0 +1,79 @@
+/* The recorder's CUDA driver functions: whether an operation's stream is capturing a graph,
+ * and the hang dump's events (record_hang.c). Only a driver the process has already loaded
+ * is used (an NCCL operation on a stream means one is): through ncclshim's CUDA table under
+ * LD_PRELOAD or a link, and in audit mode through the exports of the program's own libcuda,
+ * read from its link map, since the auditor's namespace would load a second driver. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../loader/objects.h"
+#include "ncclshim/cuda.h"
+#include "record_cuda.h"
+
+static rec_driver driver;
+static _Atomic int have_driver;
+static int audit_mode;
+
+void ncclshim_rec_cuda_audit(void) { audit_mode = 1; }
+
+/* A libcuda: it defines the driver's entry points the recorder needs. In audit mode each is
+ * looked up as NAME_v2, else NAME (the list's V2 rows export the _v2 name). */
+static void *lookup(const struct link_map *map, const char *name) {
+  char v2[64];
+  snprintf(v2, sizeof(v2), "%s_v2", name);
+  const ElfW(Sym) *sym = ncshl_dynamic_lookup(map->l_ld, map->l_addr, v2);
+  if (sym == NULL || sym->st_value == 0) sym = ncshl_dynamic_lookup(map->l_ld, map->l_addr, name);
+  return sym != NULL && sym->st_value != 0 ? (void *)(map->l_addr + sym->st_value) : NULL;
+}
+
+#define REC_DRIVER_LOOKUP_(field, name) \
+  if ((found.field = (NCCLSHIM_CUDA_PFN(name))lookup(map, #name)) == NULL) return 0;
+int ncclshim_rec_cuda_objopen(const struct link_map *map) {
+  if (have_driver || ncshl_dynamic_lookup(map->l_ld, map->l_addr, "cuDriverGetVersion") == NULL)
+    return 0;
+  rec_driver found;
+  REC_DRIVER_FUNCTIONS(REC_DRIVER_LOOKUP_)
+  found.exchange_capture_mode =
+      (ncclshim_cu_result(*)(int *))lookup(map, "cuThreadExchangeStreamCaptureMode");
+  driver = found;
+  atomic_store_explicit(&have_driver, 1, memory_order_release);
+  return 1;
+}
+
+/* Under LD_PRELOAD or a link: the default driver handle, once libcuda is mapped. */
+static void from_table(void) {
+  const char *path = getenv("NCCLSHIM_CUDA_LIBRARY");
+  void *mapped =
+      dlopen(path != NULL && path[0] != '\0' ? path : "libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (mapped == NULL) return;
+  driver.exchange_capture_mode =
+      (ncclshim_cu_result(*)(int *))(uintptr_t)dlsym(mapped, "cuThreadExchangeStreamCaptureMode");
+  dlclose(mapped);
+  ncclshim_cuda *cuda = ncclshim_cuda_default();
+  if (ncclshim_cuda_status(cuda) != NCCLSHIM_OK ||
+      !ncclshim_cuda_has_function(cuda, NCCLSHIM_CUDA_FN_cuStreamIsCapturing))
+    return;
+  const ncclshim_cuda_table *t = ncclshim_cuda_functions(cuda);
+#define REC_DRIVER_TABLE_(field, name) driver.field = t->name;
+  REC_DRIVER_FUNCTIONS(REC_DRIVER_TABLE_)
+  atomic_store_explicit(&have_driver, 1, memory_order_release);
+}
+
+/* Asked at the first operation (a call that takes a stream): by then NCCL has loaded the
+ * driver, while a version query may come before it. */
+const rec_driver *ncclshim_rec_driver(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  if (!audit_mode) pthread_once(&once, from_table);
+  return atomic_load_explicit(&have_driver, memory_order_acquire) ? &driver : NULL;
+}
+
+int ncclshim_rec_capturing(const void *stream) {
+  const rec_driver *d = ncclshim_rec_driver();
+  ncclshim_cu_stream_capture_status status = NCCLSHIM_CU_STREAM_CAPTURE_STATUS_NONE;
+  return d != NULL && d->is_capturing((CUstream)stream, &status) == NCCLSHIM_CUDA_SUCCESS &&
+         status != NCCLSHIM_CU_STREAM_CAPTURE_STATUS_NONE;
+}

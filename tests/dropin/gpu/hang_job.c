@@ -1,0 +1,134 @@
+/* A one-rank NCCL job for the hang dump on one GPU (bench/gpu/hangdump.sh), written against
+ * NCCL's names and linked to an NCCL (the drop-in goes over it with LD_PRELOAD) or to the
+ * drop-in; its CUDA work is libhang_gpu.so's (hang_gpu.cu).
+ *   hang_job hang DIR      two all-reduces that complete, then a kernel that holds the
+ *                          stream (it gives up by itself after 4 s) and a third all-reduce
+ *                          behind it; waits (at most 4 s) for the recorder's dump to appear in
+ *                          DIR, releases the kernel and finishes
+ *   hang_job capture DIR   one all-reduce, then one captured into a CUDA graph (global mode)
+ *                          and replayed three times, then one more
+ *   hang_job cost DIR      the enqueue time of 4096 all-reduces of 8 floats, call by call
+ *                          (the stream drained every 256, outside the timing): its median
+ *                          in ns, for runs with and without NCCLSHIM_RECORD_HANG_MS
+ * Prints key=value lines: detected_ms (-1: no dump), gave_up, capture_result, results. Exit
+ * status 0, 77 without a GPU, 1 when a call failed. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "has_dump.h"
+#include "ncclshim/ncclshim.h" /* stands in for nccl.h: NCCL's names and types */
+
+int hd_init(void);
+void *hd_stream(void);
+void *hd_send(void);
+void *hd_recv(void);
+unsigned long hd_count(void);
+int hd_hold(int limit_ms);
+void hd_release(void);
+int hd_gave_up(void);
+int hd_sync(void);
+int hd_capture_begin(void);
+int hd_capture_replay(int n);
+
+static int failures;
+
+static void check(const char *what, int result) {
+  if (result != 0) {
+    printf("failed=%s:%d\n", what, result);
+    failures++;
+  }
+}
+
+static void all_reduce(ncclComm_t comm) {
+  check("ncclAllReduce", ncclAllReduce(hd_send(), hd_recv(), hd_count(), ncclFloat32, ncclSum, comm,
+                                       (cudaStream_t)hd_stream()));
+}
+
+/* 8 floats, distinct buffers: a kernel launch, the least a collective costs to enqueue. */
+static void all_reduce_small(ncclComm_t comm) {
+  check("ncclAllReduce", ncclAllReduce(hd_send(), hd_recv(), 8, ncclFloat32, ncclSum, comm,
+                                       (cudaStream_t)hd_stream()));
+}
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* Milliseconds from `start` until a dump is in `dir`, checked every 5 ms; -1 after 4 s. */
+static double wait_for_dump(const char *dir, double start) {
+  struct timespec tick = {0, 5 * 1000 * 1000};
+  while (now_ms() - start < 4000) {
+    if (has_dump(dir)) return now_ms() - start;
+    nanosleep(&tick, NULL);
+  }
+  return -1;
+}
+
+static int by_value(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+enum { COST_CALLS = 4096, COST_BATCH = 256 };
+
+static double enqueue_median_ns(ncclComm_t comm) {
+  static double ns[COST_CALLS];
+  for (int i = 0; i < 64; i++) all_reduce_small(comm); /* warm-up */
+  check("sync", hd_sync());
+  for (int i = 0; i < COST_CALLS; i++) {
+    double start = now_ms();
+    all_reduce_small(comm);
+    ns[i] = (now_ms() - start) * 1e6;
+    if (i % COST_BATCH == COST_BATCH - 1) check("sync", hd_sync());
+  }
+  check("sync", hd_sync());
+  qsort(ns, COST_CALLS, sizeof(ns[0]), by_value);
+  return ns[COST_CALLS / 2];
+}
+
+int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IONBF, 0);
+  if (argc != 3 || (strcmp(argv[1], "hang") != 0 && strcmp(argv[1], "capture") != 0 &&
+                    strcmp(argv[1], "cost") != 0)) {
+    fprintf(stderr, "usage: %s hang|capture|cost DIR\n", argv[0]);
+    return 2;
+  }
+  int status = hd_init();
+  if (status == 77) return 77;
+  check("hd_init", status);
+  ncclUniqueId id;
+  ncclComm_t comm = NULL;
+  check("ncclGetUniqueId", ncclGetUniqueId(&id));
+  check("ncclCommInitRank", ncclCommInitRank(&comm, 1, id, 0));
+  if (failures) return 1;
+  all_reduce(comm);
+  if (strcmp(argv[1], "hang") == 0) {
+    all_reduce(comm);
+    check("sync", hd_sync());
+    check("hd_hold", hd_hold(4000));
+    double start = now_ms();
+    all_reduce(comm); /* seq 3, behind the held kernel */
+    printf("detected_ms=%.0f\n", wait_for_dump(argv[2], start));
+    hd_release();
+    check("sync", hd_sync());
+    printf("gave_up=%d\n", hd_gave_up());
+  } else if (strcmp(argv[1], "cost") == 0) {
+    printf("enqueue_ns=%.0f\n", enqueue_median_ns(comm));
+  } else {
+    check("sync", hd_sync());
+    check("hd_capture_begin", hd_capture_begin());
+    all_reduce(comm); /* captured: seq 2 */
+    int replay = hd_capture_replay(3);
+    printf("capture_result=%d\n", replay);
+    check("capture", replay);
+    all_reduce(comm);
+    check("sync", hd_sync());
+  }
+  check("ncclCommDestroy", ncclCommDestroy(comm));
+  printf("failures=%d\n", failures);
+  return failures ? 1 : 0;
+}

@@ -1,0 +1,73 @@
+/* The interposed program's scenarios with a (fake) CUDA driver, loaded as a CUDA program
+ * loads it: dlopen of $FAKE_CUDA (tests/dropin/fake_cuda_events.c) before NCCL is used.
+ *   interposed captured    two all-reduces on a capturing stream, one on an idle one
+ *   interposed hang        two all-reduces on an idle stream, one on a held one, then waits
+ *                          (at most 20 s) for a dump to appear in $NCCLSHIM_RECORD_DIR
+ *   interposed hanggroup   the same, the held all-reduce inside ncclGroupStart/End
+ * The all-reduces are bound by dlsym, so that audit mode (LD_AUDIT) sees them as well.
+ * It prints events_recorded=N (cuEventRecord calls) and, for the hang ones, dumped=0|1. */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fake_cuda_events.h"
+#include "has_dump.h"
+#include "interposed.h"
+#include "under.h"
+
+static void *cuda;
+
+static int events_recorded(void) {
+  int (*count)(void) = (int (*)(void))(uintptr_t)dlsym(cuda, "fake_cuda_events_recorded");
+  return count != NULL ? count() : -1;
+}
+
+/* The condition (a dump in the directory), checked every 10 ms for at most 20 s. */
+static int wait_for_dump(void) {
+  const char *dir = getenv("NCCLSHIM_RECORD_DIR");
+  struct timespec tick = {0, 10 * 1000 * 1000};
+  for (int i = 0; i < 2000; i++) {
+    if (dir != NULL && has_dump(dir)) return 1;
+    nanosleep(&tick, NULL);
+  }
+  return 0;
+}
+
+/* Bound by dlsym, as ctypes binds it: audit mode sees every such binding. */
+static ncclResult_t all_reduce_on(ncclComm_t comm, uintptr_t stream) {
+  ncclResult_t (*all_reduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
+                             cudaStream_t) =
+      (ncclResult_t(*)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
+                       cudaStream_t))(uintptr_t)dlsym(RTLD_DEFAULT, "ncclAllReduce");
+  return all_reduce(NULL, NULL, 256, ncclFloat32, ncclSum, comm, (cudaStream_t)stream);
+}
+
+int cuda_scenario(const char *what) {
+  cuda = dlopen(getenv("FAKE_CUDA"), RTLD_NOW | RTLD_GLOBAL);
+  if (cuda == NULL) {
+    printf("no_fake_cuda=%s\n", dlerror());
+    return 0;
+  }
+  if (strcmp(what, "captured") == 0) {
+    ncclComm_t comm = interposed_start(0);
+    all_reduce_on(comm, FAKE_CAPTURING_STREAM);
+    all_reduce_on(comm, FAKE_CAPTURING_STREAM);
+    all_reduce_on(comm, 0x5);
+  } else if (strcmp(what, "hang") == 0 || strcmp(what, "hanggroup") == 0) {
+    ncclComm_t comm = interposed_start(0);
+    all_reduce_on(comm, 0x5);
+    all_reduce_on(comm, 0x5);
+    int grouped = strcmp(what, "hanggroup") == 0;
+    if (grouped) ncclGroupStart();
+    all_reduce_on(comm, FAKE_HELD_STREAM);
+    if (grouped) ncclGroupEnd();
+    printf("dumped=%d\n", wait_for_dump());
+  } else {
+    return 1;
+  }
+  printf("events_recorded=%d\n", events_recorded());
+  return 0;
+}

@@ -15,7 +15,7 @@
 #   capture-c            an all-reduce captured into a CUDA graph (global mode) and replayed 3
 #                        times with the hang dump on: the capture works, no hang dump, the exit
 #                        dump marks the call "captured", compare says so (exit 3)
-#   capture-torch        the same through torch.cuda.graph (tests/dropin/gpu/torch_capture.py)
+#   capture-torch        an all-gather through torch.cuda.graph (tests/dropin/gpu/torch_capture.py)
 #   record-cost          the median enqueue time of an 8-float all-reduce (LD_PRELOAD, recorder
 #                        on) with NCCLSHIM_RECORD_HANG_MS=60000 against without, 3 runs each,
 #                        alternating: what the hang dump adds per call (ok: at most 320 ns,
@@ -108,16 +108,16 @@ hang_case() { # CASE HOW... -- COMMAND (its last argument the dump directory is 
   check_hang "$name" "$out/$name" $rc
 }
 
-capture_check() { # CASE RC KEY: the capture ran, no hang dump, the call marked captured
-  local name=$1 rc=$2 key=$3 dir=$out/$1 why=""
+capture_check() { # CASE RC KEY FUNCTION: the capture ran, no hang dump, FUNCTION marked captured
+  local name=$1 rc=$2 key=$3 fn=$4 dir=$out/$1 why=""
   python3 "$compare" "$dir" >"$dir/compare.txt" 2>&1
   local crc=$?
   [ "$rc" = 0 ] || why="job exit $rc; "
   grep -q "^$key" "$dir/run.log" || why+="no $key; "
   grep -q '"reason":"exit"' "$dir"/ncclshim-record-*.jsonl 2>/dev/null || why+="no exit dump; "
   grep -q '"reason":"hang"' "$dir"/ncclshim-record-*.jsonl 2>/dev/null && why+="a hang dump; "
-  grep -q '"function":"ncclAllReduce".*"captured":true' "$dir"/ncclshim-record-*.jsonl 2>/dev/null ||
-    why+="no captured all-reduce; "
+  grep -q "\"function\":\"$fn\".*\"captured\":true" "$dir"/ncclshim-record-*.jsonl 2>/dev/null ||
+    why+="no captured $fn; "
   [ $crc = 3 ] && grep -q "captured into a CUDA graph" "$dir/compare.txt" || why+="compare exit $crc; "
   if [ -z "$why" ]; then
     row "$name" ok "" "$(grep -m1 "captured into" "$dir/compare.txt")"
@@ -158,7 +158,7 @@ fi
 
 run_case capture-c 30 LD_PRELOAD="$dropin" NCCLSHIM_RECORD_HANG_MS=500 NCCLSHIM_RECORD_AT_EXIT=1 \
   -- "$bin/hang_job_sys" capture "$out/capture-c"
-capture_check capture-c $? "capture_result=0"
+capture_check capture-c $? "capture_result=0" ncclAllReduce
 # record-cost: medians of 3 alternating runs each.
 costs_off=() costs_on=()
 for _ in 1 2 3; do
@@ -184,7 +184,7 @@ fi
 if [ -x "$python" ] && [ $((SECONDS - started)) -lt 55 ]; then
   run_case capture-torch 35 LD_PRELOAD="$dropin" NCCLSHIM_RECORD_HANG_MS=500 \
     NCCLSHIM_RECORD_AT_EXIT=1 -- "$python" tests/dropin/gpu/torch_capture.py
-  capture_check capture-torch $? "capture=ok"
+  capture_check capture-torch $? "capture=ok" ncclAllGather
 else
   row capture-torch "FAIL: not run (no $python, or $((SECONDS - started)) s used)" "" ""
 fi

@@ -238,15 +238,42 @@ extern "C" __global__ void spin(volatile int *flag, unsigned long long limit_ns)
 """
 
 
+def spin_kernel():
+    """The spinning kernel: CuPy's RawKernel (NVRTC), or else nvcc's cubin loaded by CuPy."""
+    kernel = cupy.RawKernel(SPIN, "spin")
+    try:
+        kernel.compile()  # NVRTC now, not at the launch
+        return kernel, "NVRTC"
+    except Exception as e:  # no NVRTC in this venv: nvcc, as the host has it
+        src = os.path.join(OUT, "spin.cu")
+        with open(src, "w") as f:
+            f.write(SPIN)
+        cubin = src[:-3] + ".cubin"
+        proc = subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-o", cubin, src],
+                              capture_output=True, text=True)
+        if proc.returncode:
+            raise RuntimeError("RawKernel: %s; nvcc: %s" % (e, proc.stderr[-200:]))
+        return cupy.RawModule(path=cubin).get_function("spin"), "nvcc"
+
+
+def mapped_flag(rt):
+    """A host-mapped int (cudaHostAlloc, cudaHostAllocMapped = 2) and the pointer the kernel
+    reads it through. Under unified addressing (every 64-bit CUDA system) the host pointer
+    is a device pointer too; cudaHostGetDevicePointer only where this CuPy has it."""
+    host = rt.hostAlloc(4, getattr(rt, "hostAllocMapped", 2))
+    get = getattr(rt, "hostGetDevicePointer", None)
+    return host, (get(host, 0) if get else host), \
+        "hostGetDevicePointer" if get else "host pointer (UVA)"
+
+
 def watchdog():
     if cupy is None:
         raise RuntimeError("the spinning kernel needs CuPy: %s" % CUPY_ERROR)
-    kernel = cupy.RawKernel(SPIN, "spin")
+    kernel, built = spin_kernel()
     rt = cupy.cuda.runtime
-    host = rt.hostAlloc(4, rt.hostAllocMapped)
+    host, dev, through = mapped_flag(rt)
     flag = ctypes.c_int.from_address(host)
     flag.value = 0
-    dev = rt.hostGetDevicePointer(host, 0)
     fired = threading.Event()
     seen = {}
 
@@ -279,8 +306,8 @@ def watchdog():
             finally:
                 flag.value = 1
                 comm.abort(timeout=10)
-        return "fired after %.2f s: %s | next call: %s" % (
-            seen["after"], str(seen["error"])[:120], after[:80])
+        return "fired after %.2f s: %s | next call: %s | kernel %s, flag %s" % (
+            seen["after"], str(seen["error"])[:120], after[:80], built, through)
     finally:
         torch.cuda.synchronize()
         rt.freeHost(host)

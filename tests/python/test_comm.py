@@ -169,6 +169,26 @@ class SourceTree(unittest.TestCase):
                                              NCCLSHIM_PYTHON_FUNCTIONS=FUNCTIONS), False)
 
 
+class LazyLayer(unittest.TestCase):
+    """import ncclshim leaves the communicator layer out until its first use."""
+
+    def test_layer_loaded_on_first_use(self):
+        code = ("import sys, ncclshim\n"
+                "layer = ('ncclshim.comm', 'ncclshim.buffers', 'ncclshim._clib')\n"
+                "assert not [m for m in layer if m in sys.modules], sys.modules.keys()\n"
+                "from ncclshim import Communicator, NcclshimError\n"
+                "assert all(m in sys.modules for m in layer)\n"
+                "assert ncclshim.buffers.PAIRS is not None and ncclshim._clib.OK == 0\n"
+                "assert set(ncclshim.__all__) <= set(dir(ncclshim))\n"
+                "try:\n    ncclshim.nonexistent\nexcept AttributeError as e:\n"
+                "    print(e)\n")
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env=clean_env(PYTHONPATH=PACKAGE, NCCLSHIM_PYTHON_LIBRARY=LIBRARY,
+                                            NCCLSHIM_PYTHON_FUNCTIONS=FUNCTIONS))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("no attribute 'nonexistent'", proc.stdout)
+
+
 class InstalledWheel(unittest.TestCase):
     def test_checks(self):
         root = tempfile.mkdtemp(prefix="ncclshim-comm-wheel-")

@@ -26,9 +26,11 @@ Timings: OUTDIR/percall.csv, OUTDIR/graph.csv."""
 import csv
 import ctypes
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -248,7 +250,7 @@ def spin_kernel():
         kernel.compile()  # NVRTC now, not at the launch
         return kernel, "NVRTC"
     except Exception as e:  # no NVRTC in this venv: nvcc, as the host has it
-        src = os.path.join(OUT, "spin.cu")
+        src = os.path.join(tempfile.mkdtemp(prefix="ncclshim-spin-"), "spin.cu")
         with open(src, "w") as f:
             f.write(SPIN)
         cubin = src[:-3] + ".cubin"
@@ -256,7 +258,9 @@ def spin_kernel():
                               capture_output=True, text=True)
         if proc.returncode:
             raise RuntimeError("RawKernel: %s; nvcc: %s" % (e, proc.stderr[-200:]))
-        return cupy.RawModule(path=cubin).get_function("spin"), "nvcc"
+        kernel = cupy.RawModule(path=cubin).get_function("spin")
+        shutil.rmtree(os.path.dirname(src))
+        return kernel, "nvcc"
 
 
 def mapped_flag(rt):

@@ -189,6 +189,44 @@ class LazyLayer(unittest.TestCase):
         self.assertIn("no attribute 'nonexistent'", proc.stdout)
 
 
+class GpuScriptDryRun(unittest.TestCase):
+    """bench/gpu/python_gpu.py over mock torch and CuPy (gpu_mock/) on the fakes: every case
+    runs its Python to the end. What only a GPU gives (results, DLPack, JAX) fails as the
+    mocks make it fail; the rest, the watchdog case with it, must be ok."""
+    MOCKED = re.compile(r"^(torch|cupy)-.*|^dlpack$|^jax-all_reduce$|^graph-capture$")
+
+    def run_script(self, **env):
+        out = tempfile.mkdtemp(prefix="ncclshim-gpu-dryrun-")
+        self.addCleanup(shutil.rmtree, out)
+        here = os.path.dirname(os.path.abspath(__file__))
+        bench = os.path.join(here, "..", "..", "bench", "gpu")
+        proc = subprocess.run(
+            [sys.executable, os.path.join(bench, "python_gpu.py"), out], capture_output=True,
+            text=True, timeout=240, env=clean_env(
+                PYTHONPATH=os.pathsep.join([os.path.join(here, "gpu_mock"), PACKAGE, bench]),
+                NCCLSHIM_PYTHON_LIBRARY=LIBRARY, NCCLSHIM_PYTHON_PROBE=PROBE,
+                NCCLSHIM_PYTHON_FUNCTIONS=FUNCTIONS, NCCLSHIM_NCCL_LIBRARY=fake("2.28.9"),
+                NCCLSHIM_CUDA_LIBRARY=FAKE_CUDA, **env))
+        with open(os.path.join(out, "summary.csv")) as f:
+            rows = [line.rstrip("\n").split(",", 2) for line in f][1:]
+        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)  # the mocked cases
+        return {case: (verdict, detail) for case, verdict, detail in rows}, proc
+
+    def test_every_case_runs(self):
+        cases, proc = self.run_script()
+        for case, (verdict, detail) in cases.items():
+            if self.MOCKED.match(case):
+                continue
+            if case.startswith("percall-") or case == "graph-replay":  # timing on mocks
+                self.assertRegex(verdict, r"^(ok|FAIL: ratio|FAIL: replay)", case)
+            else:
+                self.assertEqual(verdict, "ok", (case, detail, proc.stdout[-2000:]))
+        self.assertIn("flag host pointer (UVA)", cases["watchdog"][1])
+        self.assertIn("kernel NVRTC", cases["watchdog"][1])
+        self.assertEqual(len([c for c in cases if c.startswith("percall-")]), 9)
+        self.assertIn("cost", cases)
+
+
 class InstalledWheel(unittest.TestCase):
     def test_checks(self):
         root = tempfile.mkdtemp(prefix="ncclshim-comm-wheel-")

@@ -254,7 +254,8 @@ def spin_kernel():
         with open(src, "w") as f:
             f.write(SPIN)
         cubin = src[:-3] + ".cubin"
-        proc = subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-o", cubin, src],
+        nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+        proc = subprocess.run([nvcc, "-arch=sm_90", "-cubin", "-o", cubin, src],
                               capture_output=True, text=True)
         if proc.returncode:
             raise RuntimeError("RawKernel: %s; nvcc: %s" % (e, proc.stderr[-200:]))

@@ -15,8 +15,9 @@ pointer, an element count, an ncclDataType_t, and a stream handle.
         torch dtype, a NumPy or CuPy dtype or scalar type.
 
 torch and CuPy are never imported here: an object is recognised as theirs by its type, and
-each type's reader is found once and cached (READERS), so that the call path allocates no device
-memory, synchronizes nothing and copies nothing (it is captured in CUDA graphs). Only
+each type's reader (and pair reader, for a call's two buffers) is found once and cached
+(READERS, PAIRS), so that the call path allocates no device memory, synchronizes nothing
+and copies nothing (it is captured in CUDA graphs). Only
 __dlpack__ makes a (host) capsule per call; the other readers make none."""
 import ctypes
 import operator

@@ -224,7 +224,7 @@ class Communicator:
     # The call path: both buffers through their type's cached pair reader (one Python frame;
     # its checks are cheap attribute reads), the stream and the reduction through dicts, the
     # cached ncclComm_t, one ctypes call; anything else only when NCCL answered other than
-    # success, or a watchdog watches. tests/python/comm_checks.py (CallPath) counts it.
+    # success, or a watchdog watches. tests/python/comm_checks.py (Frameworks) counts it.
     def all_reduce(self, send, recv=None, op="sum", stream=None):
         """recv = reduce(send) over the ranks; recv None: in place."""
         if recv is None:

@@ -22,6 +22,8 @@ Cases (one line each in OUTDIR/summary.csv, `case,verdict,detail`):
                       interleaved call by call, host time per call (median): ratio <= 1.05
   graph-replay        a graph of 16 all_reduces captured through each, replayed
                       interleaved: replay time ratio within 1.05
+  python-work         diagnostics (always ok): ns of ncclshim's pair reader, of the
+                      pynccl-style argument building, of each torch accessor
 Timings: OUTDIR/percall.csv, OUTDIR/graph.csv."""
 import csv
 import ctypes
@@ -388,6 +390,32 @@ def percall(theirs, ours_by_mode, csvw):
         note("percall-%d" % size, "FAIL: ratio > 1.05" if bad else "ok", detail)
 
 
+def python_work():
+    """Diagnostics for the percall cases (always ok): the host time of each piece of Python
+    work on two 8-byte CUDA tensors, best of 5 loops of 20000, ns."""
+    x, y = torch.ones(2, device="cuda"), torch.zeros(2, device="cuda")
+    pair = ncclshim.buffers.pair(x)
+    vp = ctypes.c_void_p
+    pieces = [
+        ("ncclshim pair reader", lambda: pair(x, y, 1, "recv")),
+        ("pynccl-style arguments", lambda: (vp(x.data_ptr()), vp(y.data_ptr()), x.numel(),
+                                            str(x.dtype), vp(0))),
+        ("is_cuda", lambda: x.is_cuda), ("is_contiguous()", lambda: x.is_contiguous()),
+        ("dtype", lambda: x.dtype), ("numel()", lambda: x.numel()),
+        ("data_ptr()", lambda: x.data_ptr()), ("empty lambda", lambda: None)]
+    clock, out = time.perf_counter_ns, []
+    for name, fn in pieces:
+        best = None
+        for _ in range(5):
+            a = clock()
+            for _ in range(20000):
+                fn()
+            t = (clock() - a) / 20000
+            best = t if best is None else min(best, t)
+        out.append("%s %.0f" % (name, best))
+    return "; ".join(out)
+
+
 def graph_replay(theirs, ours, csvw):
     x = torch.ones(1024, device="cuda")
     y = torch.zeros(1024, device="cuda")
@@ -461,6 +489,7 @@ def main():
     if ncclshim._clib.has("ncclshim_comm_record_graph"):  # from the graphs issue's merge on
         run("watchdog-graph", watchdog_graph)
     run("cost", cost)
+    run("python-work", python_work)
     with open(os.path.join(OUT, "summary.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["case", "verdict", "detail"])

@@ -312,7 +312,7 @@ class Frameworks(Live):
             finally:
                 sys.setprofile(None)
             self.assertEqual(frames, ["all_reduce", "_pair_torch", "all_reduce",
-                                      "_read_torch"])
+                                      "_in_place", "_read_torch"])
             once = ["is_cuda", "dtype", "is_contiguous", "numel", "data_ptr"]
             internal = {"n", "ptr", "contiguous"}  # the fake's own fields, read by its methods
             self.assertEqual(sorted(r for r in reads if r not in internal), sorted(once * 3))

@@ -56,6 +56,12 @@ def _op(op):
     return code
 
 
+def _in_place(buf):
+    """A pair reader's answer for one buffer that is both send and recv."""
+    p, n, dt, fw = (_R.get(type(buf)) or _reader(buf))(buf)
+    return p, p, n, dt, fw
+
+
 def unique_id():
     """ncclGetUniqueId, as the 128 bytes every rank passes to Communicator."""
     f = _clib.functions()
@@ -227,11 +233,8 @@ class Communicator:
     # success, or a watchdog watches. tests/python/comm_checks.py (Frameworks) counts it.
     def all_reduce(self, send, recv=None, op="sum", stream=None):
         """recv = reduce(send) over the ranks; recv None: in place."""
-        if recv is None:
-            sp, n, dt, fw = (_R.get(type(send)) or _reader(send))(send)
-            rp = sp
-        else:
-            sp, rp, n, dt, fw = (_P.get(type(send)) or _pair(send))(send, recv, 1, "recv")
+        sp, rp, n, dt, fw = _in_place(send) if recv is None else \
+            (_P.get(type(send)) or _pair(send))(send, recv, 1, "recv")
         s = _current(fw) if stream is None else _S[type(stream)](stream)
         o = op if type(op) is int else _OPC[op]
         r = self._allreduce(sp, rp, n, dt, o, self._fast or self._comm(), s)
@@ -240,11 +243,8 @@ class Communicator:
 
     def broadcast(self, send, recv=None, root=0, stream=None):
         """recv on every rank = send of root; recv None: in place."""
-        if recv is None:
-            sp, n, dt, fw = (_R.get(type(send)) or _reader(send))(send)
-            rp = sp
-        else:
-            sp, rp, n, dt, fw = (_P.get(type(send)) or _pair(send))(send, recv, 1, "recv")
+        sp, rp, n, dt, fw = _in_place(send) if recv is None else \
+            (_P.get(type(send)) or _pair(send))(send, recv, 1, "recv")
         s = _current(fw) if stream is None else _S[type(stream)](stream)
         r = self._broadcast(sp, rp, n, dt, root, self._fast or self._comm(), s)
         if r or self._watched:
@@ -252,11 +252,8 @@ class Communicator:
 
     def reduce(self, send, recv=None, root=0, op="sum", stream=None):
         """recv on root = reduce(send) over the ranks; recv None: in place."""
-        if recv is None:
-            sp, n, dt, fw = (_R.get(type(send)) or _reader(send))(send)
-            rp = sp
-        else:
-            sp, rp, n, dt, fw = (_P.get(type(send)) or _pair(send))(send, recv, 1, "recv")
+        sp, rp, n, dt, fw = _in_place(send) if recv is None else \
+            (_P.get(type(send)) or _pair(send))(send, recv, 1, "recv")
         s = _current(fw) if stream is None else _S[type(stream)](stream)
         o = op if type(op) is int else _OPC[op]
         r = self._reduce(sp, rp, n, dt, o, root, self._fast or self._comm(), s)

@@ -4,6 +4,7 @@ ctypes module against C (struct layouts from struct_layout, the lists' names and
 libncclshim), then comm_checks.py's classes in a child interpreter, with the package from the
 source tree and as the wheel installed offline into a fresh venv.
    test_comm.py PACKAGE_DIR LIBNCCLSHIM PROBE FAKE_DIR SANITIZE FUNCTIONS LAYOUT FAKE_CUDA"""
+import csv
 import ctypes
 import importlib.util
 import os
@@ -193,7 +194,12 @@ class GpuScriptDryRun(unittest.TestCase):
     """bench/gpu/python_gpu.py over mock torch and CuPy (gpu_mock/) on the fakes: every case
     runs its Python to the end. What only a GPU gives (results, DLPack, JAX) fails as the
     mocks make it fail; the rest, the watchdog case with it, must be ok."""
-    MOCKED = re.compile(r"^(torch|cupy)-.*|^dlpack$|^jax-all_reduce$|^graph-capture$")
+    # case -> how it fails on the mocks: the fake NCCL writes no result, the mock torch has
+    # no DLPack, there is no JAX.
+    MOCKED = [(re.compile(r"^(torch|cupy)-"), "result differs from the input"),
+              (re.compile(r"^(graph-capture|watchdog-graph)$"), r"replay \S+ gave"),
+              (re.compile(r"^dlpack$"), "__dlpack_device__"),
+              (re.compile(r"^jax-all_reduce$"), "jax")]
 
     def run_script(self, **env):
         out = tempfile.mkdtemp(prefix="ncclshim-gpu-dryrun-")
@@ -208,14 +214,16 @@ class GpuScriptDryRun(unittest.TestCase):
                 NCCLSHIM_PYTHON_FUNCTIONS=FUNCTIONS, NCCLSHIM_NCCL_LIBRARY=fake("2.28.9"),
                 NCCLSHIM_CUDA_LIBRARY=FAKE_CUDA, **env))
         with open(os.path.join(out, "summary.csv")) as f:
-            rows = [line.rstrip("\n").split(",", 2) for line in f][1:]
+            rows = list(csv.reader(f))[1:]
         self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)  # the mocked cases
         return {case: (verdict, detail) for case, verdict, detail in rows}, proc
 
     def test_every_case_runs(self):
         cases, proc = self.run_script()
         for case, (verdict, detail) in cases.items():
-            if self.MOCKED.match(case):
+            mocked = [why for pattern, why in self.MOCKED if pattern.match(case)]
+            if mocked:
+                self.assertRegex(verdict, "^FAIL: .*" + mocked[0], case)
                 continue
             if case.startswith("percall-") or case == "graph-replay":  # timing on mocks
                 self.assertRegex(verdict, r"^(ok|FAIL: ratio|FAIL: replay)", case)

@@ -3,7 +3,8 @@
     python_gpu.py OUTDIR
 
 Cases (one line each in OUTDIR/summary.csv, `case,verdict,detail`):
-  import              ncclshim's import time with nothing loaded (a fresh interpreter)
+  import              ncclshim's import time with nothing loaded (a fresh interpreter),
+                      and with the communicator layer (loaded on first use)
   torch-<collective>  one-rank communicators, every collective checked on torch tensors, in
                       the three modes (all_to_all, gather, scatter where the NCCL has them)
   cupy-<collective>   the same on CuPy arrays and a CuPy stream
@@ -21,13 +22,17 @@ Cases (one line each in OUTDIR/summary.csv, `case,verdict,detail`):
                       interleaved call by call, host time per call (median): ratio <= 1.05
   graph-replay        a graph of 16 all_reduces captured through each, replayed
                       interleaved: replay time ratio within 1.05
+  python-work         diagnostics (always ok): ns of ncclshim's pair reader, of the
+                      pynccl-style argument building, of each torch accessor
 Timings: OUTDIR/percall.csv, OUTDIR/graph.csv."""
 import csv
 import ctypes
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -63,12 +68,14 @@ def run(case, fn):
 
 
 def import_time():
-    code = "import time; t = time.perf_counter(); import ncclshim; " \
-           "print((time.perf_counter() - t) * 1000)"
-    ms = [float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                               check=True).stdout) for _ in range(5)]
-    return "median %.1f ms of 5 (python -c 'import ncclshim', nothing loaded)" % \
-        statistics.median(ms)
+    code = "import time; t = time.perf_counter(); import ncclshim; a = time.perf_counter(); " \
+           "ncclshim.Communicator; print((a - t) * 1000, (time.perf_counter() - t) * 1000)"
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True).stdout.split() for _ in range(7)]
+    return "median %.1f ms of 7 (python -c 'import ncclshim', nothing loaded); with the " \
+        "communicator layer (first ncclshim.Communicator) %.1f ms" % (
+            statistics.median(float(r[0]) for r in runs),
+            statistics.median(float(r[1]) for r in runs))
 
 
 # ---- correctness ----------------------------------------------------------------------
@@ -238,15 +245,45 @@ extern "C" __global__ void spin(volatile int *flag, unsigned long long limit_ns)
 """
 
 
+def spin_kernel():
+    """The spinning kernel: CuPy's RawKernel (NVRTC), or else nvcc's cubin loaded by CuPy."""
+    kernel = cupy.RawKernel(SPIN, "spin")
+    try:
+        kernel.compile()  # NVRTC now, not at the launch
+        return kernel, "NVRTC"
+    except Exception as e:  # no NVRTC in this venv: nvcc, as the host has it
+        src = os.path.join(tempfile.mkdtemp(prefix="ncclshim-spin-"), "spin.cu")
+        with open(src, "w") as f:
+            f.write(SPIN)
+        cubin = src[:-3] + ".cubin"
+        nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+        proc = subprocess.run([nvcc, "-arch=sm_90", "-cubin", "-o", cubin, src],
+                              capture_output=True, text=True)
+        if proc.returncode:
+            raise RuntimeError("RawKernel: %s; nvcc: %s" % (e, proc.stderr[-200:]))
+        kernel = cupy.RawModule(path=cubin).get_function("spin")
+        shutil.rmtree(os.path.dirname(src))
+        return kernel, "nvcc"
+
+
+def mapped_flag(rt):
+    """A host-mapped int (cudaHostAlloc, cudaHostAllocMapped = 2) and the pointer the kernel
+    reads it through. Under unified addressing (every 64-bit CUDA system) the host pointer
+    is a device pointer too; cudaHostGetDevicePointer only where this CuPy has it."""
+    host = rt.hostAlloc(4, getattr(rt, "hostAllocMapped", 2))
+    get = getattr(rt, "hostGetDevicePointer", None)
+    return host, (get(host, 0) if get else host), \
+        "hostGetDevicePointer" if get else "host pointer (UVA)"
+
+
 def watchdog():
     if cupy is None:
         raise RuntimeError("the spinning kernel needs CuPy: %s" % CUPY_ERROR)
-    kernel = cupy.RawKernel(SPIN, "spin")
+    kernel, built = spin_kernel()
     rt = cupy.cuda.runtime
-    host = rt.hostAlloc(4, rt.hostAllocMapped)
+    host, dev, through = mapped_flag(rt)
     flag = ctypes.c_int.from_address(host)
     flag.value = 0
-    dev = rt.hostGetDevicePointer(host, 0)
     fired = threading.Event()
     seen = {}
 
@@ -279,8 +316,8 @@ def watchdog():
             finally:
                 flag.value = 1
                 comm.abort(timeout=10)
-        return "fired after %.2f s: %s | next call: %s" % (
-            seen["after"], str(seen["error"])[:120], after[:80])
+        return "fired after %.2f s: %s | next call: %s | kernel %s, flag %s" % (
+            seen["after"], str(seen["error"])[:120], after[:80], built, through)
     finally:
         torch.cuda.synchronize()
         rt.freeHost(host)
@@ -351,6 +388,32 @@ def percall(theirs, ours_by_mode, csvw):
         bad = [v for v in verdicts if v[1] > 1.05]
         detail = "; ".join("%s %.3f (%.2f vs %.2f us)" % v for v in verdicts)
         note("percall-%d" % size, "FAIL: ratio > 1.05" if bad else "ok", detail)
+
+
+def python_work():
+    """Diagnostics for the percall cases (always ok): the host time of each piece of Python
+    work on two 8-byte CUDA tensors, best of 5 loops of 20000, ns."""
+    x, y = torch.ones(2, device="cuda"), torch.zeros(2, device="cuda")
+    pair = ncclshim.buffers.pair(x)
+    vp = ctypes.c_void_p
+    pieces = [
+        ("ncclshim pair reader", lambda: pair(x, y, 1, "recv")),
+        ("pynccl-style arguments", lambda: (vp(x.data_ptr()), vp(y.data_ptr()), x.numel(),
+                                            str(x.dtype), vp(0))),
+        ("is_cuda", lambda: x.is_cuda), ("is_contiguous()", lambda: x.is_contiguous()),
+        ("dtype", lambda: x.dtype), ("numel()", lambda: x.numel()),
+        ("data_ptr()", lambda: x.data_ptr()), ("empty lambda", lambda: None)]
+    clock, out = time.perf_counter_ns, []
+    for name, fn in pieces:
+        best = None
+        for _ in range(5):
+            a = clock()
+            for _ in range(20000):
+                fn()
+            t = (clock() - a) / 20000
+            best = t if best is None else min(best, t)
+        out.append("%s %.0f" % (name, best))
+    return "; ".join(out)
 
 
 def graph_replay(theirs, ours, csvw):
@@ -426,6 +489,7 @@ def main():
     if ncclshim._clib.has("ncclshim_comm_record_graph"):  # from the graphs issue's merge on
         run("watchdog-graph", watchdog_graph)
     run("cost", cost)
+    run("python-work", python_work)
     with open(os.path.join(OUT, "summary.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["case", "verdict", "detail"])

@@ -278,6 +278,92 @@ class Frameworks(Live):
             self.assertEqual(last_call(), ("ncclBroadcast",
                                            [0x1000, 0x2000, 8, 6, 0, c.raw, 0x6060]))
 
+    def test_torch_call_path_reads_only_cheap_attributes(self):
+        # What one all_reduce of two torch tensors costs in Python: the two frames of the
+        # cached fast path (all_reduce, the torch pair reader), and on each tensor is_cuda,
+        # dtype, is_contiguous(), numel(), data_ptr() once; never the interface dict.
+        reads = []
+
+        class Counted(self.torch.Tensor):
+            def __getattribute__(self, name):
+                reads.append(name)
+                return object.__getattribute__(self, name)
+
+            @property
+            def __cuda_array_interface__(self):
+                raise AssertionError("the interface dict was built")
+        Counted.__module__ = "torch"
+        t = self.torch
+        x, y = Counted(0x1000, 8, t.float32), Counted(0x2000, 8, t.float32)
+        stream = types.SimpleNamespace(cuda_stream=0x3131)
+        with Communicator(1, 0, ncclshim.unique_id()) as c:
+            c.all_reduce(x, y, stream=stream)  # the first call finds and caches the readers
+            self.assertIs(ncclshim.buffers.PAIRS[Counted], ncclshim.buffers._pair_torch)
+            reads.clear()
+            frames = []
+
+            def profile(frame, event, arg):
+                if event == "call" and "ncclshim" in frame.f_code.co_filename:
+                    frames.append(frame.f_code.co_name)
+            sys.setprofile(profile)
+            try:
+                c.all_reduce(x, y, stream=stream)
+                c.all_reduce(x, stream=stream)  # in place: one buffer
+            finally:
+                sys.setprofile(None)
+            self.assertEqual(frames, ["all_reduce", "_pair_torch", "all_reduce",
+                                      "_in_place", "_read_torch"])
+            once = ["is_cuda", "dtype", "is_contiguous", "numel", "data_ptr"]
+            internal = {"n", "ptr", "contiguous"}  # the fake's own fields, read by its methods
+            self.assertEqual(sorted(r for r in reads if r not in internal), sorted(once * 3))
+            self.assertEqual(last_call(), ("ncclAllReduce",
+                                           [0x1000, 0x1000, 8, 7, 0, c.raw, 0x3131]))
+
+    def test_torch_pair_refusals_name_the_problem(self):
+        t = self.torch
+        x = t.Tensor(0x1000, 8, t.float32)
+        with Communicator(1, 0, ncclshim.unique_id()) as c:
+            for y, error, text in (
+                    (t.Tensor(0x2000, 8, t.float32, cuda=False), BufferError, "torch device cpu"),
+                    (t.Tensor(0x2000, 8, t.float32, contiguous=False), BufferError,
+                     "not contiguous"),
+                    (t.Tensor(0x2000, 8, t.bfloat16), TypeError, "NCCL type 9; this call needs 7"),
+                    (t.Tensor(0x2000, 7, t.float32), ValueError, "recv has 7 elements; this "
+                                                                 "call needs 8"),
+                    (Device(0x2000, 8, "<f2"), TypeError, "NCCL type 6; this call needs 7")):
+                with self.assertRaisesRegex(error, text):
+                    c.all_reduce(x, y, stream=0)
+            with self.assertRaisesRegex(ValueError, "send has 7 elements; this call needs 8"):
+                c.reduce_scatter(t.Tensor(0x2000, 7, t.float32), x, stream=0)  # recv read first
+            with self.assertRaisesRegex(BufferError, "torch device cpu"):
+                c.all_reduce(t.Tensor(0x2000, 8, t.float32, cuda=False), x, stream=0)
+            c.all_gather(x, Device(0x2000, 8), stream=0)  # mixed types: the checked path
+            self.assertEqual(count("ncclAllReduce"), 0)
+            self.assertEqual(count("ncclAllGather"), 1)
+
+    def test_cupy_contiguity_flag_read_without_flags_object(self):
+        cp = self.cupy
+
+        class Fast(cp.ndarray):
+            _c_contiguous = True
+
+            def __getattribute__(self, name):
+                if name == "flags":
+                    raise AssertionError("a Flags object was made")
+                return object.__getattribute__(self, name)
+        Fast.__module__ = "cupy"
+        a, b = Fast(0x1000, 8, "float32"), Fast(0x2000, 8, "float32")
+        b.dtype = a.dtype  # one dtype object, as CuPy's arrays of one dtype share
+        with Communicator(1, 0, ncclshim.unique_id()) as c:
+            c.all_reduce(a, b, stream=0)
+            c.all_reduce(a, stream=0)
+            self.assertIs(ncclshim.buffers.PAIRS[Fast], ncclshim.buffers._pair_cupy)
+            self.assertEqual(last_call(), ("ncclAllReduce",
+                                           [0x1000, 0x1000, 8, 7, 0, c.raw, 0]))
+            b._c_contiguous = False
+            with self.assertRaisesRegex(AssertionError, "Flags object"):  # the checked path
+                c.all_reduce(a, b, stream=0)
+
     def test_dtype_names(self):
         for name, code in (("float32", 7), ("float", 7), ("half", 6), ("bfloat16", 9),
                            ("ncclFloat8e5m2", 11), ("float8_e4m3fn", 10), ("int64", 4),

@@ -4,6 +4,7 @@ ctypes module against C (struct layouts from struct_layout, the lists' names and
 libncclshim), then comm_checks.py's classes in a child interpreter, with the package from the
 source tree and as the wheel installed offline into a fresh venv.
    test_comm.py PACKAGE_DIR LIBNCCLSHIM PROBE FAKE_DIR SANITIZE FUNCTIONS LAYOUT FAKE_CUDA"""
+import csv
 import ctypes
 import importlib.util
 import os
@@ -167,6 +168,71 @@ class SourceTree(unittest.TestCase):
         run_checks(sys.executable, clean_env(PYTHONPATH=PACKAGE, NCCLSHIM_PYTHON_LIBRARY=LIBRARY,
                                              NCCLSHIM_PYTHON_PROBE=PROBE,
                                              NCCLSHIM_PYTHON_FUNCTIONS=FUNCTIONS), False)
+
+
+class LazyLayer(unittest.TestCase):
+    """import ncclshim leaves the communicator layer out until its first use."""
+
+    def test_layer_loaded_on_first_use(self):
+        code = ("import sys, ncclshim\n"
+                "layer = ('ncclshim.comm', 'ncclshim.buffers', 'ncclshim._clib')\n"
+                "assert not [m for m in layer if m in sys.modules], sys.modules.keys()\n"
+                "from ncclshim import Communicator, NcclshimError\n"
+                "assert all(m in sys.modules for m in layer)\n"
+                "assert ncclshim.buffers.PAIRS is not None and ncclshim._clib.OK == 0\n"
+                "assert set(ncclshim.__all__) <= set(dir(ncclshim))\n"
+                "try:\n    ncclshim.nonexistent\nexcept AttributeError as e:\n"
+                "    print(e)\n")
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env=clean_env(PYTHONPATH=PACKAGE, NCCLSHIM_PYTHON_LIBRARY=LIBRARY,
+                                            NCCLSHIM_PYTHON_FUNCTIONS=FUNCTIONS))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("no attribute 'nonexistent'", proc.stdout)
+
+
+class GpuScriptDryRun(unittest.TestCase):
+    """bench/gpu/python_gpu.py over mock torch and CuPy (gpu_mock/) on the fakes: every case
+    runs its Python to the end. What only a GPU gives (results, DLPack, JAX) fails as the
+    mocks make it fail; the rest, the watchdog case with it, must be ok."""
+    # case -> how it fails on the mocks: the fake NCCL writes no result, the mock torch has
+    # no DLPack, there is no JAX.
+    MOCKED = [(re.compile(r"^(torch|cupy)-"), "result differs from the input"),
+              (re.compile(r"^(graph-capture|watchdog-graph)$"), r"replay \S+ gave"),
+              (re.compile(r"^dlpack$"), "__dlpack_device__"),
+              (re.compile(r"^jax-all_reduce$"), "jax")]
+
+    def run_script(self, **env):
+        out = tempfile.mkdtemp(prefix="ncclshim-gpu-dryrun-")
+        self.addCleanup(shutil.rmtree, out)
+        here = os.path.dirname(os.path.abspath(__file__))
+        bench = os.path.join(here, "..", "..", "bench", "gpu")
+        proc = subprocess.run(
+            [sys.executable, os.path.join(bench, "python_gpu.py"), out], capture_output=True,
+            text=True, timeout=240, env=clean_env(
+                PYTHONPATH=os.pathsep.join([os.path.join(here, "gpu_mock"), PACKAGE, bench]),
+                NCCLSHIM_PYTHON_LIBRARY=LIBRARY, NCCLSHIM_PYTHON_PROBE=PROBE,
+                NCCLSHIM_PYTHON_FUNCTIONS=FUNCTIONS, NCCLSHIM_NCCL_LIBRARY=fake("2.28.9"),
+                NCCLSHIM_CUDA_LIBRARY=FAKE_CUDA, **env))
+        with open(os.path.join(out, "summary.csv")) as f:
+            rows = list(csv.reader(f))[1:]
+        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)  # the mocked cases
+        return {case: (verdict, detail) for case, verdict, detail in rows}, proc
+
+    def test_every_case_runs(self):
+        cases, proc = self.run_script()
+        for case, (verdict, detail) in cases.items():
+            mocked = [why for pattern, why in self.MOCKED if pattern.match(case)]
+            if mocked:
+                self.assertRegex(verdict, "^FAIL: .*" + mocked[0], case)
+                continue
+            if case.startswith("percall-") or case == "graph-replay":  # timing on mocks
+                self.assertRegex(verdict, r"^(ok|FAIL: ratio|FAIL: replay)", case)
+            else:
+                self.assertEqual(verdict, "ok", (case, detail, proc.stdout[-2000:]))
+        self.assertIn("flag host pointer (UVA)", cases["watchdog"][1])
+        self.assertIn("kernel NVRTC", cases["watchdog"][1])
+        self.assertEqual(len([c for c in cases if c.startswith("percall-")]), 9)
+        self.assertIn("cost", cases)
 
 
 class InstalledWheel(unittest.TestCase):

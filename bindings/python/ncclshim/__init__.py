@@ -168,11 +168,26 @@ def doctor() -> dict:
 
 
 # ---- Communicators for Python engines (comm.py, buffers.py, watchdog.py, symmem.py) ----
-from .buffers import Buffer, dtype_code  # noqa: E402
-from .comm import Communicator, group, unique_id  # noqa: E402
-from .errors import NcclshimError, NcclTimeout, NcclUnavailable  # noqa: E402
-from .symmem import SymmetricBuffer  # noqa: E402
-from .watchdog import Watchdog  # noqa: E402
+# Loaded on first use (PEP 562's module __getattr__): `import ncclshim` costs only what the
+# probe's functions above need (docs/python.md, "Import time", has the numbers).
+_LAZY = {"Buffer": "buffers", "dtype_code": "buffers", "Communicator": "comm", "group": "comm",
+         "unique_id": "comm", "NcclshimError": "errors", "NcclTimeout": "errors",
+         "NcclUnavailable": "errors", "SymmetricBuffer": "symmem", "Watchdog": "watchdog"}
+_SUBMODULES = {"_clib", "buffers", "comm", "errors", "symmem", "watchdog"}
 
-__all__ += ["Buffer", "dtype_code", "Communicator", "group", "unique_id", "NcclshimError",
-            "NcclTimeout", "NcclUnavailable", "SymmetricBuffer", "Watchdog"]
+
+def __getattr__(name):
+    if name not in _LAZY and name not in _SUBMODULES:
+        raise AttributeError("module 'ncclshim' has no attribute %r" % name)
+    import importlib
+    module = importlib.import_module("." + _LAZY.get(name, name), __name__)
+    value = getattr(module, name) if name in _LAZY else module
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
+
+__all__ += list(_LAZY)

@@ -15,8 +15,9 @@ pointer, an element count, an ncclDataType_t, and a stream handle.
         torch dtype, a NumPy or CuPy dtype or scalar type.
 
 torch and CuPy are never imported here: an object is recognised as theirs by its type, and
-each type's reader is found once and cached (READERS), so that the call path allocates no device
-memory, synchronizes nothing and copies nothing (it is captured in CUDA graphs). Only
+each type's reader (and pair reader, for a call's two buffers) is found once and cached
+(READERS, PAIRS), so that the call path allocates no device memory, synchronizes nothing
+and copies nothing (it is captured in CUDA graphs). Only
 __dlpack__ makes a (host) capsule per call; the other readers make none."""
 import ctypes
 import operator
@@ -114,7 +115,15 @@ def _read_buffer(b):
     return b.ptr, b.count, b.dtype, None
 
 
-_torch_codes = {}
+class _Codes(dict):
+    """A framework's dtype objects to NCCL codes, each found once (dtype_code of its name)."""
+
+    def __missing__(self, d):
+        code = self[d] = dtype_code(d)
+        return code
+
+
+_torch_codes = _Codes()
 
 
 def _read_torch(t):
@@ -123,22 +132,58 @@ def _read_torch(t):
     if not t.is_contiguous():
         raise BufferError("torch tensor is not contiguous: NCCL reads it as one block; pass "
                           "t.contiguous()")
-    code = _torch_codes.get(t.dtype)
-    if code is None:
-        code = _torch_codes[t.dtype] = dtype_code(t.dtype)
-    return t.data_ptr(), t.numel(), code, "torch"
+    return t.data_ptr(), t.numel(), _torch_codes[t.dtype], "torch"
 
 
-_cupy_codes = {}
+_cupy_codes = _Codes()
 
 
 def _read_cupy(a):
-    if not a.flags.c_contiguous:
+    if not a.flags.c_contiguous:  # a new Flags object per call: _read_cupy_flag where it can
         raise BufferError("CuPy array is not C-contiguous: pass cupy.ascontiguousarray(a)")
-    code = _cupy_codes.get(a.dtype)
-    if code is None:
-        code = _cupy_codes[a.dtype] = dtype_code(a.dtype.name)
-    return a.data.ptr, a.size, code, "cupy"
+    return a.data.ptr, a.size, _cupy_codes[a.dtype], "cupy"
+
+
+def _read_cupy_flag(a):
+    if not a._c_contiguous:  # what a.flags.c_contiguous reads
+        return _read_cupy(a)
+    return a.data.ptr, a.size, _cupy_codes[a.dtype], "cupy"
+
+
+# ---- pairs: a call's two buffers at once, one Python frame for both -------------------
+# pair(a, b, scale, what) -> (a's ptr, b's ptr, a's count, dtype, framework): b must be of
+# a's dtype and hold scale x a's count elements; `what` names b in the errors.
+
+def _pair_any(a, b, scale, what):
+    ap, n, dt, fw = buffer(a)
+    if b is None:
+        raise TypeError("%s buffer missing" % what)
+    bp, bn, bd, _ = buffer(b)
+    if bd != dt:
+        raise TypeError("%s has NCCL type %d; this call needs %d (the other buffer's)"
+                        % (what, bd, dt))
+    if bn != n * scale:
+        raise ValueError("%s has %d elements; this call needs %d" % (what, bn, n * scale))
+    return ap, bp, n, dt, fw
+
+
+def _pair_torch(a, b, scale, what):
+    # Both tensors' checks in one expression; any doubt goes to _pair_any, which says why.
+    d = a.dtype
+    if type(b) is type(a) and a.is_cuda and b.is_cuda and d is b.dtype and \
+            a.is_contiguous() and b.is_contiguous():
+        n = a.numel()
+        if b.numel() == n * scale:
+            return a.data_ptr(), b.data_ptr(), n, _torch_codes[d], "torch"
+    return _pair_any(a, b, scale, what)
+
+
+def _pair_cupy(a, b, scale, what):
+    if type(b) is type(a) and a._c_contiguous and b._c_contiguous and a.dtype is b.dtype:
+        n = a.size
+        if b.size == n * scale:
+            return a.data.ptr, b.data.ptr, n, _cupy_codes[a.dtype], "cupy"
+    return _pair_any(a, b, scale, what)
 
 
 def _read_cai(obj):
@@ -222,7 +267,7 @@ def _reader_for(obj):
         return _read_torch
     cupy = sys.modules.get("cupy")
     if "cupy" in mods and cupy is not None and issubclass(cls, cupy.ndarray):
-        return _read_cupy
+        return _read_cupy_flag if hasattr(obj, "_c_contiguous") else _read_cupy
     if issubclass(cls, Buffer):
         return _read_buffer
     if hasattr(obj, "__cuda_array_interface__"):
@@ -256,9 +301,24 @@ def buffer(obj):
     return (READERS.get(type(obj)) or reader(obj))(obj)
 
 
+PAIRS = {}  # type of a call's first buffer -> its pair reader; comm.py's call path reads it
+
+
+def pair(obj):
+    """The pair reader of obj's type (see "pairs" above), found once and cached in PAIRS."""
+    found = PAIRS.get(type(obj))
+    if found is None:
+        one = reader(obj)  # refuses what is no buffer, naming why
+        found = _pair_torch if one is _read_torch else \
+            _pair_cupy if one is _read_cupy_flag else _pair_any
+        PAIRS[type(obj)] = found
+    return found
+
+
 # ---- streams ---------------------------------------------------------------------------
 
-def _current(framework):
+def current(framework):
+    """The current stream of a buffer's framework (torch, cupy), else 0."""
     if framework == "torch":
         return sys.modules["torch"].cuda.current_stream().cuda_stream
     if framework == "cupy":
@@ -274,16 +334,24 @@ def _stream_reader(s):
     return None
 
 
-STREAMS = {}  # type -> its reader; comm.py's call path reads it first
+class _Streams(dict):
+    """type -> its stream reader; a type not seen yet resolves through stream(), which
+    caches the reader its first object shows (an instance attribute counts)."""
+
+    def __missing__(self, cls):
+        return stream
+
+
+STREAMS = _Streams({int: int})  # comm.py's call path: STREAMS[type(s)](s) when s is not None
 
 
 def stream(s, framework=None):
     """The stream handle (int) for s; see the module's doc."""
     if s is None:
-        return _current(framework)
+        return current(framework)
     if type(s) is int:
         return s
-    reader = STREAMS.get(type(s))
+    reader = STREAMS.get(type(s))  # get: no __missing__
     if reader is None:
         reader = _stream_reader(s)
         if reader is None:

@@ -18,12 +18,23 @@ device memory, synchronizes nothing and copies nothing, so it can be captured in
 import ctypes
 
 from . import _clib
-from .buffers import READERS as _R, STREAMS as _S, reader as _reader, stream as _stream
+from .buffers import PAIRS as _P, READERS as _R, STREAMS as _S, current as _current, \
+    pair as _pair, reader as _reader, stream as _stream
 from .errors import NcclshimError
 
 MODES = {"nonblocking": 0, "blocking": 1, "split-blocking": 2}
 _OPS = {"sum": 0, "prod": 1, "max": 2, "min": 3, "avg": 4}
-_OPC = dict(_OPS)  # every spelling seen, read first on the call path
+
+
+class _Ops(dict):
+    """Every spelling of a reduction seen (str, torch's ReduceOp, ...), read on the call
+    path; one not seen yet goes through _op, which refuses an unknown one."""
+
+    def __missing__(self, op):
+        return _op(op)
+
+
+_OPC = _Ops(_OPS)
 _IN_PROGRESS = 7
 # Call names as bytes that live as long as the module: ncclshim_comm_record keeps the pointer.
 _NAMES = {n: n.encode() for n in (
@@ -34,7 +45,7 @@ _NAMES = {n: n.encode() for n in (
 def _op(op):
     if type(op) is int:
         return op
-    code = _OPC.get(op)
+    code = dict.get(_OPC, op)
     if code is None:
         name = str(op).rsplit(".", 1)[-1].lower()  # "sum", torch's ReduceOp.SUM, "ncclSum"
         code = _OPS.get(name[4:] if name.startswith("nccl") else name)
@@ -43,6 +54,12 @@ def _op(op):
                              "ncclRedOp_t" % (op,))
         _OPC[op] = code
     return code
+
+
+def _in_place(buf):
+    """A pair reader's answer for one buffer that is both send and recv."""
+    p, n, dt, fw = (_R.get(type(buf)) or _reader(buf))(buf)
+    return p, p, n, dt, fw
 
 
 def unique_id():
@@ -209,86 +226,69 @@ class Communicator:
         if status != _clib.OK:
             raise _clib.error(status, "ncclshim_comm_record(%s)" % name)
 
-    def _other(self, obj, count, dtype, what):
-        """The pointer of a call's second buffer, which must hold count elements of dtype."""
-        if obj is None:
-            raise TypeError("%s buffer missing" % what)
-        p, n, d, _ = (_R.get(type(obj)) or _reader(obj))(obj)
-        if d != dtype:
-            raise TypeError("%s has NCCL type %d; this call needs %d (the other buffer's)"
-                            % (what, d, dtype))
-        if n != count:
-            raise ValueError("%s has %d elements; this call needs %d" % (what, n, count))
-        return p
-
     # ---- collectives ----
-    # The call path: each buffer through its type's cached reader, the stream, the cached
-    # ncclComm_t, one ctypes call; anything else only when NCCL answered other than success.
+    # The call path: both buffers through their type's cached pair reader (one Python frame;
+    # its checks are cheap attribute reads), the stream and the reduction through dicts, the
+    # cached ncclComm_t, one ctypes call; anything else only when NCCL answered other than
+    # success, or a watchdog watches. tests/python/comm_checks.py (Frameworks) counts it.
     def all_reduce(self, send, recv=None, op="sum", stream=None):
         """recv = reduce(send) over the ranks; recv None: in place."""
-        sp, n, dt, fw = (_R.get(type(send)) or _reader(send))(send)
-        rp = sp if recv is None else self._other(recv, n, dt, "recv")
-        s = stream if type(stream) is int else \
-            (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
-        o = op if type(op) is int else _OPC[op] if op in _OPC else _op(op)
+        sp, rp, n, dt, fw = _in_place(send) if recv is None else \
+            (_P.get(type(send)) or _pair(send))(send, recv, 1, "recv")
+        s = _current(fw) if stream is None else _S[type(stream)](stream)
+        o = op if type(op) is int else _OPC[op]
         r = self._allreduce(sp, rp, n, dt, o, self._fast or self._comm(), s)
         if r or self._watched:
             self._after(r, "ncclAllReduce", s, n, dt)
 
     def broadcast(self, send, recv=None, root=0, stream=None):
         """recv on every rank = send of root; recv None: in place."""
-        sp, n, dt, fw = (_R.get(type(send)) or _reader(send))(send)
-        rp = sp if recv is None else self._other(recv, n, dt, "recv")
-        s = stream if type(stream) is int else \
-            (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
+        sp, rp, n, dt, fw = _in_place(send) if recv is None else \
+            (_P.get(type(send)) or _pair(send))(send, recv, 1, "recv")
+        s = _current(fw) if stream is None else _S[type(stream)](stream)
         r = self._broadcast(sp, rp, n, dt, root, self._fast or self._comm(), s)
         if r or self._watched:
             self._after(r, "ncclBroadcast", s, n, dt)
 
     def reduce(self, send, recv=None, root=0, op="sum", stream=None):
         """recv on root = reduce(send) over the ranks; recv None: in place."""
-        sp, n, dt, fw = (_R.get(type(send)) or _reader(send))(send)
-        rp = sp if recv is None else self._other(recv, n, dt, "recv")
-        s = stream if type(stream) is int else \
-            (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
-        o = op if type(op) is int else _OPC[op] if op in _OPC else _op(op)
+        sp, rp, n, dt, fw = _in_place(send) if recv is None else \
+            (_P.get(type(send)) or _pair(send))(send, recv, 1, "recv")
+        s = _current(fw) if stream is None else _S[type(stream)](stream)
+        o = op if type(op) is int else _OPC[op]
         r = self._reduce(sp, rp, n, dt, o, root, self._fast or self._comm(), s)
         if r or self._watched:
             self._after(r, "ncclReduce", s, n, dt)
 
     def all_gather(self, send, recv, stream=None):
         """recv (nranks x send's count) = every rank's send, in rank order."""
-        sp, n, dt, fw = (_R.get(type(send)) or _reader(send))(send)
-        rp = self._other(recv, n * self.nranks, dt, "recv")
-        s = stream if type(stream) is int else \
-            (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
+        sp, rp, n, dt, fw = (_P.get(type(send)) or _pair(send))(send, recv, self.nranks,
+                                                                "recv")
+        s = _current(fw) if stream is None else _S[type(stream)](stream)
         r = self._allgather(sp, rp, n, dt, self._fast or self._comm(), s)
         if r or self._watched:
             self._after(r, "ncclAllGather", s, n, dt)
 
     def reduce_scatter(self, send, recv, op="sum", stream=None):
         """recv (send's count / nranks) = this rank's block of reduce(send)."""
-        rp, n, dt, fw = (_R.get(type(recv)) or _reader(recv))(recv)
-        sp = self._other(send, n * self.nranks, dt, "send")
-        s = stream if type(stream) is int else \
-            (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
-        o = op if type(op) is int else _OPC[op] if op in _OPC else _op(op)
+        rp, sp, n, dt, fw = (_P.get(type(recv)) or _pair(recv))(recv, send, self.nranks,
+                                                                "send")
+        s = _current(fw) if stream is None else _S[type(stream)](stream)
+        o = op if type(op) is int else _OPC[op]
         r = self._reducescatter(sp, rp, n, dt, o, self._fast or self._comm(), s)
         if r or self._watched:
             self._after(r, "ncclReduceScatter", s, n, dt)
 
     def send(self, buf, peer, stream=None):
         p, n, dt, fw = (_R.get(type(buf)) or _reader(buf))(buf)
-        s = stream if type(stream) is int else \
-            (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
+        s = _current(fw) if stream is None else _S[type(stream)](stream)
         r = self._send(p, n, dt, peer, self._fast or self._comm(), s)
         if r or self._watched:
             self._after(r, "ncclSend", s, n, dt)
 
     def recv(self, buf, peer, stream=None):
         p, n, dt, fw = (_R.get(type(buf)) or _reader(buf))(buf)
-        s = stream if type(stream) is int else \
-            (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
+        s = _current(fw) if stream is None else _S[type(stream)](stream)
         r = self._recv(p, n, dt, peer, self._fast or self._comm(), s)
         if r or self._watched:
             self._after(r, "ncclRecv", s, n, dt)
@@ -296,11 +296,9 @@ class Communicator:
     def all_to_all(self, send, recv, stream=None):
         """Block i of send goes to rank i; recv's block j comes from rank j (NCCL 2.28.3+)."""
         fn = self._optional("ncclAlltoAll")
-        sp, total, dt, fw = (_R.get(type(send)) or _reader(send))(send)
+        sp, rp, total, dt, fw = (_P.get(type(send)) or _pair(send))(send, recv, 1, "recv")
         n = self._per_rank(total, "send")
-        rp = self._other(recv, total, dt, "recv")
-        s = stream if type(stream) is int else \
-            (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
+        s = _current(fw) if stream is None else _S[type(stream)](stream)
         r = fn(sp, rp, n, dt, self._fast or self._comm(), s)
         if r or self._watched:
             self._after(r, "ncclAlltoAll", s, n, dt)
@@ -309,12 +307,12 @@ class Communicator:
         """recv on root (nranks x send's count) = every rank's send (NCCL 2.28.3+); recv is
         not used on the other ranks (None allowed there)."""
         fn = self._optional("ncclGather")
-        sp, n, dt, fw = (_R.get(type(send)) or _reader(send))(send)
-        rp = None
         if recv is not None or self.rank == root:
-            rp = self._other(recv, n * self.nranks, dt, "recv")
-        s = stream if type(stream) is int else \
-            (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
+            sp, rp, n, dt, fw = (_P.get(type(send)) or _pair(send))(send, recv, self.nranks,
+                                                                    "recv")
+        else:
+            (sp, n, dt, fw), rp = (_R.get(type(send)) or _reader(send))(send), None
+        s = _current(fw) if stream is None else _S[type(stream)](stream)
         r = fn(sp, rp, n, dt, root, self._fast or self._comm(), s)
         if r or self._watched:
             self._after(r, "ncclGather", s, n, dt)
@@ -323,12 +321,12 @@ class Communicator:
         """recv = block `rank` of root's send (nranks x recv's count) (NCCL 2.28.3+); send is
         not used on the other ranks (None allowed there)."""
         fn = self._optional("ncclScatter")
-        rp, n, dt, fw = (_R.get(type(recv)) or _reader(recv))(recv)
-        sp = None
         if send is not None or self.rank == root:
-            sp = self._other(send, n * self.nranks, dt, "send")
-        s = stream if type(stream) is int else \
-            (_S[type(stream)](stream) if type(stream) in _S else _stream(stream, fw))
+            rp, sp, n, dt, fw = (_P.get(type(recv)) or _pair(recv))(recv, send, self.nranks,
+                                                                    "send")
+        else:
+            (rp, n, dt, fw), sp = (_R.get(type(recv)) or _reader(recv))(recv), None
+        s = _current(fw) if stream is None else _S[type(stream)](stream)
         r = fn(sp, rp, n, dt, root, self._fast or self._comm(), s)
         if r or self._watched:
             self._after(r, "ncclScatter", s, n, dt)

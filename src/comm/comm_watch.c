@@ -90,7 +90,10 @@ ncclshim_status ncclshim_comm_watch(ncclshim_comm *comm, ncclshim_watchdog *dog,
   watch->dog = dog;
   watch->cuda = dog->cuda;
   watch->timeout_ns = (int64_t)timeout_ms * 1000000;
-  watch->share_ns = watch->timeout_ns / 20;
+  /* Groups of operations span at most about 1/20 of the timeout: a pass closes one that
+   * spans close_ns, and the next pass comes one interval later. */
+  watch->close_ns = watch->timeout_ns / 20 - dog->interval_ns;
+  if (watch->close_ns < 0) watch->close_ns = 0;
   ncclshim_status status = ncclshim_cuda_status(dog->cuda);
   if (status == NCCLSHIM_OK &&
       ncclshim_cuda_functions(dog->cuda)->cuCtxGetCurrent(&watch->context) != 0)

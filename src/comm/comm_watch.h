@@ -49,7 +49,7 @@ typedef struct ncclshim_watch {
   ncclshim_watchdog *dog;
   const ncclshim_cuda *cuda;
   int64_t timeout_ns;
-  int64_t share_ns; /* operations share an event while they span less than this */
+  int64_t close_ns; /* a pass closes a group of operations that spans this (comm_watch.c) */
   CUcontext context;
   struct ncclshim_watch *next;  /* the watchdog's list, under its lock */
   pthread_mutex_t lock;         /* guards everything below */
@@ -57,6 +57,7 @@ typedef struct ncclshim_watch {
   CUstream newest_stream;       /* of the newest slot */
   uint64_t seq;
   ncclshim_watch_ops waiting; /* operations waiting for an event (waiting.n of them) */
+  uint64_t closed_seq;        /* waiting.first_seq of a group a pass closed: no more join it */
   ncclshim_watch_counts counts;
   ncclshim_watch_slot slots[NCCLSHIM_WATCH_EVENTS];
 } ncclshim_watch;

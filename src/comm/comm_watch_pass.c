@@ -89,8 +89,12 @@ static int stream_outstanding(ncclshim_watch *w, CUstream stream) {
 /* Operations wait for an event and none of their stream is outstanding: nothing will
  * follow them unless the watchdog records one, on their stream, which must not be
  * capturing. */
-static void catch_up(ncclshim_watch *w) {
+static void catch_up(ncclshim_watch *w, int64_t now) {
   pthread_mutex_lock(&w->lock);
+  /* Close a group that spans close_ns: the next record records an event (records read no
+   * clock to find this out). */
+  if (w->waiting.n > 0 && now - w->waiting.start_ns >= w->close_ns)
+    w->closed_seq = w->waiting.first_seq;
   int due = w->waiting.n > 0 && w->outstanding < NCCLSHIM_WATCH_EVENTS &&
             !stream_outstanding(w, w->waiting.stream);
   CUstream stream = w->waiting.stream;
@@ -143,7 +147,7 @@ int ncclshim_watch_inspect(ncclshim_watch *w, CUcontext *current, ncclshim_watch
     *current = w->context;
   int64_t now = ncclshim_now_ns();
   if (retire(w, v, now) < 0) return 1;
-  catch_up(w);
+  catch_up(w, now);
   ncclshim_watch_ops oldest;
   int running = oldest_running(w, &oldest);
   char what[256] = "no recorded operation outstanding";

@@ -30,15 +30,16 @@ static void unpin(ncclshim_comm *comm, ncclshim_watch *watch) {
     ncclshim_watch_unref(watch); /* unwatched meanwhile: the link's reference was left to us */
 }
 
-/* May this operation wait for a later event? Under the lock. */
-static int can_share(const ncclshim_watch *w, CUstream stream, int64_t now) {
+/* May this operation wait for a later event? Under the lock. No clock is read here: the
+ * watchdog's pass closes a waiting group whose span reached close_ns (comm_watch_pass.c). */
+static int can_share(const ncclshim_watch *w, CUstream stream) {
   /* The per-thread default stream names another stream on the watchdog's thread: a catch-up
    * there would cover nothing. */
   if (stream == NCCLSHIM_CU_STREAM_PER_THREAD) return 0;
   if (w->waiting.n > 0 && w->waiting.stream != stream) return 0;
   if (w->outstanding == NCCLSHIM_WATCH_EVENTS) return 1; /* no free event: wait for one */
   if (w->outstanding == 0 || w->newest_stream != stream) return 0;
-  return w->waiting.n == 0 || now - w->waiting.start_ns < w->share_ns;
+  return w->waiting.n == 0 || w->closed_seq != w->waiting.first_seq;
 }
 
 static void describe_op(ncclshim_watch_ops *ops, CUstream stream, const char *call, size_t count,
@@ -85,12 +86,11 @@ static ncclshim_status mark(ncclshim_comm *comm, CUstream stream, const char *ca
   ncclshim_status status = NCCLSHIM_OK;
   ncclshim_watch *w = pin(comm, who, &status);
   if (w == NULL) return status;
-  int64_t now = ncclshim_now_ns();
   pthread_mutex_lock(&w->lock);
-  if (call != NULL && can_share(w, stream, now)) {
+  if (call != NULL && can_share(w, stream)) {
     uint64_t seq = ++w->seq;
-    if (w->waiting.n++ == 0) {
-      describe_op(&w->waiting, stream, call, count, type, seq, now);
+    if (w->waiting.n++ == 0) { /* the only shared record that reads the clock */
+      describe_op(&w->waiting, stream, call, count, type, seq, ncclshim_now_ns());
     } else {
       w->waiting.last_seq = seq;
     }
@@ -101,6 +101,7 @@ static ncclshim_status mark(ncclshim_comm *comm, CUstream stream, const char *ca
     return NCCLSHIM_OK;
   }
   pthread_mutex_unlock(&w->lock);
+  int64_t now = ncclshim_now_ns();
   ncclshim_cu_result r = 0;
   int capturing = ncclshim_stream_capturing(w->cuda, stream, &r);
   pthread_mutex_lock(&w->lock);

@@ -69,6 +69,7 @@ void test_capture_begun_during_a_record(void **state);
 void test_replay_hang_names_the_graph(void **state);
 void test_replay_long_after_capture(void **state);
 void test_burst_tail_caught_up(void **state);
+void test_group_closed_by_the_pass(void **state);
 void test_tail_held_while_capturing(void **state);
 void test_per_thread_stream_never_shares(void **state);
 void test_tail_caught_up_beside_a_busy_stream(void **state);

@@ -28,8 +28,9 @@ ncclshim_watchdog *start(void);
 ncclshim_watchdog *start_every(int interval_ms);
 /* Each test's setup: events fire, records succeed, nothing captures, no callback yet. */
 int setup(void **state);
-/* A watched blocking communicator (TIMEOUT_MS) on a fresh fake. */
+/* A watched blocking communicator (TIMEOUT_MS, or timeout_ms) on a fresh fake. */
 ncclshim_comm *watched(ncclshim_nccl **nccl, ncclshim_watchdog *dog);
+ncclshim_comm *watched_for(ncclshim_nccl **nccl, ncclshim_watchdog *dog, int timeout_ms);
 /* An all-reduce as a user enqueues it: the call, the checked result, the record (on the
  * NULL stream, or on `stream`). */
 ncclshim_status all_reduce(ncclshim_comm *comm, size_t count);

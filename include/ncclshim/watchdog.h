@@ -28,15 +28,18 @@
  *
  * The cost of a record (docs/collectives.md, "What a record costs"). One event covers every
  * operation before it on its stream, so a record skips cuEventRecord, and calls no driver
- * function at all, while the stream's newest event is still pending and the operations
- * waiting for an event span less than 1/20 of the timeout: those operations share the next
- * event. It is recorded by the next record that finds no event pending (or the span
- * reached); for the last operations of a burst, which no record follows, by the watchdog
+ * function at all, while the stream's newest event is still pending and the watchdog has not
+ * closed the group of operations waiting for an event: those operations share the next
+ * event. Only the first of a group reads the clock; the watchdog's pass closes a group that
+ * spans 1/20 of the timeout less one interval (at once when the interval is longer). The
+ * event is recorded by the next record that finds no event pending or the group closed;
+ * for the last operations of a burst, which no record follows, by the watchdog
  * itself at its next pass after their stream's events fired (a "catch-up": it asks
  * cuStreamIsCapturing first and never records into a capturing stream). Limits:
  *   - the deadline of operations that share an event counts from the first of them, so a
- *     hang is reported at most 1/20 of the timeout early for the one that hung, never later
- *     than timeout + interval after it;
+ *     hang is reported early for the one that hung by at most the span of its group: below
+ *     1/20 of the timeout or one interval, whichever is longer, plus how late the pass that
+ *     closes the group runs; never later than timeout + interval after it;
  *   - a catch-up event also waits for work queued on the stream after those operations
  *     until the watchdog's pass: their clock covers that work too;
  *   - the stream given to a record must stay valid until the operations recorded on it are

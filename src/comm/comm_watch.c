@@ -46,7 +46,6 @@ void ncclshim_watch_unref(ncclshim_watch *watch) {
   const ncclshim_cuda_table *t = ncclshim_cuda_functions(watch->cuda);
   for (int i = 0; i < NCCLSHIM_WATCH_EVENTS; i++)
     if (watch->slots[i].event != NULL) t->cuEventDestroy(watch->slots[i].event);
-  pthread_mutex_destroy(&watch->lock);
   ncclshim_comm_unref(watch->comm);
   ncclshim_watchdog_unref(watch->dog);
   free(watch);
@@ -79,7 +78,7 @@ ncclshim_status ncclshim_comm_watch(ncclshim_comm *comm, ncclshim_watchdog *dog,
     return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "ncclshim_comm_watch: %s (timeout %d ms)",
                          problem, timeout_ms);
   ncclshim_watch *watch = calloc(1, sizeof(*watch));
-  if (watch == NULL || pthread_mutex_init(&watch->lock, NULL) != 0) {
+  if (watch == NULL) {
     free(watch);
     return ncclshim_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_comm_watch: out of memory");
   }
@@ -90,7 +89,10 @@ ncclshim_status ncclshim_comm_watch(ncclshim_comm *comm, ncclshim_watchdog *dog,
   watch->dog = dog;
   watch->cuda = dog->cuda;
   watch->timeout_ns = (int64_t)timeout_ms * 1000000;
-  watch->share_ns = watch->timeout_ns / 20;
+  /* Groups of operations span at most about 1/20 of the timeout: a pass closes one that
+   * spans close_ns, and the next pass comes one interval later. */
+  watch->close_ns = watch->timeout_ns / 20 - dog->interval_ns;
+  if (watch->close_ns < 0) watch->close_ns = 0;
   ncclshim_status status = ncclshim_cuda_status(dog->cuda);
   if (status == NCCLSHIM_OK &&
       ncclshim_cuda_functions(dog->cuda)->cuCtxGetCurrent(&watch->context) != 0)
@@ -174,7 +176,7 @@ ncclshim_watch_slot *ncclshim_watch_reserve(ncclshim_watch *w, const ncclshim_wa
 
 void ncclshim_watch_publish(ncclshim_watch *w, ncclshim_watch_slot *slot, ncclshim_cu_result r,
                             int catch_up) {
-  pthread_mutex_lock(&w->lock);
+  watch_lock(w);
   slot->state = r == 0 ? SLOT_PUBLISHED : SLOT_VOID;
   if (r == 0) {
     w->counts.events++;
@@ -182,5 +184,5 @@ void ncclshim_watch_publish(ncclshim_watch *w, ncclshim_watch_slot *slot, ncclsh
   } else {
     w->counts.outstanding -= slot->ops.n; /* no longer watched */
   }
-  pthread_mutex_unlock(&w->lock);
+  watch_unlock(w);
 }

@@ -9,10 +9,13 @@
  * which drops it when it is done. The watchdog is freed when its owner (stop) and every watch
  * made on it are gone.
  *
- * Locks. w->lock guards the ring and is never held across a driver call: a record reserves a
- * slot under it, records the event without it, then publishes the slot under it. */
+ * Locks. w->lock, a spin lock (watch_lock), guards the ring and is held for a few steps at a
+ * time, never across a driver call, an allocation or a wait: a record reserves a slot under
+ * it, records the event without it, then publishes the slot under it. */
 #ifndef NCCLSHIM_COMM_WATCH_H
 #define NCCLSHIM_COMM_WATCH_H
+
+#include <sched.h>
 
 #include "comm_internal.h"
 
@@ -49,14 +52,15 @@ typedef struct ncclshim_watch {
   ncclshim_watchdog *dog;
   const ncclshim_cuda *cuda;
   int64_t timeout_ns;
-  int64_t share_ns; /* operations share an event while they span less than this */
+  int64_t close_ns; /* a pass closes a group of operations that spans this (comm_watch.c) */
   CUcontext context;
   struct ncclshim_watch *next;  /* the watchdog's list, under its lock */
-  pthread_mutex_t lock;         /* guards everything below */
+  atomic_int lock;              /* guards everything below: watch_lock */
   unsigned oldest, outstanding; /* slots reserved or published, oldest first */
   CUstream newest_stream;       /* of the newest slot */
   uint64_t seq;
   ncclshim_watch_ops waiting; /* operations waiting for an event (waiting.n of them) */
+  uint64_t closed_seq;        /* waiting.first_seq of a group a pass closed: no more join it */
   ncclshim_watch_counts counts;
   ncclshim_watch_slot slots[NCCLSHIM_WATCH_EVENTS];
 } ncclshim_watch;
@@ -83,6 +87,17 @@ void ncclshim_watch_ref(ncclshim_watch *watch);
 /* Drop a reference; the last destroys the events and frees the watch. */
 void ncclshim_watch_unref(ncclshim_watch *watch);
 void ncclshim_watchdog_unref(ncclshim_watchdog *dog);
+
+/* w->lock: briefly held, it costs a record one atomic exchange and a plain store, where a
+ * mutex costs two atomic operations and two calls. A waiter yields the processor, in case
+ * the holder was descheduled. */
+static inline void watch_lock(ncclshim_watch *w) {
+  while (atomic_exchange_explicit(&w->lock, 1, memory_order_acquire) != 0)
+    while (atomic_load_explicit(&w->lock, memory_order_relaxed) != 0) sched_yield();
+}
+static inline void watch_unlock(ncclshim_watch *w) {
+  atomic_store_explicit(&w->lock, 0, memory_order_release);
+}
 
 /* The slot `i` places after the oldest; under the lock. */
 static inline ncclshim_watch_slot *ncclshim_watch_slot_at(ncclshim_watch *w, unsigned i) {

@@ -43,7 +43,7 @@ static void requeue(ncclshim_watch *w, ncclshim_watch_slot *slot, int64_t now) {
 /* Retire the oldest slots whose events fired. -1 with *v filled when a query failed. */
 static int retire(ncclshim_watch *w, ncclshim_watch_verdict *v, int64_t now) {
   const ncclshim_cuda_table *t = ncclshim_cuda_functions(w->cuda);
-  pthread_mutex_lock(&w->lock);
+  watch_lock(w);
   int found = 0;
   while (w->outstanding > 0) {
     ncclshim_watch_slot *slot = ncclshim_watch_slot_at(w, 0);
@@ -51,9 +51,9 @@ static int retire(ncclshim_watch *w, ncclshim_watch_verdict *v, int64_t now) {
     ncclshim_cu_result r = 0;
     if (slot->state == SLOT_PUBLISHED) {
       CUevent event = slot->event;
-      pthread_mutex_unlock(&w->lock);
+      watch_unlock(w);
       r = t->cuEventQuery(event); /* only this thread retires: the slot stays ours */
-      pthread_mutex_lock(&w->lock);
+      watch_lock(w);
       if (r == NCCLSHIM_CUDA_ERROR_NOT_READY) break;
       if (ncclshim_cuda_capture_answer(r)) {
         requeue(w, slot, now);
@@ -75,7 +75,7 @@ static int retire(ncclshim_watch *w, ncclshim_watch_verdict *v, int64_t now) {
     w->oldest = (w->oldest + 1) % NCCLSHIM_WATCH_EVENTS;
     w->outstanding--;
   }
-  pthread_mutex_unlock(&w->lock);
+  watch_unlock(w);
   return found;
 }
 
@@ -89,17 +89,21 @@ static int stream_outstanding(ncclshim_watch *w, CUstream stream) {
 /* Operations wait for an event and none of their stream is outstanding: nothing will
  * follow them unless the watchdog records one, on their stream, which must not be
  * capturing. */
-static void catch_up(ncclshim_watch *w) {
-  pthread_mutex_lock(&w->lock);
+static void catch_up(ncclshim_watch *w, int64_t now) {
+  watch_lock(w);
+  /* Close a group that spans close_ns: the next record records an event (records read no
+   * clock to find this out). */
+  if (w->waiting.n > 0 && now - w->waiting.start_ns >= w->close_ns)
+    w->closed_seq = w->waiting.first_seq;
   int due = w->waiting.n > 0 && w->outstanding < NCCLSHIM_WATCH_EVENTS &&
             !stream_outstanding(w, w->waiting.stream);
   CUstream stream = w->waiting.stream;
   uint64_t first = w->waiting.first_seq;
-  pthread_mutex_unlock(&w->lock);
+  watch_unlock(w);
   if (!due) return;
   ncclshim_cu_result r = 0;
   int capturing = ncclshim_stream_capturing(w->cuda, stream, &r);
-  pthread_mutex_lock(&w->lock);
+  watch_lock(w);
   int same = w->waiting.n > 0 && w->waiting.first_seq == first && w->waiting.stream == stream;
   if (same && capturing > 0) w->waiting.start_ns = ncclshim_now_ns(); /* held while it captures */
   if (same && capturing < 0) { /* the driver cannot tell (a stream destroyed): not watched */
@@ -108,12 +112,12 @@ static void catch_up(ncclshim_watch *w) {
   }
   if (!same || capturing != 0 || w->outstanding == NCCLSHIM_WATCH_EVENTS ||
       stream_outstanding(w, stream)) {
-    pthread_mutex_unlock(&w->lock);
+    watch_unlock(w);
     return;
   }
   ncclshim_watch_slot *slot = ncclshim_watch_reserve(w, &w->waiting);
   w->waiting.n = 0;
-  pthread_mutex_unlock(&w->lock);
+  watch_unlock(w);
   r = ncclshim_cuda_functions(w->cuda)->cuEventRecord(slot->event, stream);
   if (r != 0) { /* the stream may be gone: those operations are no longer watched */
     ncclshim_watch_publish(w, slot, r, 1);
@@ -127,12 +131,12 @@ static void catch_up(ncclshim_watch *w) {
 /* The oldest operations not known done (the oldest slot's, or those waiting for an event
  * if they began earlier): 1 with *oldest filled, 0 when none. */
 static int oldest_running(ncclshim_watch *w, ncclshim_watch_ops *oldest) {
-  pthread_mutex_lock(&w->lock);
+  watch_lock(w);
   const ncclshim_watch_ops *first = w->outstanding > 0 ? &ncclshim_watch_slot_at(w, 0)->ops : NULL;
   if (w->waiting.n > 0 && (first == NULL || w->waiting.start_ns < first->start_ns))
     first = &w->waiting;
   if (first != NULL) *oldest = *first;
-  pthread_mutex_unlock(&w->lock);
+  watch_unlock(w);
   return first != NULL;
 }
 
@@ -143,7 +147,7 @@ int ncclshim_watch_inspect(ncclshim_watch *w, CUcontext *current, ncclshim_watch
     *current = w->context;
   int64_t now = ncclshim_now_ns();
   if (retire(w, v, now) < 0) return 1;
-  catch_up(w);
+  catch_up(w, now);
   ncclshim_watch_ops oldest;
   int running = oldest_running(w, &oldest);
   char what[256] = "no recorded operation outstanding";

@@ -30,15 +30,16 @@ static void unpin(ncclshim_comm *comm, ncclshim_watch *watch) {
     ncclshim_watch_unref(watch); /* unwatched meanwhile: the link's reference was left to us */
 }
 
-/* May this operation wait for a later event? Under the lock. */
-static int can_share(const ncclshim_watch *w, CUstream stream, int64_t now) {
+/* May this operation wait for a later event? Under the lock. No clock is read here: the
+ * watchdog's pass closes a waiting group whose span reached close_ns (comm_watch_pass.c). */
+static int can_share(const ncclshim_watch *w, CUstream stream) {
   /* The per-thread default stream names another stream on the watchdog's thread: a catch-up
    * there would cover nothing. */
   if (stream == NCCLSHIM_CU_STREAM_PER_THREAD) return 0;
   if (w->waiting.n > 0 && w->waiting.stream != stream) return 0;
   if (w->outstanding == NCCLSHIM_WATCH_EVENTS) return 1; /* no free event: wait for one */
   if (w->outstanding == 0 || w->newest_stream != stream) return 0;
-  return w->waiting.n == 0 || now - w->waiting.start_ns < w->share_ns;
+  return w->waiting.n == 0 || w->closed_seq != w->waiting.first_seq;
 }
 
 static void describe_op(ncclshim_watch_ops *ops, CUstream stream, const char *call, size_t count,
@@ -55,7 +56,7 @@ static void describe_op(ncclshim_watch_ops *ops, CUstream stream, const char *ca
 /* Record one event after `ops` on the stream (not capturing); the lock not held. */
 static ncclshim_status record_event(ncclshim_watch *w, CUstream stream, ncclshim_watch_ops *ops,
                                     const char *who) {
-  pthread_mutex_lock(&w->lock);
+  watch_lock(w);
   if (w->outstanding == NCCLSHIM_WATCH_EVENTS) { /* the watchdog took the last free one */
     if (w->waiting.n == 0) {
       w->waiting = *ops;
@@ -65,11 +66,11 @@ static ncclshim_status record_event(ncclshim_watch *w, CUstream stream, ncclshim
     } else {
       w->counts.outstanding -= ops->n; /* no event for them: not watched */
     }
-    pthread_mutex_unlock(&w->lock);
+    watch_unlock(w);
     return NCCLSHIM_OK;
   }
   ncclshim_watch_slot *slot = ncclshim_watch_reserve(w, ops);
-  pthread_mutex_unlock(&w->lock);
+  watch_unlock(w);
   ncclshim_cu_result r = ncclshim_cuda_functions(w->cuda)->cuEventRecord(slot->event, stream);
   ncclshim_watch_publish(w, slot, r, 0);
   if (r == 0) return NCCLSHIM_OK;
@@ -85,28 +86,28 @@ static ncclshim_status mark(ncclshim_comm *comm, CUstream stream, const char *ca
   ncclshim_status status = NCCLSHIM_OK;
   ncclshim_watch *w = pin(comm, who, &status);
   if (w == NULL) return status;
-  int64_t now = ncclshim_now_ns();
-  pthread_mutex_lock(&w->lock);
-  if (call != NULL && can_share(w, stream, now)) {
+  watch_lock(w);
+  if (call != NULL && can_share(w, stream)) {
     uint64_t seq = ++w->seq;
-    if (w->waiting.n++ == 0) {
-      describe_op(&w->waiting, stream, call, count, type, seq, now);
+    if (w->waiting.n++ == 0) { /* the only shared record that reads the clock */
+      describe_op(&w->waiting, stream, call, count, type, seq, ncclshim_now_ns());
     } else {
       w->waiting.last_seq = seq;
     }
     w->counts.recorded++;
     w->counts.outstanding++;
-    pthread_mutex_unlock(&w->lock);
+    watch_unlock(w);
     unpin(comm, w);
     return NCCLSHIM_OK;
   }
-  pthread_mutex_unlock(&w->lock);
+  watch_unlock(w);
+  int64_t now = ncclshim_now_ns();
   ncclshim_cu_result r = 0;
   int capturing = ncclshim_stream_capturing(w->cuda, stream, &r);
-  pthread_mutex_lock(&w->lock);
+  watch_lock(w);
   if (capturing != 0) {
     w->counts.captured += capturing > 0;
-    pthread_mutex_unlock(&w->lock);
+    watch_unlock(w);
     unpin(comm, w);
     if (capturing > 0) return NCCLSHIM_OK;
     return ncclshim_fail(NCCLSHIM_CUDA_ERROR, "%s: cuStreamIsCapturing(%p) failed: %s (%d)", who,
@@ -134,7 +135,7 @@ static ncclshim_status mark(ncclshim_comm *comm, CUstream stream, const char *ca
   w->counts.recorded++;
   w->counts.replays += call == NULL;
   w->counts.outstanding++;
-  pthread_mutex_unlock(&w->lock);
+  watch_unlock(w);
   if (before.n > 0) status = record_event(w, stream, &before, who);
   ncclshim_status last = record_event(w, stream, &ops, who);
   unpin(comm, w);
@@ -169,9 +170,9 @@ ncclshim_status ncclshim_comm_watch_counts(ncclshim_comm *comm, ncclshim_watch_c
   ncclshim_status status = NCCLSHIM_OK;
   ncclshim_watch *w = pin(comm, who, &status);
   if (w == NULL) return status;
-  pthread_mutex_lock(&w->lock);
+  watch_lock(w);
   *out = w->counts;
-  pthread_mutex_unlock(&w->lock);
+  watch_unlock(w);
   out->size = size;
   unpin(comm, w);
   return NCCLSHIM_OK;

@@ -394,6 +394,7 @@ int main(void) {
       cmocka_unit_test_setup(test_replay_hang_names_the_graph, setup),
       cmocka_unit_test_setup(test_replay_long_after_capture, setup),
       cmocka_unit_test_setup(test_burst_tail_caught_up, setup),
+      cmocka_unit_test_setup(test_group_closed_by_the_pass, setup),
       cmocka_unit_test_setup(test_tail_held_while_capturing, setup),
       cmocka_unit_test_setup(test_per_thread_stream_never_shares, setup),
       cmocka_unit_test_setup(test_tail_caught_up_beside_a_busy_stream, setup),

@@ -180,11 +180,11 @@ void test_replay_long_after_capture(void **state) {
  * watchdog's catch-up event is what detects their hang. */
 void test_burst_tail_caught_up(void **state) {
   (void)state;
-  enum { DEADLINE_MS = 500 }; /* they share while they span < 25 ms, under valgrind too */
+  /* A pass closes their group after 20 ms: the 5 records fit, under valgrind too. */
+  enum { DEADLINE_MS = 500 };
   ncclshim_watchdog *dog = start();
-  ncclshim_nccl *nccl = fake_open("2.28.9");
-  ncclshim_comm *comm = fake_comm(nccl, 1);
-  assert_int_equal(ncclshim_comm_watch(comm, dog, DEADLINE_MS), NCCLSHIM_OK);
+  ncclshim_nccl *nccl;
+  ncclshim_comm *comm = watched_for(&nccl, dog, DEADLINE_MS);
   int recorded = fake_cuda_events(RECORDED);
   fake_cuda_event_query(NOT_READY);
   int64_t start = now_ms();
@@ -201,6 +201,41 @@ void test_burst_tail_caught_up(void **state) {
   assert_non_null(strstr(callback_message, "ncclAllReduce #2 (count 8, ncclFloat32)"));
   assert_non_null(strstr(callback_message, "one event covers it and the 3 after it, to #5"));
   finish_failed(comm, dog, nccl);
+}
+
+/* Records read no clock while they share: the watchdog's pass closes a group once it spans
+ * 1/20 of the deadline less one interval, and the next record then records the event that
+ * the whole group shares. */
+void test_group_closed_by_the_pass(void **state) {
+  (void)state;
+  enum { DEADLINE_MS = 500, CLOSE_MS = DEADLINE_MS / 20 - INTERVAL_MS };
+  ncclshim_watchdog *dog = start();
+  ncclshim_nccl *nccl;
+  ncclshim_comm *comm = watched_for(&nccl, dog, DEADLINE_MS);
+  int recorded = fake_cuda_events(RECORDED);
+  fake_cuda_event_query(NOT_READY);
+  assert_int_equal(all_reduce_on(comm, S, 8), NCCLSHIM_OK); /* #1 records the first event */
+  int64_t start = now_ms();
+  assert_int_equal(all_reduce_on(comm, S, 8), NCCLSHIM_OK); /* #2 begins the group */
+  uint64_t ops = 2;
+  while (counts_of(comm).events == 1 && now_ms() - start < 20 * DEADLINE_MS) {
+    sleep_ms(1); /* paces the records; the event count is the condition */
+    assert_int_equal(all_reduce_on(comm, S, 8), NCCLSHIM_OK);
+    ops++;
+  }
+  ncclshim_watch_counts c = counts_of(comm);
+  assert_int_equal(c.events, 2);
+  assert_int_equal(c.catch_ups, 0); /* a record closed it: #1's event is still pending */
+  assert_int_equal(c.outstanding, ops);
+  assert_int_equal(fake_cuda_events(RECORDED) - recorded, 2);
+  assert_true(now_ms() - start >= CLOSE_MS);
+  assert_int_equal(all_reduce_on(comm, S, 8), NCCLSHIM_OK); /* a new group: shares again */
+  assert_int_equal(counts_of(comm).events, 2);
+  fake_cuda_event_query(0);
+  fake_complete_all();
+  wait_until_done(comm, 20 * DEADLINE_MS);
+  assert_healthy(comm);
+  finish_healthy(comm, dog, nccl);
 }
 
 /* The same tail, but the stream starts capturing before the catch-up: the watchdog records

@@ -56,11 +56,15 @@ int setup(void **state) {
   return 0;
 }
 
-ncclshim_comm *watched(ncclshim_nccl **nccl, ncclshim_watchdog *dog) {
+ncclshim_comm *watched_for(ncclshim_nccl **nccl, ncclshim_watchdog *dog, int timeout_ms) {
   *nccl = fake_open("2.28.9");
   ncclshim_comm *comm = fake_comm(*nccl, 1);
-  assert_int_equal(ncclshim_comm_watch(comm, dog, TIMEOUT_MS), NCCLSHIM_OK);
+  assert_int_equal(ncclshim_comm_watch(comm, dog, timeout_ms), NCCLSHIM_OK);
   return comm;
+}
+
+ncclshim_comm *watched(ncclshim_nccl **nccl, ncclshim_watchdog *dog) {
+  return watched_for(nccl, dog, TIMEOUT_MS);
 }
 
 ncclshim_status all_reduce_on(ncclshim_comm *comm, CUstream stream, size_t count) {

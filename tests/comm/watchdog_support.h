@@ -28,8 +28,9 @@ ncclshim_watchdog *start(void);
 ncclshim_watchdog *start_every(int interval_ms);
 /* Each test's setup: events fire, records succeed, nothing captures, no callback yet. */
 int setup(void **state);
-/* A watched blocking communicator (TIMEOUT_MS) on a fresh fake. */
+/* A watched blocking communicator (TIMEOUT_MS, or timeout_ms) on a fresh fake. */
 ncclshim_comm *watched(ncclshim_nccl **nccl, ncclshim_watchdog *dog);
+ncclshim_comm *watched_for(ncclshim_nccl **nccl, ncclshim_watchdog *dog, int timeout_ms);
 /* An all-reduce as a user enqueues it: the call, the checked result, the record (on the
  * NULL stream, or on `stream`). */
 ncclshim_status all_reduce(ncclshim_comm *comm, size_t count);
@@ -69,6 +70,7 @@ void test_capture_begun_during_a_record(void **state);
 void test_replay_hang_names_the_graph(void **state);
 void test_replay_long_after_capture(void **state);
 void test_burst_tail_caught_up(void **state);
+void test_group_closed_by_the_pass(void **state);
 void test_tail_held_while_capturing(void **state);
 void test_per_thread_stream_never_shares(void **state);
 void test_tail_caught_up_beside_a_busy_stream(void **state);

@@ -53,9 +53,9 @@ LAYERS = {
                  "symmem_alloc", "comm_caps", "comm_watch comm_agree",
                  "comm_watch_record comm_watch_pass", "comm_abort",
                  "comm_destroy comm_watchdog"],
-    # The recorder's state at the bottom (record_start.c its only writer), the recorder
-    # below the drop-in's entry points.
-    "src/dropin": ["record_state", "record_id", "record_comms", "record_dump", "record_cuda",
+    # The writer (no lock, no malloc) and the recorder's state at the bottom (record_start.c
+    # its only writer), the recorder below the drop-in's entry points.
+    "src/dropin": ["say", "record_state", "record_id", "record_comms", "record_dump", "record_cuda",
                    "record_hang", "record_ring", "record_calls", "record_start", "audit_got",
                    "interpose", "checks", "audit dropin"],
     "src/probe": ["candidates explain_parse json parse_version pyenv text",

@@ -69,12 +69,4 @@ void ncclshim_rec_dump(const char *why, int fn, int value);
  * after `hang_ms`; `note` ends the "wrote ..." line. Not from a signal handler. */
 void ncclshim_rec_dump_hang(int fn, int hang_ms, uint64_t index, const char *note);
 
-/* "ncclshim recorder: A B C[: error text (errno N)]" on stderr, B with its control
- * characters escaped (async-signal-safe). */
-void ncclshim_rec_say(const char *a, const char *b, const char *c, int error);
-/* "ncclshim: A B" on stderr, B escaped the same way: the drop-in's own checks. */
-void ncclshim_dropin_say(const char *a, const char *b);
-/* "ncclshim drop-in: TEXT" on stderr, TEXT escaped the same way (paths may hold anything). */
-void ncclshim_dropin_line(const char *text);
-
 #endif

@@ -71,11 +71,12 @@ CALLS = {
     "src/nccl": ["compat", "loader", "src"],
     "src/cuda": ["compat", "loader", "src"],
     "src/comm": ["compat", "src", "src/nccl", "src/cuda"],
-    "src/dropin": ["compat", "loader", "src", "src/nccl", "src/comm"],
+    "src/dropin": ["compat", "loader", "src", "src/nccl", "src/cuda", "src/comm"],
     "src/probe": ["compat", "loader"],
 }
 # (caller's folder, callee's folder): only what the library exports.
-PUBLIC_ONLY = {("src/comm", "src/nccl"), ("src/comm", "src/cuda"), ("src/dropin", "src/comm")}
+PUBLIC_ONLY = {("src/comm", "src/nccl"), ("src/comm", "src/cuda"), ("src/dropin", "src/comm"),
+               ("src/dropin", "src/cuda")}
 
 DEFINED = set("TDBRGSVWiu")  # text, data, bss, read-only, small data, weak, indirect, unique
 

@@ -43,19 +43,16 @@ static void put_field(ncs_out *o, const char *key, int64_t value) {
   ncs_out_int(o, value);
 }
 
-static const char *const datatype_names[] = {"ncclInt8",     "ncclUint8",      "ncclInt32",
-                                             "ncclUint32",   "ncclInt64",      "ncclUint64",
-                                             "ncclFloat16",  "ncclFloat32",    "ncclFloat64",
-                                             "ncclBfloat16", "ncclFloat8e4m3", "ncclFloat8e5m2"};
 static const char *const op_names[] = {"ncclSum", "ncclProd", "ncclMax", "ncclMin", "ncclAvg"};
 
-static void put_named(ncs_out *o, const char *key, int value, const char *const *names, int count) {
+/* ,"key":value,"key_name":"name" for a field that has a value. */
+static void put_named(ncs_out *o, const char *key, int value, const char *name) {
   if (value == NCCLSHIM_REC_NONE) return;
   put_field(o, key, value);
   ncs_out_put(o, ",\"");
   ncs_out_put(o, key);
   ncs_out_put(o, "_name\":");
-  put_string(o, value >= 0 && value < count ? names[value] : "custom");
+  put_string(o, name);
 }
 
 static void put_comm_id(ncs_out *o, uint64_t id) {
@@ -114,8 +111,8 @@ static void put_call(ncs_out *o, const rec_state *r, uint64_t index, const rec_e
     ncs_out_put(o, ",\"count\":");
     ncs_out_u64(o, e->count);
   }
-  put_named(o, "datatype", e->datatype, datatype_names, 12);
-  put_named(o, "op", e->op, op_names, 5);
+  put_named(o, "datatype", e->datatype, ncclshim_nccl_type_name((ncclDataType_t)e->datatype));
+  put_named(o, "op", e->op, e->op >= 0 && e->op < ncclNumOps ? op_names[e->op] : "custom");
   put_field(o, "root", e->root);
   put_field(o, "peer", e->peer);
   if (e->seq != 0) put_pointer(o, r, "stream", "s-", e->stream);

@@ -53,9 +53,11 @@ LAYERS = {
                  "symmem_alloc", "comm_caps", "comm_watch comm_agree",
                  "comm_watch_record comm_watch_pass", "comm_abort",
                  "comm_destroy comm_watchdog"],
-    # The recorder below the drop-in's entry points; record_ring.c owns its state today.
-    "src/dropin": ["record_id", "record_comms", "record_dump", "record_ring", "record_calls",
-                   "record_start", "interpose", "checks", "audit dropin"],
+    # The writer (no lock, no malloc) and the recorder's state at the bottom (record_start.c
+    # its only writer), the recorder below the drop-in's entry points.
+    "src/dropin": ["say", "record_state", "record_id", "record_comms", "record_dump", "record_cuda",
+                   "record_hang", "record_ring", "record_calls", "record_start", "audit_got",
+                   "interpose", "checks", "audit dropin"],
     "src/probe": ["candidates explain_parse json parse_version pyenv text",
                   "driver_check elf_facts plugins report_census",
                   "inventory report_json report_text requirements", "report_inventory",
@@ -69,11 +71,12 @@ CALLS = {
     "src/nccl": ["compat", "loader", "src"],
     "src/cuda": ["compat", "loader", "src"],
     "src/comm": ["compat", "src", "src/nccl", "src/cuda"],
-    "src/dropin": ["compat", "loader", "src", "src/nccl", "src/comm"],
+    "src/dropin": ["compat", "loader", "src", "src/nccl", "src/cuda", "src/comm"],
     "src/probe": ["compat", "loader"],
 }
 # (caller's folder, callee's folder): only what the library exports.
-PUBLIC_ONLY = {("src/comm", "src/nccl"), ("src/comm", "src/cuda"), ("src/dropin", "src/comm")}
+PUBLIC_ONLY = {("src/comm", "src/nccl"), ("src/comm", "src/cuda"), ("src/dropin", "src/comm"),
+               ("src/dropin", "src/cuda")}
 
 DEFINED = set("TDBRGSVWiu")  # text, data, bss, read-only, small data, weak, indirect, unique
 

@@ -351,6 +351,9 @@ NCCLSHIM_API const char *ncclshim_nccl_result_name(int result);
 NCCLSHIM_API const char *ncclshim_nccl_result_string(int result);
 /* 1 for a result code some NCCL release has used (its name and text are known), else 0. */
 NCCLSHIM_API int ncclshim_nccl_result_known(int result);
+/* "ncclFloat32" for 7, ...; "unknown type" for values no release has. Static string (from a
+ * const table: safe in a signal handler); thread-safe. */
+NCCLSHIM_API const char *ncclshim_nccl_type_name(ncclDataType_t type);
 /* The calling thread's last failing NCCL result code that ncclshim_nccl_check (comm.h) turned
  * into NCCLSHIM_NCCL_ERROR: the number behind ncclshim_last_error's text, for bindings that
  * must not parse it. It belongs to the message: 0 (ncclSuccess) while the thread's message is

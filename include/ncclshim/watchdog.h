@@ -183,9 +183,6 @@ NCCLSHIM_API ncclshim_status ncclshim_comm_watch_counts(ncclshim_comm *comm,
  * for NULL). Valid as long as the communicator. Safe from any thread. */
 NCCLSHIM_API const char *ncclshim_comm_failure(const ncclshim_comm *comm);
 
-/* "ncclFloat32" for 7, ...; "unknown type" for values no release has. */
-NCCLSHIM_API const char *ncclshim_nccl_type_name(ncclDataType_t type);
-
 #ifdef __cplusplus
 }
 #endif

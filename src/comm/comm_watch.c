@@ -4,14 +4,6 @@
 
 #include "comm_watch.h"
 
-const char *ncclshim_nccl_type_name(ncclDataType_t type) {
-  static const char *const names[] = {"ncclInt8",     "ncclUint8",      "ncclInt32",
-                                      "ncclUint32",   "ncclInt64",      "ncclUint64",
-                                      "ncclFloat16",  "ncclFloat32",    "ncclFloat64",
-                                      "ncclBfloat16", "ncclFloat8e4m3", "ncclFloat8e5m2"};
-  return (unsigned)type < sizeof(names) / sizeof(names[0]) ? names[type] : "unknown type";
-}
-
 const char *ncclshim_comm_failure(const ncclshim_comm *comm) {
   if (comm == NULL || !atomic_load(&comm->failed_by_watchdog)) return "";
   return comm->reason;

@@ -23,6 +23,7 @@
 #include "audit_got.h"
 #include "record.h"
 #include "record_cuda.h"
+#include "say.h"
 
 #define EXPORT __attribute__((visibility("default")))
 

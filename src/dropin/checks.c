@@ -11,7 +11,7 @@
 #include "checks.h"
 #include "dropin.h"
 #include "ncclshim/comm_query.h"
-#include "record.h"
+#include "say.h"
 
 enum { AGREE_MS = 60000 };
 

@@ -18,6 +18,7 @@
 #include "dropin.h"
 #include "interpose.h"
 #include "record.h"
+#include "say.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -46,7 +47,6 @@ static const ncclshim_nccl_table absent_table = {NCCLSHIM_NCCL_FUNCTIONS(ABSENT_
  * ncclGetLastError returns once, in place of NCCL's. ---- */
 static const ncclshim_nccl_table *loaded_table;
 static ncclshim_nccl_table forwarding;
-__thread int ncclshim_dropin_message_unread NCCLSHIM_THREAD_MODEL;
 
 #define UNAVAILABLE_(name, version, policy, role, returns, n, params)                      \
   static NCCLSHIM_RETURNS(returns) unavailable_##name NCCLSHIM_PP_PARAMS(n, params) {      \

@@ -8,7 +8,7 @@
 #include "../internal.h"
 #include "../../loader/list.h"
 #include "interpose.h"
-#include "record.h"
+#include "say.h"
 
 void ncclshim_dropin_report(const ncclshim_nccl *nccl) {
   const char *path = ncclshim_nccl_path(nccl);

@@ -41,16 +41,11 @@ typedef struct ncclshim_rec_call {
 
 /* The table of recording wrappers, each calling `real`'s entry (record_calls.c). */
 const ncclshim_nccl_table *ncclshim_rec_table(const ncclshim_nccl_table *real);
-/* A communicator's rank and size, asked of NCCL (ncclCommUserRank, ncclCommCount) for one
- * the recorder cannot tell from the call that made it (a split's); 0 when not answered. */
-int ncclshim_rec_ask_rank(const void *comm, int *rank, int *nranks);
 /* The fork handler: in a forked child, a process of its own (identity, lock, hang thread). */
 void ncclshim_rec_in_child(void);
 /* Audit mode: run once at the first recorded call, when the program's libc is running
  * (audit.c registers the fork handler with it then); NULL otherwise. */
 extern void (*_Atomic ncclshim_rec_on_first_call)(void);
-/* In a forked child, on the thread that forked: its thread id is asked again. */
-void ncclshim_rec_thread_forked(void);
 /* Audit mode (audit.c): the wrappers over `real`, whose entries are filled as the program
  * binds them; NULL when the recorder is off. */
 const ncclshim_nccl_table *ncclshim_rec_audit_table(const ncclshim_nccl_table *real);
@@ -73,13 +68,5 @@ void ncclshim_rec_dump(const char *why, int fn, int value);
 /* The hang dump (record_hang.c): the call at ring index `index` (plus one) has not completed
  * after `hang_ms`; `note` ends the "wrote ..." line. Not from a signal handler. */
 void ncclshim_rec_dump_hang(int fn, int hang_ms, uint64_t index, const char *note);
-
-/* "ncclshim recorder: A B C[: error text (errno N)]" on stderr, B with its control
- * characters escaped (async-signal-safe). */
-void ncclshim_rec_say(const char *a, const char *b, const char *c, int error);
-/* "ncclshim: A B" on stderr, B escaped the same way: the drop-in's own checks. */
-void ncclshim_dropin_say(const char *a, const char *b);
-/* "ncclshim drop-in: TEXT" on stderr, TEXT escaped the same way (paths may hold anything). */
-void ncclshim_dropin_line(const char *text);
 
 #endif

@@ -75,6 +75,7 @@ static const void *rec_uid(int by_value, const void *address) {
 #define REC_FINISH_TEAM REC_FINISH_VALUE
 #define REC_FINISH_RESULT(returns, call)     \
   ncclResult_t rec_result_ = call;           \
+  ask_rank(&rec_, rec_result_);              \
   ncclshim_rec_end(&rec_, (int)rec_result_); \
   return rec_result_;
 #define REC_FINISH_VALUE(returns, call)            \
@@ -87,6 +88,20 @@ static const void *rec_uid(int by_value, const void *address) {
 
 /* The table the wrappers call; set once, before the recording table is handed out. */
 static const ncclshim_nccl_table *real_;
+
+/* A split's rank and size follow from every rank's key: asked of NCCL (ncclCommUserRank,
+ * ncclCommCount) once it is made, before ncclshim_rec_end records the communicator; left
+ * "no value" when NCCL does not answer. A call given a unique id says them itself. */
+static void ask_rank(ncclshim_rec_call *call, ncclResult_t result) {
+  if (call->comm_out == NULL || call->uid != NULL || call->skip ||
+      (result != ncclSuccess && result != ncclInProgress) || *call->comm_out == NULL)
+    return;
+  ncclComm_t made = *call->comm_out;
+  if (real_->ncclCommUserRank == NULL || real_->ncclCommCount == NULL ||
+      real_->ncclCommUserRank(made, &call->rank) != ncclSuccess ||
+      real_->ncclCommCount(made, &call->nranks) != ncclSuccess)
+    call->rank = call->nranks = NCCLSHIM_REC_NONE;
+}
 
 /* Names here must not collide with any parameter name of the list. */
 #define REC_WRAPPER_(name, version, policy, role, returns, n, params)            \
@@ -110,12 +125,6 @@ NCCLSHIM_NCCL_FUNCTIONS(REC_WRAPPER_)
 
 #define REC_ENTRY_(name, version, policy, role, returns, n, params) .name = record_##name,
 static const ncclshim_nccl_table recording = {NCCLSHIM_NCCL_FUNCTIONS(REC_ENTRY_)};
-
-int ncclshim_rec_ask_rank(const void *comm, int *rank, int *nranks) {
-  return real_->ncclCommUserRank != NULL && real_->ncclCommCount != NULL &&
-         real_->ncclCommUserRank((ncclComm_t)comm, rank) == ncclSuccess &&
-         real_->ncclCommCount((ncclComm_t)comm, nranks) == ncclSuccess;
-}
 
 const ncclshim_nccl_table *ncclshim_rec_table(const ncclshim_nccl_table *real) {
   real_ = real;

@@ -1,8 +1,10 @@
 /* The recorder's CUDA driver functions: whether an operation's stream is capturing a graph,
  * and the hang dump's events (record_hang.c). Only a driver the process has already loaded
  * is used (an NCCL operation on a stream means one is): through ncclshim's CUDA table under
- * LD_PRELOAD or a link, and in audit mode through the exports of the program's own libcuda,
- * read from its link map, since the auditor's namespace would load a second driver. */
+ * LD_PRELOAD or a link. Audit mode cannot use that table: the drop-in runs in the auditor's
+ * own namespace, where ncclshim's search would dlopen a second driver, with contexts and
+ * streams of its own; so there each function is the program's own libcuda's export, read
+ * from its link map (la_objopen) by name. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -37,21 +39,21 @@ int ncclshim_rec_cuda_objopen(const struct link_map *map) {
     return 0;
   rec_driver found;
   REC_DRIVER_FUNCTIONS(REC_DRIVER_LOOKUP_)
-  found.exchange_capture_mode =
-      (ncclshim_cu_result(*)(int *))lookup(map, "cuThreadExchangeStreamCaptureMode");
+#define REC_DRIVER_LOOKUP_OPTIONAL_(field, name) \
+  found.field = (NCCLSHIM_CUDA_PFN(name))lookup(map, #name);
+  REC_DRIVER_OPTIONAL(REC_DRIVER_LOOKUP_OPTIONAL_)
   driver = found;
   atomic_store_explicit(&have_driver, 1, memory_order_release);
   return 1;
 }
 
-/* Under LD_PRELOAD or a link: the default driver handle, once libcuda is mapped. */
+/* Under LD_PRELOAD or a link: the default driver handle's table, once libcuda is mapped
+ * (asked with RTLD_NOLOAD: the recorder never loads a driver the program has not). */
 static void from_table(void) {
   const char *path = getenv("NCCLSHIM_CUDA_LIBRARY");
   void *mapped =
       dlopen(path != NULL && path[0] != '\0' ? path : "libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
   if (mapped == NULL) return;
-  driver.exchange_capture_mode =
-      (ncclshim_cu_result(*)(int *))(uintptr_t)dlsym(mapped, "cuThreadExchangeStreamCaptureMode");
   dlclose(mapped);
   ncclshim_cuda *cuda = ncclshim_cuda_default();
   if (ncclshim_cuda_status(cuda) != NCCLSHIM_OK ||
@@ -60,6 +62,7 @@ static void from_table(void) {
   const ncclshim_cuda_table *t = ncclshim_cuda_functions(cuda);
 #define REC_DRIVER_TABLE_(field, name) driver.field = t->name;
   REC_DRIVER_FUNCTIONS(REC_DRIVER_TABLE_)
+  REC_DRIVER_OPTIONAL(REC_DRIVER_TABLE_)
   atomic_store_explicit(&have_driver, 1, memory_order_release);
 }
 

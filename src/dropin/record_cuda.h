@@ -17,12 +17,15 @@
   X(ctx_get, cuCtxGetCurrent)          \
   X(ctx_set, cuCtxSetCurrent)
 
+/* The hang thread's capture mode (CUDA 10.1): used where the driver has it. Through the
+ * table, a driver without it answers with the table's stub (an error, the mode unchanged);
+ * in audit mode it is NULL then. */
+#define REC_DRIVER_OPTIONAL(X) X(exchange_capture_mode, cuThreadExchangeStreamCaptureMode)
+
 #define REC_DRIVER_FIELD_(field, name) NCCLSHIM_CUDA_PFN(name) field;
 typedef struct rec_driver {
   REC_DRIVER_FUNCTIONS(REC_DRIVER_FIELD_)
-  /* cuThreadExchangeStreamCaptureMode (CUDA 10.1), or NULL: not in ncclshim's CUDA list
-   * yet, so looked up by its exported name. */
-  ncclshim_cu_result (*exchange_capture_mode)(int *mode);
+  REC_DRIVER_OPTIONAL(REC_DRIVER_FIELD_)
 } rec_driver;
 
 /* The driver, or NULL when none is usable (none mapped, or one older than CUDA 10.0). */

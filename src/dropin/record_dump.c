@@ -13,190 +13,143 @@
 
 #include "ncclshim/comm.h"
 #include "record.h"
+#include "say.h"
 #include "record_state.h"
 
-typedef struct out {
-  int fd;
-  int error; /* errno of the first failed write; nothing more is written after one */
-  size_t used;
-  char buf[4096];
-} out;
-
-static void flush(out *o) {
-  for (size_t done = 0; done < o->used && o->error == 0;) {
-    ssize_t n = write(o->fd, o->buf + done, o->used - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0)
-      o->error = n < 0 ? errno : EIO;
-    else
-      done += (size_t)n;
-  }
-  o->used = 0;
-}
-
-static void put(out *o, const char *s) {
-  for (; *s; s++) {
-    if (o->used == sizeof(o->buf)) flush(o);
-    o->buf[o->used++] = *s;
-  }
-}
-
-static void put_u64(out *o, uint64_t v) {
-  char digits[24], *p = digits + sizeof(digits);
-  *--p = '\0';
-  do *--p = (char)('0' + v % 10);
-  while ((v /= 10) != 0);
-  put(o, p);
-}
-
-static void put_int(out *o, int64_t v) {
-  if (v < 0) put(o, "-");
-  put_u64(o, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v);
-}
-
-static void put_hex(out *o, uint64_t v, int width) {
-  char digits[20], *p = digits + sizeof(digits);
-  *--p = '\0';
-  for (int i = 0; i < width || v != 0; i++, v >>= 4) *--p = "0123456789abcdef"[v & 15];
-  put(o, p);
-}
-
 /* A JSON string; the bytes given are names and host names, escaped all the same. */
-static void put_string(out *o, const char *s) {
-  put(o, "\"");
+static void put_string(ncs_out *o, const char *s) {
+  ncs_out_put(o, "\"");
   for (; *s; s++) {
     char c[2] = {*s, '\0'};
     if (*s == '"' || *s == '\\') {
-      put(o, "\\");
-      put(o, c);
+      ncs_out_put(o, "\\");
+      ncs_out_put(o, c);
     } else if ((unsigned char)*s < 0x20) {
-      put(o, "\\u00");
-      put_hex(o, (unsigned char)*s, 2);
+      ncs_out_put(o, "\\u00");
+      ncs_out_hex(o, (unsigned char)*s, 2);
     } else {
-      put(o, c);
+      ncs_out_put(o, c);
     }
   }
-  put(o, "\"");
+  ncs_out_put(o, "\"");
 }
 
 /* ,"key":value for the int fields that have a value. */
-static void put_field(out *o, const char *key, int64_t value) {
+static void put_field(ncs_out *o, const char *key, int64_t value) {
   if (value == NCCLSHIM_REC_NONE) return;
-  put(o, ",\"");
-  put(o, key);
-  put(o, "\":");
-  put_int(o, value);
+  ncs_out_put(o, ",\"");
+  ncs_out_put(o, key);
+  ncs_out_put(o, "\":");
+  ncs_out_int(o, value);
 }
 
-static const char *const datatype_names[] = {"ncclInt8",     "ncclUint8",      "ncclInt32",
-                                             "ncclUint32",   "ncclInt64",      "ncclUint64",
-                                             "ncclFloat16",  "ncclFloat32",    "ncclFloat64",
-                                             "ncclBfloat16", "ncclFloat8e4m3", "ncclFloat8e5m2"};
 static const char *const op_names[] = {"ncclSum", "ncclProd", "ncclMax", "ncclMin", "ncclAvg"};
 
-static void put_named(out *o, const char *key, int value, const char *const *names, int count) {
+/* ,"key":value,"key_name":"name" for a field that has a value. */
+static void put_named(ncs_out *o, const char *key, int value, const char *name) {
   if (value == NCCLSHIM_REC_NONE) return;
   put_field(o, key, value);
-  put(o, ",\"");
-  put(o, key);
-  put(o, "_name\":");
-  put_string(o, value >= 0 && value < count ? names[value] : "custom");
+  ncs_out_put(o, ",\"");
+  ncs_out_put(o, key);
+  ncs_out_put(o, "_name\":");
+  put_string(o, name);
 }
 
-static void put_comm_id(out *o, uint64_t id) {
-  put(o, ",\"comm_id\":");
+static void put_comm_id(ncs_out *o, uint64_t id) {
+  ncs_out_put(o, ",\"comm_id\":");
   if (id <= 1) { /* 1: made, identity unknown (record_ring.c) */
-    put(o, "null");
+    ncs_out_put(o, "null");
     return;
   }
-  put(o, "\"");
-  put_hex(o, id, 16);
-  put(o, "\"");
+  ncs_out_put(o, "\"");
+  ncs_out_hex(o, id, 16);
+  ncs_out_put(o, "\"");
 }
 
 /* A pointer as an id: its keyed hash, the same for one pointer throughout a process, and
  * telling nothing of the address space ("c-" communicators, "s-" streams). */
-static void put_pointer(out *o, const rec_state *r, const char *key, const char *prefix,
+static void put_pointer(ncs_out *o, const rec_state *r, const char *key, const char *prefix,
                         uintptr_t value) {
-  put(o, ",\"");
-  put(o, key);
-  put(o, "\":\"");
-  put(o, prefix);
-  put_hex(o, ncclshim_rec_hash(r, value), 16);
-  put(o, "\"");
+  ncs_out_put(o, ",\"");
+  ncs_out_put(o, key);
+  ncs_out_put(o, "\":\"");
+  ncs_out_put(o, prefix);
+  ncs_out_hex(o, ncclshim_rec_hash(r, value), 16);
+  ncs_out_put(o, "\"");
 }
 
-static void put_result(out *o, int result) {
+static void put_result(ncs_out *o, int result) {
   if (result == NCCLSHIM_REC_NO_RESULT) return;
   if (result == NCCLSHIM_REC_PENDING) {
-    put(o, ",\"result\":null,\"state\":\"pending\"");
+    ncs_out_put(o, ",\"result\":null,\"state\":\"pending\"");
     return;
   }
   put_field(o, "result", result);
-  put(o, ",\"result_name\":");
+  ncs_out_put(o, ",\"result_name\":");
   put_string(o, ncclshim_nccl_result_name(result));
-  put(o, ",\"state\":\"returned\"");
+  ncs_out_put(o, ",\"state\":\"returned\"");
 }
 
-static void put_call(out *o, const rec_state *r, uint64_t index, const rec_entry *e, int result) {
-  put(o, "{\"kind\":\"call\",\"index\":");
-  put_u64(o, index);
-  put(o, ",\"function\":");
+static void put_call(ncs_out *o, const rec_state *r, uint64_t index, const rec_entry *e,
+                     int result) {
+  ncs_out_put(o, "{\"kind\":\"call\",\"index\":");
+  ncs_out_u64(o, index);
+  ncs_out_put(o, ",\"function\":");
   put_string(o, ncclshim_nccl_function_name(e->fn));
   if (e->comm != 0) put_pointer(o, r, "comm", "c-", e->comm);
   if (e->comm != 0) put_comm_id(o, e->comm_id);
   put_field(o, "rank", e->rank);
   if (e->seq != 0) {
-    put(o, ",\"seq\":");
-    put_u64(o, e->seq);
+    ncs_out_put(o, ",\"seq\":");
+    ncs_out_u64(o, e->seq);
   }
   if (e->coll != 0) {
-    put(o, ",\"coll\":");
-    put_u64(o, e->coll);
+    ncs_out_put(o, ",\"coll\":");
+    ncs_out_u64(o, e->coll);
   }
   if (e->has_count) {
-    put(o, ",\"count\":");
-    put_u64(o, e->count);
+    ncs_out_put(o, ",\"count\":");
+    ncs_out_u64(o, e->count);
   }
-  put_named(o, "datatype", e->datatype, datatype_names, 12);
-  put_named(o, "op", e->op, op_names, 5);
+  put_named(o, "datatype", e->datatype, ncclshim_nccl_type_name((ncclDataType_t)e->datatype));
+  put_named(o, "op", e->op, e->op >= 0 && e->op < ncclNumOps ? op_names[e->op] : "custom");
   put_field(o, "root", e->root);
   put_field(o, "peer", e->peer);
   if (e->seq != 0) put_pointer(o, r, "stream", "s-", e->stream);
-  if (e->captured) put(o, ",\"captured\":true");
+  if (e->captured) ncs_out_put(o, ",\"captured\":true");
   put_field(o, "thread", e->thread);
-  put(o, ",\"start_ns\":");
-  put_u64(o, e->start_ns);
+  ncs_out_put(o, ",\"start_ns\":");
+  ncs_out_u64(o, e->start_ns);
   put_result(o, result);
-  put(o, "}\n");
+  ncs_out_put(o, "}\n");
 }
 
-static void put_comm(out *o, const rec_state *r, const ncclshim_rec_comm *c) {
-  put(o, "{\"kind\":\"comm\"");
+static void put_comm(ncs_out *o, const rec_state *r, const ncclshim_rec_comm *c) {
+  ncs_out_put(o, "{\"kind\":\"comm\"");
   put_pointer(o, r, "comm", "c-", atomic_load(&c->shown));
   put_comm_id(o, atomic_load(&c->id));
   put_field(o, "rank", atomic_load(&c->rank));
   put_field(o, "nranks", atomic_load(&c->nranks));
-  put(o, ",\"last_seq\":");
-  put_u64(o, atomic_load(&c->ops));
-  put(o, ",\"last_coll\":");
-  put_u64(o, atomic_load(&c->colls));
+  ncs_out_put(o, ",\"last_seq\":");
+  ncs_out_u64(o, atomic_load(&c->ops));
+  ncs_out_put(o, ",\"last_coll\":");
+  ncs_out_u64(o, atomic_load(&c->colls));
   int by = atomic_load(&c->created_by);
   if (by >= 0) {
-    put(o, ",\"created_by\":");
+    ncs_out_put(o, ",\"created_by\":");
     put_string(o, ncclshim_nccl_function_name(by));
   }
   by = atomic_load(&c->ended_by);
   if (by >= 0) {
-    put(o, ",\"ended_by\":");
+    ncs_out_put(o, ",\"ended_by\":");
     put_string(o, ncclshim_nccl_function_name(by));
   }
   put_field(o, "async_error", atomic_load(&c->async_error));
-  put(o, "}\n");
+  ncs_out_put(o, "}\n");
 }
 
 /* Every communicator alive, and the last ones to end (record_state.h). */
-static void put_comms(out *o, rec_state *r) {
+static void put_comms(ncs_out *o, rec_state *r) {
   for (const ncclshim_rec_comm *c = atomic_load_explicit(&r->all, memory_order_acquire); c != NULL;
        c = c->all_next)
     if (atomic_load(&c->id) != 0 && atomic_load(&c->generation) == atomic_load(&r->generation))
@@ -204,7 +157,7 @@ static void put_comms(out *o, rec_state *r) {
 }
 
 /* The oldest call still in the ring first; a slot being rewritten is left out. */
-static uint64_t put_calls(out *o, const rec_state *r) {
+static uint64_t put_calls(ncs_out *o, const rec_state *r) {
   uint64_t end = atomic_load(&((rec_state *)r)->next), written = 0;
   uint64_t begin = end > r->capacity ? end - r->capacity : 0;
   uint64_t first = atomic_load(&((rec_state *)r)->first);
@@ -235,28 +188,28 @@ typedef struct trigger {
   uint64_t stuck;
 } trigger;
 
-static void put_header(out *o, rec_state *r, const trigger *t) {
+static void put_header(ncs_out *o, rec_state *r, const trigger *t) {
   struct timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
-  put(o, "{\"kind\":\"header\",\"format\":\"ncclshim-record/2\",\"host\":");
+  ncs_out_put(o, "{\"kind\":\"header\",\"format\":\"ncclshim-record/2\",\"host\":");
   put_string(o, r->host);
-  put(o, ",\"pid\":");
-  put_u64(o, (uint64_t)getpid());
-  put(o, ",\"process\":\"");
-  put_hex(o, r->process_id, 16);
-  put(o, "\"");
+  ncs_out_put(o, ",\"pid\":");
+  ncs_out_u64(o, (uint64_t)getpid());
+  ncs_out_put(o, ",\"process\":\"");
+  ncs_out_hex(o, r->process_id, 16);
+  ncs_out_put(o, "\"");
   if (r->parent_process_id != 0) {
-    put(o, ",\"forked\":true,\"parent_process\":\"");
-    put_hex(o, r->parent_process_id, 16);
-    put(o, "\"");
+    ncs_out_put(o, ",\"forked\":true,\"parent_process\":\"");
+    ncs_out_hex(o, r->parent_process_id, 16);
+    ncs_out_put(o, "\"");
   }
-  put(o, ",\"boot_id\":");
+  ncs_out_put(o, ",\"boot_id\":");
   put_string(o, r->boot_id);
   put_field(o, "rank", atomic_load(&r->process_rank));
-  put(o, ",\"reason\":");
+  ncs_out_put(o, ",\"reason\":");
   put_string(o, t->why);
   if (t->fn >= 0) {
-    put(o, ",\"function\":");
+    ncs_out_put(o, ",\"function\":");
     put_string(o, ncclshim_nccl_function_name(t->fn));
   }
   put_field(o,
@@ -265,134 +218,57 @@ static void put_header(out *o, rec_state *r, const trigger *t) {
                                           : "result",
             t->value);
   if (t->stuck != 0) {
-    put(o, ",\"stuck_call\":");
-    put_u64(o, t->stuck - 1);
+    ncs_out_put(o, ",\"stuck_call\":");
+    ncs_out_u64(o, t->stuck - 1);
   }
   put_field(o, "nccl_version", atomic_load(&r->nccl_version));
-  put(o, ",\"capacity\":");
-  put_u64(o, r->capacity);
-  put(o, ",\"calls\":");
-  put_u64(o, atomic_load(&r->next) - atomic_load(&r->first));
-  put(o, ",\"suppressed_dumps\":");
-  put_u64(o, atomic_exchange(&r->suppressed, 0));
-  put(o, ",\"time_ns\":");
-  put_u64(o, (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec);
-  put(o, "}\n");
-}
-
-static void terminate(out *o) {
-  o->buf[o->used < sizeof(o->buf) ? o->used : sizeof(o->buf) - 1] = '\0';
+  ncs_out_put(o, ",\"capacity\":");
+  ncs_out_u64(o, r->capacity);
+  ncs_out_put(o, ",\"calls\":");
+  ncs_out_u64(o, atomic_load(&r->next) - atomic_load(&r->first));
+  ncs_out_put(o, ",\"suppressed_dumps\":");
+  ncs_out_u64(o, atomic_exchange(&r->suppressed, 0));
+  ncs_out_put(o, ",\"time_ns\":");
+  ncs_out_u64(o, (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec);
+  ncs_out_put(o, "}\n");
 }
 
 /* ncclshim-record-HOST-PID-rankR-PROCESS.jsonl ("-norank" before any communicator), in the
  * dump directory; PROCESS is the first 8 hex digits of the process id. Once that name could
  * not be taken, -SUFFIX (16 random hex digits) before ".jsonl". */
-static void file_name(out *o, rec_state *r) {
+static void file_name(ncs_out *o, rec_state *r) {
   o->used = 0;
-  put(o, "ncclshim-record-");
-  put(o, r->host);
-  put(o, "-");
-  put_u64(o, (uint64_t)getpid());
+  ncs_out_put(o, "ncclshim-record-");
+  ncs_out_put(o, r->host);
+  ncs_out_put(o, "-");
+  ncs_out_u64(o, (uint64_t)getpid());
   int rank = atomic_load(&r->process_rank);
   if (rank == NCCLSHIM_REC_NONE) {
-    put(o, "-norank-");
+    ncs_out_put(o, "-norank-");
   } else {
-    put(o, "-rank");
-    put_int(o, rank);
-    put(o, "-");
+    ncs_out_put(o, "-rank");
+    ncs_out_int(o, rank);
+    ncs_out_put(o, "-");
   }
-  put_hex(o, r->process_id >> 32, 8);
+  ncs_out_hex(o, r->process_id >> 32, 8);
   if (r->name_suffix != 0) {
-    put(o, "-");
-    put_hex(o, r->name_suffix, 16);
+    ncs_out_put(o, "-");
+    ncs_out_hex(o, r->name_suffix, 16);
   }
-  put(o, ".jsonl");
-  terminate(o);
+  ncs_out_put(o, ".jsonl");
+  ncs_out_end(o);
 }
 
 /* .ncclshim-record-XXXXXXXXXXXXXXXX.tmp: not guessable by another user (keyed hash of a
  * counter), and not matched by the compare command's pattern. */
-static void temp_name(out *o, rec_state *r) {
+static void temp_name(ncs_out *o, rec_state *r) {
   o->used = 0;
-  put(o, ".ncclshim-record-");
-  put_hex(o, ncclshim_rec_hash(r, atomic_fetch_add(&r->names, 1) ^ ((uint64_t)getpid() << 40)), 16);
-  put(o, ".tmp");
-  terminate(o);
+  ncs_out_put(o, ".ncclshim-record-");
+  ncs_out_hex(o, ncclshim_rec_hash(r, atomic_fetch_add(&r->names, 1) ^ ((uint64_t)getpid() << 40)),
+              16);
+  ncs_out_put(o, ".tmp");
+  ncs_out_end(o);
 }
-
-/* Control characters (and DEL) as \xNN, as the probe writes them. */
-static void put_escaped(out *o, const char *s) {
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c < 0x20 || c == 0x7f) {
-      put(o, "\\x");
-      put_hex(o, c, 2);
-    } else {
-      char one[2] = {(char)c, '\0'};
-      put(o, one);
-    }
-  }
-}
-
-static const char *errno_text(int e) {
-  switch (e) {
-  case ENOSPC:
-    return "no space left on device";
-  case EDQUOT:
-    return "disk quota exceeded";
-  case EFBIG:
-    return "file too large";
-  case EIO:
-    return "input/output error";
-  case EACCES:
-    return "permission denied";
-  case EPERM:
-    return "operation not permitted";
-  case EROFS:
-    return "read-only file system";
-  case EEXIST:
-    return "file exists";
-  case ELOOP:
-    return "a symbolic link";
-  case ENOENT:
-    return "no such file or directory";
-  case ENOTDIR:
-    return "not a directory";
-  case EISDIR:
-    return "is a directory";
-  case EBADF:
-    return "bad file descriptor";
-  case EMFILE:
-    return "too many open files";
-  default:
-    return "error";
-  }
-}
-
-static void say(const char *who, const char *a, const char *b, const char *c, int error) {
-  out o = {.fd = 2};
-  put(&o, who);
-  put(&o, a);
-  put_escaped(&o, b);
-  put(&o, c);
-  if (error != 0) {
-    put(&o, ": ");
-    put(&o, errno_text(error));
-    put(&o, " (errno ");
-    put_u64(&o, (uint64_t)error);
-    put(&o, ")");
-  }
-  put(&o, "\n");
-  flush(&o);
-}
-
-void ncclshim_rec_say(const char *a, const char *b, const char *c, int error) {
-  say("ncclshim recorder: ", a, b, c, error);
-}
-
-void ncclshim_dropin_say(const char *a, const char *b) { say("ncclshim: ", a, b, "", 0); }
-
-void ncclshim_dropin_line(const char *text) { say("ncclshim drop-in: ", "", text, "", 0); }
 
 /* The directory's descriptor still names the directory opened at start (a program that
  * closes every descriptor may have closed it, and the number may name something else now). */
@@ -403,7 +279,7 @@ static int same_dir(const rec_state *r) {
 }
 
 /* The temporary file, created new (never an existing file, link or FIFO), not blocking. */
-static int create_temp(rec_state *r, out *temp) {
+static int create_temp(rec_state *r, ncs_out *temp) {
   for (int attempt = 0; attempt < 8; attempt++) {
     temp_name(temp, r);
     int fd = openat(r->dir_fd, temp->buf,
@@ -423,7 +299,7 @@ static int create_temp(rec_state *r, out *temp) {
 /* The temporary file renamed to the dump's name. A name that cannot be taken because
  * something else holds it (another user's file planted in a sticky directory, a directory)
  * gives way to one with a random suffix, kept for the later dumps; `path` is the name used. */
-static int rename_dump(rec_state *r, const out *temp, out *path) {
+static int rename_dump(rec_state *r, const ncs_out *temp, ncs_out *path) {
   for (int attempt = 0; attempt < 4; attempt++) {
     if (renameat(r->dir_fd, temp->buf, r->dir_fd, path->buf) == 0) return 1;
     if (errno != EEXIST && errno != EISDIR && errno != EPERM && errno != EACCES &&
@@ -438,12 +314,12 @@ static int rename_dump(rec_state *r, const out *temp, out *path) {
 
 /* "wrote DIR/NAME": DIR is where the descriptor is now (the directory may have been renamed
  * since the start), written in pieces, so that no length cuts it. */
-static void say_written(const rec_state *r, const out *path, const char *note) {
+static void say_written(const rec_state *r, const ncs_out *path, const char *note) {
   char now[PATH_MAX + 1], link[32];
-  out fd_link = {.fd = -1};
-  put(&fd_link, "/proc/self/fd/");
-  put_u64(&fd_link, (uint64_t)r->dir_fd);
-  terminate(&fd_link);
+  ncs_out fd_link = {.fd = -1};
+  ncs_out_put(&fd_link, "/proc/self/fd/");
+  ncs_out_u64(&fd_link, (uint64_t)r->dir_fd);
+  ncs_out_end(&fd_link);
   memcpy(link, fd_link.buf, sizeof(link) - 1);
   link[sizeof(link) - 1] = '\0';
   ssize_t n = readlink(link, now, sizeof(now) - 1);
@@ -452,11 +328,11 @@ static void say_written(const rec_state *r, const out *path, const char *note) {
     now[n] = '\0';
     dir = now;
   }
-  out tail = {.fd = -1};
-  put(&tail, "/");
-  put(&tail, path->buf);
-  put(&tail, note);
-  terminate(&tail);
+  ncs_out tail = {.fd = -1};
+  ncs_out_put(&tail, "/");
+  ncs_out_put(&tail, path->buf);
+  ncs_out_put(&tail, note);
+  ncs_out_end(&tail);
   ncclshim_rec_say("wrote ", dir, tail.buf, 0);
 }
 
@@ -495,7 +371,7 @@ static void dump(const trigger *t, const char *note) {
     ncclshim_rec_forked(r);
     ncclshim_rec_thread_forked();
   }
-  out path, temp;
+  ncs_out path, temp;
   file_name(&path, r);
   int fd = -1;
   if (!same_dir(r)) {
@@ -504,11 +380,11 @@ static void dump(const trigger *t, const char *note) {
   } else if ((fd = create_temp(r, &temp)) < 0) {
     ncclshim_rec_say("cannot create a dump in ", r->dir, "", errno);
   } else {
-    out o = {.fd = fd};
+    ncs_out o = {.fd = fd};
     put_header(&o, r, t);
     put_comms(&o, r);
     put_calls(&o, r);
-    flush(&o);
+    ncs_out_flush(&o);
     if (close(fd) != 0 && o.error == 0 && errno != EINTR) o.error = errno;
     if (o.error != 0) {
       unlinkat(r->dir_fd, temp.buf, 0);

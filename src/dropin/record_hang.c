@@ -16,6 +16,7 @@
 #include "record_cuda.h"
 #include "record_hang.h"
 #include "record_state.h"
+#include "say.h"
 
 enum { SLOTS = 4096, EVENT_DISABLE_TIMING = 2, CAPTURE_MODE_THREAD_LOCAL = 1 };
 

@@ -10,18 +10,6 @@
 #include "record_hang.h"
 #include "record_state.h"
 
-rec_state *ncclshim_rec;
-
-/* Per thread: how deep in recorded calls (NCCL calling its own names through the drop-in
- * makes it 2), the thread id, asked of the kernel once, and the communicator it used last
- * with its record (a loop of calls on one communicator skips the table). */
-static __thread struct {
-  int depth;
-  int tid;
-  uintptr_t comm;
-  ncclshim_rec_comm *record;
-} here NCCLSHIM_THREAD_MODEL;
-
 static uint64_t mix(uint64_t h, const void *bytes, size_t size) {
   const unsigned char *p = bytes;
   for (size_t i = 0; i < size; i++) h = (h ^ p[i]) * 0x100000001b3ull; /* FNV-1a */
@@ -49,13 +37,9 @@ static void add_comm(const ncclshim_rec_call *call, const void *made, uint64_t n
   atomic_store(&c->splits, 0);
   atomic_store(&c->async_error, 0);
   atomic_store(&c->dumped, 0);
-  /* A split's rank follows from every rank's key: asked of NCCL once it is made. */
-  int rank = call->uid != NULL ? call->rank : NCCLSHIM_REC_NONE;
-  int nranks = call->uid != NULL ? call->nranks : NCCLSHIM_REC_NONE;
-  if (call->uid == NULL && !ncclshim_rec_ask_rank(made, &rank, &nranks))
-    rank = nranks = NCCLSHIM_REC_NONE;
-  atomic_store(&c->rank, rank);
-  atomic_store(&c->nranks, nranks);
+  /* A split's rank and size: asked of NCCL by its wrapper (record_calls.c). */
+  atomic_store(&c->rank, call->rank);
+  atomic_store(&c->nranks, call->nranks);
   atomic_store(&c->created_by, call->fn);
   atomic_store(&c->id, id != 0 ? id | 1 : 1); /* 1: made, identity unknown */
   int none = NCCLSHIM_REC_NONE;
@@ -68,9 +52,9 @@ static ncclshim_rec_comm *comm_of(const void *comm) {
   if (comm == NULL) return NULL;
   /* The record is still this communicator's while its key is: an ended record's key is 0
    * until it is reused, and records are never freed. */
-  ncclshim_rec_comm *c = here.record;
+  ncclshim_rec_comm *c = ncclshim_rec_here.record;
   unsigned generation = atomic_load_explicit(&ncclshim_rec->generation, memory_order_relaxed);
-  if (here.comm == (uintptr_t)comm && c != NULL &&
+  if (ncclshim_rec_here.comm == (uintptr_t)comm && c != NULL &&
       atomic_load_explicit(&c->key, memory_order_relaxed) == (uintptr_t)comm &&
       atomic_load_explicit(&c->generation, memory_order_relaxed) == generation)
     return c;
@@ -82,15 +66,9 @@ static ncclshim_rec_comm *comm_of(const void *comm) {
   /* A forked child that goes on with its parent's communicator: listed in its dumps too, so
    * that the comparison sees two processes claim one rank. */
   if (c != NULL) atomic_store_explicit(&c->generation, generation, memory_order_relaxed);
-  here.comm = (uintptr_t)comm;
-  here.record = c;
+  ncclshim_rec_here.comm = (uintptr_t)comm;
+  ncclshim_rec_here.record = c;
   return c;
-}
-
-void ncclshim_rec_thread_forked(void) {
-  here.tid = 0;
-  here.comm = 0;
-  here.record = NULL;
 }
 
 /* ---- The ring ---- */
@@ -125,7 +103,7 @@ static void publish(ncclshim_rec_call *call, int result) {
   __builtin_prefetch(slot_of(index + PREFETCH_AHEAD), 1);
   struct timespec now;
   clock_gettime(CLOCK_REALTIME_COARSE, &now);
-  if (here.tid == 0) here.tid = (int)syscall(SYS_gettid);
+  if (ncclshim_rec_here.tid == 0) ncclshim_rec_here.tid = (int)syscall(SYS_gettid);
 
   atomic_store_explicit(&e->tag, 0, memory_order_relaxed);
   atomic_thread_fence(memory_order_release);
@@ -136,7 +114,7 @@ static void publish(ncclshim_rec_call *call, int result) {
   e->op = call->op;
   e->root = call->root;
   e->peer = call->peer;
-  e->thread = here.tid;
+  e->thread = ncclshim_rec_here.tid;
   e->captured = call->captured;
   e->seq = seq;
   e->coll = coll;
@@ -159,7 +137,8 @@ void ncclshim_rec_begin(ncclshim_rec_call *call) {
     void (*first)(void) = atomic_exchange(&ncclshim_rec_on_first_call, NULL);
     if (first != NULL) first();
   }
-  call->skip = here.depth++ > 0; /* NCCL calling its own name: forwarded, not recorded */
+  call->skip =
+      ncclshim_rec_here.depth++ > 0; /* NCCL calling its own name: forwarded, not recorded */
   call->index = 0;
   if (call->skip || call->is_query) return;
   call->captured = call->is_op && ncclshim_rec_capturing(call->stream);
@@ -216,7 +195,7 @@ static void made_or_ended(ncclshim_rec_call *call) {
 }
 
 void ncclshim_rec_end(ncclshim_rec_call *call, int result) {
-  here.depth--;
+  ncclshim_rec_here.depth--;
   if (call->skip) return;
   if (call->index != 0) {
     rec_entry *e = slot_of(call->index - 1);

@@ -22,6 +22,7 @@
 #include "record.h"
 #include "record_hang.h"
 #include "record_state.h"
+#include "say.h"
 
 enum { MAX_CALLS = 1 << 24, MAX_HANG_MS = 24 * 3600 * 1000 };
 

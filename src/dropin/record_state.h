@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "dropin.h"
+
 /* One recorded call. A writer sets tag to 0, writes the fields, then sets tag to the call's
  * index + 1 (a seqlock): a reader that sees the same non-zero tag before and after copying an
  * entry has a consistent copy. Only `result` changes afterwards (pending -> the result). */
@@ -96,7 +98,22 @@ typedef struct rec_state {
   pid_t pid; /* the pid the identity was drawn for: another one in a dump means a fork */
 } rec_state;
 
-extern rec_state *ncclshim_rec; /* NULL while the recorder is off */
+/* record_state.c: the process's recorder, NULL while it is off (written by record_start.c
+ * alone), and each thread's place in it. */
+extern rec_state *ncclshim_rec;
+
+/* Per thread: how deep in recorded calls (NCCL calling its own names through the drop-in
+ * makes it 2), the thread id, asked of the kernel once, and the communicator it used last
+ * with its record (a loop of calls on one communicator skips the table). */
+typedef struct rec_thread {
+  int depth;
+  int tid;
+  uintptr_t comm;
+  struct ncclshim_rec_comm *record;
+} rec_thread;
+extern __thread rec_thread ncclshim_rec_here NCCLSHIM_THREAD_MODEL;
+/* In a forked child, on the thread that forked: its thread id is asked again. */
+void ncclshim_rec_thread_forked(void);
 
 /* record_comms.c */
 struct ncclshim_rec_comm *ncclshim_rec_find(const void *comm);

@@ -1,5 +1,6 @@
 /* NCCL's result codes: the name and NCCL's own text of every value a release has used
- * (ncclGetErrorString in NCCL's src/init.cc; docs/nccl-abi.md, section 2). */
+ * (ncclGetErrorString in NCCL's src/init.cc; docs/nccl-abi.md, section 2); and the names of
+ * its datatypes. */
 #include "../internal.h"
 #include "ncclshim/ncclshim.h"
 
@@ -30,4 +31,21 @@ const char *ncclshim_nccl_result_name(int result) {
 
 const char *ncclshim_nccl_result_string(int result) {
   return ncclshim_nccl_result_known(result) ? results[result].text : "unknown result code";
+}
+
+/* Each name at its value in nccl_abi.h's ncclDataType_t (whose aliases, ncclChar, ncclInt,
+ * ncclHalf, ncclFloat and ncclDouble, share those values); one for every value below
+ * ncclNumTypes. */
+#define TYPE_(name) [name] = #name
+static const char *const type_names[] = {
+    TYPE_(ncclInt8),    TYPE_(ncclUint8),    TYPE_(ncclInt32),      TYPE_(ncclUint32),
+    TYPE_(ncclInt64),   TYPE_(ncclUint64),   TYPE_(ncclFloat16),    TYPE_(ncclFloat32),
+    TYPE_(ncclFloat64), TYPE_(ncclBfloat16), TYPE_(ncclFloat8e4m3), TYPE_(ncclFloat8e5m2),
+};
+_Static_assert(sizeof(type_names) / sizeof(type_names[0]) == ncclNumTypes,
+               "a name for every ncclDataType_t value");
+
+const char *ncclshim_nccl_type_name(ncclDataType_t type) {
+  return (unsigned)type < sizeof(type_names) / sizeof(type_names[0]) ? type_names[type]
+                                                                     : "unknown type";
 }

@@ -4,7 +4,8 @@
  *   FAKE_CAPTURING_STREAM  capturing into a graph (cuStreamIsCapturing says ACTIVE)
  *   FAKE_HELD_STREAM       held: an event recorded on it never completes (cuEventQuery 600)
  * every other stream is idle: its events complete at once. fake_cuda_events_recorded() counts
- * cuEventRecord calls, fake_cuda_events_live() the events created and not destroyed. */
+ * cuEventRecord calls, fake_cuda_events_live() the events created and not destroyed,
+ * fake_cuda_events_capture_mode() the capture mode last set (-1: none). */
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -16,10 +17,18 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-static atomic_int recorded, live;
+static atomic_int recorded, live, capture_mode = -1;
 
 EXPORT int fake_cuda_events_recorded(void) { return atomic_load(&recorded); }
 EXPORT int fake_cuda_events_live(void) { return atomic_load(&live); }
+EXPORT int fake_cuda_events_capture_mode(void) { return atomic_load(&capture_mode); }
+
+/* Keeps the mode last asked for (-1: never asked), answers "global" as the one before. */
+EXPORT ncclshim_cu_result cuThreadExchangeStreamCaptureMode(int *mode) {
+  atomic_store(&capture_mode, *mode);
+  *mode = 0; /* CU_STREAM_CAPTURE_MODE_GLOBAL */
+  return NCCLSHIM_CUDA_SUCCESS;
+}
 
 EXPORT ncclshim_cu_result cuDriverGetVersion(int *version) {
   *version = 11020;
@@ -66,4 +75,5 @@ EXPORT ncclshim_cu_result cuEventQuery(CUevent event) {
 #define WRITTEN_cuEventDestroy ~, 1,
 #define WRITTEN_cuEventRecord ~, 1,
 #define WRITTEN_cuEventQuery ~, 1,
+#define WRITTEN_cuThreadExchangeStreamCaptureMode ~, 1,
 #include "../comm/fake_cuda_rest.h"

@@ -5,7 +5,8 @@
  *                          (at most 20 s) for a dump to appear in $NCCLSHIM_RECORD_DIR
  *   interposed hanggroup   the same, the held all-reduce inside ncclGroupStart/End
  * The all-reduces are bound by dlsym, so that audit mode (LD_AUDIT) sees them as well.
- * It prints events_recorded=N (cuEventRecord calls) and, for the hang ones, dumped=0|1. */
+ * It prints events_recorded=N (cuEventRecord calls) and, for the hang ones, dumped=0|1 and
+ * capture_mode=M (the mode the hang thread set: 1, thread-local). */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,9 +21,10 @@
 
 static void *cuda;
 
-static int events_recorded(void) {
-  int (*count)(void) = (int (*)(void))(uintptr_t)dlsym(cuda, "fake_cuda_events_recorded");
-  return count != NULL ? count() : -1;
+/* One of the fake's counters (fake_cuda_events.c), or -2 when it has none of that name. */
+static int fake_says(const char *name) {
+  int (*count)(void) = (int (*)(void))(uintptr_t)dlsym(cuda, name);
+  return count != NULL ? count() : -2;
 }
 
 /* The condition (a dump in the directory), checked every 10 ms for at most 20 s. */
@@ -65,9 +67,10 @@ int cuda_scenario(const char *what) {
     all_reduce_on(comm, FAKE_HELD_STREAM);
     if (grouped) ncclGroupEnd();
     printf("dumped=%d\n", wait_for_dump());
+    printf("capture_mode=%d\n", fake_says("fake_cuda_events_capture_mode"));
   } else {
     return 1;
   }
-  printf("events_recorded=%d\n", events_recorded());
+  printf("events_recorded=%d\n", fake_says("fake_cuda_events_recorded"));
   return 0;
 }

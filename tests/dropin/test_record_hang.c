@@ -73,6 +73,8 @@ static void expect_hang(int audit, const char *what) {
   scenario s;
   char *dir = run_mode(&s, audit, what, "100");
   assert_string_equal(scenario_get(&s, "dumped"), "1");
+  /* The hang thread's queries in thread-local capture mode (CU_STREAM_CAPTURE_MODE_...). */
+  assert_string_equal(scenario_get(&s, "capture_mode"), "1");
   char *dump = read_dump(dir, NULL);
   if (lines(dump, "\"reason\":\"hang\",\"function\":\"ncclAllReduce\",\"hang_ms\":100",
             "\"stuck_call\":", "") != 1)

@@ -401,6 +401,7 @@ extern "C" {
     pub fn ncclshim_config_field_name(field: c_int) -> *const c_char;
     pub fn ncclshim_nccl_result_string(result: c_int) -> *const c_char;
     pub fn ncclshim_nccl_result_known(result: c_int) -> c_int;
+    pub fn ncclshim_nccl_type_name(dtype: ncclDataType_t) -> *const c_char;
 
     // cuda.h
     pub fn ncclshim_cuda_function_name(fn_: c_int) -> *const c_char;
@@ -580,7 +581,6 @@ extern "C" {
         out: *mut ncclshim_watch_counts,
     ) -> ncclshim_status;
     pub fn ncclshim_comm_failure(comm: *const ncclshim_comm) -> *const c_char;
-    pub fn ncclshim_nccl_type_name(dtype: ncclDataType_t) -> *const c_char;
 
     // symmem.h
     pub fn ncclshim_symmem_alloc(

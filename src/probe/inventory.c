@@ -54,7 +54,10 @@ static void read_copy(nccl_copy *c) {
   } else if ((c->version = newest_function)) {
     c->version_source = "functions";
   }
-  if (!elf_facts_defines(&c->facts, "ncclGetVersion"))
+  if (c->facts.is_dropin) /* it defines NCCL's names, but is ncclshim: the search skips it */
+    snprintf(c->unusable, sizeof(c->unusable),
+             "this is ncclshim's drop-in library, not NCCL: the search skips it");
+  else if (!elf_facts_defines(&c->facts, "ncclGetVersion"))
     snprintf(c->unusable, sizeof(c->unusable), "not NCCL: it defines no ncclGetVersion");
   else if (missing)
     snprintf(c->unusable, sizeof(c->unusable), "lacks the required function %s", missing);

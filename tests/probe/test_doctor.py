@@ -710,6 +710,21 @@ class AskTheLoader(unittest.TestCase):
         self.assertIn("ncclshim's drop-in", copy["unusable_reason"])
         self.assertNotEqual(d["ncclshim"], lib)
 
+    def test_false_banner(self):
+        """A banner naming an older release than the functions the file defines (issue 31):
+        the functions win, and the doctor says the banner is false."""
+        lib = self.put(fake("b2.29.7-cuda13.0"))
+        with open(lib, "rb") as f:
+            data = f.read()
+        with open(lib, "wb") as f:
+            f.write(data.replace(b"NCCL version 2.29.7+", b"NCCL version 2.18.5+"))
+        code, d = self.doctor(LD_LIBRARY_PATH=self.lib)
+        copy = copy_of(d, lib)
+        self.assertEqual((copy["version"], copy["version_source"]), ("2.29.7", "functions"))
+        false = [t for s, t in severities(d) if s == "warning" and "banner is false" in t]
+        self.assertEqual(len(false), 1, severities(d))
+        self.assertIn("says NCCL 2.18.5", false[0])
+
     def test_file_the_search_refuses(self):
         lib = self.put(fake("missing-required"))
         code, d = self.doctor(LD_LIBRARY_PATH=self.lib)

@@ -552,9 +552,13 @@ static void test_dynamic_lookup_bounded(void **state) {
   assert_int_equal(dlinfo(handle, RTLD_DI_LINKMAP, &map), 0);
   assert_non_null(ncshl_dynamic_lookup(map->l_ld, map->l_addr, "ncshl_dummy_identity"));
   assert_null(ncshl_dynamic_lookup(map->l_ld, map->l_addr, "ncshl_not_defined"));
-  ElfW(Dyn) copy[64]; /* a dynamic section that is no object's own */
-  memcpy(copy, map->l_ld, sizeof(copy));
+  size_t entries = 1; /* the DT_NULL too */
+  while (map->l_ld[entries - 1].d_tag != DT_NULL) entries++;
+  ElfW(Dyn) *copy = calloc(entries, sizeof(*copy)); /* a dynamic section no object owns */
+  assert_non_null(copy);
+  memcpy(copy, map->l_ld, entries * sizeof(*copy));
   assert_null(ncshl_dynamic_lookup(copy, map->l_addr, "ncshl_dummy_identity"));
+  free(copy);
 
   long page = sysconf(_SC_PAGESIZE);
   void *guard = mmap(NULL, (size_t)page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

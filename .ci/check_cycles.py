@@ -30,7 +30,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LIBRARIES = {
     "libncclshim.so": ["ncclshim", "ncclshim-loader"],
     "libncclshim-nccl.so": ["ncclshim-nccl", "ncclshim", "ncclshim-loader"],
-    "ncclshim-probe": ["ncclshim-probe", "ncclshim-loader"],
+    "ncclshim-probe": ["ncclshim-probe", "ncclshim-loader-probe"],
 }
 # The exports a PUBLIC_ONLY edge may use: the dynamic symbols of this target's file.
 PUBLIC_TARGET = "ncclshim"
@@ -38,8 +38,8 @@ PUBLIC_TARGET = "ncclshim"
 # folder -> its files (without .c), bottom layer first; one string per layer.
 LAYERS = {
     "compat": ["glibc_start"],
-    "loader": ["dl elf_check list objects outcome", "elf_file ld_cache", "elf_banner search",
-               "locate"],
+    "loader": ["elf_check list objects outcome", "dl elf_file ld_cache library_path python_places",
+               "elf_banner search trace", "locate"],
     "src": ["status", "handle"],
     "src/nccl": ["nccl_build nccl_places nccl_results nccl_version",
                  "nccl_census nccl_functions", "nccl_stubs", "nccl_load",
@@ -58,7 +58,7 @@ LAYERS = {
     "src/dropin": ["say", "record_state", "record_id", "record_comms", "record_dump", "record_cuda",
                    "record_hang", "record_ring", "record_calls", "record_start", "audit_got",
                    "interpose", "checks", "audit dropin"],
-    "src/probe": ["candidates explain_parse json parse_version pyenv text",
+    "src/probe": ["candidates explain_parse json parse_version pyenv text", "usage",
                   "driver_check elf_facts plugins report_census",
                   "inventory report_json report_text requirements", "report_inventory",
                   "doctor explain", "doctor_args", "probe"],

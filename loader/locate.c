@@ -4,12 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ld_cache.h"
 #include "list.h"
-#include "search.h"
+#include "library_path.h"
 
 static char *existing(const char *dir, const char *name) {
   char file[PATH_MAX];
@@ -41,19 +40,4 @@ char *ncshl_locate(const char *name, const char *ld_cache) {
   for (size_t i = 0; found == NULL && i < sizeof(system_dirs) / sizeof(system_dirs[0]); i++)
     found = existing(system_dirs[i], name);
   return found;
-}
-
-int ncshl_blocking_file(const char *soname, char *file, size_t size) {
-  const char *value = secure_getenv("LD_LIBRARY_PATH");
-  for (const char *start = value; start != NULL && *start != '\0';) {
-    size_t length = strcspn(start, ":;");
-    struct stat st;
-    if (memchr(start, '$', length) == NULL &&
-        snprintf(file, size, "%.*s/%s", length ? (int)length : 1, length ? start : ".", soname) <
-            (int)size &&
-        stat(file, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
-      return 1;
-    start += length + (start[length] != '\0');
-  }
-  return 0;
 }

@@ -12,10 +12,4 @@
  * directories. A RUNPATH of the calling object is not searched. malloc'd. */
 char *ncshl_locate(const char *name, const char *ld_cache);
 
-/* 1 when a directory of LD_LIBRARY_PATH (relative and empty entries included, as ld.so reads
- * them) holds something called `soname` that is neither a file nor a directory, its path in
- * `file`: ld.so's open of a FIFO or a terminal waits forever, so neither the search nor the
- * trace hands the name to it. */
-int ncshl_blocking_file(const char *soname, char *file, size_t size);
-
 #endif

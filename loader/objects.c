@@ -5,7 +5,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 /* ---- Reads bounded by the object's own mapping ---------------------------------------- */
 
@@ -168,20 +171,47 @@ static const ElfW(Sym) * lookup(const struct dl_phdr_info *info, const char *nam
   return t.gnu_hash ? gnu_lookup(&t, name) : sysv_lookup(&t, name);
 }
 
+/* Copies `size` bytes at `at` without faulting: 0 when any of them is not mapped readable. */
+static int copy_mapped(uintptr_t at, void *out, size_t size) {
+  struct iovec local = {out, size}, remote = {(void *)at, size};
+  return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)size;
+}
+
+enum { MOST_PHDRS = 64 };
+
+/* The program headers of the object loaded at `base`, copied into phdr: the program's from
+ * the auxiliary vector, another object's through the ELF header its first segment maps at
+ * `base` (a shared object's first PT_LOAD starts at address and offset 0). The count, 0 when
+ * they cannot be known. */
+static int phdrs_at(uintptr_t base, ElfW(Phdr) phdr[MOST_PHDRS]) {
+  const ElfW(Phdr) *program = (const ElfW(Phdr) *)getauxval(AT_PHDR);
+  size_t program_count = getauxval(AT_PHNUM);
+  for (size_t i = 0; program != NULL && i < program_count && program_count <= MOST_PHDRS; i++)
+    if (program[i].p_type == PT_PHDR && (uintptr_t)program - program[i].p_vaddr == base) {
+      memcpy(phdr, program, program_count * sizeof(*phdr));
+      return (int)program_count;
+    }
+  ElfW(Ehdr) header;
+  if (!copy_mapped(base, &header, sizeof(header)) || memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 ||
+      header.e_phentsize != sizeof(*phdr) || header.e_phnum == 0 || header.e_phnum > MOST_PHDRS ||
+      header.e_phoff > UINTPTR_MAX - base ||
+      !copy_mapped(base + header.e_phoff, phdr, header.e_phnum * sizeof(*phdr)))
+    return 0;
+  return header.e_phnum;
+}
+
 const ElfW(Sym) *
     ncshl_dynamic_lookup(const ElfW(Dyn) * dynamic, uintptr_t base, const char *name) {
-  /* An auditor is handed a link map without its program headers, so no extent is known here:
-   * a segment reaching the top of memory stands in for them. The walks keep their own limits
-   * (a chain visits each symbol once), so a corrupt table cannot make them loop. */
-  if (dynamic == NULL) return NULL;
-  ElfW(Phdr)
-      phdr[2] = {{.p_type = PT_LOAD, .p_flags = PF_R, .p_vaddr = 0, .p_memsz = UINTPTR_MAX - base},
-                 {.p_type = PT_DYNAMIC, .p_vaddr = (uintptr_t)dynamic - base, .p_memsz = 0}};
-  size_t entries = 0;
-  while (dynamic[entries].d_tag != DT_NULL) entries++;
-  phdr[1].p_memsz = (entries + 1) * sizeof(ElfW(Dyn));
+  /* An auditor is handed a link map (l_addr, l_ld) without program headers, and
+   * dl_iterate_phdr shows it only its own namespace: the object's headers are read from its
+   * mapping, without faulting, and must name `dynamic` as its PT_DYNAMIC. Then every read is
+   * bounded by its PT_LOAD segments, as the census's are. */
+  ElfW(Phdr) phdr[MOST_PHDRS];
+  int count = dynamic != NULL ? phdrs_at(base, phdr) : 0;
   struct dl_phdr_info info = {
-      .dlpi_addr = base, .dlpi_name = "", .dlpi_phdr = phdr, .dlpi_phnum = 2};
+      .dlpi_addr = base, .dlpi_name = "", .dlpi_phdr = phdr, .dlpi_phnum = (ElfW(Half))count};
+  size_t entries = 0;
+  if (count == 0 || dynamic_of(&info, &entries) != dynamic) return NULL;
   return lookup(&info, name);
 }
 

@@ -33,8 +33,11 @@ void ncshl_objects_free(ncshl_mapped *objects, size_t count);
 
 /* The symbol `name` as the mapped object whose dynamic section is `dynamic` (relocated by
  * `base`, its load address) defines it (global or weak, not undefined), found through its GNU
- * or System V hash table as ld.so finds it; NULL when it does not, or the section is NULL or
- * lacks the tables. For code that is handed link maps (an auditor) as for the census. */
+ * or System V hash table as ld.so finds it; NULL when it does not, or the section is NULL,
+ * lacks the tables, or is not the PT_DYNAMIC of the object mapped at `base`. Every read is
+ * bounded by that object's PT_LOAD segments (its program headers read from its mapping with
+ * process_vm_readv, which cannot fault). For code that is handed link maps (an auditor) as
+ * for the census. */
 const ElfW(Sym) * ncshl_dynamic_lookup(const ElfW(Dyn) * dynamic, uintptr_t base, const char *name);
 
 /* The link-map name of the mapped object called `name`: for a bare name, the first whose

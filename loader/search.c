@@ -8,7 +8,7 @@
 #include "dl.h"
 #include "elf_check.h"
 #include "ld_cache.h"
-#include "locate.h"
+#include "library_path.h"
 #include "objects.h"
 
 enum { REASON_SIZE = 1024, SUMMARY_SIZE = 2048 };
@@ -28,27 +28,6 @@ static int add(ncshl_candidates *out, const char *path, ncshl_step step, ncshl_r
   }
   out->items[out->count++] = c;
   return 0;
-}
-
-void ncshl_library_path_places(ncshl_list *dirs) {
-  const char *value = secure_getenv("LD_LIBRARY_PATH");
-  dirs->none = value == NULL || value[0] == '\0'
-                   ? "LD_LIBRARY_PATH is not set"
-                   : "LD_LIBRARY_PATH has no absolute entry (relative, empty and $-token entries "
-                     "are left to the system search)";
-  for (const char *start = value; start != NULL && *start != '\0';) {
-    size_t length = strcspn(start, ":;");
-    if (length > 0 && start[0] == '/' && memchr(start, '$', length) == NULL) {
-      char *dir = strndup(start, length);
-      if (dir == NULL) {
-        dirs->out_of_memory = 1;
-        return;
-      }
-      ncshl_list_add(dirs, dir, "an entry of LD_LIBRARY_PATH");
-      free(dir);
-    }
-    start += length + (start[length] != '\0');
-  }
 }
 
 /* The SONAME in each directory of the list; with none, a note of why. */

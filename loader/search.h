@@ -47,10 +47,6 @@ typedef int (*ncshl_check_fn)(void *context, const char *path, char *reason, siz
 /* Adds a step's directories to the list, each with why it is there. */
 typedef void (*ncshl_places_fn)(ncshl_list *dirs);
 
-/* The absolute entries of LD_LIBRARY_PATH (secure_getenv), as ld.so splits it (':' or ';').
- * Empty, relative and $ORIGIN-style entries are left to SYSTEM, where ld.so reads them. */
-void ncshl_library_path_places(ncshl_list *dirs);
-
 typedef struct ncshl_step_spec {
   ncshl_step step;
   ncshl_places_fn places; /* ACTIVE_ENV and WELL_KNOWN: the directories; NULL otherwise */

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "elf_check.h"
-#include "locate.h"
+#include "library_path.h"
 
 extern char **environ;
 

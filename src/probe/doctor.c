@@ -49,6 +49,15 @@ static void check_copy(const inventory *inv, const nccl_copy *c, findings *f) {
     SAY(text, "%s (%s) cannot serve as NCCL: %s", c->path, v, c->unusable);
     SAY(todo, "Reinstall or remove it: a program that finds it first fails to load NCCL");
   }
+  if (c->false_banner && (x = add(f, SEV_WARNING))) {
+    char claimed[16];
+    ncclshim_format_version(c->false_banner, claimed, sizeof(claimed));
+    SAY(text,
+        "%s: its banner says NCCL %s, but it defines %s, which came later: the banner is "
+        "false, the file is %s",
+        c->path, claimed, c->later_function, v);
+    SAY(todo, "Reinstall it from its package: a patched or mislabelled build");
+  }
   if (c->facts.glibc_need_packed > inv->host_glibc && (x = add(f, SEV_ERROR))) {
     SAY(text, "%s (%s) needs %s; this host has glibc %d.%d: it cannot load here", c->path, v,
         c->facts.glibc_need, inv->host_glibc / 1000, inv->host_glibc % 1000);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "explain.h"
+#include "usage.h"
 
 int doctor_parse_option(int argc, char **argv, int *i, doctor_args *a) {
   const char *option = argv[*i];

@@ -7,6 +7,8 @@
 
 #include "parse_version.h"
 
+#include "ncclshim/dropin_marker.h"
+
 #include <elf.h>
 #include <gnu/libc-version.h>
 #include <stdio.h>
@@ -57,8 +59,10 @@ static void read_soname(elf_facts *f, const ElfW(Shdr) * s, const ElfW(Shdr) * s
   }
 }
 
+/* Keeps each function's name; notes the drop-in's marker, a variable. */
 static int keep_function(void *context, const char *name, int is_function) {
   elf_facts *f = context;
+  if (strcmp(name, NCCLSHIM_DROPIN_MARKER_NAME) == 0) f->is_dropin = 1;
   if (!is_function) return 0;
   const char **grown = realloc(f->functions, (f->function_count + 1) * sizeof(*grown));
   if (grown == NULL) { /* a short list would answer "lacks" wrongly: the read fails */

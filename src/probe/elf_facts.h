@@ -16,6 +16,7 @@ typedef struct elf_facts {
   int glibc_need_packed; /* that version as major*1000 + minor (2034); 0 when none */
   int banner_version;    /* packed NCCL version of the banner (22809), 0 when none */
   char build[32];        /* the banner's build tag ("+cuda13.0"), "" when none */
+  int is_dropin;         /* it exports NCCLSHIM_DROPIN_MARKER_NAME: ncclshim's drop-in */
   /* private: the file, mapped, and the functions it defines (names inside the mapping),
    * sorted for bsearch */
   ncshl_elf_file file;

@@ -16,9 +16,6 @@ typedef struct doctor_args {
 /* Reads argv[*i] when it is one of these options (its value too, advancing *i): returns 1,
  * 0 when the option is not one of them, -1 when its value is missing or memory ran out. */
 int doctor_parse_option(int argc, char **argv, int *i, doctor_args *a);
-/* A usage error: the message and the usage text on stderr, and with --json on the command
- * line a JSON object {"error": {"kind": "usage", "message": ...}} on stdout. Returns 2. */
-int probe_usage_error(const char *fmt, const char *arg);
 /* Runs the mode asked for (exit status as below), or returns -1 when neither was asked. */
 int doctor_run(const doctor_args *a, int json, FILE *out);
 

@@ -36,17 +36,27 @@ static void read_copy(nccl_copy *c) {
     return;
   }
   int newest_function = 0;
-  const char *missing = NULL;
+  const char *missing = NULL, *newest_name = NULL;
   for (int fn = 0; fn < NCCLSHIM_NCCL_FUNCTION_COUNT; fn++) {
     const char *name = ncclshim_nccl_function_name(fn);
     if (elf_facts_defines(&c->facts, name)) {
       int since = ncclshim_nccl_function_version(fn);
-      if (since > newest_function) newest_function = since;
+      if (since > newest_function) {
+        newest_function = since;
+        newest_name = name;
+      }
     } else if (ncclshim_nccl_function_required(fn) && missing == NULL) {
       missing = name;
     }
   }
-  if (c->facts.banner_version) {
+  if (c->facts.banner_version && c->facts.banner_version < newest_function) {
+    /* the file defines a function of a later release than its banner names: the functions
+     * are what a program gets, so they give the version (a lower bound) */
+    c->false_banner = c->facts.banner_version;
+    c->later_function = newest_name;
+    c->version = newest_function;
+    c->version_source = "functions";
+  } else if (c->facts.banner_version) {
     c->version = c->facts.banner_version;
     c->version_source = "banner";
   } else if ((c->version = probe_parse_library_name(c->path))) {
@@ -54,7 +64,10 @@ static void read_copy(nccl_copy *c) {
   } else if ((c->version = newest_function)) {
     c->version_source = "functions";
   }
-  if (!elf_facts_defines(&c->facts, "ncclGetVersion"))
+  if (c->facts.is_dropin) /* it defines NCCL's names, but is ncclshim: the search skips it */
+    snprintf(c->unusable, sizeof(c->unusable),
+             "this is ncclshim's drop-in library, not NCCL: the search skips it");
+  else if (!elf_facts_defines(&c->facts, "ncclGetVersion"))
     snprintf(c->unusable, sizeof(c->unusable), "not NCCL: it defines no ncclGetVersion");
   else if (missing)
     snprintf(c->unusable, sizeof(c->unusable), "lacks the required function %s", missing);

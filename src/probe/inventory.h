@@ -59,8 +59,12 @@ typedef struct nccl_copy {
   elf_facts facts;
   int version;                /* packed; 0 unknown */
   const char *version_source; /* "banner", "file-name", "functions" (a lower bound), "unknown" */
-  int usable;                 /* an NCCL 2.x with every REQUIRED function */
-  char unusable[192];         /* why not, when usable is 0 */
+  /* a banner its functions contradict: the release it claims (0: none, or a true one), and
+   * the function that came later than that (a name of the list) */
+  int false_banner;
+  const char *later_function;
+  int usable;         /* an NCCL 2.x with every REQUIRED function */
+  char unusable[192]; /* why not, when usable is 0 */
 } nccl_copy;
 
 typedef struct inventory {

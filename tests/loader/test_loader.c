@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <link.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -532,6 +534,50 @@ static void test_mapped_name(void **state) {
   free(copy_path);
 }
 
+/* The dynamic section's entry of `tag`, NULL when it has none. */
+static ElfW(Dyn) * dynamic_entry(ElfW(Dyn) * dynamic, ElfW(Sxword) tag) {
+  for (; dynamic->d_tag != DT_NULL; dynamic++)
+    if (dynamic->d_tag == tag) return dynamic;
+  return NULL;
+}
+
+/* ncshl_dynamic_lookup, what an auditor calls with a link map's l_ld and l_addr only: it
+ * finds what the object defines, and when the object's string table points outside its
+ * segments (at a page that cannot be read), it reads nothing there. */
+static void test_dynamic_lookup_bounded(void **state) {
+  (void)state;
+  void *handle = dlopen(getenv("DUMMY_LIB"), RTLD_NOW | RTLD_LOCAL);
+  assert_non_null(handle);
+  struct link_map *map = NULL;
+  assert_int_equal(dlinfo(handle, RTLD_DI_LINKMAP, &map), 0);
+  assert_non_null(ncshl_dynamic_lookup(map->l_ld, map->l_addr, "ncshl_dummy_identity"));
+  assert_null(ncshl_dynamic_lookup(map->l_ld, map->l_addr, "ncshl_not_defined"));
+  size_t entries = 1; /* the DT_NULL too */
+  while (map->l_ld[entries - 1].d_tag != DT_NULL) entries++;
+  ElfW(Dyn) *copy = calloc(entries, sizeof(*copy)); /* a dynamic section no object owns */
+  assert_non_null(copy);
+  memcpy(copy, map->l_ld, entries * sizeof(*copy));
+  assert_null(ncshl_dynamic_lookup(copy, map->l_addr, "ncshl_dummy_identity"));
+  free(copy);
+
+  long page = sysconf(_SC_PAGESIZE);
+  void *guard = mmap(NULL, (size_t)page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  assert_true(guard != MAP_FAILED);
+  ElfW(Dyn) *strtab = dynamic_entry(map->l_ld, DT_STRTAB);
+  assert_non_null(strtab);
+  uintptr_t start = (uintptr_t)strtab & ~((uintptr_t)page - 1);
+  assert_int_equal(mprotect((void *)start, (size_t)page * 2, PROT_READ | PROT_WRITE), 0);
+  ElfW(Addr) saved = strtab->d_un.d_ptr;
+  /* glibc relocated it in place (an address at or above l_addr): the guard page's address */
+  strtab->d_un.d_ptr =
+      (uintptr_t)guard >= map->l_addr ? (uintptr_t)guard : (uintptr_t)guard - map->l_addr;
+  const ElfW(Sym) *found = ncshl_dynamic_lookup(map->l_ld, map->l_addr, "ncshl_dummy_identity");
+  strtab->d_un.d_ptr = saved;
+  assert_null(found);
+  munmap(guard, (size_t)page);
+  dlclose(handle);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_step_list),
@@ -545,6 +591,7 @@ int main(void) {
       cmocka_unit_test(test_run_defined_elsewhere_and_preloaded),
       cmocka_unit_test(test_ld_cache_and_list),
       cmocka_unit_test(test_mapped_name),
+      cmocka_unit_test(test_dynamic_lookup_bounded),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

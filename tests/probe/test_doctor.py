@@ -17,8 +17,8 @@ import unittest
 
 from probe_files import VALGRIND, WRAPPER, elf_machine, interpreter, run_probe_command, sanitized
 
-PROBE, FAKE_DIR, HIDE_AUDIT, CUDA_FAKE_DIR, MAN_PAGE, REFERENCE = map(os.path.abspath,
-                                                                      sys.argv[1:7])
+PROBE, FAKE_DIR, HIDE_AUDIT, CUDA_FAKE_DIR, MAN_PAGE, REFERENCE, DROPIN = map(os.path.abspath,
+                                                                              sys.argv[1:8])
 LDCONFIG = next((p for p in ("/sbin/ldconfig", "/usr/sbin/ldconfig") if os.access(p, os.X_OK)),
                 None)
 
@@ -699,6 +699,31 @@ class AskTheLoader(unittest.TestCase):
             f.write(data.replace(b"libc.so.6\0", b"libq.so.6\0", 1))
         code, d = self.doctor(LD_LIBRARY_PATH=self.lib)
         self.assert_loader_fails_on(lib, d, "libq.so.6, which %s needs" % lib)
+
+    def test_dropin_copied_as_nccl(self):
+        """ncclshim's own drop-in under NCCL's name defines every NCCL function, yet the search
+        skips it (its marker): the doctor does not count it as a usable NCCL either."""
+        lib = self.put(DROPIN)
+        code, d = self.doctor(LD_LIBRARY_PATH=self.lib)
+        copy = copy_of(d, lib)
+        self.assertFalse(copy["usable"], copy)
+        self.assertIn("ncclshim's drop-in", copy["unusable_reason"])
+        self.assertNotEqual(d["ncclshim"], lib)
+
+    def test_false_banner(self):
+        """A banner naming an older release than the functions the file defines (issue 31):
+        the functions win, and the doctor says the banner is false."""
+        lib = self.put(fake("b2.29.7-cuda13.0"))
+        with open(lib, "rb") as f:
+            data = f.read()
+        with open(lib, "wb") as f:
+            f.write(data.replace(b"NCCL version 2.29.7+", b"NCCL version 2.18.5+"))
+        code, d = self.doctor(LD_LIBRARY_PATH=self.lib)
+        copy = copy_of(d, lib)
+        self.assertEqual((copy["version"], copy["version_source"]), ("2.29.7", "functions"))
+        false = [t for s, t in severities(d) if s == "warning" and "banner is false" in t]
+        self.assertEqual(len(false), 1, severities(d))
+        self.assertIn("says NCCL 2.18.5", false[0])
 
     def test_file_the_search_refuses(self):
         lib = self.put(fake("missing-required"))

@@ -5,6 +5,7 @@ give valid JSON and cannot forge a line of the text report, and the man page and
 document every option and JSON key it has. Each run gets exactly the environment given, and
 no NCCL or libcuda of the machine's own.
    test_probe.py PROBE FAKE_DIR HIDE_AUDIT CUDA_FAKE_DIR MAN_PAGE REFERENCE_MD
+with NCCLSHIM_PROJECT_VERSION (meson's project version) in the environment.
 With PROBE_VALGRIND set (valgrind and its options), every probe runs under it and a memcheck
 error or a definite leak fails the test."""
 import glob
@@ -79,7 +80,7 @@ class Json(unittest.TestCase):
         self.assertEqual([a["found_via"] for a in nccl["attempts"]], ["explicit"])
         self.assertEqual(doc["schema_version"], 2)
         self.assertEqual((doc["requirements"], doc["requirements_met"]), ([], True))
-        self.assertEqual(doc["ncclshim"]["version"], "0.1.0")
+        self.assertEqual(doc["ncclshim"]["version"], os.environ["NCCLSHIM_PROJECT_VERSION"])
         self.assertTrue(doc["fingerprint"].startswith("nccl2.28.9-b"))
         self.assertIsNone(doc["fingerprint_content"])
         self.assertFalse(doc["cuda"]["found"])

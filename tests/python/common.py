@@ -1,6 +1,7 @@
 """Shared by the python suite's tests: the command line meson gives, skips, and running a
 Python snippet with the package from the source tree on fakes.
-   test_*.py PACKAGE_DIR LIBNCCLSHIM PROBE FAKE_DIR SANITIZE"""
+   test_*.py PACKAGE_DIR LIBNCCLSHIM PROBE FAKE_DIR SANITIZE
+with NCCLSHIM_PROJECT_VERSION (meson's project version) in the environment."""
 import os
 import platform
 import subprocess
@@ -8,6 +9,8 @@ import sys
 
 PACKAGE, LIBRARY, PROBE, FAKE_DIR = map(os.path.abspath, sys.argv[1:5])
 SANITIZE = sys.argv[5]
+# meson.build's project version, the one place it is written (tests/python/meson.build)
+VERSION = os.environ["NCCLSHIM_PROJECT_VERSION"]
 MACHINES = {62: "x86_64", 183: "aarch64"}
 
 

@@ -2,8 +2,10 @@
 """The Python package over this build's libncclshim and probe, on the fake NCCLs: loaded()
 names what the interpreter has mapped (none, one, two, one under another name), probe()
 returns the dataclass, explain() and doctor() the probe's answers, `python -m ncclshim` its
-command line, and an unactivated venv's interpreter gets its wheel.
-   test_api.py PACKAGE_DIR LIBNCCLSHIM PROBE FAKE_DIR SANITIZE"""
+command line, and an unactivated venv's interpreter gets its wheel; _native.Entry has C's
+layout of ncclshim_nccl_entry.
+   test_api.py PACKAGE_DIR LIBNCCLSHIM PROBE FAKE_DIR SANITIZE
+with ENTRY_LAYOUT (the entry_layout program) in the environment."""
 import json
 import os
 import shutil
@@ -64,6 +66,24 @@ class Loaded(unittest.TestCase):
         path = self.copy("2.27.3", "libcustom_collectives.so")
         self.assertEqual([(x["path"], x["version"]) for x in loaded_after(path)],
                          [(os.path.realpath(path), "2.27.3")])
+
+
+ENTRY_FIELDS = """
+import ctypes
+from ncclshim._native import Entry
+print("ncclshim_nccl_entry", ctypes.sizeof(Entry))
+for name, _ in Entry._fields_:
+    print("ncclshim_nccl_entry.%s" % name, getattr(Entry, name).offset)
+"""
+
+
+class EntryLayout(unittest.TestCase):
+    def test_entry_matches_c(self):
+        """Same fields, in C's order, at C's offsets, and the same size: loaded() reads
+        libncclshim's array of entries through it."""
+        c = subprocess.run([os.environ["ENTRY_LAYOUT"]], capture_output=True, text=True,
+                           check=True).stdout.split("\n")
+        self.assertEqual(run_python(ENTRY_FIELDS).split("\n"), c)
 
 
 class ProbeAndDoctor(unittest.TestCase):

@@ -16,15 +16,16 @@ import tempfile
 import unittest
 import zipfile
 
-from common import PACKAGE, LIBRARY, PROBE, fake, clean_env, skip_if_needed
+from common import PACKAGE, LIBRARY, PROBE, VERSION, fake, clean_env, skip_if_needed
 
 BUILD = os.path.join(PACKAGE, "build_wheel.py")
+DIST_INFO = "ncclshim-%s.dist-info/" % VERSION
 
 
 def build(outdir, epoch="1700000000"):
     env = dict(os.environ, SOURCE_DATE_EPOCH=epoch)
     out = subprocess.run([sys.executable, BUILD, "--arch", platform.machine(), "--library",
-                          os.path.realpath(LIBRARY), "--probe", PROBE, "--version", "0.1.0",
+                          os.path.realpath(LIBRARY), "--probe", PROBE, "--version", VERSION,
                           outdir], env=env, capture_output=True, text=True, check=True)
     return out.stdout.strip()
 
@@ -41,8 +42,8 @@ class Wheel(unittest.TestCase):
 
     def test_name_and_reproducible(self):
         self.assertEqual(os.path.basename(self.wheel),
-                         "ncclshim-0.1.0-py3-none-manylinux_2_17_{0}.manylinux2014_{0}.whl"
-                         .format(platform.machine()))
+                         "ncclshim-{0}-py3-none-manylinux_2_17_{1}.manylinux2014_{1}.whl"
+                         .format(VERSION, platform.machine()))
         again = build(os.path.join(self.root, "b"))
         with open(self.wheel, "rb") as a, open(again, "rb") as b:
             self.assertEqual(a.read(), b.read())
@@ -54,17 +55,17 @@ class Wheel(unittest.TestCase):
         with zipfile.ZipFile(self.wheel) as z:
             infos = z.infolist()
             names = [i.filename for i in infos]
-            self.assertEqual(names[-1], "ncclshim-0.1.0.dist-info/RECORD")
-            package = [n for n in names if not n.startswith("ncclshim-0.1.0.dist-info/")]
+            self.assertEqual(names[-1], DIST_INFO + "RECORD")
+            package = [n for n in names if not n.startswith(DIST_INFO + "")]
             self.assertEqual(package, sorted(package))
             self.assertIn("ncclshim/bin/ncclshim-probe", names)
             self.assertEqual({i.date_time for i in infos}, {(2023, 11, 14, 22, 13, 20)})
             probe = z.getinfo("ncclshim/bin/ncclshim-probe")
             self.assertEqual((probe.external_attr >> 16) & 0o777, 0o755)
-            wheel = z.read("ncclshim-0.1.0.dist-info/WHEEL").decode()
+            wheel = z.read(DIST_INFO + "WHEEL").decode()
             self.assertIn("Root-Is-Purelib: false", wheel)
             self.assertIn("Tag: py3-none-manylinux2014_%s" % platform.machine(), wheel)
-            for line in z.read("ncclshim-0.1.0.dist-info/RECORD").decode().splitlines():
+            for line in z.read(DIST_INFO + "RECORD").decode().splitlines():
                 name, digest, size = line.split(",")
                 if name.endswith("/RECORD"):
                     continue

@@ -34,14 +34,15 @@ static int id_pipe[2], go_pipe[2];
 static _Atomic int64_t failed_at_ns;
 static char failed_message[512];
 
-#define CHECK(ok, ...)                    \
-  do {                                    \
-    if (!(ok)) {                          \
-      fprintf(stderr, "rank %d: ", rank); \
-      fprintf(stderr, __VA_ARGS__);       \
-      fprintf(stderr, "\n");              \
-      exit(1);                            \
-    }                                     \
+/* One write per message: the two ranks share stderr. */
+#define CHECK(ok, ...)                            \
+  do {                                            \
+    if (!(ok)) {                                  \
+      char m_[768];                               \
+      snprintf(m_, sizeof(m_), __VA_ARGS__);      \
+      fprintf(stderr, "rank %d: %s\n", rank, m_); \
+      exit(1);                                    \
+    }                                             \
   } while (0)
 #define SHIM(call) CHECK((call) == NCCLSHIM_OK, "%s: %s", #call, ncclshim_last_error())
 #define CUDA(call)                                                   \
@@ -128,7 +129,7 @@ static int child(int deadline_ms) {
   ncclshim_comm *comm = watched_comm(dog, deadline_ms);
   cudaGraphExec_t exec = capture_all_reduce(comm, s, send, recv);
   for (int i = 0; i < REPLAYS; i++) {
-    CUDA(cudaMemset(recv, 0, COUNT * sizeof(float)));
+    CUDA(cudaMemsetAsync(recv, 0, COUNT * sizeof(float), s));
     CUDA(cudaGraphLaunch(exec, s));
     SHIM(ncclshim_comm_record_graph(comm, s, "allreduce", 1));
     CHECK(drain(s, 20000), "replay %d did not finish", i + 1);

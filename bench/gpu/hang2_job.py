@@ -22,6 +22,8 @@ import os
 import sys
 import time
 
+import uid_file
+
 COUNT = 1 << 20
 
 
@@ -33,17 +35,9 @@ def share_uid(nccl, rank, path, check):
     uid = UniqueId()
     if rank == 0:
         check("ncclGetUniqueId", nccl.ncclGetUniqueId(ctypes.byref(uid)))
-        with open(path + ".tmp", "wb") as f:
-            f.write(bytes(uid.internal))
-        os.rename(path + ".tmp", path)
-        return uid
-    until = time.monotonic() + 30
-    while not os.path.exists(path):
-        if time.monotonic() > until:
-            raise SystemExit("rank 1: no unique id in %s after 30 s" % path)
-        time.sleep(0.01)
-    with open(path, "rb") as f:
-        ctypes.memmove(uid.internal, f.read(128), 128)
+        uid_file.publish(path, bytes(uid.internal))
+    else:
+        ctypes.memmove(uid.internal, uid_file.wait_for(path, rank, 30)[:128], 128)
     return uid
 
 

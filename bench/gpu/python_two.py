@@ -22,6 +22,8 @@ import subprocess
 import sys
 import time
 
+import uid_file
+
 N = 4096
 NRANKS = 2
 SIZES = [8, 4096, 262144, 2097152, 67108864]
@@ -71,16 +73,9 @@ def launcher(out):
 def share_uid(rank, path, ncclshim):
     if rank == 0:
         uid = ncclshim.unique_id()
-        with open(path + ".tmp", "wb") as f:
-            f.write(uid)
-        os.rename(path + ".tmp", path)
+        uid_file.publish(path, uid)
         return uid
-    until = time.monotonic() + 60
-    while not os.path.exists(path):
-        if time.monotonic() > until:
-            raise SystemExit("rank 1: no unique id in %s after 60 s" % path)
-        time.sleep(0.01)
-    return open(path, "rb").read()
+    return uid_file.wait_for(path, rank)
 
 
 def one_rank(out, rank, uid_path):

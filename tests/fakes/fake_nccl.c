@@ -120,6 +120,10 @@ static struct ncclComm {
 static char windows[WINDOWS];
 static int next_window, group_depth, pending_count;
 static ncclshim_window_t *pending[MAX_PENDING]; /* windows NCCL has yet to fill in */
+/* The pending windows are read by a watchdog's ncclCommGetAsyncError while an abort thread
+ * drops them (hang_in_abort): one lock for the list. */
+static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
+static void drop_pending(void);
 
 /* ---- Faults between processes: a peer lost during a collective, a slow abort ----------- */
 /* A peer that dies while a collective runs: ncclCommGetAsyncError answers ncclSuccess (the
@@ -187,7 +191,8 @@ EXPORT void fake_nccl_reset(void) {
   gather_on = 0;
   gather_rank = -1;
   prop_device_api = prop_multimem = prop_gin_type = 0;
-  group_depth = pending_count = 0;
+  group_depth = 0;
+  drop_pending();
   reset_faults();
 }
 EXPORT void fake_nccl_set_live(int on) { atomic_store(&live, on); }
@@ -245,11 +250,26 @@ EXPORT int fake_nccl_live_windows(void) { return atomic_load(&live_windows); }
 #define ARG(type, i) (*(type const *)args[i])
 
 static void fill_pending(void) {
+  pthread_mutex_lock(&pending_lock);
   for (int i = 0; i < pending_count; i++) {
     *pending[i] = (ncclshim_window_t)(void *)&windows[next_window++ % WINDOWS];
     atomic_fetch_add(&live_windows, 1);
   }
   pending_count = 0;
+  pthread_mutex_unlock(&pending_lock);
+}
+
+static void drop_pending(void) {
+  pthread_mutex_lock(&pending_lock);
+  pending_count = 0;
+  pthread_mutex_unlock(&pending_lock);
+}
+
+static int count_pending(void) {
+  pthread_mutex_lock(&pending_lock);
+  int n = pending_count;
+  pthread_mutex_unlock(&pending_lock);
+  return n;
 }
 
 /* NCCL_COMM_BLOCKING, as NCCL reads it: when set, it overrides the config's blocking. */
@@ -299,7 +319,7 @@ static ncclResult_t hang_in_abort(void) {
   slow_abort();
   struct timespec ms = {0, 1000000};
   while (atomic_load(&abort_hang)) nanosleep(&ms, NULL);
-  pending_count = 0; /* an aborted communicator fills in no window any more */
+  drop_pending(); /* an aborted communicator fills in no window any more */
   pthread_mutex_lock(&abort_lock);
   atomic_fetch_add(&abort_returns, 1);
   pthread_cond_broadcast(&abort_returned);
@@ -324,8 +344,11 @@ static ncclResult_t mem_free(void *ptr) {
 /* Filled at once, at group end, or once the communicator stops being in progress. */
 static ncclResult_t window_register(ncclshim_window_t *win) {
   if (atomic_load(&null_window)) return ncclSuccess; /* like 2.28: *win left untouched */
-  if (pending_count == MAX_PENDING) return ncclInternalError;
-  pending[pending_count++] = win;
+  pthread_mutex_lock(&pending_lock);
+  int full = pending_count == MAX_PENDING;
+  if (!full) pending[pending_count++] = win;
+  pthread_mutex_unlock(&pending_lock);
+  if (full) return ncclInternalError;
   if (group_depth > 0) return ncclSuccess;
   if (!fake_comm.blocking) return ncclInProgress;
   fill_pending();
@@ -407,7 +430,7 @@ static ncclResult_t query_properties(void *out) {
 
 static ncclResult_t group_end(void) {
   if (group_depth > 0) group_depth--;
-  if (group_depth > 0 || pending_count == 0) return ncclSuccess;
+  if (group_depth > 0 || count_pending() == 0) return ncclSuccess;
   if (!fake_comm.blocking) return ncclInProgress;
   fill_pending();
   return ncclSuccess;

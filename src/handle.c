@@ -10,18 +10,17 @@
 enum { TEXT_SIZE = 1536 };
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static ncclshim_handle *registry; /* open handles, newest first */
+static ncs_handle *registry; /* open handles, newest first */
 
-ncclshim_status ncclshim_handle_options(void *defaults, size_t size, const void *given,
-                                        size_t required, const void *out, const char *who,
-                                        const char *init_macro) {
-  if (out == NULL) return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: out is NULL", who);
+ncclshim_status ncs_handle_options(void *defaults, size_t size, const void *given, size_t required,
+                                   const void *out, const char *who, const char *init_macro) {
+  if (out == NULL) return ncs_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: out is NULL", who);
   if (given == NULL) return NCCLSHIM_OK;
   size_t given_size;
   memcpy(&given_size, given, sizeof(given_size)); /* every options struct starts with its size */
   if (given_size < required)
-    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: options->size %zu is too small (use %s)",
-                         who, given_size, init_macro);
+    return ncs_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: options->size %zu is too small (use %s)", who,
+                    given_size, init_macro);
   memcpy(defaults, given, size < given_size ? size : given_size);
   return NCCLSHIM_OK;
 }
@@ -46,7 +45,7 @@ static ncclshim_status status_of(ncshl_outcome outcome, int refusal) {
 
 /* The search's `note`: each attempt kept as the public API shows it. */
 static int keep_attempt(void *context, const ncshl_attempt *a) {
-  ncclshim_handle *handle = context;
+  ncs_handle *handle = context;
   if (handle->attempt_count == handle->attempt_capacity) {
     size_t capacity = handle->attempt_capacity ? 2 * handle->attempt_capacity : 8;
     ncclshim_attempt *grown = realloc(handle->attempts, capacity * sizeof(*grown));
@@ -69,7 +68,7 @@ static int keep_attempt(void *context, const ncshl_attempt *a) {
   return 0;
 }
 
-const char *ncclshim_ld_cache_file(void) {
+const char *ncs_ld_cache_file(void) {
   const char *value = secure_getenv("NCCLSHIM_LD_CACHE");
   return value != NULL && value[0] == '/' ? value : "/etc/ld.so.cache";
 }
@@ -85,7 +84,7 @@ static void print_line(const char *text) {
   fputc('\n', stderr);
 }
 
-static void print_debug(const ncclshim_handle *handle) {
+static void print_debug(const ncs_handle *handle) {
   const char *who = handle->binding->who;
   char line[3 * PATH_MAX];
   for (size_t i = 0; i < handle->attempt_count; i++) {
@@ -99,12 +98,11 @@ static void print_debug(const ncclshim_handle *handle) {
   print_line(line);
 }
 
-ncclshim_status ncclshim_handle_open(ncclshim_handle *handle, const ncclshim_binding *binding,
-                                     const char *path) {
+ncclshim_status ncs_handle_open(ncs_handle *handle, const ncs_binding *binding, const char *path) {
   handle->binding = binding;
   ncshl_search search = binding->search;
   search.explicit_path = path;
-  search.ld_cache = ncclshim_ld_cache_file();
+  search.ld_cache = ncs_ld_cache_file();
   search.note = keep_attempt;
   search.context = handle;
   char summary[TEXT_SIZE];
@@ -126,10 +124,10 @@ ncclshim_status ncclshim_handle_open(ncclshim_handle *handle, const ncclshim_bin
     binding->describe(handle, text, sizeof(text));
   } else {
     snprintf(text, sizeof(text), "%s: %s", ncclshim_status_name(handle->status), summary);
-    ncclshim_set_error("%s", text);
+    ncs_set_error("%s", text);
   }
   handle->message = strdup(text);
-  if (ncclshim_debug_enabled()) print_debug(handle);
+  if (ncs_debug_enabled()) print_debug(handle);
 
   pthread_mutex_lock(&registry_lock);
   handle->next_open = registry;
@@ -138,9 +136,9 @@ ncclshim_status ncclshim_handle_open(ncclshim_handle *handle, const ncclshim_bin
   return handle->status;
 }
 
-void ncclshim_handle_close(ncclshim_handle *handle) {
+void ncs_handle_close(ncs_handle *handle) {
   pthread_mutex_lock(&registry_lock);
-  for (ncclshim_handle **p = &registry; *p != NULL; p = &(*p)->next_open) {
+  for (ncs_handle **p = &registry; *p != NULL; p = &(*p)->next_open) {
     if (*p == handle) {
       *p = handle->next_open;
       break;
@@ -158,11 +156,10 @@ void ncclshim_handle_close(ncclshim_handle *handle) {
   free(handle);
 }
 
-void ncclshim_registry_visit(ncclshim_binding_kind kind,
-                             int (*visit)(const ncclshim_handle *handle, void *context),
-                             void *context) {
+void ncs_registry_visit(ncs_binding_kind kind,
+                        int (*visit)(const ncs_handle *handle, void *context), void *context) {
   pthread_mutex_lock(&registry_lock);
-  for (const ncclshim_handle *h = registry; h != NULL; h = h->next_open)
+  for (const ncs_handle *h = registry; h != NULL; h = h->next_open)
     if (h->binding->kind == kind && visit(h, context)) break;
   pthread_mutex_unlock(&registry_lock);
 }
@@ -173,7 +170,7 @@ typedef struct absent_note {
   size_t size;
 } absent_note;
 
-static int note_failure(const ncclshim_handle *handle, void *context) {
+static int note_failure(const ncs_handle *handle, void *context) {
   absent_note *note = context;
   if (handle->status == NCCLSHIM_OK) return 0;
   snprintf(note->buf, note->size, "no %s is loaded (%s)", note->what,
@@ -181,9 +178,8 @@ static int note_failure(const ncclshim_handle *handle, void *context) {
   return 1;
 }
 
-void ncclshim_registry_absent(ncclshim_binding_kind kind, const char *what, char *buf,
-                              size_t size) {
+void ncs_registry_absent(ncs_binding_kind kind, const char *what, char *buf, size_t size) {
   snprintf(buf, size, "no %s is loaded", what);
   absent_note note = {what, buf, size};
-  ncclshim_registry_visit(kind, note_failure, &note);
+  ncs_registry_visit(kind, note_failure, &note);
 }

@@ -1,7 +1,7 @@
 /* The life of a library handle, shared by the NCCL and CUDA bindings: the options check, the
  * search, the accept step, the message, the debug lines, the registry of open handles, the
  * default handle, close and the common accessors. A binding's handle struct starts with a
- * ncclshim_handle (its first member, `core`) and adds only what is its own. */
+ * ncs_handle (its first member, `core`) and adds only what is its own. */
 #ifndef NCCLSHIM_HANDLE_H
 #define NCCLSHIM_HANDLE_H
 
@@ -11,11 +11,11 @@
 #include "../loader/search.h"
 #include "ncclshim/status.h"
 
-typedef struct ncclshim_handle ncclshim_handle;
-typedef struct ncclshim_binding ncclshim_binding;
+typedef struct ncs_handle ncs_handle;
+typedef struct ncs_binding ncs_binding;
 
-struct ncclshim_handle {
-  const ncclshim_binding *binding;
+struct ncs_handle {
+  const ncs_binding *binding;
   ncclshim_status status;
   char *message; /* one line: what was loaded, or why not */
   void *library; /* dlopen handle; never dlclose'd once accepted */
@@ -26,18 +26,15 @@ struct ncclshim_handle {
   ncclshim_attempt *attempts; /* the search's attempts, in the order tried */
   size_t attempt_count;
   size_t attempt_capacity;
-  int is_default;             /* the process-wide handle: close ignores it */
-  ncclshim_handle *next_open; /* the registry of open handles */
+  int is_default;        /* the process-wide handle: close ignores it */
+  ncs_handle *next_open; /* the registry of open handles */
 };
 
 /* Which binding a handle belongs to, for the registry's readers. */
-typedef enum ncclshim_binding_kind {
-  NCCLSHIM_BINDING_NCCL,
-  NCCLSHIM_BINDING_CUDA
-} ncclshim_binding_kind;
+typedef enum ncs_binding_kind { NCCLSHIM_BINDING_NCCL, NCCLSHIM_BINDING_CUDA } ncs_binding_kind;
 
-struct ncclshim_binding {
-  ncclshim_binding_kind kind;
+struct ncs_binding {
+  ncs_binding_kind kind;
   const char *who; /* prefix of the debug lines: "ncclshim", "ncclshim cuda" */
   /* The binding's search (loader/search.h): its steps in order, the SONAME, the override
    * variable, the identity symbols, and its accept step (and check before an override),
@@ -47,36 +44,33 @@ struct ncclshim_binding {
    * `context`. */
   ncshl_search search;
   /* The message of a success, after path and via are set. */
-  void (*describe)(const ncclshim_handle *handle, char *text, size_t size);
+  void (*describe)(const ncs_handle *handle, char *text, size_t size);
 };
 
 /* Copy the caller's size-first options struct over `defaults` (`size` bytes), after checking
  * that `out` is set and that the caller's struct reaches `required` bytes. OK, or
  * INVALID_ARGUMENT with a message naming `who` and `init_macro`. */
-ncclshim_status ncclshim_handle_options(void *defaults, size_t size, const void *given,
-                                        size_t required, const void *out, const char *who,
-                                        const char *init_macro);
+ncclshim_status ncs_handle_options(void *defaults, size_t size, const void *given, size_t required,
+                                   const void *out, const char *who, const char *init_macro);
 
 /* Search for the binding's library (`path`: the caller's, or NULL), fill `handle` with the
  * outcome (the binding's accept step fills the rest), register it, print the debug lines
  * when NCCLSHIM_DEBUG asks. Returns the handle's status. */
-ncclshim_status ncclshim_handle_open(ncclshim_handle *handle, const ncclshim_binding *binding,
-                                     const char *path);
+ncclshim_status ncs_handle_open(ncs_handle *handle, const ncs_binding *binding, const char *path);
 /* The ld.so cache file the searches read: NCCLSHIM_LD_CACHE when set to an absolute path
  * (tests point it at a cache of their own, or at /dev/null), else glibc's /etc/ld.so.cache. */
-const char *ncclshim_ld_cache_file(void);
+const char *ncs_ld_cache_file(void);
 
 /* Unregister and free a handle (the whole struct that starts with it). */
-void ncclshim_handle_close(ncclshim_handle *handle);
+void ncs_handle_close(ncs_handle *handle);
 
 /* Every open handle is in one registry, which the "unavailable" stubs read to say what is
  * loaded or why nothing is. Call visit on each open handle of that kind, newest first, under
  * the registry's lock, until it returns non-zero. */
-void ncclshim_registry_visit(ncclshim_binding_kind kind,
-                             int (*visit)(const ncclshim_handle *handle, void *context),
-                             void *context);
+void ncs_registry_visit(ncs_binding_kind kind,
+                        int (*visit)(const ncs_handle *handle, void *context), void *context);
 /* "no <what> is loaded (<why the newest failed open failed>)" into buf. */
-void ncclshim_registry_absent(ncclshim_binding_kind kind, const char *what, char *buf, size_t size);
+void ncs_registry_absent(ncs_binding_kind kind, const char *what, char *buf, size_t size);
 
 /* The process-wide handle of a binding, in the library's static storage (a program that
  * dlcloses libncclshim gets it back with the library's pages; what it points to stays:

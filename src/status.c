@@ -93,14 +93,14 @@ static void vset(int nccl_result, const char *format, va_list args) {
   vsnprintf(e->message, MESSAGE_SIZE, format, args);
 }
 
-void ncclshim_set_error(const char *format, ...) {
+void ncs_set_error(const char *format, ...) {
   va_list args;
   va_start(args, format);
   vset(0, format, args);
   va_end(args);
 }
 
-ncclshim_status ncclshim_fail(ncclshim_status status, const char *format, ...) {
+ncclshim_status ncs_fail(ncclshim_status status, const char *format, ...) {
   va_list args;
   va_start(args, format);
   vset(0, format, args);
@@ -108,8 +108,7 @@ ncclshim_status ncclshim_fail(ncclshim_status status, const char *format, ...) {
   return status;
 }
 
-ncclshim_status ncclshim_fail_code(ncclshim_status status, int nccl_result, const char *format,
-                                   ...) {
+ncclshim_status ncs_fail_code(ncclshim_status status, int nccl_result, const char *format, ...) {
   va_list args;
   va_start(args, format);
   vset(nccl_result, format, args);
@@ -117,10 +116,10 @@ ncclshim_status ncclshim_fail_code(ncclshim_status status, int nccl_result, cons
   return status;
 }
 
-int ncclshim_flag_on(const char *value) {
+int ncs_flag_on(const char *value) {
   return value != NULL && value[0] != '\0' && strcmp(value, "0") != 0;
 }
 
-int ncclshim_env_flag(const char *name) { return ncclshim_flag_on(secure_getenv(name)); }
+int ncs_env_flag(const char *name) { return ncs_flag_on(secure_getenv(name)); }
 
-int ncclshim_debug_enabled(void) { return ncclshim_env_flag("NCCLSHIM_DEBUG"); }
+int ncs_debug_enabled(void) { return ncs_env_flag("NCCLSHIM_DEBUG"); }

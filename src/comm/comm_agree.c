@@ -55,7 +55,7 @@ static void put_plugins(writer *w, ncclshim_nccl *nccl) {
 
 const char *ncclshim_agree_record(ncclshim_nccl *nccl, char *buf, size_t size) {
   if (buf == NULL || size == 0) return buf;
-  nccl = ncclshim_comm_resolve(nccl);
+  nccl = ncs_comm_resolve(nccl);
   writer w = {buf, size, 0};
   buf[0] = '\0';
   char text[128], fingerprint[128];
@@ -150,7 +150,7 @@ static ncclshim_status compare(const char *slots, int nranks) {
     size_t used = strlen(msg);
     snprintf(msg + used, sizeof(msg) - used, " | and %d more ranks", differing - listed);
   }
-  return ncclshim_fail(NCCLSHIM_UNAVAILABLE, "%s", msg);
+  return ncs_fail(NCCLSHIM_UNAVAILABLE, "%s", msg);
 }
 
 /* ---- The all-gather ---------------------------------------------------------------------- */
@@ -162,8 +162,8 @@ typedef struct buffers {
 } buffers;
 
 static ncclshim_status cuda_failed(const ncclshim_cuda *cuda, const char *call, int result) {
-  return ncclshim_fail(NCCLSHIM_CUDA_ERROR, "ncclshim_comm_agree: %s failed: %s (%d)", call,
-                       ncclshim_cuda_result_name(cuda, result), result);
+  return ncs_fail(NCCLSHIM_CUDA_ERROR, "ncclshim_comm_agree: %s failed: %s (%d)", call,
+                  ncclshim_cuda_result_name(cuda, result), result);
 }
 
 static void release(buffers *b) {
@@ -176,9 +176,9 @@ static void release(buffers *b) {
 static ncclshim_status prepare(buffers *b, const char *record, int nranks) {
   b->cuda = ncclshim_cuda_default();
   if (ncclshim_cuda_status(b->cuda) != NCCLSHIM_OK)
-    return ncclshim_fail(NCCLSHIM_DRIVER_UNAVAILABLE,
-                         "ncclshim_comm_agree: no usable CUDA driver for the device buffers (%s)",
-                         ncclshim_cuda_message(b->cuda));
+    return ncs_fail(NCCLSHIM_DRIVER_UNAVAILABLE,
+                    "ncclshim_comm_agree: no usable CUDA driver for the device buffers (%s)",
+                    ncclshim_cuda_message(b->cuda));
   const ncclshim_cuda_table *t = ncclshim_cuda_functions(b->cuda);
   /* A blocking stream (flags 0): it waits for the legacy stream, where cuMemcpyHtoD's DMA from
    * pageable memory may still be running when the call returns. */
@@ -203,9 +203,9 @@ static ncclshim_status gather(ncclshim_nccl *nccl, ncclComm_t comm, ncclshim_com
       (cudaStream_t)b->stream);
   *seen = r;
   if (r != ncclSuccess && r != ncclInProgress) return ncclshim_nccl_check(nccl, r, "ncclAllGather");
-  ncclshim_status status = ncclshim_wait_until(nccl, comm, owner, deadline, timeout_ms, seen);
+  ncclshim_status status = ncs_wait_until(nccl, comm, owner, deadline, timeout_ms, seen);
   if (status != NCCLSHIM_OK) return status;
-  return ncclshim_wait_stream_until(
+  return ncs_wait_stream_until(
       b->cuda, b->stream, nccl, comm, owner, deadline, timeout_ms,
       "the all-gather of fingerprints is still running",
       ": a rank did not call ncclshim_comm_agree, or the ranks' settings differ so much that "
@@ -216,12 +216,12 @@ static ncclshim_status gather(ncclshim_nccl *nccl, ncclComm_t comm, ncclshim_com
 /* owner: the wrapper of `comm`, whose polls stop once an abort has started; NULL for a bare one. */
 static ncclshim_status agree(ncclshim_nccl *nccl, ncclComm_t comm, ncclshim_comm *owner, int nranks,
                              int timeout_ms, ncclResult_t *seen) {
-  int64_t deadline = ncclshim_deadline_ns(timeout_ms);
+  int64_t deadline = ncs_deadline_ns(timeout_ms);
   char *record = calloc(1, RECORD), *slots = calloc((size_t)nranks, RECORD);
   buffers b = {0};
   ncclshim_status status = record && slots ? NCCLSHIM_OK : NCCLSHIM_OUT_OF_MEMORY;
   if (status != NCCLSHIM_OK) {
-    ncclshim_fail(status, "ncclshim_comm_agree: out of memory for %d records", nranks);
+    ncs_fail(status, "ncclshim_comm_agree: out of memory for %d records", nranks);
   } else {
     ncclshim_agree_record(nccl, record, RECORD);
     status = prepare(&b, record, nranks);
@@ -245,12 +245,12 @@ static ncclshim_status agree(ncclshim_nccl *nccl, ncclComm_t comm, ncclshim_comm
 
 ncclshim_status ncclshim_nccl_agree(ncclshim_nccl *nccl, ncclComm_t comm, int nranks,
                                     int timeout_ms) {
-  nccl = ncclshim_comm_resolve(nccl);
+  nccl = ncs_comm_resolve(nccl);
   if (comm == NULL || nranks < 1 || timeout_ms < 0)
-    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT,
-                         "ncclshim_nccl_agree: comm %s, nranks %d, timeout %d ms",
-                         comm ? "given" : "NULL", nranks, timeout_ms);
-  ncclshim_status status = ncclshim_comm_usable(nccl, "ncclshim_nccl_agree");
+    return ncs_fail(NCCLSHIM_INVALID_ARGUMENT,
+                    "ncclshim_nccl_agree: comm %s, nranks %d, timeout %d ms",
+                    comm ? "given" : "NULL", nranks, timeout_ms);
+  ncclshim_status status = ncs_comm_usable(nccl, "ncclshim_nccl_agree");
   if (status != NCCLSHIM_OK) return status;
   ncclResult_t seen = ncclSuccess;
   return agree(nccl, comm, NULL, nranks, timeout_ms, &seen);
@@ -258,15 +258,15 @@ ncclshim_status ncclshim_nccl_agree(ncclshim_nccl *nccl, ncclComm_t comm, int nr
 
 ncclshim_status ncclshim_comm_agree(ncclshim_comm *comm, int timeout_ms) {
   if (comm == NULL || timeout_ms < 0)
-    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "ncclshim_comm_agree: %s",
-                         comm ? "timeout is negative (no wait is unbounded)" : "comm is NULL");
+    return ncs_fail(NCCLSHIM_INVALID_ARGUMENT, "ncclshim_comm_agree: %s",
+                    comm ? "timeout is negative (no wait is unbounded)" : "comm is NULL");
   ncclComm_t raw = ncclshim_comm_raw(comm);
   if (raw == NULL)
-    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT,
-                         "ncclshim_comm_agree: the communicator is %s, not ready",
-                         ncclshim_comm_state_name(ncclshim_comm_state_of(comm)));
+    return ncs_fail(NCCLSHIM_INVALID_ARGUMENT,
+                    "ncclshim_comm_agree: the communicator is %s, not ready",
+                    ncclshim_comm_state_name(ncclshim_comm_state_of(comm)));
   ncclResult_t seen = ncclSuccess;
   ncclshim_status status = agree(comm->nccl, raw, comm, comm->nranks, timeout_ms, &seen);
   /* An NCCL error seen on the way makes the communicator FAILED, as any wait does. */
-  return status == NCCLSHIM_NCCL_ERROR ? ncclshim_comm_note(comm, status, seen) : status;
+  return status == NCCLSHIM_NCCL_ERROR ? ncs_comm_note(comm, status, seen) : status;
 }

@@ -36,18 +36,18 @@ const char *ncclshim_gin_type_name(int gin_type) {
 ncclshim_status ncclshim_comm_query_facts(ncclshim_comm *comm, ncclshim_comm_facts *facts) {
   static const char who[] = "ncclshim_comm_query_facts";
   if (comm == NULL || facts == NULL || facts->size < sizeof(*facts))
-    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: %s", who,
-                         comm == NULL    ? "comm is NULL"
-                         : facts == NULL ? "facts is NULL"
-                                         : "facts->size is too small (NCCLSHIM_COMM_FACTS_INIT)");
+    return ncs_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: %s", who,
+                    comm == NULL    ? "comm is NULL"
+                    : facts == NULL ? "facts is NULL"
+                                    : "facts->size is too small (NCCLSHIM_COMM_FACTS_INIT)");
   ncclComm_t raw = ncclshim_comm_raw(comm);
   if (raw == NULL)
-    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: the communicator is %s, not ready", who,
-                         ncclshim_comm_state_name(ncclshim_comm_state_of(comm)));
+    return ncs_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: the communicator is %s, not ready", who,
+                    ncclshim_comm_state_name(ncclshim_comm_state_of(comm)));
   int loaded = ncclshim_nccl_version(comm->nccl);
   if (!ncclshim_nccl_has_function(comm->nccl, NCCLSHIM_FN_ncclCommQueryProperties)) {
     char need[16], have[16];
-    return ncclshim_fail(
+    return ncs_fail(
         NCCLSHIM_UNAVAILABLE, "%s: ncclCommQueryProperties needs NCCL >= %s; the loaded NCCL is %s",
         who,
         ncclshim_format_version(ncclshim_nccl_function_version(NCCLSHIM_FN_ncclCommQueryProperties),
@@ -169,17 +169,16 @@ ncclshim_status ncclshim_comm_has(ncclshim_comm *comm, ncclshim_comm_capability 
                                   ncclshim_answer *answer, char *reason, size_t size) {
   static const char who[] = "ncclshim_comm_has";
   if (comm == NULL || answer == NULL)
-    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: %s is NULL", who,
-                         comm ? "answer" : "comm");
+    return ncs_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: %s is NULL", who, comm ? "answer" : "comm");
   if ((unsigned)cap >= NCCLSHIM_COMM_CAPABILITY_COUNT)
-    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: unknown capability %d", who, (int)cap);
+    return ncs_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: unknown capability %d", who, (int)cap);
   if (timeout_ms < 0)
-    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT,
-                         "%s: timeout %d ms is negative (no wait is unbounded)", who, timeout_ms);
+    return ncs_fail(NCCLSHIM_INVALID_ARGUMENT,
+                    "%s: timeout %d ms is negative (no wait is unbounded)", who, timeout_ms);
   ncclshim_comm_state state = ncclshim_comm_state_of(comm);
   if (state != NCCLSHIM_COMM_READY)
-    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: the communicator is %s, not ready", who,
-                         ncclshim_comm_state_name(state));
+    return ncs_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: the communicator is %s, not ready", who,
+                    ncclshim_comm_state_name(state));
   if (cap == NCCLSHIM_COMM_CAP_SYMMETRIC_WINDOWS)
     return windows(comm, timeout_ms, answer, reason, size);
   return property(comm, cap, answer, reason, size);

@@ -5,15 +5,15 @@
 
 #include "comm_internal.h"
 
-ncclshim_nccl *ncclshim_comm_resolve(ncclshim_nccl *nccl) {
+ncclshim_nccl *ncs_comm_resolve(ncclshim_nccl *nccl) {
   return nccl != NULL ? nccl : ncclshim_nccl_default();
 }
 
-ncclshim_status ncclshim_comm_usable(ncclshim_nccl *nccl, const char *who) {
+ncclshim_status ncs_comm_usable(ncclshim_nccl *nccl, const char *who) {
   ncclshim_status status = ncclshim_nccl_status(nccl);
   if (status == NCCLSHIM_OK) return NCCLSHIM_OK;
-  return ncclshim_fail(status, "%s: no NCCL is loaded (%s)", who,
-                       nccl ? ncclshim_nccl_message(nccl) : "out of memory");
+  return ncs_fail(status, "%s: no NCCL is loaded (%s)", who,
+                  nccl ? ncclshim_nccl_message(nccl) : "out of memory");
 }
 
 /* NCCL's last error, copied, when the library has ncclGetLastError and it says something. */
@@ -35,7 +35,7 @@ static void error_string(ncclshim_nccl *nccl, ncclResult_t result, char *buf, si
 ncclshim_status ncclshim_nccl_check(ncclshim_nccl *nccl, ncclResult_t result, const char *call) {
   int code = (int)result;
   if (code == ncclSuccess || code == ncclInProgress) return NCCLSHIM_OK;
-  nccl = ncclshim_comm_resolve(nccl);
+  nccl = ncs_comm_resolve(nccl);
   if (call == NULL) call = "NCCL call";
   char what[512], last[1024];
   if (ncclshim_nccl_result_known(code)) {
@@ -47,9 +47,9 @@ ncclshim_status ncclshim_nccl_check(ncclshim_nccl *nccl, ncclResult_t result, co
   }
   last_error(nccl, last, sizeof(last));
   char hint[448]; /* comm_devapi.c: which versions meet in a device-API call */
-  ncclshim_devapi_hint(nccl, result, call, hint, sizeof(hint));
+  ncs_devapi_hint(nccl, result, call, hint, sizeof(hint));
   if (last[0] != '\0')
-    return ncclshim_fail_code(NCCLSHIM_NCCL_ERROR, code, "%s failed: %s; NCCL's last error: %s%s",
-                              call, what, last, hint);
-  return ncclshim_fail_code(NCCLSHIM_NCCL_ERROR, code, "%s failed: %s%s", call, what, hint);
+    return ncs_fail_code(NCCLSHIM_NCCL_ERROR, code, "%s failed: %s; NCCL's last error: %s%s", call,
+                         what, last, hint);
+  return ncs_fail_code(NCCLSHIM_NCCL_ERROR, code, "%s failed: %s%s", call, what, hint);
 }

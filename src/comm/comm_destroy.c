@@ -3,37 +3,36 @@
 
 static ncclshim_status refuse(ncclshim_comm *comm, ncclshim_comm_state state) {
   if (state == NCCLSHIM_COMM_ABORTING)
-    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT,
-                         "ncclshim_comm_destroy: an abort of this communicator is still running; "
-                         "ncclshim_comm_abort waits for it");
+    return ncs_fail(NCCLSHIM_INVALID_ARGUMENT,
+                    "ncclshim_comm_destroy: an abort of this communicator is still running; "
+                    "ncclshim_comm_abort waits for it");
   /* NCCL_ERROR whatever the failure was: destroy's TIMEOUT means "FINALIZING, call again",
    * which a FAILED communicator never is (the watchdog's deadline failures say TIMEOUT
    * elsewhere). */
-  ncclshim_comm_failed(comm, "ncclshim_comm_destroy");
+  ncs_comm_failed(comm, "ncclshim_comm_destroy");
   return NCCLSHIM_NCCL_ERROR;
 }
 
 /* An NCCL step of the teardown failed: the communicator is FAILED. */
 static ncclshim_status step_failed(ncclshim_comm *comm, ncclResult_t r, const char *call) {
-  return ncclshim_comm_note(comm, ncclshim_nccl_check(comm->nccl, r, call), r);
+  return ncs_comm_note(comm, ncclshim_nccl_check(comm->nccl, r, call), r);
 }
 
 ncclshim_status ncclshim_comm_destroy(ncclshim_comm *comm, int timeout_ms) {
   if (comm == NULL) return NCCLSHIM_OK;
   if (timeout_ms < 0)
-    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT,
-                         "ncclshim_comm_destroy: timeout %d ms is negative (no wait is unbounded)",
-                         timeout_ms);
-  int64_t deadline = ncclshim_deadline_ns(timeout_ms);
+    return ncs_fail(NCCLSHIM_INVALID_ARGUMENT,
+                    "ncclshim_comm_destroy: timeout %d ms is negative (no wait is unbounded)",
+                    timeout_ms);
+  int64_t deadline = ncs_deadline_ns(timeout_ms);
   const ncclshim_nccl_table *t = ncclshim_nccl_functions(comm->nccl);
   ncclshim_status status;
-  ncclshim_comm_state state = ncclshim_comm_get_state(comm);
+  ncclshim_comm_state state = ncs_comm_get_state(comm);
   if (state == NCCLSHIM_COMM_READY) ncclshim_comm_unwatch(comm); /* it cannot fail */
   if (state == NCCLSHIM_COMM_DESTROYED || state == NCCLSHIM_COMM_ABORTED) return NCCLSHIM_OK;
   if (state == NCCLSHIM_COMM_ABORTING || state == NCCLSHIM_COMM_FAILED) return refuse(comm, state);
   if (state == NCCLSHIM_COMM_INITIALIZING) {
-    if ((status = ncclshim_comm_wait_deadline(comm, deadline, timeout_ms)) != NCCLSHIM_OK)
-      return status;
+    if ((status = ncs_comm_wait_deadline(comm, deadline, timeout_ms)) != NCCLSHIM_OK) return status;
     state = NCCLSHIM_COMM_READY;
   }
   /* One communicator at a time, the same steps for each: NCCLSHIM_COMM_SPLIT_BLOCKING's child
@@ -44,10 +43,10 @@ ncclshim_status ncclshim_comm_destroy(ncclshim_comm *comm, int timeout_ms) {
         ncclshim_nccl_has_function(comm->nccl, NCCLSHIM_FN_ncclCommFinalize)) {
       ncclResult_t r = t->ncclCommFinalize(comm->comm);
       if (r != ncclSuccess && r != ncclInProgress) return step_failed(comm, r, "ncclCommFinalize");
-      ncclshim_comm_set_state(comm, state = NCCLSHIM_COMM_FINALIZING);
+      ncs_comm_set_state(comm, state = NCCLSHIM_COMM_FINALIZING);
     }
     if (state == NCCLSHIM_COMM_FINALIZING &&
-        (status = ncclshim_comm_wait_deadline(comm, deadline, timeout_ms)) != NCCLSHIM_OK)
+        (status = ncs_comm_wait_deadline(comm, deadline, timeout_ms)) != NCCLSHIM_OK)
       return status;
     ncclResult_t r = t->ncclCommDestroy(comm->comm);
     if (r != ncclSuccess) return step_failed(comm, r, "ncclCommDestroy");
@@ -58,7 +57,7 @@ ncclshim_status ncclshim_comm_destroy(ncclshim_comm *comm, int timeout_ms) {
     comm->state = state = NCCLSHIM_COMM_READY;
     pthread_mutex_unlock(&comm->lock);
   }
-  ncclshim_comm_set_state(comm, NCCLSHIM_COMM_DESTROYED);
-  ncclshim_symmem_release_orphans(comm); /* NCCL is done with them */
+  ncs_comm_set_state(comm, NCCLSHIM_COMM_DESTROYED);
+  ncs_symmem_release_orphans(comm); /* NCCL is done with them */
   return NCCLSHIM_OK;
 }

@@ -65,8 +65,8 @@ static int device_api_call(const char *call) {
   return 0;
 }
 
-void ncclshim_devapi_hint(ncclshim_nccl *nccl, ncclResult_t result, const char *call, char *buf,
-                          size_t size) {
+void ncs_devapi_hint(ncclshim_nccl *nccl, ncclResult_t result, const char *call, char *buf,
+                     size_t size) {
   buf[0] = '\0';
   if (result != ncclInvalidUsage || call == NULL || !device_api_call(call)) return;
   char text[384];

@@ -39,8 +39,8 @@ static ncclshim_status check_arguments(int nranks, const ncclUniqueId *id, int r
   else if (options->size < offsetof(ncclshim_comm_options, blocking) + sizeof(int))
     problem = "options->size is too small";
   if (problem == NULL) return NCCLSHIM_OK;
-  return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "ncclshim_comm_init: %s (rank %d of %d)", problem,
-                       rank, nranks);
+  return ncs_fail(NCCLSHIM_INVALID_ARGUMENT, "ncclshim_comm_init: %s (rank %d of %d)", problem,
+                  rank, nranks);
 }
 
 /* ncclCommInitRankConfig with `blocking` set, or ncclCommInitRank where there is no config. */
@@ -65,13 +65,13 @@ ncclshim_status ncclshim_comm_init(ncclshim_nccl *nccl, int nranks, const ncclUn
   if (options == NULL) options = &defaults;
   ncclshim_status status = check_arguments(nranks, id, rank, options, out);
   if (status != NCCLSHIM_OK) return status;
-  nccl = ncclshim_comm_resolve(nccl);
-  if ((status = ncclshim_comm_usable(nccl, "ncclshim_comm_init")) != NCCLSHIM_OK) return status;
+  nccl = ncs_comm_resolve(nccl);
+  if ((status = ncs_comm_usable(nccl, "ncclshim_comm_init")) != NCCLSHIM_OK) return status;
   int split = options->blocking == NCCLSHIM_COMM_SPLIT_BLOCKING;
   int blocking = options->blocking != NCCLSHIM_COMM_NONBLOCKING && !split;
   if (!blocking && !ncclshim_nccl_has(nccl, NCCLSHIM_CAP_NONBLOCKING_INIT)) {
     char need[16], have[16], why[256];
-    return ncclshim_fail(
+    return ncs_fail(
         NCCLSHIM_UNAVAILABLE,
         "ncclshim_comm_init: a non-blocking communicator needs NCCL >= %s (nonblocking-init); "
         "the loaded NCCL is %s (%s)",
@@ -82,28 +82,27 @@ ncclshim_status ncclshim_comm_init(ncclshim_nccl *nccl, int nranks, const ncclUn
   }
   if (split && !ncclshim_nccl_has(nccl, NCCLSHIM_CAP_SPLIT)) {
     char need[16], have[16];
-    return ncclshim_fail(NCCLSHIM_UNAVAILABLE,
-                         "ncclshim_comm_init: NCCLSHIM_COMM_SPLIT_BLOCKING needs ncclCommSplit "
-                         "(NCCL >= %s); the loaded NCCL "
-                         "is %s",
-                         ncclshim_format_version(ncclshim_capability_version(NCCLSHIM_CAP_SPLIT),
-                                                 need, sizeof(need)),
-                         ncclshim_format_version(ncclshim_nccl_version(nccl), have, sizeof(have)));
+    return ncs_fail(NCCLSHIM_UNAVAILABLE,
+                    "ncclshim_comm_init: NCCLSHIM_COMM_SPLIT_BLOCKING needs ncclCommSplit "
+                    "(NCCL >= %s); the loaded NCCL "
+                    "is %s",
+                    ncclshim_format_version(ncclshim_capability_version(NCCLSHIM_CAP_SPLIT), need,
+                                            sizeof(need)),
+                    ncclshim_format_version(ncclshim_nccl_version(nccl), have, sizeof(have)));
   }
   ncclshim_comm *comm = new_comm(nccl, rank, nranks);
-  if (comm == NULL)
-    return ncclshim_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_comm_init: out of memory");
+  if (comm == NULL) return ncs_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_comm_init: out of memory");
   ncclComm_t raw = NULL;
   const char *call = NULL;
   ncclResult_t r = start(nccl, &raw, nranks, id, rank, blocking, &call);
   if (r != ncclSuccess && r != ncclInProgress) {
     status = ncclshim_nccl_check(nccl, r, call);
   } else if (raw == NULL) {
-    status = ncclshim_fail(NCCLSHIM_NCCL_ERROR, "%s returned %s but no communicator", call,
-                           ncclshim_nccl_result_name(r));
+    status = ncs_fail(NCCLSHIM_NCCL_ERROR, "%s returned %s but no communicator", call,
+                      ncclshim_nccl_result_name(r));
   }
   if (status != NCCLSHIM_OK) {
-    ncclshim_comm_unref(comm);
+    ncs_comm_unref(comm);
     return status;
   }
   comm->comm = raw;

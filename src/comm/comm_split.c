@@ -4,8 +4,8 @@
  * the parent's ncclCommGetAsyncError, which the same deadline bounds. */
 #include "comm_internal.h"
 
-ncclshim_status ncclshim_comm_split_child(ncclshim_comm *comm, int64_t deadline_ns, int timeout_ms,
-                                          ncclResult_t *seen) {
+ncclshim_status ncs_comm_split_child(ncclshim_comm *comm, int64_t deadline_ns, int timeout_ms,
+                                     ncclResult_t *seen) {
   const ncclshim_nccl_table *t = ncclshim_nccl_functions(comm->nccl);
   if (!comm->split_started) {
     struct ncclshim_nccl_config config;
@@ -20,12 +20,12 @@ ncclshim_status ncclshim_comm_split_child(ncclshim_comm *comm, int64_t deadline_
     }
   }
   ncclshim_status status =
-      ncclshim_wait_until(comm->nccl, comm->comm, comm, deadline_ns, timeout_ms, seen);
+      ncs_wait_until(comm->nccl, comm->comm, comm, deadline_ns, timeout_ms, seen);
   if (status != NCCLSHIM_OK) return status;
   if (comm->child == NULL) {
     *seen = ncclInternalError;
-    return ncclshim_fail(NCCLSHIM_NCCL_ERROR,
-                         "ncclCommSplit (into a blocking child) finished without a communicator");
+    return ncs_fail(NCCLSHIM_NCCL_ERROR,
+                    "ncclCommSplit (into a blocking child) finished without a communicator");
   }
   pthread_mutex_lock(&comm->lock);
   comm->parent = comm->comm;

@@ -13,9 +13,9 @@ const char *ncclshim_comm_state_name(ncclshim_comm_state state) {
                                                                         : "unknown";
 }
 
-void ncclshim_comm_ref(ncclshim_comm *comm) { atomic_fetch_add(&comm->refs, 1); }
+void ncs_comm_ref(ncclshim_comm *comm) { atomic_fetch_add(&comm->refs, 1); }
 
-void ncclshim_comm_unref(ncclshim_comm *comm) {
+void ncs_comm_unref(ncclshim_comm *comm) {
   if (atomic_fetch_sub(&comm->refs, 1) != 1) return;
   pthread_cond_destroy(&comm->abort_returned);
   pthread_mutex_destroy(&comm->lock);
@@ -23,24 +23,24 @@ void ncclshim_comm_unref(ncclshim_comm *comm) {
 }
 
 void ncclshim_comm_free(ncclshim_comm *comm) {
-  if (comm != NULL) ncclshim_comm_unref(comm);
+  if (comm != NULL) ncs_comm_unref(comm);
 }
 
-ncclshim_comm_state ncclshim_comm_get_state(ncclshim_comm *comm) {
+ncclshim_comm_state ncs_comm_get_state(ncclshim_comm *comm) {
   pthread_mutex_lock(&comm->lock);
   ncclshim_comm_state state = comm->state;
   pthread_mutex_unlock(&comm->lock);
   return state;
 }
 
-void ncclshim_comm_set_state(ncclshim_comm *comm, ncclshim_comm_state state) {
+void ncs_comm_set_state(ncclshim_comm *comm, ncclshim_comm_state state) {
   pthread_mutex_lock(&comm->lock);
   comm->state = state;
   pthread_mutex_unlock(&comm->lock);
 }
 
 ncclshim_comm_state ncclshim_comm_state_of(const ncclshim_comm *comm) {
-  return comm != NULL ? ncclshim_comm_get_state((ncclshim_comm *)comm) : NCCLSHIM_COMM_DESTROYED;
+  return comm != NULL ? ncs_comm_get_state((ncclshim_comm *)comm) : NCCLSHIM_COMM_DESTROYED;
 }
 
 ncclComm_t ncclshim_comm_raw(const ncclshim_comm *comm) {
@@ -55,7 +55,7 @@ int ncclshim_comm_rank(const ncclshim_comm *comm) { return comm != NULL ? comm->
 
 int ncclshim_comm_size(const ncclshim_comm *comm) { return comm != NULL ? comm->nranks : -1; }
 
-ncclshim_status ncclshim_comm_note(ncclshim_comm *comm, ncclshim_status status, ncclResult_t seen) {
+ncclshim_status ncs_comm_note(ncclshim_comm *comm, ncclshim_status status, ncclResult_t seen) {
   pthread_mutex_lock(&comm->lock);
   if (status == NCCLSHIM_OK && comm->state == NCCLSHIM_COMM_INITIALIZING) {
     comm->state = NCCLSHIM_COMM_READY;
@@ -76,20 +76,20 @@ static const char *what_now(int abort_started, int abort_done) {
   return "only ncclshim_comm_abort can release it";
 }
 
-ncclshim_status ncclshim_comm_failed(ncclshim_comm *comm, const char *who) {
+ncclshim_status ncs_comm_failed(ncclshim_comm *comm, const char *who) {
   pthread_mutex_lock(&comm->lock);
   ncclResult_t failure = comm->failure;
   const char *next = what_now(comm->abort_started, comm->abort_done);
   pthread_mutex_unlock(&comm->lock);
   if (atomic_load(&comm->failed_by_watchdog))
-    return ncclshim_fail(comm->failed_status,
-                         "%s: the watchdog failed communicator rank %d of %d: %s; %s", who,
-                         comm->rank, comm->nranks, comm->reason, next);
-  return ncclshim_fail(
-      NCCLSHIM_NCCL_ERROR, "%s: the communicator (rank %d of %d) failed earlier with %s (%d); %s",
-      who, comm->rank, comm->nranks, ncclshim_nccl_result_name(failure), (int)failure, next);
+    return ncs_fail(comm->failed_status,
+                    "%s: the watchdog failed communicator rank %d of %d: %s; %s", who, comm->rank,
+                    comm->nranks, comm->reason, next);
+  return ncs_fail(NCCLSHIM_NCCL_ERROR,
+                  "%s: the communicator (rank %d of %d) failed earlier with %s (%d); %s", who,
+                  comm->rank, comm->nranks, ncclshim_nccl_result_name(failure), (int)failure, next);
 }
 
-void ncclshim_comm_note_windows(ncclshim_comm *comm, int registered) {
+void ncs_comm_note_windows(ncclshim_comm *comm, int registered) {
   atomic_store(&comm->windows, registered ? 1 : 2);
 }

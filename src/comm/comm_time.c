@@ -29,7 +29,7 @@ enum {
 /* Between back-to-back polls: the CPU's spin-wait hint. A sched_yield after every poll cost
  * tens of microseconds whenever another thread (NCCL's proxy) was ready on the same core, so
  * the core is only given up every YIELD_EVERY polls, in case a thread there needs it. */
-static void relax(ncclshim_backoff *backoff) {
+static void relax(ncs_backoff *backoff) {
   if (++backoff->polls % YIELD_EVERY == 0) {
     sched_yield();
     return;
@@ -53,23 +53,21 @@ static void read_spin_limit(void) {
   if (*end == '\0' && us >= 0 && us <= INT64_MAX / 1000) spin_limit_ns = (int64_t)us * 1000;
 }
 
-int64_t ncclshim_now_ns(void) {
+int64_t ncs_now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-int64_t ncclshim_deadline_ns(int timeout_ms) {
-  return ncclshim_now_ns() + (int64_t)timeout_ms * 1000000;
-}
+int64_t ncs_deadline_ns(int timeout_ms) { return ncs_now_ns() + (int64_t)timeout_ms * 1000000; }
 
-ncclshim_backoff ncclshim_backoff_start(int64_t deadline_ns) {
+ncs_backoff ncs_backoff_start(int64_t deadline_ns) {
   pthread_once(&spin_once, read_spin_limit);
-  ncclshim_backoff backoff = {deadline_ns, ncclshim_now_ns(), FIRST_LATENESS_NS, spin_limit_ns, 0};
+  ncs_backoff backoff = {deadline_ns, ncs_now_ns(), FIRST_LATENESS_NS, spin_limit_ns, 0};
   return backoff;
 }
 
-int64_t ncclshim_backoff_step_ns(const ncclshim_backoff *backoff, int64_t now) {
+int64_t ncs_backoff_step_ns(const ncs_backoff *backoff, int64_t now) {
   int64_t waited = now - backoff->start_ns;
   int64_t step = waited / WAIT_FRACTION - backoff->lateness_ns;
   if (waited >= backoff->spin_limit_ns && step < SHORTEST_SLEEP_NS)
@@ -78,11 +76,11 @@ int64_t ncclshim_backoff_step_ns(const ncclshim_backoff *backoff, int64_t now) {
   return step < LONGEST_SLEEP_NS ? step : LONGEST_SLEEP_NS;
 }
 
-int ncclshim_backoff_sleep(ncclshim_backoff *backoff) {
-  int64_t now = ncclshim_now_ns();
+int ncs_backoff_sleep(ncs_backoff *backoff) {
+  int64_t now = ncs_now_ns();
   int64_t left = backoff->deadline_ns - now;
   if (left <= 0) return 0;
-  int64_t step = ncclshim_backoff_step_ns(backoff, now);
+  int64_t step = ncs_backoff_step_ns(backoff, now);
   if (step == 0) {
     relax(backoff);
     return 1;
@@ -92,7 +90,7 @@ int ncclshim_backoff_sleep(ncclshim_backoff *backoff) {
   while (nanosleep(&ts, &ts) != 0) {
   } /* a signal cut it short: sleep the rest */
   /* Learn how late sleeps come back: the latest lateness counts half. */
-  int64_t late = ncclshim_now_ns() - now - step;
+  int64_t late = ncs_now_ns() - now - step;
   if (late < 0) late = 0;
   backoff->lateness_ns = (backoff->lateness_ns + late) / 2;
   return 1;

@@ -9,13 +9,13 @@ const char *ncclshim_comm_failure(const ncclshim_comm *comm) {
   return comm->reason;
 }
 
-int ncclshim_cuda_capture_answer(ncclshim_cu_result r) {
+int ncs_cuda_capture_answer(ncclshim_cu_result r) {
   return (r >= NCCLSHIM_CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED &&
           r <= NCCLSHIM_CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD) ||
          r == NCCLSHIM_CUDA_ERROR_INVALID_VALUE;
 }
 
-int ncclshim_stream_capturing(const ncclshim_cuda *cuda, CUstream stream, ncclshim_cu_result *r) {
+int ncs_stream_capturing(const ncclshim_cuda *cuda, CUstream stream, ncclshim_cu_result *r) {
   ncclshim_cu_stream_capture_status capture = NCCLSHIM_CU_STREAM_CAPTURE_STATUS_NONE;
   *r = ncclshim_cuda_functions(cuda)->cuStreamIsCapturing(stream, &capture);
   if (*r == NCCLSHIM_CUDA_SUCCESS) return capture != NCCLSHIM_CU_STREAM_CAPTURE_STATUS_NONE;
@@ -24,26 +24,26 @@ int ncclshim_stream_capturing(const ncclshim_cuda *cuda, CUstream stream, ncclsh
   return -1;
 }
 
-void ncclshim_watchdog_unref(ncclshim_watchdog *dog) {
+void ncs_watchdog_unref(ncclshim_watchdog *dog) {
   if (atomic_fetch_sub(&dog->refs, 1) != 1) return;
   pthread_cond_destroy(&dog->wake);
   pthread_mutex_destroy(&dog->lock);
   free(dog);
 }
 
-void ncclshim_watch_ref(ncclshim_watch *watch) { atomic_fetch_add(&watch->refs, 1); }
+void ncs_watch_ref(ncs_watch *watch) { atomic_fetch_add(&watch->refs, 1); }
 
-void ncclshim_watch_unref(ncclshim_watch *watch) {
+void ncs_watch_unref(ncs_watch *watch) {
   if (atomic_fetch_sub(&watch->refs, 1) != 1) return;
   const ncclshim_cuda_table *t = ncclshim_cuda_functions(watch->cuda);
   for (int i = 0; i < NCCLSHIM_WATCH_EVENTS; i++)
     if (watch->slots[i].event != NULL) t->cuEventDestroy(watch->slots[i].event);
-  ncclshim_comm_unref(watch->comm);
-  ncclshim_watchdog_unref(watch->dog);
+  ncs_comm_unref(watch->comm);
+  ncs_watchdog_unref(watch->dog);
   free(watch);
 }
 
-static ncclshim_status make_events(ncclshim_watch *watch) {
+static ncclshim_status make_events(ncs_watch *watch) {
   for (int i = 0; i < NCCLSHIM_WATCH_EVENTS; i++) {
     ncclshim_status status = ncclshim_cuda_event_create(
         watch->cuda, NCCLSHIM_CU_EVENT_DISABLE_TIMING, &watch->slots[i].event);
@@ -62,19 +62,19 @@ ncclshim_status ncclshim_comm_watch(ncclshim_comm *comm, ncclshim_watchdog *dog,
     problem = comm == NULL ? "comm is NULL" : "the watchdog is NULL";
   else if (timeout_ms < 1)
     problem = "the timeout is below 1 ms";
-  else if (ncclshim_comm_get_state(comm) != NCCLSHIM_COMM_READY)
+  else if (ncs_comm_get_state(comm) != NCCLSHIM_COMM_READY)
     problem = "the communicator is not ready (watch it once its init is done)";
   else if (atomic_load(&comm->watch) != NULL)
     problem = "the communicator is watched already";
   if (problem != NULL)
-    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "ncclshim_comm_watch: %s (timeout %d ms)",
-                         problem, timeout_ms);
-  ncclshim_watch *watch = calloc(1, sizeof(*watch));
+    return ncs_fail(NCCLSHIM_INVALID_ARGUMENT, "ncclshim_comm_watch: %s (timeout %d ms)", problem,
+                    timeout_ms);
+  ncs_watch *watch = calloc(1, sizeof(*watch));
   if (watch == NULL) {
     free(watch);
-    return ncclshim_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_comm_watch: out of memory");
+    return ncs_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_comm_watch: out of memory");
   }
-  ncclshim_comm_ref(comm);
+  ncs_comm_ref(comm);
   atomic_fetch_add(&dog->refs, 1);
   atomic_init(&watch->refs, 1);
   watch->comm = comm;
@@ -88,17 +88,17 @@ ncclshim_status ncclshim_comm_watch(ncclshim_comm *comm, ncclshim_watchdog *dog,
   ncclshim_status status = ncclshim_cuda_status(dog->cuda);
   if (status == NCCLSHIM_OK &&
       ncclshim_cuda_functions(dog->cuda)->cuCtxGetCurrent(&watch->context) != 0)
-    status = ncclshim_fail(NCCLSHIM_CUDA_ERROR, "ncclshim_comm_watch: cuCtxGetCurrent failed");
+    status = ncs_fail(NCCLSHIM_CUDA_ERROR, "ncclshim_comm_watch: cuCtxGetCurrent failed");
   if (status == NCCLSHIM_OK) status = make_events(watch);
   if (status != NCCLSHIM_OK) {
-    ncclshim_watch_unref(watch);
+    ncs_watch_unref(watch);
     return status;
   }
   pthread_mutex_lock(&links);
-  ncclshim_watch *expected = NULL;
+  ncs_watch *expected = NULL;
   int linked = atomic_compare_exchange_strong(&comm->watch, &expected, watch);
   if (linked) {
-    ncclshim_watch_ref(watch); /* the list's */
+    ncs_watch_ref(watch); /* the list's */
     pthread_mutex_lock(&dog->lock);
     watch->next = dog->watches;
     dog->watches = watch;
@@ -107,38 +107,38 @@ ncclshim_status ncclshim_comm_watch(ncclshim_comm *comm, ncclshim_watchdog *dog,
   }
   pthread_mutex_unlock(&links);
   if (!linked) { /* another thread watched it meanwhile */
-    ncclshim_watch_unref(watch);
-    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT,
-                         "ncclshim_comm_watch: the communicator is watched already (timeout %d ms)",
-                         timeout_ms);
+    ncs_watch_unref(watch);
+    return ncs_fail(NCCLSHIM_INVALID_ARGUMENT,
+                    "ncclshim_comm_watch: the communicator is watched already (timeout %d ms)",
+                    timeout_ms);
   }
   return NCCLSHIM_OK;
 }
 
-ncclshim_watch *ncclshim_watch_unlink(ncclshim_comm *comm, ncclshim_watch *only) {
+ncs_watch *ncs_watch_unlink(ncclshim_comm *comm, ncs_watch *only) {
   pthread_mutex_lock(&links);
   uintptr_t bits = (uintptr_t)atomic_load(&comm->watch);
-  ncclshim_watch *watch = (ncclshim_watch *)(bits & ~WATCH_PINNED);
+  ncs_watch *watch = (ncs_watch *)(bits & ~WATCH_PINNED);
   if (watch == NULL || (only != NULL && watch != only)) {
     pthread_mutex_unlock(&links);
     return NULL;
   }
   /* Alive: the link's reference goes only once the link is cleared, below. */
-  ncclshim_watch_ref(watch);
+  ncs_watch_ref(watch);
   bits = (uintptr_t)atomic_exchange(&comm->watch, NULL);
   pthread_mutex_unlock(&links);
   atomic_store(&watch->unwatched, 1);
-  if (!(bits & WATCH_PINNED)) ncclshim_watch_unref(watch); /* else the pinning thread drops it */
+  if (!(bits & WATCH_PINNED)) ncs_watch_unref(watch); /* else the pinning thread drops it */
   return watch;
 }
 
 /* Take the watch off its watchdog's list; 1 when it was there (its reference is the
  * caller's to drop). */
-static int unlist(ncclshim_watch *watch) {
+static int unlist(ncs_watch *watch) {
   ncclshim_watchdog *dog = watch->dog;
   int found = 0;
   pthread_mutex_lock(&dog->lock);
-  for (ncclshim_watch **p = &dog->watches; *p != NULL; p = &(*p)->next) {
+  for (ncs_watch **p = &dog->watches; *p != NULL; p = &(*p)->next) {
     if (*p == watch) {
       *p = watch->next;
       dog->nwatches--;
@@ -151,23 +151,22 @@ static int unlist(ncclshim_watch *watch) {
 }
 
 ncclshim_status ncclshim_comm_unwatch(ncclshim_comm *comm) {
-  ncclshim_watch *watch = comm != NULL ? ncclshim_watch_unlink(comm, NULL) : NULL;
+  ncs_watch *watch = comm != NULL ? ncs_watch_unlink(comm, NULL) : NULL;
   if (watch == NULL) return NCCLSHIM_OK;
-  if (unlist(watch)) ncclshim_watch_unref(watch);
-  ncclshim_watch_unref(watch);
+  if (unlist(watch)) ncs_watch_unref(watch);
+  ncs_watch_unref(watch);
   return NCCLSHIM_OK;
 }
 
-ncclshim_watch_slot *ncclshim_watch_reserve(ncclshim_watch *w, const ncclshim_watch_ops *ops) {
-  ncclshim_watch_slot *slot = ncclshim_watch_slot_at(w, w->outstanding++);
+ncs_watch_slot *ncs_watch_reserve(ncs_watch *w, const ncs_watch_ops *ops) {
+  ncs_watch_slot *slot = ncs_watch_slot_at(w, w->outstanding++);
   slot->state = SLOT_RESERVED;
   slot->ops = *ops;
   w->newest_stream = ops->stream;
   return slot;
 }
 
-void ncclshim_watch_publish(ncclshim_watch *w, ncclshim_watch_slot *slot, ncclshim_cu_result r,
-                            int catch_up) {
+void ncs_watch_publish(ncs_watch *w, ncs_watch_slot *slot, ncclshim_cu_result r, int catch_up) {
   watch_lock(w);
   slot->state = r == 0 ? SLOT_PUBLISHED : SLOT_VOID;
   if (r == 0) {

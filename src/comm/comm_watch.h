@@ -26,7 +26,7 @@ enum { NCCLSHIM_WATCH_EVENTS = 256 };
 #define WATCH_PINNED ((uintptr_t)1) /* the low bit of comm->watch: a record is using it */
 
 /* Operations that one event covers, described by the first (the oldest not known done). */
-typedef struct ncclshim_watch_ops {
+typedef struct ncs_watch_ops {
   CUstream stream;
   const char *call; /* NULL: a graph replay, named by label */
   char label[NCCLSHIM_WATCH_LABEL_MAX + 1];
@@ -35,17 +35,17 @@ typedef struct ncclshim_watch_ops {
   uint64_t first_seq, last_seq;
   uint64_t n;       /* operations covered */
   int64_t start_ns; /* when the first was recorded (or its clock restarted) */
-} ncclshim_watch_ops;
+} ncs_watch_ops;
 
 enum { SLOT_RESERVED = 1, SLOT_PUBLISHED, SLOT_VOID }; /* VOID: its record failed */
 
-typedef struct ncclshim_watch_slot {
+typedef struct ncs_watch_slot {
   CUevent event;
   int state;
-  ncclshim_watch_ops ops;
-} ncclshim_watch_slot;
+  ncs_watch_ops ops;
+} ncs_watch_slot;
 
-typedef struct ncclshim_watch {
+typedef struct ncs_watch {
   atomic_int refs;
   atomic_int unwatched;
   ncclshim_comm *comm; /* holds a reference */
@@ -54,16 +54,16 @@ typedef struct ncclshim_watch {
   int64_t timeout_ns;
   int64_t close_ns; /* a pass closes a group of operations that spans this (comm_watch.c) */
   CUcontext context;
-  struct ncclshim_watch *next;  /* the watchdog's list, under its lock */
+  struct ncs_watch *next;       /* the watchdog's list, under its lock */
   atomic_int lock;              /* guards everything below: watch_lock */
   unsigned oldest, outstanding; /* slots reserved or published, oldest first */
   CUstream newest_stream;       /* of the newest slot */
   uint64_t seq;
-  ncclshim_watch_ops waiting; /* operations waiting for an event (waiting.n of them) */
-  uint64_t closed_seq;        /* waiting.first_seq of a group a pass closed: no more join it */
+  ncs_watch_ops waiting; /* operations waiting for an event (waiting.n of them) */
+  uint64_t closed_seq;   /* waiting.first_seq of a group a pass closed: no more join it */
   ncclshim_watch_counts counts;
-  ncclshim_watch_slot slots[NCCLSHIM_WATCH_EVENTS];
-} ncclshim_watch;
+  ncs_watch_slot slots[NCCLSHIM_WATCH_EVENTS];
+} ncs_watch;
 
 struct ncclshim_watchdog {
   pthread_t thread;
@@ -75,56 +75,55 @@ struct ncclshim_watchdog {
   const ncclshim_cuda *cuda;
   ncclshim_watchdog_callback on_failure;
   void *user;
-  ncclshim_watch *watches;
+  ncs_watch *watches;
   size_t nwatches;
 };
 
 /* Clear comm->watch when it links `only` (any watch: NULL) and drop the link's reference,
  * or leave it to the thread that pins it; the watch it linked, with a reference for the
  * caller, or NULL. */
-ncclshim_watch *ncclshim_watch_unlink(ncclshim_comm *comm, ncclshim_watch *only);
-void ncclshim_watch_ref(ncclshim_watch *watch);
+ncs_watch *ncs_watch_unlink(ncclshim_comm *comm, ncs_watch *only);
+void ncs_watch_ref(ncs_watch *watch);
 /* Drop a reference; the last destroys the events and frees the watch. */
-void ncclshim_watch_unref(ncclshim_watch *watch);
-void ncclshim_watchdog_unref(ncclshim_watchdog *dog);
+void ncs_watch_unref(ncs_watch *watch);
+void ncs_watchdog_unref(ncclshim_watchdog *dog);
 
 /* w->lock: briefly held, it costs a record one atomic exchange and a plain store, where a
  * mutex costs two atomic operations and two calls. A waiter yields the processor, in case
  * the holder was descheduled. */
-static inline void watch_lock(ncclshim_watch *w) {
+static inline void watch_lock(ncs_watch *w) {
   while (atomic_exchange_explicit(&w->lock, 1, memory_order_acquire) != 0)
     while (atomic_load_explicit(&w->lock, memory_order_relaxed) != 0) sched_yield();
 }
-static inline void watch_unlock(ncclshim_watch *w) {
+static inline void watch_unlock(ncs_watch *w) {
   atomic_store_explicit(&w->lock, 0, memory_order_release);
 }
 
 /* The slot `i` places after the oldest; under the lock. */
-static inline ncclshim_watch_slot *ncclshim_watch_slot_at(ncclshim_watch *w, unsigned i) {
+static inline ncs_watch_slot *ncs_watch_slot_at(ncs_watch *w, unsigned i) {
   return &w->slots[(w->oldest + i) % NCCLSHIM_WATCH_EVENTS];
 }
 /* Reserve the next slot for `ops` (the lock held, a slot free): the caller records its event
- * without the lock, then calls ncclshim_watch_publish. */
-ncclshim_watch_slot *ncclshim_watch_reserve(ncclshim_watch *w, const ncclshim_watch_ops *ops);
+ * without the lock, then calls ncs_watch_publish. */
+ncs_watch_slot *ncs_watch_reserve(ncs_watch *w, const ncs_watch_ops *ops);
 /* The lock not held: publish the slot (result 0) or void it; counts the event. */
-void ncclshim_watch_publish(ncclshim_watch *w, ncclshim_watch_slot *slot, ncclshim_cu_result r,
-                            int catch_up);
+void ncs_watch_publish(ncs_watch *w, ncs_watch_slot *slot, ncclshim_cu_result r, int catch_up);
 
 /* 1 when a driver answer concerns a stream capture, never a failure: 900 .. 908, and
  * CUDA_ERROR_INVALID_VALUE, which a query of an event recorded in a capture can give. */
-int ncclshim_cuda_capture_answer(ncclshim_cu_result r);
+int ncs_cuda_capture_answer(ncclshim_cu_result r);
 /* Is `stream` capturing? 0 no, 1 yes (or the legacy stream during a capture), -1 with *r
  * set when the driver could not tell. */
-int ncclshim_stream_capturing(const ncclshim_cuda *cuda, CUstream stream, ncclshim_cu_result *r);
+int ncs_stream_capturing(const ncclshim_cuda *cuda, CUstream stream, ncclshim_cu_result *r);
 
 /* One look at a watch on the watchdog's thread (comm_watch_pass.c): retire finished events,
  * catch up the operations left waiting, check the deadline and NCCL's error. 1 with the
  * failure written into status/code/text when the communicator must be failed. */
-typedef struct ncclshim_watch_verdict {
+typedef struct ncs_watch_verdict {
   ncclshim_status status; /* TIMEOUT, NCCL_ERROR or CUDA_ERROR */
   ncclResult_t code;
   char text[640];
-} ncclshim_watch_verdict;
-int ncclshim_watch_inspect(ncclshim_watch *w, CUcontext *current, ncclshim_watch_verdict *v);
+} ncs_watch_verdict;
+int ncs_watch_inspect(ncs_watch *w, CUcontext *current, ncs_watch_verdict *v);
 
 #endif

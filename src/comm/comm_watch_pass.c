@@ -7,7 +7,7 @@
 
 #include "comm_watch.h"
 
-static void describe(const ncclshim_watch_ops *ops, int64_t now, char *buf, size_t size) {
+static void describe(const ncs_watch_ops *ops, int64_t now, char *buf, size_t size) {
   long long ran = (long long)((now - ops->start_ns) / 1000000);
   int n;
   if (ops->call == NULL)
@@ -25,12 +25,12 @@ static void describe(const ncclshim_watch_ops *ops, int64_t now, char *buf, size
 
 /* Give a slot's operations back to the waiting ones (its event stands for a capture, not
  * for work): the next catch-up records them again. Under the lock. */
-static void requeue(ncclshim_watch *w, ncclshim_watch_slot *slot, int64_t now) {
+static void requeue(ncs_watch *w, ncs_watch_slot *slot, int64_t now) {
   slot->ops.start_ns = now; /* a capture answer restarts the clock */
   if (w->waiting.n == 0) {
     w->waiting = slot->ops;
   } else if (w->waiting.stream == slot->ops.stream) { /* they come first */
-    ncclshim_watch_ops both = slot->ops;
+    ncs_watch_ops both = slot->ops;
     both.last_seq = w->waiting.last_seq;
     both.n += w->waiting.n;
     w->waiting = both;
@@ -41,12 +41,12 @@ static void requeue(ncclshim_watch *w, ncclshim_watch_slot *slot, int64_t now) {
 }
 
 /* Retire the oldest slots whose events fired. -1 with *v filled when a query failed. */
-static int retire(ncclshim_watch *w, ncclshim_watch_verdict *v, int64_t now) {
+static int retire(ncs_watch *w, ncs_watch_verdict *v, int64_t now) {
   const ncclshim_cuda_table *t = ncclshim_cuda_functions(w->cuda);
   watch_lock(w);
   int found = 0;
   while (w->outstanding > 0) {
-    ncclshim_watch_slot *slot = ncclshim_watch_slot_at(w, 0);
+    ncs_watch_slot *slot = ncs_watch_slot_at(w, 0);
     if (slot->state == SLOT_RESERVED) break; /* its record is in progress */
     ncclshim_cu_result r = 0;
     if (slot->state == SLOT_PUBLISHED) {
@@ -55,7 +55,7 @@ static int retire(ncclshim_watch *w, ncclshim_watch_verdict *v, int64_t now) {
       r = t->cuEventQuery(event); /* only this thread retires: the slot stays ours */
       watch_lock(w);
       if (r == NCCLSHIM_CUDA_ERROR_NOT_READY) break;
-      if (ncclshim_cuda_capture_answer(r)) {
+      if (ncs_cuda_capture_answer(r)) {
         requeue(w, slot, now);
         r = 0;
       } else if (r == 0) {
@@ -80,16 +80,16 @@ static int retire(ncclshim_watch *w, ncclshim_watch_verdict *v, int64_t now) {
 }
 
 /* Does an outstanding slot hold work of `stream`? Under the lock. */
-static int stream_outstanding(ncclshim_watch *w, CUstream stream) {
+static int stream_outstanding(ncs_watch *w, CUstream stream) {
   for (unsigned i = 0; i < w->outstanding; i++)
-    if (ncclshim_watch_slot_at(w, i)->ops.stream == stream) return 1;
+    if (ncs_watch_slot_at(w, i)->ops.stream == stream) return 1;
   return 0;
 }
 
 /* Operations wait for an event and none of their stream is outstanding: nothing will
  * follow them unless the watchdog records one, on their stream, which must not be
  * capturing. */
-static void catch_up(ncclshim_watch *w, int64_t now) {
+static void catch_up(ncs_watch *w, int64_t now) {
   watch_lock(w);
   /* Close a group that spans close_ns: the next record records an event (records read no
    * clock to find this out). */
@@ -102,10 +102,10 @@ static void catch_up(ncclshim_watch *w, int64_t now) {
   watch_unlock(w);
   if (!due) return;
   ncclshim_cu_result r = 0;
-  int capturing = ncclshim_stream_capturing(w->cuda, stream, &r);
+  int capturing = ncs_stream_capturing(w->cuda, stream, &r);
   watch_lock(w);
   int same = w->waiting.n > 0 && w->waiting.first_seq == first && w->waiting.stream == stream;
-  if (same && capturing > 0) w->waiting.start_ns = ncclshim_now_ns(); /* held while it captures */
+  if (same && capturing > 0) w->waiting.start_ns = ncs_now_ns(); /* held while it captures */
   if (same && capturing < 0) { /* the driver cannot tell (a stream destroyed): not watched */
     w->counts.outstanding -= w->waiting.n;
     w->waiting.n = 0;
@@ -115,24 +115,24 @@ static void catch_up(ncclshim_watch *w, int64_t now) {
     watch_unlock(w);
     return;
   }
-  ncclshim_watch_slot *slot = ncclshim_watch_reserve(w, &w->waiting);
+  ncs_watch_slot *slot = ncs_watch_reserve(w, &w->waiting);
   w->waiting.n = 0;
   watch_unlock(w);
   r = ncclshim_cuda_functions(w->cuda)->cuEventRecord(slot->event, stream);
   if (r != 0) { /* the stream may be gone: those operations are no longer watched */
-    ncclshim_watch_publish(w, slot, r, 1);
+    ncs_watch_publish(w, slot, r, 1);
     return;
   }
   /* A capture begun between the check and the record may hold the event: then its query
    * answers a capture error, which requeues them. */
-  ncclshim_watch_publish(w, slot, 0, 1);
+  ncs_watch_publish(w, slot, 0, 1);
 }
 
 /* The oldest operations not known done (the oldest slot's, or those waiting for an event
  * if they began earlier): 1 with *oldest filled, 0 when none. */
-static int oldest_running(ncclshim_watch *w, ncclshim_watch_ops *oldest) {
+static int oldest_running(ncs_watch *w, ncs_watch_ops *oldest) {
   watch_lock(w);
-  const ncclshim_watch_ops *first = w->outstanding > 0 ? &ncclshim_watch_slot_at(w, 0)->ops : NULL;
+  const ncs_watch_ops *first = w->outstanding > 0 ? &ncs_watch_slot_at(w, 0)->ops : NULL;
   if (w->waiting.n > 0 && (first == NULL || w->waiting.start_ns < first->start_ns))
     first = &w->waiting;
   if (first != NULL) *oldest = *first;
@@ -140,15 +140,15 @@ static int oldest_running(ncclshim_watch *w, ncclshim_watch_ops *oldest) {
   return first != NULL;
 }
 
-int ncclshim_watch_inspect(ncclshim_watch *w, CUcontext *current, ncclshim_watch_verdict *v) {
+int ncs_watch_inspect(ncs_watch *w, CUcontext *current, ncs_watch_verdict *v) {
   ncclshim_comm *comm = w->comm;
-  if (atomic_load(&w->unwatched) || ncclshim_comm_get_state(comm) != NCCLSHIM_COMM_READY) return 0;
+  if (atomic_load(&w->unwatched) || ncs_comm_get_state(comm) != NCCLSHIM_COMM_READY) return 0;
   if (*current != w->context && ncclshim_cuda_functions(w->cuda)->cuCtxSetCurrent(w->context) == 0)
     *current = w->context;
-  int64_t now = ncclshim_now_ns();
+  int64_t now = ncs_now_ns();
   if (retire(w, v, now) < 0) return 1;
   catch_up(w, now);
-  ncclshim_watch_ops oldest;
+  ncs_watch_ops oldest;
   int running = oldest_running(w, &oldest);
   char what[256] = "no recorded operation outstanding";
   if (running) describe(&oldest, now, what, sizeof(what));

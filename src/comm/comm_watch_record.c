@@ -9,30 +9,30 @@
 
 /* Pin the communicator's watch for this call: NULL with the status when it has none, or
  * another thread holds the pin. */
-static ncclshim_watch *pin(ncclshim_comm *comm, const char *who, ncclshim_status *status) {
-  ncclshim_watch *link = atomic_load(&comm->watch);
+static ncs_watch *pin(ncclshim_comm *comm, const char *who, ncclshim_status *status) {
+  ncs_watch *link = atomic_load(&comm->watch);
   for (;;) {
     if (link == NULL || ((uintptr_t)link & WATCH_PINNED)) {
-      *status = ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: the communicator (rank %d of %d) %s",
-                              who, comm->rank, comm->nranks,
-                              link == NULL ? "is not watched (ncclshim_comm_watch)"
-                                           : "is recorded on by another thread at the same time");
+      *status = ncs_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: the communicator (rank %d of %d) %s", who,
+                         comm->rank, comm->nranks,
+                         link == NULL ? "is not watched (ncclshim_comm_watch)"
+                                      : "is recorded on by another thread at the same time");
       return NULL;
     }
-    ncclshim_watch *pinned = (ncclshim_watch *)((uintptr_t)link | WATCH_PINNED);
+    ncs_watch *pinned = (ncs_watch *)((uintptr_t)link | WATCH_PINNED);
     if (atomic_compare_exchange_weak(&comm->watch, &link, pinned)) return link;
   }
 }
 
-static void unpin(ncclshim_comm *comm, ncclshim_watch *watch) {
-  ncclshim_watch *expected = (ncclshim_watch *)((uintptr_t)watch | WATCH_PINNED);
+static void unpin(ncclshim_comm *comm, ncs_watch *watch) {
+  ncs_watch *expected = (ncs_watch *)((uintptr_t)watch | WATCH_PINNED);
   if (!atomic_compare_exchange_strong(&comm->watch, &expected, watch))
-    ncclshim_watch_unref(watch); /* unwatched meanwhile: the link's reference was left to us */
+    ncs_watch_unref(watch); /* unwatched meanwhile: the link's reference was left to us */
 }
 
 /* May this operation wait for a later event? Under the lock. No clock is read here: the
  * watchdog's pass closes a waiting group whose span reached close_ns (comm_watch_pass.c). */
-static int can_share(const ncclshim_watch *w, CUstream stream) {
+static int can_share(const ncs_watch *w, CUstream stream) {
   /* The per-thread default stream names another stream on the watchdog's thread: a catch-up
    * there would cover nothing. */
   if (stream == NCCLSHIM_CU_STREAM_PER_THREAD) return 0;
@@ -42,7 +42,7 @@ static int can_share(const ncclshim_watch *w, CUstream stream) {
   return w->waiting.n == 0 || w->closed_seq != w->waiting.first_seq;
 }
 
-static void describe_op(ncclshim_watch_ops *ops, CUstream stream, const char *call, size_t count,
+static void describe_op(ncs_watch_ops *ops, CUstream stream, const char *call, size_t count,
                         int type, uint64_t seq, int64_t now) {
   ops->stream = stream;
   ops->call = call;
@@ -54,7 +54,7 @@ static void describe_op(ncclshim_watch_ops *ops, CUstream stream, const char *ca
 }
 
 /* Record one event after `ops` on the stream (not capturing); the lock not held. */
-static ncclshim_status record_event(ncclshim_watch *w, CUstream stream, ncclshim_watch_ops *ops,
+static ncclshim_status record_event(ncs_watch *w, CUstream stream, ncs_watch_ops *ops,
                                     const char *who) {
   watch_lock(w);
   if (w->outstanding == NCCLSHIM_WATCH_EVENTS) { /* the watchdog took the last free one */
@@ -69,28 +69,28 @@ static ncclshim_status record_event(ncclshim_watch *w, CUstream stream, ncclshim
     watch_unlock(w);
     return NCCLSHIM_OK;
   }
-  ncclshim_watch_slot *slot = ncclshim_watch_reserve(w, ops);
+  ncs_watch_slot *slot = ncs_watch_reserve(w, ops);
   watch_unlock(w);
   ncclshim_cu_result r = ncclshim_cuda_functions(w->cuda)->cuEventRecord(slot->event, stream);
-  ncclshim_watch_publish(w, slot, r, 0);
+  ncs_watch_publish(w, slot, r, 0);
   if (r == 0) return NCCLSHIM_OK;
-  return ncclshim_fail(NCCLSHIM_CUDA_ERROR, "%s: cuEventRecord failed: %s (%d)", who,
-                       ncclshim_cuda_result_name(w->cuda, r), (int)r);
+  return ncs_fail(NCCLSHIM_CUDA_ERROR, "%s: cuEventRecord failed: %s (%d)", who,
+                  ncclshim_cuda_result_name(w->cuda, r), (int)r);
 }
 
 /* An operation (call != NULL) or a replay (label): shared, captured, or recorded. */
 static ncclshim_status mark(ncclshim_comm *comm, CUstream stream, const char *call,
                             const char *label, size_t count, int type, const char *who) {
-  if (comm == NULL) return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: comm is NULL", who);
-  if (atomic_load(&comm->failed_by_watchdog)) return ncclshim_comm_failed(comm, who);
+  if (comm == NULL) return ncs_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: comm is NULL", who);
+  if (atomic_load(&comm->failed_by_watchdog)) return ncs_comm_failed(comm, who);
   ncclshim_status status = NCCLSHIM_OK;
-  ncclshim_watch *w = pin(comm, who, &status);
+  ncs_watch *w = pin(comm, who, &status);
   if (w == NULL) return status;
   watch_lock(w);
   if (call != NULL && can_share(w, stream)) {
     uint64_t seq = ++w->seq;
     if (w->waiting.n++ == 0) { /* the only shared record that reads the clock */
-      describe_op(&w->waiting, stream, call, count, type, seq, ncclshim_now_ns());
+      describe_op(&w->waiting, stream, call, count, type, seq, ncs_now_ns());
     } else {
       w->waiting.last_seq = seq;
     }
@@ -101,21 +101,21 @@ static ncclshim_status mark(ncclshim_comm *comm, CUstream stream, const char *ca
     return NCCLSHIM_OK;
   }
   watch_unlock(w);
-  int64_t now = ncclshim_now_ns();
+  int64_t now = ncs_now_ns();
   ncclshim_cu_result r = 0;
-  int capturing = ncclshim_stream_capturing(w->cuda, stream, &r);
+  int capturing = ncs_stream_capturing(w->cuda, stream, &r);
   watch_lock(w);
   if (capturing != 0) {
     w->counts.captured += capturing > 0;
     watch_unlock(w);
     unpin(comm, w);
     if (capturing > 0) return NCCLSHIM_OK;
-    return ncclshim_fail(NCCLSHIM_CUDA_ERROR, "%s: cuStreamIsCapturing(%p) failed: %s (%d)", who,
-                         (void *)stream, ncclshim_cuda_result_name(w->cuda, r), (int)r);
+    return ncs_fail(NCCLSHIM_CUDA_ERROR, "%s: cuStreamIsCapturing(%p) failed: %s (%d)", who,
+                    (void *)stream, ncclshim_cuda_result_name(w->cuda, r), (int)r);
   }
   /* The operations waiting on this stream go first: under this event (an operation) or an
    * event of their own before the replay's (which keeps its label in a failure). */
-  ncclshim_watch_ops before = {0}, ops = {0};
+  ncs_watch_ops before = {0}, ops = {0};
   if (w->waiting.n > 0 && w->waiting.stream == stream) {
     before = w->waiting;
     w->waiting.n = 0;
@@ -152,23 +152,23 @@ ncclshim_status ncclshim_comm_record_graph(ncclshim_comm *comm, CUstream stream,
                                            int ops) {
   static const char who[] = "ncclshim_comm_record_graph";
   if (ops < 0)
-    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: ops is %d (the graph's collectives, >= 0)",
-                         who, ops);
+    return ncs_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: ops is %d (the graph's collectives, >= 0)", who,
+                    ops);
   return mark(comm, stream, NULL, label != NULL ? label : "unnamed", (size_t)ops, 0, who);
 }
 
 ncclshim_status ncclshim_comm_watch_counts(ncclshim_comm *comm, ncclshim_watch_counts *out) {
   static const char who[] = "ncclshim_comm_watch_counts";
   if (comm == NULL || out == NULL)
-    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: %s is NULL", who,
-                         comm == NULL ? "comm" : "out");
+    return ncs_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: %s is NULL", who,
+                    comm == NULL ? "comm" : "out");
   size_t size = out->size;
   if (size < sizeof(ncclshim_watch_counts)) /* the first version: every field of today's */
-    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT,
-                         "%s: out->size is %zu, below %zu (NCCLSHIM_WATCH_COUNTS_INIT)", who, size,
-                         sizeof(ncclshim_watch_counts));
+    return ncs_fail(NCCLSHIM_INVALID_ARGUMENT,
+                    "%s: out->size is %zu, below %zu (NCCLSHIM_WATCH_COUNTS_INIT)", who, size,
+                    sizeof(ncclshim_watch_counts));
   ncclshim_status status = NCCLSHIM_OK;
-  ncclshim_watch *w = pin(comm, who, &status);
+  ncs_watch *w = pin(comm, who, &status);
   if (w == NULL) return status;
   watch_lock(w);
   *out = w->counts;

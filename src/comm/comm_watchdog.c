@@ -14,14 +14,14 @@ enum { MAX_FAILURES_PER_PASS = 16 };
 
 /* Mark it FAILED with the message and start the abort; 0 when another thread changed its
  * state first (nothing done). */
-static int fail(ncclshim_comm *comm, const ncclshim_watch_verdict *v) {
+static int fail(ncclshim_comm *comm, const ncs_watch_verdict *v) {
   pthread_mutex_lock(&comm->lock);
   int ours = comm->state == NCCLSHIM_COMM_READY;
   if (ours) {
     comm->state = NCCLSHIM_COMM_FAILED;
     comm->failure = v->code;
     comm->failed_status = v->status;
-    int rc = comm->abort_started ? 0 : ncclshim_comm_abort_start(comm);
+    int rc = comm->abort_started ? 0 : ncs_comm_abort_start(comm);
     snprintf(comm->reason, sizeof(comm->reason), "%s; %s", v->text,
              rc == 0 ? "the watchdog started ncclCommAbort"
                      : "the watchdog could not start a thread for ncclCommAbort");
@@ -34,7 +34,7 @@ static int fail(ncclshim_comm *comm, const ncclshim_watch_verdict *v) {
 /* The watches to look at, each referenced (the array grown on the watchdog's thread only),
  * so that no pass holds the watchdog's lock while it looks. */
 typedef struct seen_watches {
-  ncclshim_watch **watch;
+  ncs_watch **watch;
   size_t count, capacity;
 } seen_watches;
 
@@ -43,15 +43,15 @@ static void take_watches(ncclshim_watchdog *dog, seen_watches *seen) {
   while (dog->nwatches > seen->capacity) {
     size_t want = dog->nwatches + 16;
     pthread_mutex_unlock(&dog->lock);
-    ncclshim_watch **grown = realloc(seen->watch, want * sizeof(*grown));
+    ncs_watch **grown = realloc(seen->watch, want * sizeof(*grown));
     pthread_mutex_lock(&dog->lock);
     if (grown == NULL) break; /* look at those that fit */
     seen->watch = grown;
     seen->capacity = want;
   }
   seen->count = 0;
-  for (ncclshim_watch *w = dog->watches; w != NULL && seen->count < seen->capacity; w = w->next) {
-    ncclshim_watch_ref(w);
+  for (ncs_watch *w = dog->watches; w != NULL && seen->count < seen->capacity; w = w->next) {
+    ncs_watch_ref(w);
     seen->watch[seen->count++] = w;
   }
   pthread_mutex_unlock(&dog->lock);
@@ -64,13 +64,13 @@ static int pass(ncclshim_watchdog *dog, seen_watches *seen, CUcontext *current,
   take_watches(dog, seen);
   int n = 0;
   for (size_t i = 0; i < seen->count; i++) {
-    ncclshim_watch *w = seen->watch[i];
-    ncclshim_watch_verdict v;
-    if (n < MAX_FAILURES_PER_PASS && ncclshim_watch_inspect(w, current, &v) && fail(w->comm, &v)) {
-      ncclshim_comm_ref(w->comm);
+    ncs_watch *w = seen->watch[i];
+    ncs_watch_verdict v;
+    if (n < MAX_FAILURES_PER_PASS && ncs_watch_inspect(w, current, &v) && fail(w->comm, &v)) {
+      ncs_comm_ref(w->comm);
       failed[n++] = w->comm;
     }
-    ncclshim_watch_unref(w);
+    ncs_watch_unref(w);
   }
   return n;
 }
@@ -101,10 +101,10 @@ static void *watchdog_thread(void *arg) {
     for (int i = 0; i < n; i++) {
       if (dog->on_failure != NULL)
         dog->on_failure(failed[i], failed[i]->failed_status, failed[i]->reason, dog->user);
-      ncclshim_comm_unref(failed[i]);
+      ncs_comm_unref(failed[i]);
     }
     pthread_mutex_lock(&dog->lock);
-    int64_t until = ncclshim_now_ns() + dog->interval_ns;
+    int64_t until = ncs_now_ns() + dog->interval_ns;
     struct timespec ts = {(time_t)(until / 1000000000), (long)(until % 1000000000)};
     while (!dog->stop && pthread_cond_timedwait(&dog->wake, &dog->lock, &ts) != ETIMEDOUT) {
     }
@@ -139,11 +139,11 @@ ncclshim_status ncclshim_watchdog_start(const ncclshim_watchdog_options *options
   else if (options->interval_ms < 1 || options->interval_ms > 60000)
     problem = "interval_ms is outside 1 .. 60000";
   if (problem != NULL)
-    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "ncclshim_watchdog_start: %s", problem);
+    return ncs_fail(NCCLSHIM_INVALID_ARGUMENT, "ncclshim_watchdog_start: %s", problem);
   ncclshim_watchdog *dog = calloc(1, sizeof(*dog));
   if (dog == NULL || !init_sync(dog)) {
     free(dog);
-    return ncclshim_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_watchdog_start: out of memory");
+    return ncs_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_watchdog_start: out of memory");
   }
   atomic_init(&dog->refs, 1);
   dog->interval_ns = (int64_t)options->interval_ms * 1000000;
@@ -155,8 +155,7 @@ ncclshim_status ncclshim_watchdog_start(const ncclshim_watchdog_options *options
     pthread_cond_destroy(&dog->wake);
     pthread_mutex_destroy(&dog->lock);
     free(dog);
-    return ncclshim_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_watchdog_start: no thread: %s",
-                         strerror(rc));
+    return ncs_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_watchdog_start: no thread: %s", strerror(rc));
   }
   *out = dog;
   return NCCLSHIM_OK;
@@ -165,9 +164,9 @@ ncclshim_status ncclshim_watchdog_start(const ncclshim_watchdog_options *options
 ncclshim_status ncclshim_watchdog_stop(ncclshim_watchdog *dog) {
   if (dog == NULL) return NCCLSHIM_OK;
   if (pthread_equal(pthread_self(), dog->thread))
-    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT,
-                         "ncclshim_watchdog_stop: called on the watchdog's own thread (from its "
-                         "callback): nothing stopped; stop it from another thread");
+    return ncs_fail(NCCLSHIM_INVALID_ARGUMENT,
+                    "ncclshim_watchdog_stop: called on the watchdog's own thread (from its "
+                    "callback): nothing stopped; stop it from another thread");
   pthread_mutex_lock(&dog->lock);
   dog->stop = 1;
   pthread_cond_broadcast(&dog->wake);
@@ -175,17 +174,17 @@ ncclshim_status ncclshim_watchdog_stop(ncclshim_watchdog *dog) {
   pthread_join(dog->thread, NULL);
   for (;;) {
     pthread_mutex_lock(&dog->lock);
-    ncclshim_watch *w = dog->watches;
+    ncs_watch *w = dog->watches;
     if (w != NULL) {
       dog->watches = w->next;
       dog->nwatches--;
     }
     pthread_mutex_unlock(&dog->lock);
     if (w == NULL) break;
-    ncclshim_watch *linked = ncclshim_watch_unlink(w->comm, w);
-    if (linked != NULL) ncclshim_watch_unref(linked);
-    ncclshim_watch_unref(w); /* the list's */
+    ncs_watch *linked = ncs_watch_unlink(w->comm, w);
+    if (linked != NULL) ncs_watch_unref(linked);
+    ncs_watch_unref(w); /* the list's */
   }
-  ncclshim_watchdog_unref(dog); /* freed once its last watch is */
+  ncs_watchdog_unref(dog); /* freed once its last watch is */
   return NCCLSHIM_OK;
 }

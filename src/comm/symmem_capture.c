@@ -6,7 +6,7 @@
  * context captures in global mode, which counts as capturing. */
 #define CAPTURE_IMPLICIT 906
 
-ncclshim_status ncclshim_symmem_check_capture(cudaStream_t stream, const char *who) {
+ncclshim_status ncs_symmem_check_capture(cudaStream_t stream, const char *who) {
   ncclshim_cuda *cuda = ncclshim_cuda_default();
   if (ncclshim_cuda_status(cuda) != NCCLSHIM_OK) return NCCLSHIM_OK; /* no driver bound */
   ncclshim_cu_stream_capture_status capture = NCCLSHIM_CU_STREAM_CAPTURE_STATUS_NONE;
@@ -23,12 +23,12 @@ ncclshim_status ncclshim_symmem_check_capture(cudaStream_t stream, const char *w
   case NCCLSHIM_CUDA_ERROR_NOT_SUPPORTED:
     return NCCLSHIM_OK; /* the driver cannot tell: skipped */
   default:
-    return ncclshim_fail(NCCLSHIM_CUDA_ERROR, "%s: cuStreamIsCapturing(%p) failed: %s (%d): %s",
-                         who, (void *)stream, ncclshim_cuda_result_name(cuda, rc), rc,
-                         ncclshim_cuda_result_string(cuda, rc));
+    return ncs_fail(NCCLSHIM_CUDA_ERROR, "%s: cuStreamIsCapturing(%p) failed: %s (%d): %s", who,
+                    (void *)stream, ncclshim_cuda_result_name(cuda, rc), rc,
+                    ncclshim_cuda_result_string(cuda, rc));
   }
   if (capture == NCCLSHIM_CU_STREAM_CAPTURE_STATUS_NONE) return NCCLSHIM_OK;
-  return ncclshim_fail(
+  return ncs_fail(
       NCCLSHIM_INVALID_ARGUMENT,
       "%s: stream %p is capturing a CUDA graph%s: NCCL cannot register a window "
       "during capture (it maps memory, which a capture does not allow); "

@@ -23,25 +23,25 @@ static ncclshim_status deregister(ncclshim_symmem *mem, int timeout_ms) {
 ncclshim_status ncclshim_symmem_free(ncclshim_symmem *mem, int timeout_ms) {
   if (mem == NULL) return NCCLSHIM_OK;
   if (timeout_ms < 0)
-    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT,
-                         "ncclshim_symmem_free: timeout %d ms is negative (no wait is unbounded)",
-                         timeout_ms);
+    return ncs_fail(NCCLSHIM_INVALID_ARGUMENT,
+                    "ncclshim_symmem_free: timeout %d ms is negative (no wait is unbounded)",
+                    timeout_ms);
   ncclshim_comm *comm = mem->comm;
   ncclshim_comm_state state = ncclshim_comm_state_of(comm);
   int gone = state == NCCLSHIM_COMM_ABORTED || state == NCCLSHIM_COMM_DESTROYED;
   if ((mem->window != NULL || mem->deregistering) && !gone) {
     if (state != NCCLSHIM_COMM_READY)
-      return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT,
-                           "ncclshim_symmem_free: the communicator is %s, so the window cannot be "
-                           "deregistered and NCCL may still use the memory; abort the "
-                           "communicator (ncclshim_comm_abort), then free the buffer",
-                           ncclshim_comm_state_name(state));
+      return ncs_fail(NCCLSHIM_INVALID_ARGUMENT,
+                      "ncclshim_symmem_free: the communicator is %s, so the window cannot be "
+                      "deregistered and NCCL may still use the memory; abort the "
+                      "communicator (ncclshim_comm_abort), then free the buffer",
+                      ncclshim_comm_state_name(state));
     ncclshim_status status = deregister(mem, timeout_ms);
     if (status != NCCLSHIM_OK) return status;
   }
   ncclResult_t r = ncclshim_nccl_functions(comm->nccl)->ncclMemFree(mem->ptr);
   ncclshim_nccl *nccl = comm->nccl;
-  ncclshim_comm_unref(comm);
+  ncs_comm_unref(comm);
   free(mem);
   return ncclshim_nccl_check(nccl, r, "ncclMemFree");
 }
@@ -56,7 +56,7 @@ static void free_orphans(ncclshim_comm *comm, ncclshim_symmem *mem) {
   }
 }
 
-void ncclshim_comm_adopt(ncclshim_comm *comm, ncclshim_symmem *mem) {
+void ncs_comm_adopt(ncclshim_comm *comm, ncclshim_symmem *mem) {
   pthread_mutex_lock(&comm->lock);
   int done = comm->abort_done; /* the watchdog's abort may have returned meanwhile */
   if (!done) {
@@ -65,10 +65,10 @@ void ncclshim_comm_adopt(ncclshim_comm *comm, ncclshim_symmem *mem) {
   }
   pthread_mutex_unlock(&comm->lock);
   if (done) free_orphans(comm, mem);
-  ncclshim_comm_unref(comm); /* the buffer's: never the last, the caller holds one */
+  ncs_comm_unref(comm); /* the buffer's: never the last, the caller holds one */
 }
 
-void ncclshim_symmem_release_orphans(ncclshim_comm *comm) {
+void ncs_symmem_release_orphans(ncclshim_comm *comm) {
   pthread_mutex_lock(&comm->lock);
   ncclshim_symmem *orphans = comm->orphans;
   comm->orphans = NULL;

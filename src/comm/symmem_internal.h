@@ -14,11 +14,11 @@ struct ncclshim_symmem {
   unsigned group_ends;      /* the communicator's group_ends when it was registered */
   int complete;             /* the window was checked */
   int deregistering;        /* ncclCommWindowDeregister was accepted; its wait is not over */
-  struct ncclshim_symmem *next_orphan; /* the communicator's orphans (ncclshim_comm_adopt) */
+  struct ncclshim_symmem *next_orphan; /* the communicator's orphans (ncs_comm_adopt) */
 };
 
 /* OK unless `stream` is capturing a CUDA graph (INVALID_ARGUMENT) or the driver gives an
  * unexpected answer (CUDA_ERROR). Skipped (OK) when no driver can answer. */
-ncclshim_status ncclshim_symmem_check_capture(cudaStream_t stream, const char *who);
+ncclshim_status ncs_symmem_check_capture(cudaStream_t stream, const char *who);
 
 #endif

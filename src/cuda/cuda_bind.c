@@ -68,8 +68,8 @@ static ncshl_fn resolve(const resolver *r, const char *name, int ask, const char
   return NULL;
 }
 
-ncclshim_status ncclshim_cuda_bind(ncclshim_cuda *cuda, void *library, int driver_version,
-                                   char *reason, size_t size) {
+ncclshim_status ncs_cuda_bind(ncclshim_cuda *cuda, void *library, int driver_version, char *reason,
+                              size_t size) {
   resolver r = bootstrap(library);
   ncshl_fn found[NCCLSHIM_CUDA_FUNCTION_COUNT];
   int abi[NCCLSHIM_CUDA_FUNCTION_COUNT];
@@ -80,9 +80,9 @@ ncclshim_status ncclshim_cuda_bind(ncclshim_cuda *cuda, void *library, int drive
 
   for (int i = 0; i < NCCLSHIM_CUDA_FUNCTION_COUNT; i++) {
     int ask = ncclshim_cuda_function_version(i);
-    const char *suffix = ncclshim_cuda_export_suffix(i);
+    const char *suffix = ncs_cuda_export_suffix(i);
     const char *older_suffix;
-    int older = ncclshim_cuda_older_abi(i, &older_suffix);
+    int older = ncs_cuda_older_abi(i, &older_suffix);
     if (older != 0 && driver_version < ask) {
       ask = older;
       suffix = older_suffix;
@@ -116,7 +116,7 @@ ncclshim_status ncclshim_cuda_bind(ncclshim_cuda *cuda, void *library, int drive
   memcpy(cuda->abi, abi, sizeof(abi));
   cuda->driver_version = driver_version;
   cuda->bootstrap = r.mode;
-  ncclshim_cuda_fill_missing(cuda);
+  ncs_cuda_fill_missing(cuda);
   reason[0] = '\0';
   return NCCLSHIM_OK;
 }

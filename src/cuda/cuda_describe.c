@@ -43,7 +43,7 @@ static ncclshim_status read_identity(const ncclshim_cuda *cuda, CUdevice device,
       char what[96];
       snprintf(what, sizeof(what), "ncclshim_cuda_describe_device(%d), attribute %d", d->ordinal,
                wanted[i].attribute);
-      return ncclshim_cuda_call_failed(cuda, what, NCCLSHIM_CUDA_FN_cuDeviceGetAttribute, rc);
+      return ncs_cuda_call_failed(cuda, what, NCCLSHIM_CUDA_FN_cuDeviceGetAttribute, rc);
     }
   }
   return NCCLSHIM_OK;
@@ -55,8 +55,8 @@ static ncclshim_status read_peers(const ncclshim_cuda *cuda, CUdevice device,
   int count = 0;
   ncclshim_cu_result rc = cuda->table.cuDeviceGetCount(&count);
   if (rc != NCCLSHIM_CUDA_SUCCESS)
-    return ncclshim_cuda_call_failed(cuda, "ncclshim_cuda_describe_device",
-                                     NCCLSHIM_CUDA_FN_cuDeviceGetCount, rc);
+    return ncs_cuda_call_failed(cuda, "ncclshim_cuda_describe_device",
+                                NCCLSHIM_CUDA_FN_cuDeviceGetCount, rc);
   d->peer_count = count < NCCLSHIM_CUDA_MAX_PEERS ? count : NCCLSHIM_CUDA_MAX_PEERS;
   for (int p = 0; p < d->peer_count; p++) {
     CUdevice peer;
@@ -91,10 +91,10 @@ ncclshim_status ncclshim_cuda_describe_device(const ncclshim_cuda *cuda, int ord
   NOT_NULL(info);
   VALID_ORDINAL(ordinal);
   if (info->size < offsetof(ncclshim_cuda_device_info, uuid_query))
-    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT,
-                         "%s: info->size %zu is too small (set it to "
-                         "sizeof(ncclshim_cuda_device_info))",
-                         __func__, info->size);
+    return ncs_fail(NCCLSHIM_INVALID_ARGUMENT,
+                    "%s: info->size %zu is too small (set it to "
+                    "sizeof(ncclshim_cuda_device_info))",
+                    __func__, info->size);
   ncclshim_cuda_device_info d;
   memset(&d, 0, sizeof(d));
   d.ordinal = ordinal;

@@ -22,7 +22,7 @@ ncclshim_status ncclshim_cuda_device_activate(const ncclshim_cuda *cuda, int ord
   ncclshim_cu_result rc = cuda->table.cuCtxSetCurrent(primary);
   if (rc != NCCLSHIM_CUDA_SUCCESS) {
     cuda->table.cuDevicePrimaryCtxRelease(device);
-    return ncclshim_cuda_call_failed(cuda, __func__, NCCLSHIM_CUDA_FN_cuCtxSetCurrent, rc);
+    return ncs_cuda_call_failed(cuda, __func__, NCCLSHIM_CUDA_FN_cuCtxSetCurrent, rc);
   }
   if (ctx != NULL) *ctx = primary;
   return NCCLSHIM_OK;

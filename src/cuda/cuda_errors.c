@@ -54,12 +54,12 @@ static const known_result *lookup(int result) {
   return NULL;
 }
 
-const char *ncclshim_cuda_builtin_name(int result) {
+const char *ncs_cuda_builtin_name(int result) {
   const known_result *k = lookup(result);
   return k ? k->name : NULL;
 }
 
-const char *ncclshim_cuda_builtin_string(int result) {
+const char *ncs_cuda_builtin_string(int result) {
   const known_result *k = lookup(result);
   return k ? k->text : NULL;
 }
@@ -77,12 +77,12 @@ static const char *from_driver(const ncclshim_cuda *cuda, enum ncclshim_cuda_fun
 
 const char *ncclshim_cuda_result_name(const ncclshim_cuda *cuda, int result) {
   const char *name = from_driver(cuda, NCCLSHIM_CUDA_FN_cuGetErrorName, result);
-  if (name == NULL) name = ncclshim_cuda_builtin_name(result);
+  if (name == NULL) name = ncs_cuda_builtin_name(result);
   return name ? name : "CUDA_ERROR_UNRECOGNIZED";
 }
 
 const char *ncclshim_cuda_result_string(const ncclshim_cuda *cuda, int result) {
   const char *text = from_driver(cuda, NCCLSHIM_CUDA_FN_cuGetErrorString, result);
-  if (text == NULL) text = ncclshim_cuda_builtin_string(result);
+  if (text == NULL) text = ncs_cuda_builtin_string(result);
   return text ? text : "unrecognized CUDA error code";
 }

@@ -37,11 +37,11 @@ int ncclshim_cuda_function_required(enum ncclshim_cuda_function fn) {
   return VALID(fn) ? function_required[fn] : 0;
 }
 
-const char *ncclshim_cuda_export_suffix(enum ncclshim_cuda_function fn) {
+const char *ncs_cuda_export_suffix(enum ncclshim_cuda_function fn) {
   return VALID(fn) ? function_suffixes[fn] : "";
 }
 
-int ncclshim_cuda_older_abi(enum ncclshim_cuda_function fn, const char **suffix) {
+int ncs_cuda_older_abi(enum ncclshim_cuda_function fn, const char **suffix) {
   for (size_t i = 0; i < sizeof(older_abis) / sizeof(older_abis[0]); i++) {
     if (older_abis[i].fn == fn) {
       *suffix = older_abis[i].suffix;

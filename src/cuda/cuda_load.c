@@ -44,7 +44,7 @@ static ncclshim_status check_driver(ncclshim_cuda *cuda, void *library, const ch
     snprintf(reason, size, "cuDriverGetVersion answered %d, which is no CUDA version", version);
     return NCCLSHIM_BAD_VERSION;
   }
-  ncclshim_status status = ncclshim_cuda_bind(cuda, library, version, reason, size);
+  ncclshim_status status = ncs_cuda_bind(cuda, library, version, reason, size);
   if (status == NCCLSHIM_OK) cuda->is_stub = 0; /* a stub refused earlier is not what loaded */
   return status;
 }
@@ -54,7 +54,7 @@ static ncshl_decision accept_cuda(void *context, void *library, const char *path
   return (ncshl_decision){check_driver(context, library, path, reason, size), NULL};
 }
 
-static void describe_success(const ncclshim_handle *core, char *text, size_t size) {
+static void describe_success(const ncs_handle *core, char *text, size_t size) {
   const ncclshim_cuda *cuda = (const ncclshim_cuda *)core;
   char have[16];
   snprintf(text, size, "CUDA driver %s from %s (%s%s, entry points via %s)",
@@ -73,7 +73,7 @@ static const ncshl_step_spec cuda_steps[] = {
     {NCSHL_STEP_SYSTEM, NULL},
 };
 
-static const ncclshim_binding cuda_binding = {
+static const ncs_binding cuda_binding = {
     .kind = NCCLSHIM_BINDING_CUDA,
     .who = "ncclshim cuda",
     .search =
@@ -89,25 +89,24 @@ static const ncclshim_binding cuda_binding = {
 
 /* Fill zeroed storage from checked options and search. */
 static ncclshim_status open_into(ncclshim_cuda *cuda, const ncclshim_cuda_options *opts) {
-  cuda->table = ncclshim_cuda_absent_table;
-  return ncclshim_handle_open(&cuda->core, &cuda_binding, opts->path);
+  cuda->table = ncs_cuda_absent_table;
+  return ncs_handle_open(&cuda->core, &cuda_binding, opts->path);
 }
 
 ncclshim_status ncclshim_cuda_open(const ncclshim_cuda_options *options, ncclshim_cuda **out) {
   ncclshim_cuda_options opts = NCCLSHIM_CUDA_OPTIONS_INIT;
-  ncclshim_status status = ncclshim_handle_options(
+  ncclshim_status status = ncs_handle_options(
       &opts, sizeof(opts), options, offsetof(ncclshim_cuda_options, path) + sizeof(opts.path), out,
       "ncclshim_cuda_open", "NCCLSHIM_CUDA_OPTIONS_INIT");
   if (status != NCCLSHIM_OK) return status;
   ncclshim_cuda *cuda = calloc(1, sizeof(*cuda));
-  if (cuda == NULL)
-    return ncclshim_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_cuda_open: out of memory");
+  if (cuda == NULL) return ncs_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_cuda_open: out of memory");
   *out = cuda;
   return open_into(cuda, &opts);
 }
 
 void ncclshim_cuda_close(ncclshim_cuda *cuda) {
-  if (cuda != NULL && !cuda->core.is_default) ncclshim_handle_close(&cuda->core);
+  if (cuda != NULL && !cuda->core.is_default) ncs_handle_close(&cuda->core);
 }
 
 NCCLSHIM_DEFAULT_HANDLE(ncclshim_cuda, ncclshim_cuda_options, NCCLSHIM_CUDA_OPTIONS_INIT, open_into)
@@ -119,7 +118,7 @@ ncclshim_cuda *ncclshim_cuda_default(void) { return default_of(); }
 NCCLSHIM_HANDLE_ACCESSORS(ncclshim_cuda, ncclshim_cuda)
 
 const ncclshim_cuda_table *ncclshim_cuda_functions(const ncclshim_cuda *cuda) {
-  return cuda ? &cuda->table : &ncclshim_cuda_absent_table;
+  return cuda ? &cuda->table : &ncs_cuda_absent_table;
 }
 int ncclshim_cuda_driver_version(const ncclshim_cuda *cuda, int *major, int *minor) {
   int version = cuda ? cuda->driver_version : 0;

@@ -23,7 +23,7 @@ ncclshim_status ncclshim_cuda_stream_query(const ncclshim_cuda *cuda, CUstream s
   NOT_NULL(ready);
   ncclshim_cu_result rc = cuda->table.cuStreamQuery(stream);
   if (rc != NCCLSHIM_CUDA_SUCCESS && rc != NCCLSHIM_CUDA_ERROR_NOT_READY)
-    return ncclshim_cuda_call_failed(cuda, __func__, NCCLSHIM_CUDA_FN_cuStreamQuery, rc);
+    return ncs_cuda_call_failed(cuda, __func__, NCCLSHIM_CUDA_FN_cuStreamQuery, rc);
   *ready = rc == NCCLSHIM_CUDA_SUCCESS; /* NOT_READY: work pending, which is no error */
   return NCCLSHIM_OK;
 }

@@ -71,8 +71,7 @@ typedef int (*register_atfork_fn)(void (*)(void), void (*)(void), void (*)(void)
 static register_atfork_fn program_register_atfork;
 
 static void register_fork_handler(void) {
-  if (program_register_atfork != NULL)
-    program_register_atfork(NULL, NULL, ncclshim_rec_in_child, NULL);
+  if (program_register_atfork != NULL) program_register_atfork(NULL, NULL, ncs_rec_in_child, NULL);
 }
 
 static void note_libc(const struct link_map *map) {
@@ -81,7 +80,7 @@ static void note_libc(const struct link_map *map) {
       ncshl_dynamic_lookup(map->l_ld, map->l_addr, "__libc_start_main") == NULL)
     return;
   program_register_atfork = (register_atfork_fn)(map->l_addr + sym->st_value);
-  atomic_store(&ncclshim_rec_on_first_call, register_fork_handler);
+  atomic_store(&ncs_rec_on_first_call, register_fork_handler);
 }
 
 /* A copy of ncclshim's loader (libncclshim, or the drop-in linked or preloaded): it checks
@@ -100,8 +99,8 @@ static const char *name_of(const struct link_map *map) {
 /* ---- The audit interface (man 7 rtld-audit) ---- */
 
 EXPORT unsigned int la_version(unsigned int version) {
-  recording = ncclshim_rec_audit_table(&bound);
-  ncclshim_rec_cuda_audit();
+  recording = ncs_rec_audit_table(&bound);
+  ncs_rec_cuda_audit();
   return version < LAV_CURRENT ? version : LAV_CURRENT;
 }
 
@@ -110,7 +109,7 @@ EXPORT unsigned int la_objopen(struct link_map *map, Lmid_t lmid, uintptr_t *coo
   /* The cookie is the link map, with bit 0 set for an ncclshim loader's (maps are aligned). */
   *cookie = (uintptr_t)map | (uintptr_t)is_ncclshim(map);
   if (*cookie & 1) return 0;
-  if (recording != NULL && ncclshim_rec_cuda_objopen(map)) return LA_FLG_BINDFROM;
+  if (recording != NULL && ncs_rec_cuda_objopen(map)) return LA_FLG_BINDFROM;
   if (!is_nccl(map)) {
     if (recording != NULL && lmid == LM_ID_BASE) note_libc(map);
     if (recording != NULL && lmid == LM_ID_BASE && pending_count < PENDING_MAX)
@@ -120,23 +119,23 @@ EXPORT unsigned int la_objopen(struct link_map *map, Lmid_t lmid, uintptr_t *coo
     return LA_FLG_BINDFROM;
   }
   if (nccl_count == 0) {
-    if (ncclshim_debug_enabled())
-      ncclshim_rec_say("audit mode: NCCL mapped: ", name_of(map),
-                       recording == NULL ? "; the recorder is off"
-                       : NCCLSHIM_AUDIT_SEES_GOT
-                           ? "; its functions are recorded however they are bound (dlsym, "
-                             "ctypes, PLT, GOT)"
-                           : "; its functions are recorded when bound by dlsym, ctypes or a "
-                             "PLT slot, not through a GOT slot (-fno-plt, a taken address) on "
-                             "this architecture: run such a program with LD_PRELOAD",
-                       0);
+    if (ncs_debug_enabled())
+      ncs_rec_say("audit mode: NCCL mapped: ", name_of(map),
+                  recording == NULL ? "; the recorder is off"
+                  : NCCLSHIM_AUDIT_SEES_GOT
+                      ? "; its functions are recorded however they are bound (dlsym, "
+                        "ctypes, PLT, GOT)"
+                      : "; its functions are recorded when bound by dlsym, ctypes or a "
+                        "PLT slot, not through a GOT slot (-fno-plt, a taken address) on "
+                        "this architecture: run such a program with LD_PRELOAD",
+                  0);
   } else {
     char first[PATH_MAX + 64];
     snprintf(first, sizeof(first),
              " is mapped while %s is: two NCCLs in this process; calls "
              "to the second are not recorded",
              nccls[0].name);
-    ncclshim_rec_say("warning: audit mode: a second NCCL, ", name_of(map), first, 0);
+    ncs_rec_say("warning: audit mode: a second NCCL, ", name_of(map), first, 0);
   }
   if (nccl_count < MAX_NCCLS) {
     nccls[nccl_count].map = (uintptr_t)map;
@@ -203,9 +202,9 @@ EXPORT void la_activity(uintptr_t *cookie, unsigned int flag) {
       const struct link_map *m = pending[0];
       while (m->l_prev != NULL) m = m->l_prev;
       for (; m != NULL; m = m->l_next)
-        if (m != (const struct link_map *)nccls[0].map) ncclshim_audit_patch_got(m, got_target);
+        if (m != (const struct link_map *)nccls[0].map) ncs_audit_patch_got(m, got_target);
     } else {
-      for (size_t i = 0; i < pending_count; i++) ncclshim_audit_patch_got(pending[i], got_target);
+      for (size_t i = 0; i < pending_count; i++) ncs_audit_patch_got(pending[i], got_target);
     }
   }
   pending_count = 0;

@@ -67,7 +67,7 @@ static uintptr_t dynamic_pointer(const ElfW(Dyn) * d, uintptr_t base) {
   return d->d_un.d_ptr < base ? base + d->d_un.d_ptr : d->d_un.d_ptr;
 }
 
-size_t ncclshim_audit_patch_got(const struct link_map *map, got_redirect redirect) {
+size_t ncs_audit_patch_got(const struct link_map *map, got_redirect redirect) {
   const ElfW(Rela) *rela = NULL;
   size_t bytes = 0;
   const ElfW(Sym) *symbols = NULL;
@@ -90,7 +90,7 @@ size_t ncclshim_audit_patch_got(const struct link_map *map, got_redirect redirec
   return patched;
 }
 #else
-size_t ncclshim_audit_patch_got(const struct link_map *map, got_redirect redirect) {
+size_t ncs_audit_patch_got(const struct link_map *map, got_redirect redirect) {
   (void)map, (void)redirect;
   return 0; /* the recorder's audit mode sees PLT and dlsym bindings only here */
 }

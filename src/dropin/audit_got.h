@@ -20,6 +20,6 @@ typedef uintptr_t (*got_redirect)(const char *name, uintptr_t value);
 
 /* Give every GOT or data slot of `map` that `redirect` asks for its new address; returns how
  * many were changed. */
-size_t ncclshim_audit_patch_got(const struct link_map *map, got_redirect redirect);
+size_t ncs_audit_patch_got(const struct link_map *map, got_redirect redirect);
 
 #endif

@@ -22,7 +22,7 @@ static int agree_on;
 
 /* Read when the library loads, as the recorder's variables are. */
 __attribute__((constructor)) static void read_agree(void) {
-  agree_on = ncclshim_env_flag("NCCLSHIM_AGREE");
+  agree_on = ncs_env_flag("NCCLSHIM_AGREE");
 }
 
 /* After an init that returned success or in-progress: wait for it, then agree. Only a
@@ -36,11 +36,10 @@ static ncclResult_t agreed(ncclResult_t result, ncclComm_t *newcomm, int nranks)
   ncclshim_status status = ncclshim_nccl_agree(NULL, *newcomm, nranks, AGREE_MS);
   if (status == NCCLSHIM_OK) return result;
   if (status != NCCLSHIM_UNAVAILABLE && status != NCCLSHIM_TIMEOUT) {
-    ncclshim_dropin_say("NCCLSHIM_AGREE: could not check (the init stands): ",
-                        ncclshim_last_error());
+    ncs_dropin_say("NCCLSHIM_AGREE: could not check (the init stands): ", ncclshim_last_error());
     return result;
   }
-  ncclshim_dropin_say("NCCLSHIM_AGREE: ", ncclshim_last_error());
+  ncs_dropin_say("NCCLSHIM_AGREE: ", ncclshim_last_error());
   nccl_own->ncclCommAbort(*newcomm);
   *newcomm = NULL;
   return ncclInvalidUsage;
@@ -67,14 +66,14 @@ static ncclResult_t explained_dev_comm_create(ncclComm_t comm,
   if (result != ncclInvalidUsage) return result;
   char why[512];
   ncclshim_devapi_explain(ncclshim_nccl_default(), reqs, why, sizeof(why));
-  ncclshim_dropin_say("ncclDevCommCreate: invalid usage: ", why);
+  ncs_dropin_say("ncclDevCommCreate: invalid usage: ", why);
   const char *own = nccl_own->ncclGetLastError(comm);
-  ncclshim_set_error("%s%s%s", own != NULL ? own : "", own != NULL && own[0] ? "; " : "", why);
-  ncclshim_dropin_message_unread = 1;
+  ncs_set_error("%s%s%s", own != NULL ? own : "", own != NULL && own[0] ? "; " : "", why);
+  ncs_dropin_message_unread = 1;
   return result;
 }
 
-void ncclshim_dropin_checks(ncclshim_nccl_table *table, const ncclshim_nccl_table *own) {
+void ncs_dropin_checks(ncclshim_nccl_table *table, const ncclshim_nccl_table *own) {
   next = *table;
   nccl_own = own;
   table->ncclDevCommCreate = explained_dev_comm_create;

@@ -50,14 +50,14 @@ static ncclshim_nccl_table forwarding;
 
 #define UNAVAILABLE_(name, version, policy, role, returns, n, params)                      \
   static NCCLSHIM_RETURNS(returns) unavailable_##name NCCLSHIM_PP_PARAMS(n, params) {      \
-    ncclshim_dropin_message_unread = 1;                                                    \
+    ncs_dropin_message_unread = 1;                                                         \
     NCCLSHIM_NCCL_RETURN_IF_VALUE(returns) loaded_table->name NCCLSHIM_PP_ARGS(n, params); \
   }
 NCCLSHIM_NCCL_FUNCTIONS(UNAVAILABLE_)
 
 static const char *last_error(ncclComm_t comm) {
-  if (ncclshim_dropin_message_unread) {
-    ncclshim_dropin_message_unread = 0;
+  if (ncs_dropin_message_unread) {
+    ncs_dropin_message_unread = 0;
     return ncclshim_last_error();
   }
   return loaded_table->ncclGetLastError(comm);
@@ -71,7 +71,7 @@ static void build_forwarding(const ncclshim_nccl *nccl) {
   NCCLSHIM_NCCL_FUNCTIONS(FORWARDING_)
 #undef FORWARDING_
   forwarding.ncclGetLastError = last_error;
-  ncclshim_dropin_checks(&forwarding, loaded_table);
+  ncs_dropin_checks(&forwarding, loaded_table);
 }
 
 static void load(void) {
@@ -80,16 +80,16 @@ static void load(void) {
   if (ncclshim_nccl_status(nccl) != NCCLSHIM_OK) {
     snprintf(absent_summary, sizeof(absent_summary), "ncclshim drop-in: no usable NCCL (%s)",
              ncclshim_nccl_message(nccl));
-    ncclshim_rec_no_nccl();
+    ncs_rec_no_nccl();
   } else {
     build_forwarding(nccl);
     table = &forwarding;
-    ncclshim_dropin_report(nccl);
-    if (ncclshim_rec_attach(ncclshim_nccl_version_code(nccl))) table = ncclshim_rec_table(table);
-    if (ncclshim_debug_enabled()) {
+    ncs_dropin_report(nccl);
+    if (ncs_rec_attach(ncclshim_nccl_version_code(nccl))) table = ncs_rec_table(table);
+    if (ncs_debug_enabled()) {
       char text[PATH_MAX + 256];
-      ncclshim_rec_describe(text, sizeof(text));
-      ncclshim_rec_say("", text, "", 0); /* the directory's control characters escaped */
+      ncs_rec_describe(text, sizeof(text));
+      ncs_rec_say("", text, "", 0); /* the directory's control characters escaped */
     }
   }
   atomic_store_explicit(&cached, table, memory_order_release);

@@ -10,6 +10,6 @@
 
 /* Set when the thread's ncclshim_last_error holds a message of the drop-in's own (a function
  * the loaded NCCL lacks, a check's finding): the next ncclGetLastError returns it, once. */
-extern __thread int ncclshim_dropin_message_unread NCCLSHIM_THREAD_MODEL;
+extern __thread int ncs_dropin_message_unread NCCLSHIM_THREAD_MODEL;
 
 #endif

@@ -10,7 +10,7 @@
 #include "interpose.h"
 #include "say.h"
 
-void ncclshim_dropin_report(const ncclshim_nccl *nccl) {
+void ncs_dropin_report(const ncclshim_nccl *nccl) {
   const char *path = ncclshim_nccl_path(nccl);
   /* The next definition of an NCCL name after the drop-in's, in the global scope. */
   void *next = dlsym(RTLD_NEXT, "ncclGetVersion");
@@ -22,9 +22,9 @@ void ncclshim_dropin_report(const ncclshim_nccl *nccl) {
              "warning: two NCCLs in this process: the program's %s and %s, which the drop-in "
              "loaded (%s) and forwards to",
              info.dli_fname, path, ncclshim_found_via_name(ncclshim_nccl_found_via(nccl)));
-    ncclshim_dropin_line(line);
+    ncs_dropin_line(line);
   }
-  if (!ncclshim_debug_enabled()) return;
+  if (!ncs_debug_enabled()) return;
   char version[16];
   ncclshim_format_version(ncclshim_nccl_version(nccl), version, sizeof(version));
   if (ncclshim_nccl_preloaded(nccl))
@@ -35,5 +35,5 @@ void ncclshim_dropin_report(const ncclshim_nccl *nccl) {
   else
     snprintf(line, sizeof(line), "forwarding to NCCL %s from %s (%s)", version, path,
              ncclshim_found_via_name(ncclshim_nccl_found_via(nccl)));
-  ncclshim_dropin_line(line);
+  ncs_dropin_line(line);
 }

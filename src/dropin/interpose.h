@@ -7,6 +7,6 @@
 /* Warn when the program's own NCCL is another file than the one loaded (two NCCLs in one
  * process), and with NCCLSHIM_DEBUG say whether the drop-in is interposing on an NCCL that was
  * already loaded (LD_PRELOAD over a program linked to libnccl). */
-void ncclshim_dropin_report(const ncclshim_nccl *nccl);
+void ncs_dropin_report(const ncclshim_nccl *nccl);
 
 #endif

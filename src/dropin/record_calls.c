@@ -1,6 +1,6 @@
 /* The recording wrappers, one per row of the NCCL function list: each notes the arguments
  * whose role the recorder knows by their name in the list (comm, count, datatype, op, root,
- * peer, stream, ...), brackets the real call with ncclshim_rec_begin / ncclshim_rec_end, and
+ * peer, stream, ...), brackets the real call with ncs_rec_begin / ncs_rec_end, and
  * returns what the real call returned. A new row needs nothing here; a new return kind of
  * the list needs one REC_FINISH_ line; a new parameter name with a role one REC_ROLE_ line.
  * Queries (rows whose role column is QUERY) are kept only when they fail. */
@@ -73,26 +73,26 @@ static const void *rec_uid(int by_value, const void *address) {
 #define REC_FINISH_STRING REC_FINISH_VALUE
 #define REC_FINISH_INT REC_FINISH_VALUE
 #define REC_FINISH_TEAM REC_FINISH_VALUE
-#define REC_FINISH_RESULT(returns, call)     \
-  ncclResult_t rec_result_ = call;           \
-  ask_rank(&rec_, rec_result_);              \
-  ncclshim_rec_end(&rec_, (int)rec_result_); \
+#define REC_FINISH_RESULT(returns, call) \
+  ncclResult_t rec_result_ = call;       \
+  ask_rank(&rec_, rec_result_);          \
+  ncs_rec_end(&rec_, (int)rec_result_);  \
   return rec_result_;
-#define REC_FINISH_VALUE(returns, call)            \
-  NCCLSHIM_RETURNS(returns) rec_value_ = call;     \
-  ncclshim_rec_end(&rec_, NCCLSHIM_REC_NO_RESULT); \
+#define REC_FINISH_VALUE(returns, call)        \
+  NCCLSHIM_RETURNS(returns) rec_value_ = call; \
+  ncs_rec_end(&rec_, NCCLSHIM_REC_NO_RESULT);  \
   return rec_value_;
 #define REC_FINISH_VOID(returns, call) \
   call;                                \
-  ncclshim_rec_end(&rec_, NCCLSHIM_REC_NO_RESULT);
+  ncs_rec_end(&rec_, NCCLSHIM_REC_NO_RESULT);
 
 /* The table the wrappers call; set once, before the recording table is handed out. */
 static const ncclshim_nccl_table *real_;
 
 /* A split's rank and size follow from every rank's key: asked of NCCL (ncclCommUserRank,
- * ncclCommCount) once it is made, before ncclshim_rec_end records the communicator; left
+ * ncclCommCount) once it is made, before ncs_rec_end records the communicator; left
  * "no value" when NCCL does not answer. A call given a unique id says them itself. */
-static void ask_rank(ncclshim_rec_call *call, ncclResult_t result) {
+static void ask_rank(ncs_rec_call *call, ncclResult_t result) {
   if (call->comm_out == NULL || call->uid != NULL || call->skip ||
       (result != ncclSuccess && result != ncclInProgress) || *call->comm_out == NULL)
     return;
@@ -106,7 +106,7 @@ static void ask_rank(ncclshim_rec_call *call, ncclResult_t result) {
 /* Names here must not collide with any parameter name of the list. */
 #define REC_WRAPPER_(name, version, policy, role, returns, n, params)            \
   static NCCLSHIM_RETURNS(returns) record_##name NCCLSHIM_PP_PARAMS(n, params) { \
-    ncclshim_rec_call rec_ = {                                                   \
+    ncs_rec_call rec_ = {                                                        \
         .fn = NCCLSHIM_FN_##name,                                                \
         .is_query = NCCLSHIM_NCCL_IS_QUERY(role),                                \
         .datatype = NCCLSHIM_REC_NONE,                                           \
@@ -118,7 +118,7 @@ static void ask_rank(ncclshim_rec_call *call, ncclResult_t result) {
         .color = NCCLSHIM_REC_NONE,                                              \
     };                                                                           \
     NCCLSHIM_PP_EACH(n, REC_NOTE, params)                                        \
-    ncclshim_rec_begin(&rec_);                                                   \
+    ncs_rec_begin(&rec_);                                                        \
     REC_FINISH(returns, real_->name NCCLSHIM_PP_ARGS(n, params))                 \
   }
 NCCLSHIM_NCCL_FUNCTIONS(REC_WRAPPER_)
@@ -126,7 +126,7 @@ NCCLSHIM_NCCL_FUNCTIONS(REC_WRAPPER_)
 #define REC_ENTRY_(name, version, policy, role, returns, n, params) .name = record_##name,
 static const ncclshim_nccl_table recording = {NCCLSHIM_NCCL_FUNCTIONS(REC_ENTRY_)};
 
-const ncclshim_nccl_table *ncclshim_rec_table(const ncclshim_nccl_table *real) {
+const ncclshim_nccl_table *ncs_rec_table(const ncclshim_nccl_table *real) {
   real_ = real;
   return &recording;
 }

@@ -18,26 +18,26 @@ static rec_table *new_table(size_t slots) {
   return t;
 }
 
-static ncclshim_rec_comm *lookup(const rec_table *t, uintptr_t key) {
+static ncs_rec_comm *lookup(const rec_table *t, uintptr_t key) {
   for (size_t i = home(t, key), n = 0; n <= t->mask; n++, i = (i + 1) & t->mask) {
-    ncclshim_rec_comm *c = atomic_load_explicit(&t->slots[i], memory_order_acquire);
+    ncs_rec_comm *c = atomic_load_explicit(&t->slots[i], memory_order_acquire);
     if (c == NULL) return NULL;
     if (atomic_load_explicit(&c->key, memory_order_relaxed) == key) return c;
   }
   return NULL;
 }
 
-static void place(rec_table *t, ncclshim_rec_comm *c) {
+static void place(rec_table *t, ncs_rec_comm *c) {
   size_t i = home(t, atomic_load_explicit(&c->key, memory_order_relaxed));
   while (atomic_load_explicit(&t->slots[i], memory_order_relaxed) != NULL) i = (i + 1) & t->mask;
   atomic_store_explicit(&t->slots[i], c, memory_order_release);
 }
 
-ncclshim_rec_comm *ncclshim_rec_find(const void *comm) {
-  rec_state *r = ncclshim_rec;
+ncs_rec_comm *ncs_rec_find(const void *comm) {
+  rec_state *r = ncs_rec;
   uintptr_t key = (uintptr_t)comm;
   if (key == 0) return NULL;
-  ncclshim_rec_comm *c = lookup(atomic_load_explicit(&r->table, memory_order_acquire), key);
+  ncs_rec_comm *c = lookup(atomic_load_explicit(&r->table, memory_order_acquire), key);
   if (c != NULL) return c;
   /* A miss may be a lookup that raced a move: look again, alone. */
   pthread_mutex_lock(&r->lock);
@@ -47,8 +47,8 @@ ncclshim_rec_comm *ncclshim_rec_find(const void *comm) {
 }
 
 /* A record to reuse, else a new one. Under the lock. */
-static ncclshim_rec_comm *take_record(rec_state *r) {
-  ncclshim_rec_comm *c = r->spare;
+static ncs_rec_comm *take_record(rec_state *r) {
+  ncs_rec_comm *c = r->spare;
   if (c != NULL) {
     r->spare = c->next_ended;
     return c;
@@ -64,20 +64,20 @@ static int grow(rec_state *r) {
   rec_table *t = new_table((old->mask + 1) * 2);
   if (t == NULL) return 0;
   for (size_t i = 0; i <= old->mask; i++) {
-    ncclshim_rec_comm *c = atomic_load_explicit(&old->slots[i], memory_order_relaxed);
+    ncs_rec_comm *c = atomic_load_explicit(&old->slots[i], memory_order_relaxed);
     if (c != NULL) place(t, c);
   }
   atomic_store_explicit(&r->table, t, memory_order_release);
   return 1;
 }
 
-ncclshim_rec_comm *ncclshim_rec_add(const void *comm) {
-  rec_state *r = ncclshim_rec;
+ncs_rec_comm *ncs_rec_add(const void *comm) {
+  rec_state *r = ncs_rec;
   uintptr_t key = (uintptr_t)comm;
   if (key == 0) return NULL;
   pthread_mutex_lock(&r->lock);
   rec_table *t = atomic_load_explicit(&r->table, memory_order_relaxed);
-  ncclshim_rec_comm *c = lookup(t, key);
+  ncs_rec_comm *c = lookup(t, key);
   if (c == NULL && (2 * (r->live + 1) <= t->mask + 1 || grow(r)) && (c = take_record(r)) != NULL) {
     atomic_store(&c->ops, 0);
     atomic_store(&c->colls, 0);
@@ -102,7 +102,7 @@ ncclshim_rec_comm *ncclshim_rec_add(const void *comm) {
  * home allows. A lookup racing a move may miss, and then retries under the lock. */
 static void remove_at(rec_table *t, size_t gap) {
   for (size_t i = (gap + 1) & t->mask;; i = (i + 1) & t->mask) {
-    ncclshim_rec_comm *c = atomic_load_explicit(&t->slots[i], memory_order_relaxed);
+    ncs_rec_comm *c = atomic_load_explicit(&t->slots[i], memory_order_relaxed);
     if (c == NULL) break;
     size_t h = home(t, atomic_load_explicit(&c->key, memory_order_relaxed));
     /* c may move to the gap when its home is not strictly inside (gap, i]. */
@@ -114,14 +114,14 @@ static void remove_at(rec_table *t, size_t gap) {
   atomic_store_explicit(&t->slots[gap], NULL, memory_order_release);
 }
 
-void ncclshim_rec_end_comm(const void *comm, int fn) {
-  rec_state *r = ncclshim_rec;
+void ncs_rec_end_comm(const void *comm, int fn) {
+  rec_state *r = ncs_rec;
   uintptr_t key = (uintptr_t)comm;
   if (key == 0) return;
   pthread_mutex_lock(&r->lock);
   rec_table *t = atomic_load_explicit(&r->table, memory_order_relaxed);
   for (size_t i = home(t, key), n = 0; n <= t->mask; n++, i = (i + 1) & t->mask) {
-    ncclshim_rec_comm *c = atomic_load_explicit(&t->slots[i], memory_order_relaxed);
+    ncs_rec_comm *c = atomic_load_explicit(&t->slots[i], memory_order_relaxed);
     if (c == NULL) break;
     if (atomic_load_explicit(&c->key, memory_order_relaxed) != key) continue;
     remove_at(t, i);
@@ -135,7 +135,7 @@ void ncclshim_rec_end_comm(const void *comm, int fn) {
     r->ended_tail = c;
     r->live--;
     if (++r->ended > REC_ENDED_KEPT) { /* the oldest to end leaves the dump, to be reused */
-      ncclshim_rec_comm *old = r->ended_head;
+      ncs_rec_comm *old = r->ended_head;
       r->ended_head = old->next_ended;
       r->ended--;
       atomic_store(&old->id, 0);
@@ -147,7 +147,7 @@ void ncclshim_rec_end_comm(const void *comm, int fn) {
   pthread_mutex_unlock(&r->lock);
 }
 
-int ncclshim_rec_comms_init(rec_state *r) {
+int ncs_rec_comms_init(rec_state *r) {
   rec_table *t = new_table(FIRST_SLOTS);
   if (t == NULL) return 0;
   atomic_init(&r->table, t);
@@ -155,4 +155,4 @@ int ncclshim_rec_comms_init(rec_state *r) {
   return 1;
 }
 
-void ncclshim_rec_comms_reset(rec_state *r) { pthread_mutex_init(&r->lock, NULL); }
+void ncs_rec_comms_reset(rec_state *r) { pthread_mutex_init(&r->lock, NULL); }

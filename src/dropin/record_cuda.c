@@ -20,7 +20,7 @@ static rec_driver driver;
 static _Atomic int have_driver;
 static int audit_mode;
 
-void ncclshim_rec_cuda_audit(void) { audit_mode = 1; }
+void ncs_rec_cuda_audit(void) { audit_mode = 1; }
 
 /* A libcuda: it defines the driver's entry points the recorder needs. In audit mode each is
  * looked up as NAME_v2, else NAME (the list's V2 rows export the _v2 name). */
@@ -34,7 +34,7 @@ static void *lookup(const struct link_map *map, const char *name) {
 
 #define REC_DRIVER_LOOKUP_(field, name) \
   if ((found.field = (NCCLSHIM_CUDA_PFN(name))lookup(map, #name)) == NULL) return 0;
-int ncclshim_rec_cuda_objopen(const struct link_map *map) {
+int ncs_rec_cuda_objopen(const struct link_map *map) {
   if (have_driver || ncshl_dynamic_lookup(map->l_ld, map->l_addr, "cuDriverGetVersion") == NULL)
     return 0;
   rec_driver found;
@@ -68,14 +68,14 @@ static void from_table(void) {
 
 /* Asked at the first operation (a call that takes a stream): by then NCCL has loaded the
  * driver, while a version query may come before it. */
-const rec_driver *ncclshim_rec_driver(void) {
+const rec_driver *ncs_rec_driver(void) {
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   if (!audit_mode) pthread_once(&once, from_table);
   return atomic_load_explicit(&have_driver, memory_order_acquire) ? &driver : NULL;
 }
 
-int ncclshim_rec_capturing(const void *stream) {
-  const rec_driver *d = ncclshim_rec_driver();
+int ncs_rec_capturing(const void *stream) {
+  const rec_driver *d = ncs_rec_driver();
   ncclshim_cu_stream_capture_status status = NCCLSHIM_CU_STREAM_CAPTURE_STATUS_NONE;
   return d != NULL && d->is_capturing((CUstream)stream, &status) == NCCLSHIM_CUDA_SUCCESS &&
          status != NCCLSHIM_CU_STREAM_CAPTURE_STATUS_NONE;

@@ -29,13 +29,13 @@ typedef struct rec_driver {
 } rec_driver;
 
 /* The driver, or NULL when none is usable (none mapped, or one older than CUDA 10.0). */
-const rec_driver *ncclshim_rec_driver(void);
+const rec_driver *ncs_rec_driver(void);
 /* 1 when `stream` is capturing into a graph (the driver says so); 0 otherwise. */
-int ncclshim_rec_capturing(const void *stream);
+int ncs_rec_capturing(const void *stream);
 
 /* Audit mode (audit.c): the driver comes from the program's libcuda, seen by la_objopen.
- * ncclshim_rec_cuda_objopen takes the first object that defines every function needed. */
-void ncclshim_rec_cuda_audit(void);
-int ncclshim_rec_cuda_objopen(const struct link_map *map);
+ * ncs_rec_cuda_objopen takes the first object that defines every function needed. */
+void ncs_rec_cuda_audit(void);
+int ncs_rec_cuda_objopen(const struct link_map *map);
 
 #endif

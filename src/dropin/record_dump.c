@@ -74,7 +74,7 @@ static void put_pointer(ncs_out *o, const rec_state *r, const char *key, const c
   ncs_out_put(o, key);
   ncs_out_put(o, "\":\"");
   ncs_out_put(o, prefix);
-  ncs_out_hex(o, ncclshim_rec_hash(r, value), 16);
+  ncs_out_hex(o, ncs_rec_hash(r, value), 16);
   ncs_out_put(o, "\"");
 }
 
@@ -124,7 +124,7 @@ static void put_call(ncs_out *o, const rec_state *r, uint64_t index, const rec_e
   ncs_out_put(o, "}\n");
 }
 
-static void put_comm(ncs_out *o, const rec_state *r, const ncclshim_rec_comm *c) {
+static void put_comm(ncs_out *o, const rec_state *r, const ncs_rec_comm *c) {
   ncs_out_put(o, "{\"kind\":\"comm\"");
   put_pointer(o, r, "comm", "c-", atomic_load(&c->shown));
   put_comm_id(o, atomic_load(&c->id));
@@ -150,7 +150,7 @@ static void put_comm(ncs_out *o, const rec_state *r, const ncclshim_rec_comm *c)
 
 /* Every communicator alive, and the last ones to end (record_state.h). */
 static void put_comms(ncs_out *o, rec_state *r) {
-  for (const ncclshim_rec_comm *c = atomic_load_explicit(&r->all, memory_order_acquire); c != NULL;
+  for (const ncs_rec_comm *c = atomic_load_explicit(&r->all, memory_order_acquire); c != NULL;
        c = c->all_next)
     if (atomic_load(&c->id) != 0 && atomic_load(&c->generation) == atomic_load(&r->generation))
       put_comm(o, r, c);
@@ -264,8 +264,7 @@ static void file_name(ncs_out *o, rec_state *r) {
 static void temp_name(ncs_out *o, rec_state *r) {
   o->used = 0;
   ncs_out_put(o, ".ncclshim-record-");
-  ncs_out_hex(o, ncclshim_rec_hash(r, atomic_fetch_add(&r->names, 1) ^ ((uint64_t)getpid() << 40)),
-              16);
+  ncs_out_hex(o, ncs_rec_hash(r, atomic_fetch_add(&r->names, 1) ^ ((uint64_t)getpid() << 40)), 16);
   ncs_out_put(o, ".tmp");
   ncs_out_end(o);
 }
@@ -306,7 +305,7 @@ static int rename_dump(rec_state *r, const ncs_out *temp, ncs_out *path) {
         errno != ENOTEMPTY && errno != EBUSY)
       return 0;
     r->name_suffix =
-        ncclshim_rec_hash(r, atomic_fetch_add(&r->names, 1) ^ ((uint64_t)getpid() << 20)) | 1;
+        ncs_rec_hash(r, atomic_fetch_add(&r->names, 1) ^ ((uint64_t)getpid() << 20)) | 1;
     file_name(path, r);
   }
   return 0;
@@ -333,7 +332,7 @@ static void say_written(const rec_state *r, const ncs_out *path, const char *not
   ncs_out_put(&tail, path->buf);
   ncs_out_put(&tail, note);
   ncs_out_end(&tail);
-  ncclshim_rec_say("wrote ", dir, tail.buf, 0);
+  ncs_rec_say("wrote ", dir, tail.buf, 0);
 }
 
 enum { WAIT_STEPS = 10000 }; /* of 1 ms: how long a dump waits for another one to finish */
@@ -353,14 +352,14 @@ static int take_turn(rec_state *r) {
 /* Write the whole dump to a new temporary file, and rename it over the dump's name only when
  * every byte was written: a full disk leaves the previous dump as it was. */
 static void dump(const trigger *t, const char *note) {
-  rec_state *r = ncclshim_rec;
+  rec_state *r = ncs_rec;
   if (r == NULL) return;
   int saved_errno = errno;
   sigset_t all, before;
   sigfillset(&all);
   sigprocmask(SIG_BLOCK, &all, &before);
   if (!take_turn(r)) {
-    ncclshim_rec_say("no dump (", t->why, "): another dump did not finish within 10 s", 0);
+    ncs_rec_say("no dump (", t->why, "): another dump did not finish within 10 s", 0);
     sigprocmask(SIG_SETMASK, &before, NULL);
     errno = saved_errno;
     return;
@@ -368,17 +367,16 @@ static void dump(const trigger *t, const char *note) {
   /* A fork whose handler did not run (the audit library's own libc has its own fork
    * handlers): this is a child, with none of the parent's calls or communicators. */
   if (getpid() != r->pid) {
-    ncclshim_rec_forked(r);
-    ncclshim_rec_thread_forked();
+    ncs_rec_forked(r);
+    ncs_rec_thread_forked();
   }
   ncs_out path, temp;
   file_name(&path, r);
   int fd = -1;
   if (!same_dir(r)) {
-    ncclshim_rec_say("no dump: the descriptor of ", r->dir,
-                     " was closed or replaced by the program", 0);
+    ncs_rec_say("no dump: the descriptor of ", r->dir, " was closed or replaced by the program", 0);
   } else if ((fd = create_temp(r, &temp)) < 0) {
-    ncclshim_rec_say("cannot create a dump in ", r->dir, "", errno);
+    ncs_rec_say("cannot create a dump in ", r->dir, "", errno);
   } else {
     ncs_out o = {.fd = fd};
     put_header(&o, r, t);
@@ -388,11 +386,11 @@ static void dump(const trigger *t, const char *note) {
     if (close(fd) != 0 && o.error == 0 && errno != EINTR) o.error = errno;
     if (o.error != 0) {
       unlinkat(r->dir_fd, temp.buf, 0);
-      ncclshim_rec_say("cannot write a dump in ", r->dir, " (the previous dump is kept)", o.error);
+      ncs_rec_say("cannot write a dump in ", r->dir, " (the previous dump is kept)", o.error);
     } else if (!rename_dump(r, &temp, &path)) {
       int error = errno;
       unlinkat(r->dir_fd, temp.buf, 0);
-      ncclshim_rec_say("cannot rename the dump to ", path.buf, "", error);
+      ncs_rec_say("cannot rename the dump to ", path.buf, "", error);
     } else {
       say_written(r, &path, note);
     }
@@ -402,12 +400,12 @@ static void dump(const trigger *t, const char *note) {
   errno = saved_errno;
 }
 
-void ncclshim_rec_dump(const char *why, int fn, int value) {
+void ncs_rec_dump(const char *why, int fn, int value) {
   trigger t = {why, fn, value, 0};
   dump(&t, why[0] == 'e' && why[1] == 'r' ? " (a call failed)" : "");
 }
 
-void ncclshim_rec_dump_hang(int fn, int hang_ms, uint64_t index, const char *note) {
+void ncs_rec_dump_hang(int fn, int hang_ms, uint64_t index, const char *note) {
   trigger t = {"hang", fn, hang_ms, index};
   dump(&t, note);
 }

@@ -57,7 +57,7 @@ static void fire(const rec_state *r, const pending *p) {
   char note[160];
   snprintf(note, sizeof(note), " (hang: %s #%llu not complete after %d ms)",
            ncclshim_nccl_function_name(p->fn), (unsigned long long)p->seq, r->hang_ms);
-  ncclshim_rec_dump_hang(p->fn, r->hang_ms, p->index, note);
+  ncs_rec_dump_hang(p->fn, r->hang_ms, p->index, note);
 }
 
 /* Under the lock: the oldest entry leaves the queue; a completed event is kept for reuse. */
@@ -70,8 +70,8 @@ static void pop(int completed) {
 
 static void *check(void *unused) {
   (void)unused;
-  rec_state *r = ncclshim_rec;
-  const rec_driver *d = ncclshim_rec_driver();
+  rec_state *r = ncs_rec;
+  const rec_driver *d = ncs_rec_driver();
   uint64_t limit = (uint64_t)r->hang_ms * 1000000u;
   /* Completed events are taken off at this pace, so that the queue never fills up. */
   uint64_t interval = limit / 4 < 100000000u ? limit / 4 : 100000000u;
@@ -138,7 +138,7 @@ static int ready(void) {
   hang.started = error == 0;
   if (!hang.started) { /* said once; no event is recorded from now on */
     hang.stop = 1;
-    ncclshim_rec_say("no hang dump: its thread could not be started", "", "", error);
+    ncs_rec_say("no hang dump: its thread could not be started", "", "", error);
   }
   static int registered;
   if (hang.started && !registered) registered = atexit(stop_checking) == 0;
@@ -146,7 +146,7 @@ static int ready(void) {
 }
 
 static void watch(const void *stream, int fn, uint64_t index, uint64_t seq) {
-  const rec_driver *d = ncclshim_rec_driver();
+  const rec_driver *d = ncs_rec_driver();
   if (d == NULL) return;
   uint64_t since = now_ns();
   CUevent event = NULL;
@@ -192,7 +192,7 @@ static __thread struct {
   } ops[GROUP_STREAMS];
 } group NCCLSHIM_THREAD_MODEL;
 
-void ncclshim_rec_hang_op(const void *stream, int fn, uint64_t index, uint64_t seq) {
+void ncs_rec_hang_op(const void *stream, int fn, uint64_t index, uint64_t seq) {
   if (group.depth == 0) {
     watch(stream, fn, index, seq);
     return;
@@ -206,7 +206,7 @@ void ncclshim_rec_hang_op(const void *stream, int fn, uint64_t index, uint64_t s
   group.ops[group.used++].seq = seq;
 }
 
-void ncclshim_rec_hang_group(int fn, int succeeded) {
+void ncs_rec_hang_group(int fn, int succeeded) {
   if (fn == NCCLSHIM_FN_ncclGroupStart) {
     group.depth += succeeded;
     return;
@@ -217,4 +217,4 @@ void ncclshim_rec_hang_group(int fn, int succeeded) {
   group.used = 0;
 }
 
-void ncclshim_rec_hang_forked(void) { pthread_mutex_init(&hang.lock, NULL); }
+void ncs_rec_hang_forked(void) { pthread_mutex_init(&hang.lock, NULL); }

@@ -6,10 +6,10 @@
 
 /* An operation enqueued on `stream` (not captured): its call's ring index plus one, and its
  * sequence number. Inside a group it waits for the group's end. */
-void ncclshim_rec_hang_op(const void *stream, int fn, uint64_t index, uint64_t seq);
+void ncs_rec_hang_op(const void *stream, int fn, uint64_t index, uint64_t seq);
 /* ncclGroupStart or ncclGroupEnd returned; `succeeded` 0 drops the group's operations. */
-void ncclshim_rec_hang_group(int fn, int succeeded);
+void ncs_rec_hang_group(int fn, int succeeded);
 /* In a forked child: the lock made afresh. */
-void ncclshim_rec_hang_forked(void);
+void ncs_rec_hang_forked(void);
 
 #endif

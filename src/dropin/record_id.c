@@ -23,7 +23,7 @@ static uint64_t rotl(uint64_t x, int b) { return (x << b) | (x >> (64 - b)); }
 
 /* SipHash-2-4 of one 8-byte message (Aumasson and Bernstein): without the key, the hashes of
  * two pointers say nothing of either, nor of their distance. */
-uint64_t ncclshim_rec_hash(const rec_state *r, uint64_t m) {
+uint64_t ncs_rec_hash(const rec_state *r, uint64_t m) {
   uint64_t k0 = r->key[0], k1 = r->key[1];
   uint64_t v0 = k0 ^ 0x736f6d6570736575ull, v1 = k1 ^ 0x646f72616e646f6dull;
   uint64_t v2 = k0 ^ 0x6c7967656e657261ull, v3 = k1 ^ 0x7465646279746573ull;
@@ -83,11 +83,10 @@ static uint64_t new_process_id(const rec_state *r) {
     clock_gettime(CLOCK_MONOTONIC, &now);
     random = (uint64_t)now.tv_nsec ^ ((uint64_t)now.tv_sec << 30);
   }
-  return ncclshim_rec_hash(
-      r, random ^ ncclshim_rec_hash(r, start_time() ^ ((uint64_t)getpid() << 40)));
+  return ncs_rec_hash(r, random ^ ncs_rec_hash(r, start_time() ^ ((uint64_t)getpid() << 40)));
 }
 
-void ncclshim_rec_identity(rec_state *r) {
+void ncs_rec_identity(rec_state *r) {
   uint64_t random[3];
   if (read_small("/dev/urandom", random, sizeof(random)) != (ssize_t)sizeof(random)) {
     /* No /dev/urandom (a chroot): the clock, the pid and the address space's layout. */
@@ -95,11 +94,11 @@ void ncclshim_rec_identity(rec_state *r) {
     clock_gettime(CLOCK_REALTIME, &now);
     random[0] = (uint64_t)now.tv_nsec ^ ((uint64_t)now.tv_sec << 30) ^ (uintptr_t)&now;
     random[1] = ((uint64_t)getpid() << 32) ^ (uintptr_t)r;
-    random[2] = (uintptr_t)&ncclshim_rec_identity;
+    random[2] = (uintptr_t)&ncs_rec_identity;
   }
   r->key[0] = random[0];
   r->key[1] = random[1];
-  r->process_id = ncclshim_rec_hash(r, random[2]) ^ new_process_id(r);
+  r->process_id = ncs_rec_hash(r, random[2]) ^ new_process_id(r);
   r->pid = getpid();
 
   char boot[64] = "";
@@ -123,7 +122,7 @@ void ncclshim_rec_identity(rec_state *r) {
   r->host[i] = '\0';
 }
 
-void ncclshim_rec_forked(rec_state *r) {
+void ncs_rec_forked(rec_state *r) {
   r->parent_process_id = r->process_id;
   r->process_id = new_process_id(r);
   r->pid = getpid();

@@ -19,9 +19,8 @@ static uint64_t mix(uint64_t h, const void *bytes, size_t size) {
 /* A communicator just made by `call`: its identity is the unique id's hash, or for a split
  * its parent's id, the number of split calls made on the parent before it (every rank of the
  * parent makes each one, NCCL_SPLIT_NOCOLOR included) and the color. */
-static void add_comm(const ncclshim_rec_call *call, const void *made, uint64_t nth,
-                     uint64_t parent_id) {
-  ncclshim_rec_comm *c = ncclshim_rec_add(made);
+static void add_comm(const ncs_rec_call *call, const void *made, uint64_t nth, uint64_t parent_id) {
+  ncs_rec_comm *c = ncs_rec_add(made);
   if (c == NULL) return;
   uint64_t id = 0xcbf29ce484222325ull;
   if (call->uid != NULL) {
@@ -44,30 +43,30 @@ static void add_comm(const ncclshim_rec_call *call, const void *made, uint64_t n
   atomic_store(&c->id, id != 0 ? id | 1 : 1); /* 1: made, identity unknown */
   int none = NCCLSHIM_REC_NONE;
   if (call->uid != NULL && call->rank != NCCLSHIM_REC_NONE)
-    atomic_compare_exchange_strong(&ncclshim_rec->process_rank, &none, call->rank);
+    atomic_compare_exchange_strong(&ncs_rec->process_rank, &none, call->rank);
 }
 
 /* A communicator the recorder meets in a call without having seen it made. */
-static ncclshim_rec_comm *comm_of(const void *comm) {
+static ncs_rec_comm *comm_of(const void *comm) {
   if (comm == NULL) return NULL;
   /* The record is still this communicator's while its key is: an ended record's key is 0
    * until it is reused, and records are never freed. */
-  ncclshim_rec_comm *c = ncclshim_rec_here.record;
-  unsigned generation = atomic_load_explicit(&ncclshim_rec->generation, memory_order_relaxed);
-  if (ncclshim_rec_here.comm == (uintptr_t)comm && c != NULL &&
+  ncs_rec_comm *c = ncs_rec_here.record;
+  unsigned generation = atomic_load_explicit(&ncs_rec->generation, memory_order_relaxed);
+  if (ncs_rec_here.comm == (uintptr_t)comm && c != NULL &&
       atomic_load_explicit(&c->key, memory_order_relaxed) == (uintptr_t)comm &&
       atomic_load_explicit(&c->generation, memory_order_relaxed) == generation)
     return c;
-  c = ncclshim_rec_find(comm);
-  if (c == NULL && (c = ncclshim_rec_add(comm)) != NULL) {
+  c = ncs_rec_find(comm);
+  if (c == NULL && (c = ncs_rec_add(comm)) != NULL) {
     uint64_t unknown = 0;
     atomic_compare_exchange_strong(&c->id, &unknown, 1);
   }
   /* A forked child that goes on with its parent's communicator: listed in its dumps too, so
    * that the comparison sees two processes claim one rank. */
   if (c != NULL) atomic_store_explicit(&c->generation, generation, memory_order_relaxed);
-  ncclshim_rec_here.comm = (uintptr_t)comm;
-  ncclshim_rec_here.record = c;
+  ncs_rec_here.comm = (uintptr_t)comm;
+  ncs_rec_here.record = c;
   return c;
 }
 
@@ -75,13 +74,11 @@ static ncclshim_rec_comm *comm_of(const void *comm) {
 
 enum { PREFETCH_AHEAD = 4 };
 
-static rec_entry *slot_of(uint64_t index) {
-  return &ncclshim_rec->entries[index & ncclshim_rec->mask];
-}
+static rec_entry *slot_of(uint64_t index) { return &ncs_rec->entries[index & ncs_rec->mask]; }
 
-static void publish(ncclshim_rec_call *call, int result) {
-  rec_state *r = ncclshim_rec;
-  ncclshim_rec_comm *c = comm_of(call->comm);
+static void publish(ncs_rec_call *call, int result) {
+  rec_state *r = ncs_rec;
+  ncs_rec_comm *c = comm_of(call->comm);
   /* A load and a store, not a locked add: NCCL requires a communicator's operations to be
    * issued by one thread at a time, in the same order on every rank, so no two threads number
    * one communicator's operations at once. */
@@ -103,7 +100,7 @@ static void publish(ncclshim_rec_call *call, int result) {
   __builtin_prefetch(slot_of(index + PREFETCH_AHEAD), 1);
   struct timespec now;
   clock_gettime(CLOCK_REALTIME_COARSE, &now);
-  if (ncclshim_rec_here.tid == 0) ncclshim_rec_here.tid = (int)syscall(SYS_gettid);
+  if (ncs_rec_here.tid == 0) ncs_rec_here.tid = (int)syscall(SYS_gettid);
 
   atomic_store_explicit(&e->tag, 0, memory_order_relaxed);
   atomic_thread_fence(memory_order_release);
@@ -114,7 +111,7 @@ static void publish(ncclshim_rec_call *call, int result) {
   e->op = call->op;
   e->root = call->root;
   e->peer = call->peer;
-  e->thread = ncclshim_rec_here.tid;
+  e->thread = ncs_rec_here.tid;
   e->captured = call->captured;
   e->seq = seq;
   e->coll = coll;
@@ -129,24 +126,22 @@ static void publish(ncclshim_rec_call *call, int result) {
   call->seq = seq;
 }
 
-void (*_Atomic ncclshim_rec_on_first_call)(void);
+void (*_Atomic ncs_rec_on_first_call)(void);
 
-void ncclshim_rec_begin(ncclshim_rec_call *call) {
-  if (__builtin_expect(
-          atomic_load_explicit(&ncclshim_rec_on_first_call, memory_order_relaxed) != NULL, 0)) {
-    void (*first)(void) = atomic_exchange(&ncclshim_rec_on_first_call, NULL);
+void ncs_rec_begin(ncs_rec_call *call) {
+  if (__builtin_expect(atomic_load_explicit(&ncs_rec_on_first_call, memory_order_relaxed) != NULL,
+                       0)) {
+    void (*first)(void) = atomic_exchange(&ncs_rec_on_first_call, NULL);
     if (first != NULL) first();
   }
-  call->skip =
-      ncclshim_rec_here.depth++ > 0; /* NCCL calling its own name: forwarded, not recorded */
+  call->skip = ncs_rec_here.depth++ > 0; /* NCCL calling its own name: forwarded, not recorded */
   call->index = 0;
   if (call->skip || call->is_query) return;
-  call->captured = call->is_op && ncclshim_rec_capturing(call->stream);
+  call->captured = call->is_op && ncs_rec_capturing(call->stream);
   publish(call, NCCLSHIM_REC_PENDING);
   /* The program gives up on a communicator (PyTorch's watchdog does, then abort()): what
    * every rank did up to here is what a hang's diagnosis needs. */
-  if (call->fn == NCCLSHIM_FN_ncclCommAbort)
-    ncclshim_rec_dump("abort", call->fn, NCCLSHIM_REC_NONE);
+  if (call->fn == NCCLSHIM_FN_ncclCommAbort) ncs_rec_dump("abort", call->fn, NCCLSHIM_REC_NONE);
 }
 
 static int failed(int result) {
@@ -156,32 +151,32 @@ static int failed(int result) {
 
 /* Error dumps are rate-limited: the first per communicator and result code is written,
  * later ones are counted and the count goes into the next dump. */
-static void dump_error(const char *why, ncclshim_rec_comm *c, int fn, int result) {
+static void dump_error(const char *why, ncs_rec_comm *c, int fn, int result) {
   uint32_t bit = 1u << ((unsigned)result & 31);
-  _Atomic uint32_t *dumped = c != NULL ? &c->dumped : &ncclshim_rec->global_dumped;
+  _Atomic uint32_t *dumped = c != NULL ? &c->dumped : &ncs_rec->global_dumped;
   if (atomic_fetch_or(dumped, bit) & bit) {
-    atomic_fetch_add(&ncclshim_rec->suppressed, 1);
+    atomic_fetch_add(&ncs_rec->suppressed, 1);
     return;
   }
-  ncclshim_rec_dump(why, fn, result);
+  ncs_rec_dump(why, fn, result);
 }
 
 /* ncclCommGetAsyncError's answer: an error is recorded once per communicator and error. */
-static void check_async(ncclshim_rec_call *call) {
+static void check_async(ncs_rec_call *call) {
   int reported = (int)*call->async_out;
   if (!failed(reported)) return;
-  ncclshim_rec_comm *c = comm_of(call->comm);
+  ncs_rec_comm *c = comm_of(call->comm);
   if (c != NULL && atomic_exchange(&c->async_error, reported) == reported) return;
   publish(call, ncclSuccess);
   dump_error("async-error", c, call->fn, reported);
 }
 
 /* A call that made a communicator (init, split, shrink) or ended one (destroy, abort). */
-static void made_or_ended(ncclshim_rec_call *call) {
+static void made_or_ended(ncs_rec_call *call) {
   if (call->comm_out != NULL) {
     uint64_t nth = 0, parent_id = 0;
     if (call->uid == NULL && call->comm != NULL) {
-      ncclshim_rec_comm *parent = comm_of(call->comm);
+      ncs_rec_comm *parent = comm_of(call->comm);
       if (parent != NULL) {
         nth = atomic_fetch_add(&parent->splits, 1);
         parent_id = atomic_load(&parent->id);
@@ -191,11 +186,11 @@ static void made_or_ended(ncclshim_rec_call *call) {
     if (*call->comm_out != NULL) add_comm(call, *call->comm_out, nth, parent_id);
   }
   if (call->fn == NCCLSHIM_FN_ncclCommDestroy || call->fn == NCCLSHIM_FN_ncclCommAbort)
-    ncclshim_rec_end_comm(call->comm, call->fn);
+    ncs_rec_end_comm(call->comm, call->fn);
 }
 
-void ncclshim_rec_end(ncclshim_rec_call *call, int result) {
-  ncclshim_rec_here.depth--;
+void ncs_rec_end(ncs_rec_call *call, int result) {
+  ncs_rec_here.depth--;
   if (call->skip) return;
   if (call->index != 0) {
     rec_entry *e = slot_of(call->index - 1);
@@ -204,16 +199,15 @@ void ncclshim_rec_end(ncclshim_rec_call *call, int result) {
   }
   int succeeded = result == ncclSuccess || result == ncclInProgress;
   if (succeeded) made_or_ended(call);
-  if (ncclshim_rec->hang_ms != 0) {
+  if (ncs_rec->hang_ms != 0) {
     if (call->is_op && succeeded && !call->captured && call->index != 0)
-      ncclshim_rec_hang_op(call->stream, call->fn, call->index, call->seq);
+      ncs_rec_hang_op(call->stream, call->fn, call->index, call->seq);
     else if (call->fn == NCCLSHIM_FN_ncclGroupStart || call->fn == NCCLSHIM_FN_ncclGroupEnd)
-      ncclshim_rec_hang_group(call->fn, succeeded);
+      ncs_rec_hang_group(call->fn, succeeded);
   }
   if (call->async_out != NULL && result == ncclSuccess) check_async(call);
   if (failed(result)) {
     if (call->index == 0) publish(call, result); /* a query: recorded now it failed */
-    dump_error("error", call->comm != NULL ? ncclshim_rec_find(call->comm) : NULL, call->fn,
-               result);
+    dump_error("error", call->comm != NULL ? ncs_rec_find(call->comm) : NULL, call->fn, result);
   }
 }

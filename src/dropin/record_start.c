@@ -35,7 +35,7 @@ static void refuse(const char *variable, const char *value, const char *why) {
   snprintf(head, sizeof(head), "%s=", variable);
   char tail[256];
   snprintf(tail, sizeof(tail), ": %s; the recorder stays off", why);
-  ncclshim_rec_say(head, value, tail, 0);
+  ncs_rec_say(head, value, tail, 0);
 }
 
 /* "USR1", "SIGUSR1" or a number, named or not, then checked the same way; 0 when unusable:
@@ -86,7 +86,7 @@ static int stops(int signo) { return signo == SIGTSTP || signo == SIGTTIN || sig
  * whose default ends the process (TERM, INT, ABRT, a real-time signal, ...) end it; a stop
  * signal stops it; USR1, USR2, CONT, WINCH and URG go on. */
 static void on_signal(int signo, siginfo_t *info, void *context) {
-  ncclshim_rec_dump("signal", -1, signo);
+  ncs_rec_dump("signal", -1, signo);
   const struct sigaction *was = &previous[signo == SIGABRT];
   if (was->sa_flags & SA_SIGINFO) {
     if (was->sa_sigaction != NULL) was->sa_sigaction(signo, info, context);
@@ -200,7 +200,7 @@ static rec_state *make_state(const char *calls_text) {
   /* Pages of zeros, touched only as calls fill them. */
   size_t bytes = (size_t)slots * sizeof(rec_entry);
   void *entries = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (r == NULL || entries == MAP_FAILED || !ncclshim_rec_comms_init(r)) {
+  if (r == NULL || entries == MAP_FAILED || !ncs_rec_comms_init(r)) {
     free(r);
     if (entries != MAP_FAILED) munmap(entries, bytes);
     refuse("NCCLSHIM_RECORD", calls_text, "out of memory");
@@ -216,21 +216,21 @@ static rec_state *make_state(const char *calls_text) {
   r->mask = slots - 1;
   r->capacity = calls;
   r->signal = signo;
-  r->at_exit = ncclshim_env_flag("NCCLSHIM_RECORD_AT_EXIT");
+  r->at_exit = ncs_env_flag("NCCLSHIM_RECORD_AT_EXIT");
   r->hang_ms = hang_ms;
   atomic_store(&r->process_rank, NCCLSHIM_REC_NONE);
   atomic_store(&r->nccl_version, NCCLSHIM_REC_NONE); /* not asked of NCCL in audit mode */
-  ncclshim_rec_identity(r);
+  ncs_rec_identity(r);
   return r;
 }
 
-void ncclshim_rec_in_child(void) {
-  if (ncclshim_rec == NULL) return;
-  ncclshim_rec_comms_reset(ncclshim_rec);
-  ncclshim_rec_hang_forked();
-  ncclshim_rec_thread_forked();
-  ncclshim_rec_forked(ncclshim_rec);
-  atomic_flag_clear(&ncclshim_rec->busy);
+void ncs_rec_in_child(void) {
+  if (ncs_rec == NULL) return;
+  ncs_rec_comms_reset(ncs_rec);
+  ncs_rec_hang_forked();
+  ncs_rec_thread_forked();
+  ncs_rec_forked(ncs_rec);
+  atomic_flag_clear(&ncs_rec->busy);
 }
 
 /* At load: a signal that arrives before the first NCCL call (a launcher's, or a rank hung in
@@ -243,39 +243,39 @@ __attribute__((constructor)) static void start_at_load(void) {
   if (calls[0] == '\0') return;
   rec_state *r = make_state(calls);
   if (r == NULL) return;
-  ncclshim_rec = r;
-  pthread_atfork(NULL, NULL, ncclshim_rec_in_child);
+  ncs_rec = r;
+  pthread_atfork(NULL, NULL, ncs_rec_in_child);
   if (r->signal != 0) install(0, r->signal);
   if (r->signal != 0 && !installed[0]) {
     char number[16];
     snprintf(number, sizeof(number), "%d", r->signal);
-    ncclshim_rec_say("NCCLSHIM_RECORD_SIGNAL=", number,
-                     ": sigaction refused it; no dump on that signal", errno);
+    ncs_rec_say("NCCLSHIM_RECORD_SIGNAL=", number, ": sigaction refused it; no dump on that signal",
+                errno);
   }
   install(1, SIGABRT);
 }
 
-int ncclshim_rec_attach(int nccl_version) {
-  if (ncclshim_rec == NULL) return 0;
-  atomic_store(&ncclshim_rec->nccl_version, nccl_version);
+int ncs_rec_attach(int nccl_version) {
+  if (ncs_rec == NULL) return 0;
+  atomic_store(&ncs_rec->nccl_version, nccl_version);
   return 1;
 }
 
-const ncclshim_nccl_table *ncclshim_rec_audit_table(const ncclshim_nccl_table *real) {
-  return ncclshim_rec != NULL ? ncclshim_rec_table(real) : NULL;
+const ncclshim_nccl_table *ncs_rec_audit_table(const ncclshim_nccl_table *real) {
+  return ncs_rec != NULL ? ncs_rec_table(real) : NULL;
 }
 
-void ncclshim_rec_no_nccl(void) {
-  rec_state *r = ncclshim_rec;
+void ncs_rec_no_nccl(void) {
+  rec_state *r = ncs_rec;
   if (r == NULL) return;
   if (r->signal != 0) uninstall(0, r->signal);
   uninstall(1, SIGABRT);
-  ncclshim_rec = NULL; /* the state stays allocated: a handler may still be reading it */
-  ncclshim_rec_say("no usable NCCL", "", ": the recorder is off", 0);
+  ncs_rec = NULL; /* the state stays allocated: a handler may still be reading it */
+  ncs_rec_say("no usable NCCL", "", ": the recorder is off", 0);
 }
 
-void ncclshim_rec_describe(char *text, size_t size) {
-  const rec_state *r = ncclshim_rec;
+void ncs_rec_describe(char *text, size_t size) {
+  const rec_state *r = ncs_rec;
   if (r == NULL) {
     snprintf(text, size, "off (NCCLSHIM_RECORD unset or refused)");
     return;
@@ -298,10 +298,10 @@ void ncclshim_rec_describe(char *text, size_t size) {
  * a job starts (shells, launchers) loads the library too. At exit or at dlclose, the signals
  * get their previous actions back: a handler left behind a dlclose would be unmapped code. */
 __attribute__((destructor)) static void dump_at_exit(void) {
-  rec_state *r = ncclshim_rec;
+  rec_state *r = ncs_rec;
   if (r == NULL) return;
   if (r->at_exit && atomic_load(&r->next) > atomic_load(&r->first))
-    ncclshim_rec_dump("exit", -1, NCCLSHIM_REC_NONE);
+    ncs_rec_dump("exit", -1, NCCLSHIM_REC_NONE);
   if (r->signal != 0) uninstall(0, r->signal);
   uninstall(1, SIGABRT);
 }

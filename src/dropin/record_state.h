@@ -31,7 +31,7 @@ typedef struct rec_entry {
 /* A communicator seen by the recorder. Records are never freed, only recycled (a reader that
  * raced a destroy reads a valid record): a destroyed or aborted one leaves the lookup table
  * at once but stays listed in dumps until REC_ENDED_KEPT later ones have ended. */
-struct ncclshim_rec_comm {
+struct ncs_rec_comm {
   _Atomic uintptr_t key;   /* the ncclComm_t while in the lookup table; 0 otherwise */
   _Atomic uint64_t ops;    /* the sequence number of its last operation */
   _Atomic uint64_t colls;  /* how many of them were collectives (not ncclSend/ncclRecv) */
@@ -41,8 +41,8 @@ struct ncclshim_rec_comm {
   _Atomic int rank, nranks, created_by, ended_by, async_error;
   _Atomic uint32_t dumped;     /* bit c: an error dump with result c was written for it */
   _Atomic unsigned generation; /* the process generation that made it (a fork starts one) */
-  struct ncclshim_rec_comm *next_ended;
-  struct ncclshim_rec_comm *all_next; /* every record ever made, for the dump */
+  struct ncs_rec_comm *next_ended;
+  struct ncs_rec_comm *all_next; /* every record ever made, for the dump */
 };
 
 enum { REC_ENDED_KEPT = 64 };
@@ -53,7 +53,7 @@ enum { REC_ENDED_KEPT = 64 };
  * since a reader may still be in it (the sizes sum to less than twice the last). */
 typedef struct rec_table {
   size_t mask;
-  _Atomic(struct ncclshim_rec_comm *) slots[];
+  _Atomic(struct ncs_rec_comm *) slots[];
 } rec_table;
 
 typedef struct rec_state {
@@ -68,9 +68,9 @@ typedef struct rec_state {
   _Atomic(rec_table *) table;
   size_t live;
   pthread_mutex_t lock; /* writers of the table, the free queue and the record list */
-  _Atomic(struct ncclshim_rec_comm *) all;
-  struct ncclshim_rec_comm *ended_head, *ended_tail; /* listed in dumps still */
-  struct ncclshim_rec_comm *spare;                   /* to reuse */
+  _Atomic(struct ncs_rec_comm *) all;
+  struct ncs_rec_comm *ended_head, *ended_tail; /* listed in dumps still */
+  struct ncs_rec_comm *spare;                   /* to reuse */
   size_t ended;
   _Atomic uint32_t global_dumped; /* error dumps for calls without a communicator */
   _Atomic uint64_t suppressed;    /* error dumps skipped by the rate limit since the last dump */
@@ -100,7 +100,7 @@ typedef struct rec_state {
 
 /* record_state.c: the process's recorder, NULL while it is off (written by record_start.c
  * alone), and each thread's place in it. */
-extern rec_state *ncclshim_rec;
+extern rec_state *ncs_rec;
 
 /* Per thread: how deep in recorded calls (NCCL calling its own names through the drop-in
  * makes it 2), the thread id, asked of the kernel once, and the communicator it used last
@@ -109,26 +109,26 @@ typedef struct rec_thread {
   int depth;
   int tid;
   uintptr_t comm;
-  struct ncclshim_rec_comm *record;
+  struct ncs_rec_comm *record;
 } rec_thread;
-extern __thread rec_thread ncclshim_rec_here NCCLSHIM_THREAD_MODEL;
+extern __thread rec_thread ncs_rec_here NCCLSHIM_THREAD_MODEL;
 /* In a forked child, on the thread that forked: its thread id is asked again. */
-void ncclshim_rec_thread_forked(void);
+void ncs_rec_thread_forked(void);
 
 /* record_comms.c */
-struct ncclshim_rec_comm *ncclshim_rec_find(const void *comm);
-struct ncclshim_rec_comm *ncclshim_rec_add(const void *comm);
-void ncclshim_rec_end_comm(const void *comm, int fn);
-int ncclshim_rec_comms_init(rec_state *r);
+struct ncs_rec_comm *ncs_rec_find(const void *comm);
+struct ncs_rec_comm *ncs_rec_add(const void *comm);
+void ncs_rec_end_comm(const void *comm, int fn);
+int ncs_rec_comms_init(rec_state *r);
 /* In a forked child: the table's lock made afresh (another thread may have held it). */
-void ncclshim_rec_comms_reset(rec_state *r);
+void ncs_rec_comms_reset(rec_state *r);
 
 /* record_id.c: the keys, the process id, the boot id and the host name at start; a new
  * process id (and generation, and no calls yet) in a forked child. */
-void ncclshim_rec_identity(rec_state *r);
-void ncclshim_rec_forked(rec_state *r);
+void ncs_rec_identity(rec_state *r);
+void ncs_rec_forked(rec_state *r);
 
 /* A keyed 64-bit hash (SipHash-2-4 of one word): what a dump writes for a pointer. */
-uint64_t ncclshim_rec_hash(const rec_state *r, uint64_t value);
+uint64_t ncs_rec_hash(const rec_state *r, uint64_t value);
 
 #endif

@@ -7,7 +7,7 @@
 #include "dropin.h"
 #include "say.h"
 
-__thread int ncclshim_dropin_message_unread NCCLSHIM_THREAD_MODEL;
+__thread int ncs_dropin_message_unread NCCLSHIM_THREAD_MODEL;
 
 void ncs_out_flush(ncs_out *o) {
   for (size_t done = 0; done < o->used && o->error == 0;) {
@@ -118,10 +118,10 @@ static void say(const char *who, const char *a, const char *b, const char *c, in
   ncs_out_flush(&o);
 }
 
-void ncclshim_rec_say(const char *a, const char *b, const char *c, int error) {
+void ncs_rec_say(const char *a, const char *b, const char *c, int error) {
   say("ncclshim recorder: ", a, b, c, error);
 }
 
-void ncclshim_dropin_say(const char *a, const char *b) { say("ncclshim: ", a, b, "", 0); }
+void ncs_dropin_say(const char *a, const char *b) { say("ncclshim: ", a, b, "", 0); }
 
-void ncclshim_dropin_line(const char *text) { say("ncclshim drop-in: ", "", text, "", 0); }
+void ncs_dropin_line(const char *text) { say("ncclshim drop-in: ", "", text, "", 0); }

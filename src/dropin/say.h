@@ -28,10 +28,10 @@ void ncs_out_end(ncs_out *o);
 
 /* "ncclshim recorder: A B C[: error text (errno N)]" on stderr, B with its control
  * characters escaped. */
-void ncclshim_rec_say(const char *a, const char *b, const char *c, int error);
+void ncs_rec_say(const char *a, const char *b, const char *c, int error);
 /* "ncclshim: A B" on stderr, B escaped the same way: the drop-in's own checks. */
-void ncclshim_dropin_say(const char *a, const char *b);
+void ncs_dropin_say(const char *a, const char *b);
 /* "ncclshim drop-in: TEXT" on stderr, TEXT escaped the same way (paths may hold anything). */
-void ncclshim_dropin_line(const char *text);
+void ncs_dropin_line(const char *text);
 
 #endif

@@ -10,7 +10,7 @@
 #include "../../loader/elf_banner.h"
 #include "nccl_handle.h"
 
-int ncclshim_nccl_read_banner(const char *path, char **tag) {
+int ncs_nccl_read_banner(const char *path, char **tag) {
   if (tag != NULL) *tag = NULL;
   ncshl_elf_file f;
   char reason[256], found[32];
@@ -26,7 +26,7 @@ const char *ncclshim_nccl_build(ncclshim_nccl *nccl) {
   if (nccl == NULL || nccl->core.path == NULL) return "";
   pthread_mutex_lock(&nccl->lazy_lock);
   if (nccl->build == NULL) {
-    ncclshim_nccl_read_banner(nccl->core.path, &nccl->build);
+    ncs_nccl_read_banner(nccl->core.path, &nccl->build);
     if (nccl->build == NULL) nccl->build = strdup("");
   }
   pthread_mutex_unlock(&nccl->lazy_lock);

@@ -22,8 +22,8 @@ static int mapped_version(void *address) {
   return get_version(&code) == ncclSuccess ? ncclshim_decode_version(code, NULL, NULL, NULL) : 0;
 }
 
-int ncclshim_nccl_take_census(const void *chosen, int chosen_version, ncclshim_nccl_entry **entries,
-                              size_t *count) {
+int ncs_nccl_take_census(const void *chosen, int chosen_version, ncclshim_nccl_entry **entries,
+                         size_t *count) {
   *entries = NULL;
   *count = 0;
   ncshl_mapped *objects = NULL, *dropins = NULL;
@@ -65,7 +65,7 @@ int ncclshim_nccl_take_census(const void *chosen, int chosen_version, ncclshim_n
   return 0;
 }
 
-void ncclshim_nccl_entries_free(ncclshim_nccl_entry *entries, size_t count) {
+void ncs_nccl_entries_free(ncclshim_nccl_entry *entries, size_t count) {
   for (size_t i = 0; i < count; i++) free((char *)entries[i].path);
   free(entries);
 }

@@ -29,9 +29,9 @@ const char *ncclshim_config_field_name(ncclshim_config_field f) {
 
 ncclshim_status ncclshim_nccl_config_init(void *config, size_t config_size) {
   if (config == NULL || config_size < HEADER_SIZE)
-    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT,
-                         "ncclConfig_t: %s (size %zu; at least %zu bytes are needed)",
-                         config ? "too small" : "NULL pointer", config_size, (size_t)HEADER_SIZE);
+    return ncs_fail(NCCLSHIM_INVALID_ARGUMENT,
+                    "ncclConfig_t: %s (size %zu; at least %zu bytes are needed)",
+                    config ? "too small" : "NULL pointer", config_size, (size_t)HEADER_SIZE);
   struct ncclshim_nccl_config full = NCCL_CONFIG_INITIALIZER;
   size_t size = config_size < sizeof(full) ? config_size : sizeof(full);
   full.size = size;
@@ -42,40 +42,40 @@ ncclshim_status ncclshim_nccl_config_init(void *config, size_t config_size) {
 ncclshim_status ncclshim_nccl_config_check(const ncclshim_nccl *nccl, size_t config_size,
                                            ncclshim_config_field f) {
   if ((unsigned)f >= NCCLSHIM_CONFIG_FIELD_COUNT)
-    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "ncclConfig_t: unknown field %d", (int)f);
+    return ncs_fail(NCCLSHIM_INVALID_ARGUMENT, "ncclConfig_t: unknown field %d", (int)f);
   const field *d = &fields[f];
   char need[16], have[16];
   if (d->offset + d->width > config_size)
-    return ncclshim_fail(NCCLSHIM_UNAVAILABLE,
-                         "ncclConfig_t field %s lies past the end of this ncclConfig_t (%zu "
-                         "bytes): the nccl.h it was compiled with predates it",
-                         d->name, config_size);
+    return ncs_fail(NCCLSHIM_UNAVAILABLE,
+                    "ncclConfig_t field %s lies past the end of this ncclConfig_t (%zu "
+                    "bytes): the nccl.h it was compiled with predates it",
+                    d->name, config_size);
   if (ncclshim_nccl_status(nccl) != NCCLSHIM_OK)
-    return ncclshim_fail(NCCLSHIM_UNAVAILABLE, "ncclConfig_t field %s: no NCCL is loaded", d->name);
+    return ncs_fail(NCCLSHIM_UNAVAILABLE, "ncclConfig_t field %s: no NCCL is loaded", d->name);
   if (nccl->version < d->version)
-    return ncclshim_fail(NCCLSHIM_UNAVAILABLE,
-                         "ncclConfig_t field %s needs NCCL >= %s; loaded %s would ignore it",
-                         d->name, ncclshim_format_version(d->version, need, sizeof(need)),
-                         ncclshim_format_version(nccl->version, have, sizeof(have)));
+    return ncs_fail(NCCLSHIM_UNAVAILABLE,
+                    "ncclConfig_t field %s needs NCCL >= %s; loaded %s would ignore it", d->name,
+                    ncclshim_format_version(d->version, need, sizeof(need)),
+                    ncclshim_format_version(nccl->version, have, sizeof(have)));
   return NCCLSHIM_OK;
 }
 
 static ncclshim_status set_field(const ncclshim_nccl *nccl, void *config, size_t config_size,
                                  ncclshim_config_field f, int kind, const void *value) {
   if (config == NULL || config_size < HEADER_SIZE)
-    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "ncclConfig_t: NULL or too small (%zu bytes)",
-                         config_size);
+    return ncs_fail(NCCLSHIM_INVALID_ARGUMENT, "ncclConfig_t: NULL or too small (%zu bytes)",
+                    config_size);
   unsigned int magic;
   memcpy(&magic, (const char *)config + offsetof(struct ncclshim_nccl_config, magic),
          sizeof(magic));
   if (magic != NCCLSHIM_NCCL_CONFIG_MAGIC)
-    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT,
-                         "ncclConfig_t was not initialised (use ncclshim_nccl_config_init)");
+    return ncs_fail(NCCLSHIM_INVALID_ARGUMENT,
+                    "ncclConfig_t was not initialised (use ncclshim_nccl_config_init)");
   ncclshim_status status = ncclshim_nccl_config_check(nccl, config_size, f);
   if (status != NCCLSHIM_OK) return status;
   if (fields[f].kind != kind)
-    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "ncclConfig_t field %s holds %s",
-                         fields[f].name, fields[f].kind == FIELD_KIND_INT ? "an int" : "a string");
+    return ncs_fail(NCCLSHIM_INVALID_ARGUMENT, "ncclConfig_t field %s holds %s", fields[f].name,
+                    fields[f].kind == FIELD_KIND_INT ? "an int" : "a string");
   memcpy((char *)config + fields[f].offset, value, fields[f].width);
   return NCCLSHIM_OK;
 }

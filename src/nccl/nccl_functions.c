@@ -66,7 +66,7 @@ int ncclshim_capability_from_name(const char *name) {
   return -1;
 }
 
-uint64_t ncclshim_compute_capabilities(const ncclshim_nccl *nccl) {
+uint64_t ncs_compute_capabilities(const ncclshim_nccl *nccl) {
   uint64_t bits = 0;
   if (nccl->core.status != NCCLSHIM_OK) return 0;
   for (int i = 0; i < NCCLSHIM_CAPABILITY_COUNT; i++) {

@@ -106,7 +106,7 @@ static ncclshim_status bind_functions(ncclshim_nccl *nccl, void *library, char *
   nccl->table.name = (ncclshim_pfn_##name)found[NCCLSHIM_FN_##name];
   NCCLSHIM_NCCL_FUNCTIONS(BIND_)
 #undef BIND_
-  ncclshim_fill_missing(nccl);
+  ncs_fill_missing(nccl);
   reason[0] = '\0';
   return NCCLSHIM_OK;
 }
@@ -133,7 +133,7 @@ static int check_second_copy(void *context, const char *path, char *reason, size
   if (!nccl->refuse_second_copy) return NCCLSHIM_OK;
   ncclshim_nccl_entry *mapped;
   size_t count;
-  if (ncclshim_nccl_take_census(NULL, 0, &mapped, &count) != 0) return NCCLSHIM_OUT_OF_MEMORY;
+  if (ncs_nccl_take_census(NULL, 0, &mapped, &count) != 0) return NCCLSHIM_OUT_OF_MEMORY;
   int same = count == 0;
   for (size_t i = 0; i < count && !same; i++) same = ncshl_same_file(mapped[i].path, path);
   if (!same) {
@@ -143,7 +143,7 @@ static int check_second_copy(void *context, const char *path, char *reason, size
              "(refuse_second_copy or NCCLSHIM_REFUSE_SECOND_NCCL)",
              census_text(mapped, count, text, sizeof(text)));
   }
-  ncclshim_nccl_entries_free(mapped, count);
+  ncs_nccl_entries_free(mapped, count);
   return same ? NCCLSHIM_OK : NCCLSHIM_SECOND_COPY;
 }
 
@@ -168,21 +168,21 @@ static ncshl_decision accept_nccl(void *context, void *library, const char *path
     free(definer);
     return (ncshl_decision){status, NULL};
   }
-  if (ncclshim_nccl_take_census(get_version, packed, &nccl->census, &nccl->census_count) != 0) {
+  if (ncs_nccl_take_census(get_version, packed, &nccl->census, &nccl->census_count) != 0) {
     free(definer);
     snprintf(reason, size, "out of memory");
     return (ncshl_decision){NCCLSHIM_OUT_OF_MEMORY, NULL};
   }
   nccl->version = packed;
   nccl->version_code = code;
-  nccl->capabilities = ncclshim_compute_capabilities(nccl);
+  nccl->capabilities = ncs_compute_capabilities(nccl);
   nccl->get_version = get_version;
   if (definer != NULL)
     snprintf(reason, size, "%s only links NCCL: its functions are defined in %s", path, definer);
   return (ncshl_decision){NCCLSHIM_OK, definer};
 }
 
-static void describe_success(const ncclshim_handle *core, char *text, size_t size) {
+static void describe_success(const ncs_handle *core, char *text, size_t size) {
   const ncclshim_nccl *nccl = (const ncclshim_nccl *)core;
   char have[16];
   int used =
@@ -209,13 +209,13 @@ static const ncshl_step_spec nccl_steps[] = {
     {NCSHL_STEP_ENVIRONMENT, NULL},
     {NCSHL_STEP_PRELOADED, NULL},
     {NCSHL_STEP_LIBRARY_PATH, NULL},
-    {NCSHL_STEP_ACTIVE_ENV, ncclshim_nccl_environment_places},
+    {NCSHL_STEP_ACTIVE_ENV, ncs_nccl_environment_places},
     {NCSHL_STEP_LD_CACHE, NULL},
     {NCSHL_STEP_SYSTEM, NULL},
-    {NCSHL_STEP_WELL_KNOWN, ncclshim_nccl_places},
+    {NCSHL_STEP_WELL_KNOWN, ncs_nccl_places},
 };
 
-const ncclshim_binding ncclshim_nccl_binding = {
+const ncs_binding ncs_nccl_binding = {
     .kind = NCCLSHIM_BINDING_NCCL,
     .who = "ncclshim",
     .search =
@@ -234,26 +234,25 @@ const ncclshim_binding ncclshim_nccl_binding = {
 
 /* Fill zeroed storage from checked options and search. */
 static ncclshim_status open_into(ncclshim_nccl *nccl, const ncclshim_nccl_options *opts) {
-  nccl->table = ncclshim_absent_table;
+  nccl->table = ncs_absent_table;
   nccl->min_version = opts->min_version;
   nccl->refuse_second_copy =
-      opts->refuse_second_copy ? 1 : ncclshim_env_flag("NCCLSHIM_REFUSE_SECOND_NCCL");
+      opts->refuse_second_copy ? 1 : ncs_env_flag("NCCLSHIM_REFUSE_SECOND_NCCL");
   pthread_mutex_init(&nccl->lazy_lock, NULL);
-  return ncclshim_handle_open(&nccl->core, &ncclshim_nccl_binding, opts->path);
+  return ncs_handle_open(&nccl->core, &ncs_nccl_binding, opts->path);
 }
 
 ncclshim_status ncclshim_nccl_open(const ncclshim_nccl_options *options, ncclshim_nccl **out) {
   ncclshim_nccl_options opts = NCCLSHIM_NCCL_OPTIONS_INIT;
-  ncclshim_status status = ncclshim_handle_options(
+  ncclshim_status status = ncs_handle_options(
       &opts, sizeof(opts), options, offsetof(ncclshim_nccl_options, min_version) + sizeof(int), out,
       "ncclshim_nccl_open", "NCCLSHIM_NCCL_OPTIONS_INIT");
   if (status != NCCLSHIM_OK) return status;
   if (opts.min_version < 0)
-    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT,
-                         "ncclshim_nccl_open: min_version %d is negative", opts.min_version);
+    return ncs_fail(NCCLSHIM_INVALID_ARGUMENT, "ncclshim_nccl_open: min_version %d is negative",
+                    opts.min_version);
   ncclshim_nccl *nccl = calloc(1, sizeof(*nccl));
-  if (nccl == NULL)
-    return ncclshim_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_nccl_open: out of memory");
+  if (nccl == NULL) return ncs_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_nccl_open: out of memory");
   *out = nccl;
   return open_into(nccl, &opts);
 }
@@ -261,9 +260,9 @@ ncclshim_status ncclshim_nccl_open(const ncclshim_nccl_options *options, ncclshi
 void ncclshim_nccl_close(ncclshim_nccl *nccl) {
   if (nccl == NULL || nccl->core.is_default) return;
   free(nccl->build);
-  ncclshim_nccl_entries_free(nccl->census, nccl->census_count);
+  ncs_nccl_entries_free(nccl->census, nccl->census_count);
   pthread_mutex_destroy(&nccl->lazy_lock);
-  ncclshim_handle_close(&nccl->core);
+  ncs_handle_close(&nccl->core);
 }
 
 NCCLSHIM_DEFAULT_HANDLE(ncclshim_nccl, ncclshim_nccl_options, NCCLSHIM_NCCL_OPTIONS_INIT, open_into)
@@ -278,7 +277,7 @@ const ncclshim_nccl_table *ncclshim_table(void) { return ncclshim_nccl_functions
 NCCLSHIM_HANDLE_ACCESSORS(ncclshim_nccl, ncclshim_nccl)
 
 const ncclshim_nccl_table *ncclshim_nccl_functions(const ncclshim_nccl *nccl) {
-  return nccl ? &nccl->table : &ncclshim_absent_table;
+  return nccl ? &nccl->table : &ncs_absent_table;
 }
 int ncclshim_nccl_version(const ncclshim_nccl *nccl) { return nccl ? nccl->version : 0; }
 int ncclshim_nccl_version_code(const ncclshim_nccl *nccl) { return nccl ? nccl->version_code : 0; }

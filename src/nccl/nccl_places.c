@@ -29,7 +29,7 @@ static void add_prefix(ncshl_list *dirs, const char *prefix, int user_base, cons
   if (!user_base && ncshl_python_is_conda(prefix)) ncshl_list_add2(dirs, prefix, "/lib", why);
 }
 
-void ncclshim_nccl_environment_places(ncshl_list *dirs) {
+void ncs_nccl_environment_places(ncshl_list *dirs) {
   dirs->none =
       "no Python environment: VIRTUAL_ENV and CONDA_PREFIX are unset, and neither "
       "the program's prefixes nor the user site have a python3.N folder";
@@ -44,7 +44,7 @@ void ncclshim_nccl_environment_places(ncshl_list *dirs) {
     add_prefix(dirs, base, 1, "the user site (pip install --user)");
 }
 
-void ncclshim_nccl_places(ncshl_list *dirs) {
+void ncs_nccl_places(ncshl_list *dirs) {
   dirs->none = "NCCL_HOME and CUDA_HOME are unset (or not absolute paths)";
   const char *dir;
   if ((dir = env_dir("NCCL_HOME"))) ncshl_list_add2(dirs, dir, "/lib", "NCCL_HOME");

@@ -231,13 +231,13 @@ static int bare_name(const char *name) {
 /* One entry of the variable (or the default name): the files NCCL would try, in its order. */
 static void find_one(ncclshim_plugin_list *list, ncclshim_plugin_kind kind, const char *name,
                      int from_variable, int nccl_version) {
-  char *path = ncshl_locate(name, ncclshim_ld_cache_file());
+  char *path = ncshl_locate(name, ncs_ld_cache_file());
   char alternative[PATH_MAX] = "";
   if (path == NULL && from_variable && bare_name(name)) {
     /* "libnccl-net.so" -> "libnccl-net-<name>.so" */
     snprintf(alternative, sizeof(alternative), "%.*s-%s.so",
              (int)(strlen(kind_libraries[kind]) - 3), kind_libraries[kind], name);
-    path = ncshl_locate(alternative, ncclshim_ld_cache_file());
+    path = ncshl_locate(alternative, ncs_ld_cache_file());
   }
   if (path != NULL) {
     judge(list, kind, name, path, nccl_version);
@@ -298,17 +298,15 @@ static void find_kind(ncclshim_plugin_list *list, ncclshim_plugin_kind kind, int
 }
 
 ncclshim_status ncclshim_nccl_plugins(const ncclshim_nccl *nccl, ncclshim_plugin_list **out) {
-  if (out == NULL)
-    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "ncclshim_nccl_plugins: out is NULL");
+  if (out == NULL) return ncs_fail(NCCLSHIM_INVALID_ARGUMENT, "ncclshim_nccl_plugins: out is NULL");
   if (nccl == NULL) nccl = ncclshim_nccl_default();
   ncclshim_plugin_list *list = calloc(1, sizeof(*list));
-  if (list == NULL)
-    return ncclshim_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_nccl_plugins: out of memory");
+  if (list == NULL) return ncs_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_nccl_plugins: out of memory");
   int version = ncclshim_nccl_version(nccl);
   for (int kind = 0; kind < NCCLSHIM_PLUGIN_KIND_COUNT; kind++) find_kind(list, kind, version);
   if (list->out_of_memory) {
     ncclshim_plugin_list_free(list);
-    return ncclshim_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_nccl_plugins: out of memory");
+    return ncs_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_nccl_plugins: out of memory");
   }
   *out = list;
   return NCCLSHIM_OK;

@@ -11,8 +11,8 @@
 /* No NCCL behind this table: say why, from the newest handle that failed to load. */
 static void absent_note(enum ncclshim_nccl_function fn) {
   char why[1536];
-  ncclshim_registry_absent(NCCLSHIM_BINDING_NCCL, "NCCL", why, sizeof(why));
-  ncclshim_set_error("%s: %s", ncclshim_nccl_function_name(fn), why);
+  ncs_registry_absent(NCCLSHIM_BINDING_NCCL, "NCCL", why, sizeof(why));
+  ncs_set_error("%s: %s", ncclshim_nccl_function_name(fn), why);
 }
 #define absent_result ncclInvalidUsage
 #define absent_text ncclshim_last_error
@@ -25,7 +25,7 @@ typedef struct lacking_note {
 } lacking_note;
 
 /* Add a loaded library that lacks the function to the message. */
-static int note_lacking(const ncclshim_handle *core, void *context) {
+static int note_lacking(const ncs_handle *core, void *context) {
   lacking_note *note = context;
   const ncclshim_nccl *h = (const ncclshim_nccl *)core;
   if (core->status != NCCLSHIM_OK || h->present[note->fn]) return 0;
@@ -50,8 +50,8 @@ static void missing_note_fn(enum ncclshim_nccl_function fn) {
   note.used =
       snprintf(note.text, sizeof(note.text), "%s needs NCCL >= %s", ncclshim_nccl_function_name(fn),
                ncclshim_format_version(ncclshim_nccl_function_version(fn), need, sizeof(need)));
-  ncclshim_registry_visit(NCCLSHIM_BINDING_NCCL, note_lacking, &note);
-  ncclshim_set_error("%s", note.text);
+  ncs_registry_visit(NCCLSHIM_BINDING_NCCL, note_lacking, &note);
+  ncs_set_error("%s", note.text);
 }
 #define missing_note missing_note_fn
 #define missing_result ncclInvalidArgument
@@ -70,11 +70,11 @@ static const char *absent_error_string(ncclResult_t result) {
 #define ABSENT_ENTRY_(...) NCCLSHIM_NCCL_STUB_ENTRY(absent, __VA_ARGS__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Woverride-init" /* the one entry replaced below */
-const ncclshim_nccl_table ncclshim_absent_table = {
+const ncclshim_nccl_table ncs_absent_table = {
     NCCLSHIM_NCCL_FUNCTIONS(ABSENT_ENTRY_).ncclGetErrorString = absent_error_string,
 };
 #pragma GCC diagnostic pop
 
 #define FILL_MISSING_(name, version, policy, role, returns, n, params) \
   if (!nccl->present[NCCLSHIM_FN_##name]) nccl->table.name = missing_##name;
-void ncclshim_fill_missing(ncclshim_nccl *nccl) { NCCLSHIM_NCCL_FUNCTIONS(FILL_MISSING_) }
+void ncs_fill_missing(ncclshim_nccl *nccl) { NCCLSHIM_NCCL_FUNCTIONS(FILL_MISSING_) }

@@ -28,7 +28,7 @@ static void add(ncclshim_nccl_list *list, const char *file, ncclshim_found_via h
       return;
     }
   }
-  int version = ncclshim_nccl_read_banner(path, NULL);
+  int version = ncs_nccl_read_banner(path, NULL);
   ncclshim_nccl_entry *grown = realloc(list->items, (list->count + 1) * sizeof(*grown));
   if (grown == NULL) {
     free(path);
@@ -45,23 +45,23 @@ static void add(ncclshim_nccl_list *list, const char *file, ncclshim_found_via h
   };
 }
 
-int ncclshim_nccl_candidates(const char *path, int with_overrides, ncshl_candidates *out) {
-  ncshl_search search = ncclshim_nccl_binding.search;
+int ncs_nccl_candidates(const char *path, int with_overrides, ncshl_candidates *out) {
+  ncshl_search search = ncs_nccl_binding.search;
   search.explicit_path = with_overrides ? path : NULL;
   if (!with_overrides) search.env_var = NULL;
-  search.ld_cache = ncclshim_ld_cache_file();
+  search.ld_cache = ncs_ld_cache_file();
   return ncshl_search_list(&search, out);
 }
 
 ncclshim_status ncclshim_nccl_list_visible(const ncclshim_nccl *chosen, ncclshim_nccl_list **out) {
   if (out == NULL)
-    return ncclshim_fail(NCCLSHIM_INVALID_ARGUMENT, "ncclshim_nccl_list_visible: out is NULL");
+    return ncs_fail(NCCLSHIM_INVALID_ARGUMENT, "ncclshim_nccl_list_visible: out is NULL");
   ncclshim_nccl_list *list = calloc(1, sizeof(*list));
   if (list == NULL ||
-      ncclshim_nccl_take_census(chosen ? chosen->get_version : NULL, chosen ? chosen->version : 0,
-                                &list->items, &list->count)) {
+      ncs_nccl_take_census(chosen ? chosen->get_version : NULL, chosen ? chosen->version : 0,
+                           &list->items, &list->count)) {
     free(list);
-    return ncclshim_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_nccl_list_visible: out of memory");
+    return ncs_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_nccl_list_visible: out of memory");
   }
   /* The chosen library is named by the step that found it, as the handle says ("found via"). */
   for (size_t i = 0; i < list->count; i++)
@@ -69,7 +69,7 @@ ncclshim_status ncclshim_nccl_list_visible(const ncclshim_nccl *chosen, ncclshim
   /* Then the files of the binding's own steps, in its order, without the overrides (which name
    * one file for one process, not what the machine has). */
   ncshl_candidates candidates;
-  if (ncclshim_nccl_candidates(NULL, 0, &candidates) != 0) list->out_of_memory = 1;
+  if (ncs_nccl_candidates(NULL, 0, &candidates) != 0) list->out_of_memory = 1;
   for (size_t i = 0; !list->out_of_memory && i < candidates.count; i++) {
     const ncshl_candidate *c = &candidates.items[i];
     if (c->reach == NCSHL_REACH_FILE) add(list, c->path, (ncclshim_found_via)c->step, chosen);
@@ -77,7 +77,7 @@ ncclshim_status ncclshim_nccl_list_visible(const ncclshim_nccl *chosen, ncclshim
   ncshl_candidates_free(&candidates);
   if (list->out_of_memory) {
     ncclshim_nccl_list_free(list);
-    return ncclshim_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_nccl_list_visible: out of memory");
+    return ncs_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_nccl_list_visible: out of memory");
   }
   *out = list;
   return NCCLSHIM_OK;
@@ -91,6 +91,6 @@ const ncclshim_nccl_entry *ncclshim_nccl_list_entry(const ncclshim_nccl_list *li
 
 void ncclshim_nccl_list_free(ncclshim_nccl_list *list) {
   if (list == NULL) return;
-  ncclshim_nccl_entries_free(list->items, list->count);
+  ncs_nccl_entries_free(list->items, list->count);
   free(list);
 }

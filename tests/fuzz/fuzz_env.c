@@ -14,8 +14,8 @@
 #include "../../loader/search.h"
 #include "fuzz.h"
 
-void ncclshim_nccl_places(ncshl_list *dirs);
-int ncclshim_debug_enabled(void);
+void ncs_nccl_places(ncshl_list *dirs);
+int ncs_debug_enabled(void);
 
 static char scratch[64];
 static const char *const names[] = {"FUZZ_NCCL_LIBRARY", "NCCL_HOME",   "CONDA_PREFIX",
@@ -114,7 +114,7 @@ static int count_attempt(void *context, const ncshl_attempt *attempt) {
 
 static void check_places(void) {
   ncshl_list places = {0};
-  ncclshim_nccl_places(&places);
+  ncs_nccl_places(&places);
   FUZZ_CHECK(!places.out_of_memory, "no list");
   size_t count = places.count;
   for (size_t i = 0; i < count; i++) {
@@ -132,7 +132,7 @@ static void check_search(const char *explicit_path, const char *override) {
                                           {NCSHL_STEP_ENVIRONMENT, NULL},
                                           {NCSHL_STEP_PRELOADED, NULL},
                                           {NCSHL_STEP_SYSTEM, NULL},
-                                          {NCSHL_STEP_WELL_KNOWN, ncclshim_nccl_places}};
+                                          {NCSHL_STEP_WELL_KNOWN, ncs_nccl_places}};
   size_t attempts = 0;
   ncshl_search search = {.steps = steps,
                          .step_count = sizeof(steps) / sizeof(steps[0]),
@@ -178,8 +178,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   check_places();
   const char *debug = field[5];
-  FUZZ_CHECK(ncclshim_debug_enabled() == (debug && debug[0] && strcmp(debug, "0") != 0),
-             "debug switch");
+  FUZZ_CHECK(ncs_debug_enabled() == (debug && debug[0] && strcmp(debug, "0") != 0), "debug switch");
   check_search(NULL, field[0]);
   if (field[6] != NULL) check_search(field[6], NULL);
   for (int i = 0; i < FIELDS; i++) free(field[i]);

@@ -19,20 +19,20 @@
 
 #include "../../loader/list.h"
 
-void ncclshim_nccl_environment_places(ncshl_list *dirs);
-void ncclshim_nccl_places(ncshl_list *dirs);
-int ncclshim_debug_enabled(void);
+void ncs_nccl_environment_places(ncshl_list *dirs);
+void ncs_nccl_places(ncshl_list *dirs);
+int ncs_debug_enabled(void);
 
 /* The active environment's directories, then the well-known places, as one numbered list. */
 static void print_internals(void) {
   ncshl_list dirs = {0};
-  ncclshim_nccl_environment_places(&dirs);
-  ncclshim_nccl_places(&dirs);
+  ncs_nccl_environment_places(&dirs);
+  ncs_nccl_places(&dirs);
   size_t count = dirs.count;
   for (size_t i = 0; i < count; i++) printf("place.%zu=%s\n", i, dirs.items[i].path);
   ncshl_list_free(&dirs);
   printf("places=%zu\n", count);
-  printf("debug_enabled=%d\n", ncclshim_debug_enabled());
+  printf("debug_enabled=%d\n", ncs_debug_enabled());
 }
 #endif
 

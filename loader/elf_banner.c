@@ -18,9 +18,13 @@ static const char *dot(const char *v, const char *end) {
   return v != NULL && v < end && *v == '.' ? v + 1 : NULL;
 }
 
+/* The first banner with a "+tag" after its version, or else the first without one: a library
+ * can carry the bare version in another message before the banner itself (NCCL 2.28.3 as
+ * Ubuntu ships it has "NCCL version 2.28.3\n..." ahead of "NCCL version 2.28.3+cuda13.0"). */
 static int scan(const char *data, size_t length, const char *key, char *tag, size_t size) {
   size_t key_length = strlen(key);
   const char *end = data + length;
+  int bare = 0;
   for (const char *p = data; (p = memmem(p, (size_t)(end - p), key, key_length)) != NULL;) {
     p += key_length;
     int major, minor, patch;
@@ -29,14 +33,18 @@ static int scan(const char *data, size_t length, const char *key, char *tag, siz
         (v = dot(v, end)) == NULL || (v = small_number(v, end, &patch)) == NULL ||
         major + minor + patch == 0) /* 0.0.0 would read as "none" */
       continue;
+    int packed = major * 10000 + minor * 100 + patch;
+    if (v >= end || *v != '+') {
+      if (bare == 0) bare = packed;
+      continue;
+    }
     size_t n = 0;
-    if (v < end && *v == '+')
-      while (v + n < end && n + 1 < size && v[n] > ' ' && v[n] < 127) n++;
+    while (v + n < end && n + 1 < size && v[n] > ' ' && v[n] < 127) n++;
     memcpy(tag, v, n);
     tag[n] = '\0';
-    return major * 10000 + minor * 100 + patch;
+    return packed;
   }
-  return 0;
+  return bare;
 }
 
 int ncshl_elf_banner(const ncshl_elf_file *f, const char *key, char *tag, size_t size) {

@@ -41,6 +41,17 @@ static void test_tag_only_after_plus(void **state) {
   assert_string_equal(tag, "+cuda12.9");
 }
 
+/* Ubuntu's NCCL 2.28.3 holds the bare version in a message ahead of the banner itself. */
+static void test_tagged_banner_after_a_bare_version(void **state) {
+  (void)state;
+  char tag[32] = "junk";
+  static const char data[] =
+      "NCCL version 2.28.3\nxx\0NCCL version mismatch\0"
+      "NCCL version 2.28.3+cuda13.0\0%s";
+  assert_int_equal(BANNER(data, tag), 22803);
+  assert_string_equal(tag, "+cuda13.0");
+}
+
 static void test_bounded(void **state) {
   (void)state;
   char small[8];
@@ -75,6 +86,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_look_alikes_skipped),
       cmocka_unit_test(test_tag_only_after_plus),
+      cmocka_unit_test(test_tagged_banner_after_a_bare_version),
       cmocka_unit_test(test_bounded),
       cmocka_unit_test(test_rodata_of_a_library),
   };

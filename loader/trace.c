@@ -154,17 +154,22 @@ static long now_ms(void) {
   return (long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-/* Run the loader on the stub; its stdout and stderr, and how it ended (-1: timed out). */
+/* Run the loader on the stub; its stdout and stderr, and how it ended (-1: timed out; -2:
+ * it could not be started, errno set: no pipe or process, or the kernel refused to execute
+ * it, as without binfmt_misc under qemu-user or from a noexec mount). */
 static int run_loader(const char *interpreter, const char *stub_path, int inhibit_cache,
                       int limit_ms, output *out, output *err, int *status) {
   char **env = trace_environment();
-  int outp[2] = {-1, -1}, errp[2] = {-1, -1};
-  if (env == NULL || pipe(outp) != 0 || pipe(errp) != 0) {
+  int outp[2] = {-1, -1}, errp[2] = {-1, -1}, execp[2] = {-1, -1};
+  if (env == NULL || pipe(outp) != 0 || pipe(errp) != 0 || pipe2(execp, O_CLOEXEC) != 0) {
+    int saved = errno;
     free(env);
     for (int i = 0; i < 2; i++) {
       if (outp[i] >= 0) close(outp[i]);
       if (errp[i] >= 0) close(errp[i]);
+      if (execp[i] >= 0) close(execp[i]);
     }
+    errno = saved;
     return -2;
   }
   const char *argv[4] = {interpreter, stub_path, NULL, NULL};
@@ -176,14 +181,25 @@ static int run_loader(const char *interpreter, const char *stub_path, int inhibi
     dup2(outp[1], 1);
     dup2(errp[1], 2);
     execve(interpreter, (char *const *)argv, env);
-    _exit(127);
+    int why = errno; /* the exec pipe closes on a successful exec: nothing arrives then */
+    _exit(write(execp[1], &why, sizeof(why)) == (ssize_t)sizeof(why) ? 127 : 126);
   }
+  int saved = errno;
   free(env);
   close(outp[1]);
   close(errp[1]);
+  close(execp[1]);
+  int why = 0;
+  if (pid > 0 && read(execp[0], &why, sizeof(why)) == (ssize_t)sizeof(why)) {
+    while (waitpid(pid, status, 0) < 0 && errno == EINTR) {
+    }
+    saved = why, pid = -1;
+  }
+  close(execp[0]);
   if (pid < 0) {
     close(outp[0]);
     close(errp[0]);
+    errno = saved;
     return -2;
   }
   out->open = err->open = 1;
@@ -369,11 +385,12 @@ void ncshl_trace(const char *soname, int inhibit_cache, int limit_ms, ncshl_trac
   int status = 0;
   int ran =
       out ? run_loader(interpreter, stub_path, inhibit_cache, limit_ms, out, err, &status) : -2;
+  int why = errno;
   close(fd);
   if (temporary[0]) unlink(temporary);
   if (ran == -2)
     snprintf(r->message, sizeof(r->message), "cannot start %s: %s", interpreter,
-             out ? strerror(errno) : "out of memory");
+             out ? strerror(why) : "out of memory");
   else
     read_trace(soname, interpreter, limit_ms, ran, status, out, err, r);
   free(out);

@@ -86,7 +86,7 @@ class MappedObjects(Scratch):
         lib = self.path("note", "libnccl.so.2")
         shutil.copy(fake("2.28.9"), lib)
         elf_patch.bad_note_address(lib)
-        if not sanitized(lib):
+        if not sanitized(lib) and not WRAPPER:  # the host's ctypes loads no target library
             ctypes.CDLL(lib)  # glibc takes it: only ncclshim's reading could fail
         code, out, err = run_probe("--json", "--library", lib)
         self.assert_no_crash(code, out, err)
@@ -98,6 +98,8 @@ class MappedObjects(Scratch):
         elf_patch.wild_gnu_hash(lib)
         if sanitized(lib) or sanitized(fake("2.28.9")):
             self.skipTest("a sanitizer build's library cannot be preloaded into the probe")
+        if WRAPPER:
+            self.skipTest("the host's ctypes and qemu-user's own loader take no target library")
         ctypes.CDLL(lib)
         code, out, err = run_probe("--json", "--library", fake("2.28.9"), env={"LD_PRELOAD": lib})
         self.assert_no_crash(code, out, err)

@@ -301,9 +301,12 @@ class Frameworks(Live):
             self.assertIs(ncclshim.buffers.PAIRS[Counted], ncclshim.buffers._pair_torch)
             reads.clear()
             frames = []
+            # The package's own frames: the checkout's path may hold "ncclshim" too.
+            package = os.path.dirname(os.path.abspath(ncclshim.__file__)) + os.sep
 
             def profile(frame, event, arg):
-                if event == "call" and "ncclshim" in frame.f_code.co_filename:
+                path = os.path.abspath(frame.f_code.co_filename)
+                if event == "call" and path.startswith(package):
                     frames.append(frame.f_code.co_name)
             sys.setprofile(profile)
             try:

@@ -147,8 +147,10 @@ static void test_huge_spin_limit_is_the_default(void **state) {
   int sleeping = polls_with("0");
   int huge = polls_with("9223372036854776");
   int too_big = polls_with("9223372036854775807");
-  assert_true(huge > 4 * sleeping);
-  assert_true(too_big > 4 * sleeping);
+  /* Spinning polls many times more often than sleeping from the start natively (about 100x);
+   * under qemu-user and a loaded machine far less, so the margin asked for is only 2x. */
+  assert_true(huge > 2 * sleeping);
+  assert_true(too_big > 2 * sleeping);
 }
 
 int main(int argc, char **argv) {

@@ -279,9 +279,10 @@ class Frameworks(Live):
                                            [0x1000, 0x2000, 8, 6, 0, c.raw, 0x6060]))
 
     def test_torch_call_path_reads_only_cheap_attributes(self):
-        # What one all_reduce of two torch tensors costs in Python: the two frames of the
-        # cached fast path (all_reduce, the torch pair reader), and on each tensor is_cuda,
-        # dtype, is_contiguous(), numel(), data_ptr() once; never the interface dict.
+        # What one all_reduce of two torch tensors costs in Python: the one frame of the
+        # generated method (the pair is checked inline), and on each tensor is_cuda, dtype,
+        # is_contiguous(), numel(), data_ptr() once; never the interface dict. In place: the
+        # method, the in-place pair and torch's reader.
         reads = []
 
         class Counted(self.torch.Tensor):
@@ -293,12 +294,13 @@ class Frameworks(Live):
             def __cuda_array_interface__(self):
                 raise AssertionError("the interface dict was built")
         Counted.__module__ = "torch"
+        self.torch.Tensor = Counted  # the exact type the communicator takes as torch's
         t = self.torch
         x, y = Counted(0x1000, 8, t.float32), Counted(0x2000, 8, t.float32)
         stream = types.SimpleNamespace(cuda_stream=0x3131)
         with Communicator(1, 0, ncclshim.unique_id()) as c:
-            c.all_reduce(x, y, stream=stream)  # the first call finds and caches the readers
-            self.assertIs(ncclshim.buffers.PAIRS[Counted], ncclshim.buffers._pair_torch)
+            c.all_reduce(x, stream=stream)  # the first call finds and caches the readers
+            self.assertIs(ncclshim.comm._TENSOR, Counted)
             reads.clear()
             frames = []
             # The package's own frames: the checkout's path may hold "ncclshim" too.
@@ -314,13 +316,36 @@ class Frameworks(Live):
                 c.all_reduce(x, stream=stream)  # in place: one buffer
             finally:
                 sys.setprofile(None)
-            self.assertEqual(frames, ["all_reduce", "_pair_torch", "all_reduce",
-                                      "_in_place", "_read_torch"])
+            self.assertEqual(frames, ["all_reduce", "all_reduce", "_in_place", "_read_torch"])
             once = ["is_cuda", "dtype", "is_contiguous", "numel", "data_ptr"]
             internal = {"n", "ptr", "contiguous"}  # the fake's own fields, read by its methods
             self.assertEqual(sorted(r for r in reads if r not in internal), sorted(once * 3))
             self.assertEqual(last_call(), ("ncclAllReduce",
                                            [0x1000, 0x1000, 8, 7, 0, c.raw, 0x3131]))
+
+    def test_generated_calls_forward_torch_pairs_unchanged(self):
+        # Every method made from _PAIR_CALL, on its inline path: NCCL gets the pointers in
+        # its own order, the call's count and the arguments between datatype and comm.
+        t = self.torch
+        x, y = t.Tensor(0x1000, 8, t.float32), t.Tensor(0x2000, 8, t.float32)
+        big = t.Tensor(0x3000, 8, t.float32)
+        with Communicator(1, 0, ncclshim.unique_id()) as c:
+            s = 0x4444
+            for call, expect in (
+                    (lambda: c.all_reduce(x, y, op="max", stream=s),
+                     ("ncclAllReduce", [0x1000, 0x2000, 8, 7, 2, c.raw, s])),
+                    (lambda: c.broadcast(x, y, root=0, stream=s),
+                     ("ncclBroadcast", [0x1000, 0x2000, 8, 7, 0, c.raw, s])),
+                    (lambda: c.reduce(x, y, root=0, op="min", stream=s),
+                     ("ncclReduce", [0x1000, 0x2000, 8, 7, 3, 0, c.raw, s])),
+                    (lambda: c.all_gather(x, big, stream=s),
+                     ("ncclAllGather", [0x1000, 0x3000, 8, 7, c.raw, s])),
+                    (lambda: c.reduce_scatter(big, x, op="prod", stream=s),
+                     ("ncclReduceScatter", [0x3000, 0x1000, 8, 7, 1, c.raw, s]))):
+                call()
+                self.assertEqual(last_call(), expect)
+            self.assertIn("Communicator.reduce_scatter", repr(Communicator.reduce_scatter))
+            self.assertIn("reduce(send) over the ranks", Communicator.all_reduce.__doc__)
 
     def test_torch_pair_refusals_name_the_problem(self):
         t = self.torch

@@ -123,7 +123,7 @@ class _Codes(dict):
         return code
 
 
-_torch_codes = _Codes()
+TORCH_CODES = _Codes()  # torch dtype -> NCCL code; comm.py's inline fast path reads it
 
 
 def _read_torch(t):
@@ -132,7 +132,7 @@ def _read_torch(t):
     if not t.is_contiguous():
         raise BufferError("torch tensor is not contiguous: NCCL reads it as one block; pass "
                           "t.contiguous()")
-    return t.data_ptr(), t.numel(), _torch_codes[t.dtype], "torch"
+    return t.data_ptr(), t.numel(), TORCH_CODES[t.dtype], "torch"
 
 
 _cupy_codes = _Codes()
@@ -174,7 +174,7 @@ def _pair_torch(a, b, scale, what):
             a.is_contiguous() and b.is_contiguous():
         n = a.numel()
         if b.numel() == n * scale:
-            return a.data_ptr(), b.data_ptr(), n, _torch_codes[d], "torch"
+            return a.data_ptr(), b.data_ptr(), n, TORCH_CODES[d], "torch"
     return _pair_any(a, b, scale, what)
 
 

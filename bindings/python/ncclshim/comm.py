@@ -16,10 +16,13 @@ Every wait has a bound (timeout, seconds). A collective the loaded NCCL lacks ra
 NcclUnavailable at once, naming the release that brought it. The call path allocates no
 device memory, synchronizes nothing and copies nothing, so it can be captured in a CUDA graph."""
 import ctypes
+import linecache
+import sys
 
 from . import _clib
 from .buffers import PAIRS as _P, READERS as _R, STREAMS as _S, current as _current, \
-    pair as _pair, reader as _reader, stream as _stream
+    pair as _pair, _pair_torch, reader as _reader, stream as _stream
+from .buffers import TORCH_CODES as _TORCH_CODES, _pair_any  # noqa: F401 (_PAIR_CALL's)
 from .errors import NcclshimError
 
 MODES = {"nonblocking": 0, "blocking": 1, "split-blocking": 2}
@@ -154,6 +157,10 @@ class Communicator:
             raise err
         self._fast = lib_.ncclshim_comm_raw(self._c)
         self._bind()
+        global _TENSOR
+        torch = sys.modules.get("torch")  # never imported here: only a torch already loaded
+        if torch is not None:
+            _TENSOR = torch.Tensor
 
     def _bind(self):
         get = _clib.nccl_function
@@ -227,57 +234,12 @@ class Communicator:
             raise _clib.error(status, "ncclshim_comm_record(%s)" % name)
 
     # ---- collectives ----
-    # The call path: both buffers through their type's cached pair reader (one Python frame;
-    # its checks are cheap attribute reads), the stream and the reduction through dicts, the
-    # cached ncclComm_t, one ctypes call; anything else only when NCCL answered other than
-    # success, or a watchdog watches. tests/python/comm_checks.py (Frameworks) counts it.
-    def all_reduce(self, send, recv=None, op="sum", stream=None):
-        """recv = reduce(send) over the ranks; recv None: in place."""
-        sp, rp, n, dt, fw = _in_place(send) if recv is None else \
-            (_P.get(type(send)) or _pair(send))(send, recv, 1, "recv")
-        s = _current(fw) if stream is None else _S[type(stream)](stream)
-        o = op if type(op) is int else _OPC[op]
-        r = self._allreduce(sp, rp, n, dt, o, self._fast or self._comm(), s)
-        if r or self._watched:
-            self._after(r, "ncclAllReduce", s, n, dt)
-
-    def broadcast(self, send, recv=None, root=0, stream=None):
-        """recv on every rank = send of root; recv None: in place."""
-        sp, rp, n, dt, fw = _in_place(send) if recv is None else \
-            (_P.get(type(send)) or _pair(send))(send, recv, 1, "recv")
-        s = _current(fw) if stream is None else _S[type(stream)](stream)
-        r = self._broadcast(sp, rp, n, dt, root, self._fast or self._comm(), s)
-        if r or self._watched:
-            self._after(r, "ncclBroadcast", s, n, dt)
-
-    def reduce(self, send, recv=None, root=0, op="sum", stream=None):
-        """recv on root = reduce(send) over the ranks; recv None: in place."""
-        sp, rp, n, dt, fw = _in_place(send) if recv is None else \
-            (_P.get(type(send)) or _pair(send))(send, recv, 1, "recv")
-        s = _current(fw) if stream is None else _S[type(stream)](stream)
-        o = op if type(op) is int else _OPC[op]
-        r = self._reduce(sp, rp, n, dt, o, root, self._fast or self._comm(), s)
-        if r or self._watched:
-            self._after(r, "ncclReduce", s, n, dt)
-
-    def all_gather(self, send, recv, stream=None):
-        """recv (nranks x send's count) = every rank's send, in rank order."""
-        sp, rp, n, dt, fw = (_P.get(type(send)) or _pair(send))(send, recv, self.nranks,
-                                                                "recv")
-        s = _current(fw) if stream is None else _S[type(stream)](stream)
-        r = self._allgather(sp, rp, n, dt, self._fast or self._comm(), s)
-        if r or self._watched:
-            self._after(r, "ncclAllGather", s, n, dt)
-
-    def reduce_scatter(self, send, recv, op="sum", stream=None):
-        """recv (send's count / nranks) = this rank's block of reduce(send)."""
-        rp, sp, n, dt, fw = (_P.get(type(recv)) or _pair(recv))(recv, send, self.nranks,
-                                                                "send")
-        s = _current(fw) if stream is None else _S[type(stream)](stream)
-        o = op if type(op) is int else _OPC[op]
-        r = self._reducescatter(sp, rp, n, dt, o, self._fast or self._comm(), s)
-        if r or self._watched:
-            self._after(r, "ncclReduceScatter", s, n, dt)
+    # The call path: all_reduce, broadcast, reduce, all_gather and reduce_scatter are made
+    # from _PAIR_CALL below (two torch tensors are checked inline, with no Python frame of
+    # their own); any other buffers through their type's cached pair reader; the stream and
+    # the reduction through dicts, the cached ncclComm_t, one ctypes call; anything else only
+    # when NCCL answered other than success, or a watchdog watches.
+    # tests/python/comm_checks.py (Frameworks) counts it.
 
     def send(self, buf, peer, stream=None):
         p, n, dt, fw = (_R.get(type(buf)) or _reader(buf))(buf)
@@ -430,3 +392,78 @@ class Communicator:
     def __repr__(self):
         return "<ncclshim.Communicator rank %d of %d, %s, %s>" % (self.rank, self.nranks,
                                                                   self.mode, self.state)
+
+
+class _NoTensorYet:
+    """_TENSOR until torch is seen: no object has this type."""
+
+
+_TENSOR = _NoTensorYet  # torch.Tensor once seen: the type the inline fast path takes
+
+# One method per row, from _PAIR_CALL: (name, parameters before stream, NCCL function,
+# bound attribute, the buffer whose count is the call's, the other, how many times it
+# holds that count, the arguments between the datatype and the comm, docstring).
+_PAIR_CALLS = [
+    ("all_reduce", 'send, recv=None, op="sum"', "ncclAllReduce", "_allreduce", "send", "recv",
+     "1", "o, ", "recv = reduce(send) over the ranks; recv None: in place."),
+    ("broadcast", "send, recv=None, root=0", "ncclBroadcast", "_broadcast", "send", "recv", "1",
+     "root, ", "recv on every rank = send of root; recv None: in place."),
+    ("reduce", 'send, recv=None, root=0, op="sum"', "ncclReduce", "_reduce", "send", "recv",
+     "1", "o, root, ", "recv on root = reduce(send) over the ranks; recv None: in place."),
+    ("all_gather", "send, recv", "ncclAllGather", "_allgather", "send", "recv", "self.nranks",
+     "", "recv (nranks x send's count) = every rank's send, in rank order."),
+    ("reduce_scatter", 'send, recv, op="sum"', "ncclReduceScatter", "_reducescatter", "recv",
+     "send", "self.nranks", "o, ",
+     "recv (send's count / nranks) = this rank's block of reduce(send)."),
+]
+# {a}: the buffer whose count is the call's, {b}: the other (None: in place, where allowed).
+_PAIR_CALL = """\
+def {name}(self, {params}, stream=None):
+    if type({a}) is _TENSOR and type({b}) is _TENSOR:
+        d, n = {a}.dtype, {a}.numel()
+        if {a}.is_cuda and {b}.is_cuda and d is {b}.dtype and {a}.is_contiguous() and \\
+                {b}.is_contiguous() and {b}.numel() == n * {scale}:
+            {a}_p, {b}_p, dt, fw = {a}.data_ptr(), {b}.data_ptr(), _TORCH_CODES[d], "torch"
+        else:  # _pair_any says what is wrong
+            {a}_p, {b}_p, n, dt, fw = _pair_any({a}, {b}, {scale}, "{b}")
+    else:
+        {a}_p, {b}_p, n, dt, fw = {generic}
+    s = _current(fw) if stream is None else _S[type(stream)](stream)
+    {op_line}r = self.{attr}(send_p, recv_p, n, dt, {middle}self._fast or self._comm(), s)
+    if r or self._watched:
+        self._after(r, "{nccl}", s, n, dt)
+"""
+
+
+def _pair_reader(obj):
+    """buffers.pair, learning torch's Tensor type for the inline fast path."""
+    global _TENSOR
+    found = _pair(obj)
+    torch = sys.modules.get("torch")
+    if found is _pair_torch and torch is not None and type(obj) is torch.Tensor:
+        _TENSOR = torch.Tensor
+    return found
+
+
+def _define_pair_calls():
+    for name, params, nccl, attr, a, b, scale, middle, doc in _PAIR_CALLS:
+        generic = '(_P.get(type({a})) or _pair_reader({a}))({a}, {b}, {scale}, "{b}")'.format(
+            a=a, b=b, scale=scale)
+        if "=None" in params:
+            generic = "_in_place({a}) if {b} is None else {g}".format(a=a, b=b, g=generic)
+        text = _PAIR_CALL.format(name=name, params=params, nccl=nccl, attr=attr, a=a, b=b,
+                                 scale=scale, middle=middle, generic=generic,
+                                 op_line="o = op if type(op) is int else _OPC[op]\n    "
+                                 if "op=" in params else "")
+        # A file name inside the package (so that profilers count the frame as the
+        # package's), with its text in linecache (so that tracebacks show the line).
+        filename = "%s<%s>" % (__file__, name)
+        linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+        space = {}
+        exec(compile(text, filename, "exec"), globals(), space)
+        method = space[name]
+        method.__doc__, method.__qualname__ = doc, "Communicator." + name
+        setattr(Communicator, name, method)
+
+
+_define_pair_calls()

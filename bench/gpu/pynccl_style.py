@@ -3,6 +3,8 @@ way Python engines write their own ("pynccl"): a hand list of argument types, th
 dicts, a communicator class whose methods take torch tensors and a torch stream. Written for
 this benchmark (no engine's code): it is what ncclshim's Communicator is compared against."""
 import ctypes
+import gc
+import time
 
 ncclResult_t = ctypes.c_int
 ncclComm_t = ctypes.c_void_p
@@ -52,3 +54,32 @@ class PyNcclStyle:
 
     def close(self):
         self.check(self.lib.ncclCommDestroy(self.comm))
+
+
+def take_turns(ours, theirs, x, y, stream, reps, warmup=50):
+    """Host ns per call of ours.all_reduce(x, y, stream=stream) and of theirs, the two taking
+    turns call by call: the order alternates (neither is always first after a sync), the
+    garbage collector is off (neither catches a collection of the other's garbage), and the
+    stream is synchronized every 8 calls (its queue never backs up into the timed calls).
+    Returns (ours' times, theirs'), reps each, after warmup untimed turns."""
+    t_ours, t_theirs = [], []
+    clock = time.perf_counter_ns
+    gc.collect()
+    gc.disable()
+    try:
+        for i in range(reps + warmup):
+            if i % 8 == 0:
+                stream.synchronize()
+            first, second = (ours, theirs) if i % 2 else (theirs, ours)
+            a = clock()
+            first.all_reduce(x, y, stream=stream)
+            b = clock()
+            second.all_reduce(x, y, stream=stream)
+            c = clock()
+            if i >= warmup:
+                t_ours.append(b - a if i % 2 else c - b)
+                t_theirs.append(c - b if i % 2 else b - a)
+    finally:
+        gc.enable()
+    stream.synchronize()
+    return t_ours, t_theirs

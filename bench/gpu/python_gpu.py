@@ -27,7 +27,6 @@ Cases (one line each in OUTDIR/summary.csv, `case,verdict,detail`):
 Timings: OUTDIR/percall.csv, OUTDIR/graph.csv."""
 import csv
 import ctypes
-import gc
 import os
 import shutil
 import statistics
@@ -45,7 +44,8 @@ try:
     import cupy
 except Exception as e:  # its cases then fail, naming this
     cupy, CUPY_ERROR = None, e
-from pynccl_style import PyNcclStyle
+from capture import captured_all_reduce
+from pynccl_style import PyNcclStyle, take_turns
 
 OUT = sys.argv[1]
 START = time.monotonic()
@@ -207,13 +207,7 @@ def graph_capture():
     x = torch.zeros(N, device="cuda")
     y = torch.zeros(N, device="cuda")
     with ncclshim.Communicator(1, 0, ncclshim.unique_id(), timeout=20) as comm:
-        s = torch.cuda.Stream()
-        with torch.cuda.stream(s):
-            comm.all_reduce(x, y)  # warm-up outside the capture
-        torch.cuda.synchronize()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            comm.all_reduce(x, y)  # torch's current stream: the capture stream
+        g = captured_all_reduce(torch, comm, x, y)
         for k in (3.0, 7.0):
             x.fill_(k)
             g.replay()
@@ -332,14 +326,7 @@ def watchdog_graph():
     with ncclshim.Watchdog(interval=0.01) as dog:
         with ncclshim.Communicator(1, 0, ncclshim.unique_id(), timeout=20) as comm:
             comm.watch(dog, timeout=5)
-            s = torch.cuda.Stream()
-            with torch.cuda.stream(s):
-                comm.all_reduce(x, y)
-            torch.cuda.synchronize()
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
-                for _ in range(4):
-                    comm.all_reduce(x, y)  # recorded as captured
+            g = captured_all_reduce(torch, comm, x, y, calls=4)  # recorded as captured
             for k in (2.0, 5.0, 9.0):
                 x.fill_(k)
                 g.replay()
@@ -362,27 +349,10 @@ def percall(theirs, ours_by_mode, csvw):
         n = max(2, size // 4)
         x = torch.ones(n, device="cuda")
         y = torch.zeros(n, device="cuda")
-        reps = 3000
         verdicts = []
         for mode, ours in ours_by_mode.items():
-            t_ours, t_theirs = [], []
-            clock = time.perf_counter_ns
-            gc.collect()
-            gc.disable()  # neither side's timing catches a collection of the other's garbage
-            for i in range(reps + 50):
-                if i % 8 == 0:
-                    s.synchronize()  # the queue never backs up into the timed calls
-                first, second = (ours, theirs) if i % 2 else (theirs, ours)
-                a = clock()
-                first.all_reduce(x, y, stream=s)
-                b = clock()
-                second.all_reduce(x, y, stream=s)
-                c = clock()
-                if i >= 50:  # the order alternates: neither is always first after a sync
-                    t_ours.append(b - a if i % 2 else c - b)
-                    t_theirs.append(c - b if i % 2 else b - a)
-            gc.enable()
-            s.synchronize()
+            reps = 3000
+            t_ours, t_theirs = take_turns(ours, theirs, x, y, s, reps)
             mo, mt = statistics.median(t_ours) / 1e3, statistics.median(t_theirs) / 1e3
             ratio = mo / mt
             csvw.writerow([size, mode, reps, "%.3f" % mo, "%.3f" % mt, "%.4f" % ratio,
@@ -423,17 +393,8 @@ def python_work():
 def graph_replay(theirs, ours, csvw):
     x = torch.ones(1024, device="cuda")
     y = torch.zeros(1024, device="cuda")
-    graphs = {}
-    for name, impl in (("ncclshim", ours), ("pynccl-style", theirs)):
-        s = torch.cuda.Stream()
-        with torch.cuda.stream(s):
-            impl.all_reduce(x, y, stream=s)
-        torch.cuda.synchronize()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            for _ in range(16):
-                impl.all_reduce(x, y, stream=torch.cuda.current_stream())
-        graphs[name] = g
+    graphs = {name: captured_all_reduce(torch, impl, x, y, calls=16, explicit_stream=True)
+              for name, impl in (("ncclshim", ours), ("pynccl-style", theirs))}
     times = {k: [] for k in graphs}
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     for block in range(40):

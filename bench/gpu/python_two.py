@@ -20,7 +20,6 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 
 import uid_file
 
@@ -171,17 +170,12 @@ def one_rank(out, rank, uid_path):
 
 def graph_replay(torch, ncclshim, comm, rank):
     """An all_reduce captured in torch.cuda.graph, replayed watched on new data."""
+    from capture import captured_all_reduce
     x = torch.zeros(N, device="cuda")
     y = torch.zeros(N, device="cuda")
     with ncclshim.Watchdog(interval=0.01) as dog:
         comm.watch(dog, timeout=5)
-        s = torch.cuda.Stream()
-        with torch.cuda.stream(s):
-            comm.all_reduce(x, y)  # warm-up outside the capture
-        torch.cuda.synchronize()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            comm.all_reduce(x, y)
+        g = captured_all_reduce(torch, comm, x, y)
         for k in (2.0, 5.0, 9.0):
             x.fill_(k * (rank + 1))
             g.replay()
@@ -197,6 +191,7 @@ def graph_replay(torch, ncclshim, comm, rank):
 def percall(torch, ours, theirs, rank, out, note):
     """Host time per all_reduce, ncclshim's against pynccl-style, taking turns call by call
     (both ranks run the same sequence)."""
+    from pynccl_style import take_turns
     s = torch.cuda.Stream()
     path = os.path.join(out, "percall-rank%d.csv" % rank)
     with open(path, "w", newline="") as f:
@@ -206,22 +201,8 @@ def percall(torch, ours, theirs, rank, out, note):
             n = max(2, size // 4)
             x = torch.ones(n, device="cuda")
             y = torch.zeros(n, device="cuda")
-            reps = 3000 if size <= 262144 else 600 if size <= 2097152 else 200
-            t_ours, t_theirs = [], []
-            clock = time.perf_counter_ns
-            for i in range(reps + 50):
-                if i % 32 == 0:
-                    s.synchronize()  # the queue never backs up into the timed calls
-                first, second = (ours, theirs) if i % 2 else (theirs, ours)
-                a = clock()
-                first.all_reduce(x, y, stream=s)
-                b = clock()
-                second.all_reduce(x, y, stream=s)
-                c = clock()
-                if i >= 50:
-                    t_ours.append(b - a if i % 2 else c - b)
-                    t_theirs.append(c - b if i % 2 else b - a)
-            s.synchronize()
+            reps = 3000
+            t_ours, t_theirs = take_turns(ours, theirs, x, y, s, reps)
             mo, mt = statistics.median(t_ours) / 1e3, statistics.median(t_theirs) / 1e3
             w.writerow([size, reps, "%.3f" % mo, "%.3f" % mt, "%.4f" % (mo / mt)])
             note("percall-%d" % size, "ok" if mo / mt <= 1.05 else "FAIL: ratio > 1.05",

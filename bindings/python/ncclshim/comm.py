@@ -242,18 +242,17 @@ class Communicator:
     # tests/python/comm_checks.py (Frameworks) counts it.
 
     def send(self, buf, peer, stream=None):
-        p, n, dt, fw = (_R.get(type(buf)) or _reader(buf))(buf)
-        s = _current(fw) if stream is None else _S[type(stream)](stream)
-        r = self._send(p, n, dt, peer, self._fast or self._comm(), s)
-        if r or self._watched:
-            self._after(r, "ncclSend", s, n, dt)
+        self._p2p(self._send, "ncclSend", buf, peer, stream)
 
     def recv(self, buf, peer, stream=None):
+        self._p2p(self._recv, "ncclRecv", buf, peer, stream)
+
+    def _p2p(self, fn, nccl, buf, peer, stream):
         p, n, dt, fw = (_R.get(type(buf)) or _reader(buf))(buf)
         s = _current(fw) if stream is None else _S[type(stream)](stream)
-        r = self._recv(p, n, dt, peer, self._fast or self._comm(), s)
+        r = fn(p, n, dt, peer, self._fast or self._comm(), s)
         if r or self._watched:
-            self._after(r, "ncclRecv", s, n, dt)
+            self._after(r, nccl, s, n, dt)
 
     def all_to_all(self, send, recv, stream=None):
         """Block i of send goes to rank i; recv's block j comes from rank j (NCCL 2.28.3+)."""
@@ -268,30 +267,27 @@ class Communicator:
     def gather(self, send, recv=None, root=0, stream=None):
         """recv on root (nranks x send's count) = every rank's send (NCCL 2.28.3+); recv is
         not used on the other ranks (None allowed there)."""
-        fn = self._optional("ncclGather")
-        if recv is not None or self.rank == root:
-            sp, rp, n, dt, fw = (_P.get(type(send)) or _pair(send))(send, recv, self.nranks,
-                                                                    "recv")
-        else:
-            (sp, n, dt, fw), rp = (_R.get(type(send)) or _reader(send))(send), None
-        s = _current(fw) if stream is None else _S[type(stream)](stream)
-        r = fn(sp, rp, n, dt, root, self._fast or self._comm(), s)
-        if r or self._watched:
-            self._after(r, "ncclGather", s, n, dt)
+        self._rooted("ncclGather", send, recv, "recv", root, stream)
 
     def scatter(self, send, recv, root=0, stream=None):
         """recv = block `rank` of root's send (nranks x recv's count) (NCCL 2.28.3+); send is
         not used on the other ranks (None allowed there)."""
-        fn = self._optional("ncclScatter")
-        if send is not None or self.rank == root:
-            rp, sp, n, dt, fw = (_P.get(type(recv)) or _pair(recv))(recv, send, self.nranks,
-                                                                    "send")
+        self._rooted("ncclScatter", recv, send, "send", root, stream)
+
+    def _rooted(self, nccl, block, full, what, root, stream):
+        """gather and scatter: `block` holds the call's count, `full` (named `what`) nranks
+        blocks of it, and may be None off the root; gather sends the block, scatter the full."""
+        fn = self._optional(nccl)
+        if full is not None or self.rank == root:
+            bp, fp, n, dt, fw = (_P.get(type(block)) or _pair(block))(block, full, self.nranks,
+                                                                      what)
         else:
-            (rp, n, dt, fw), sp = (_R.get(type(recv)) or _reader(recv))(recv), None
+            (bp, n, dt, fw), fp = (_R.get(type(block)) or _reader(block))(block), None
         s = _current(fw) if stream is None else _S[type(stream)](stream)
+        sp, rp = (bp, fp) if nccl == "ncclGather" else (fp, bp)
         r = fn(sp, rp, n, dt, root, self._fast or self._comm(), s)
         if r or self._watched:
-            self._after(r, "ncclScatter", s, n, dt)
+            self._after(r, nccl, s, n, dt)
 
     def _per_rank(self, total, what):
         if total % self.nranks:

@@ -18,6 +18,9 @@ Checked, over docs/*.md and every tracked README.md:
   - docs/README.md, the index, lists every page of docs/ once (a `- [x.md](x.md)` entry);
   - docs/reference.md's capability table has the names, versions and functions of
     NCCLSHIM_CAPABILITIES (include/ncclshim/ncclshim.h), each once;
+  - docs/reference.md's environment table has a row for each NCCLSHIM_* variable that src/
+    and loader/ read, and its section names each file of theirs that calls plain getenv()
+    (the others use secure_getenv, as the section says);
   - docs/hardening.md's CI table has a row for each job .ci/run runs, and no other;
   - bench/results/ holds no archive (it keeps CSVs, summaries and plots: bench/results/README.md).
 And the reverse: each NCCLSHIM_* environment variable the code reads (a string literal in
@@ -120,7 +123,7 @@ def main():
     problems = ci_table(tree) + index_entries(tree) + capability_table(tree) + [
         f"{f}: an archive in bench/results/, which keeps plain text (bench/results/README.md)"
         for f in files if f.startswith("bench/results/") and ARCHIVE.search(f)]
-    problems += links(docs, tree, dirs) + results_cited(tree)
+    problems += links(docs, tree, dirs) + results_cited(tree) + environment_table(tree, code)
     doc_words = set()
     doc_options = set()
     for doc in docs:
@@ -269,6 +272,26 @@ def index_entries(tree):
                for p in pages if entries.count(p) > 1])
 
 
+def environment_table(tree, code):
+    """docs/reference.md's "## Environment variables": a row per NCCLSHIM_* variable the
+    library reads, and the name of every file of it that reads with plain getenv()."""
+    doc = "docs/reference.md"
+    if doc not in tree:
+        return []
+    section = read(doc).split("\n## Environment variables\n", 1)[-1].split("\n## ", 1)[0]
+    rows = set(re.findall(r"^\| `(NCCLSHIM_\w+)`", section, re.M))
+    problems = []
+    for f in sorted(c for c in code if c.startswith(("src/", "loader/")) and c.endswith(".c")):
+        text = read(f)
+        for var in sorted(set(re.findall(r'"(NCCLSHIM_[A-Z0-9_]+)"', text))):
+            if not var.endswith("_INIT") and var not in rows:
+                problems.append(f"{doc}: {f} reads {var}, which the environment table lacks")
+        if re.search(r"(?<![\w])getenv\(", text) and f not in section:
+            problems.append(f"{doc}: {f} calls getenv(), not secure_getenv(): the environment "
+                            "section must name it and say why")
+    return problems
+
+
 def version_text(code):
     """22803 -> 2.28.3 (NCCL's packing from 2.9 on)."""
     return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
@@ -365,7 +388,12 @@ def self_test():
         "docs/b.md": "`NCCL_NVLS_ENABLE`\n\n## A `section`\n",
         "docs/README.md": "- [a.md](a.md)\n- [a.md](a.md)\n- [hardening.md](hardening.md)\n"
                           "- [reference.md](reference.md)\n",
-        "docs/reference.md": "## Capabilities\n\n| capability | needs NCCL | and |\n|---|---|---|\n"
+        "src/b.c": 'const char *p = getenv("PATH");\n',
+        "src/c.c": 'const char *h = getenv("HOME");\n',
+        "docs/reference.md": "## Environment variables\n\nPlain getenv: `src/c.c`, because.\n\n"
+                             "| variable | read by | effect |\n|---|---|---|\n"
+                             "| `NCCLSHIM_READ` | a | b |\n\n"
+                             "## Capabilities\n\n| capability | needs NCCL | and |\n|---|---|---|\n"
                              "| `split` | 2.18.1 | ncclCommSplit |\n"
                              "| `fp8` | 2.24.4 | (types) |\n"
                              "| `grow` | 2.29.2 | ncclCommGrow |\n",
@@ -396,7 +424,9 @@ def self_test():
                 "b.md has no entry in the index", "a.md has 2 entries in the index",
                 "capability fp8 needs 2.24.3", "capability grow: the list has ncclCommGrow, "
                 "ncclCommGetUniqueId, the table ncclCommGrow",
-                "capability revoke (include/ncclshim/ncclshim.h) is not in the table"]
+                "capability revoke (include/ncclshim/ncclshim.h) is not in the table",
+                "src/a.c reads NCCLSHIM_HIDDEN, which the environment table lacks",
+                "src/b.c calls getenv(), not secure_getenv()"]
     with tempfile.TemporaryDirectory() as tmp:
         for name, text in files.items():
             os.makedirs(os.path.join(tmp, os.path.dirname(name)), exist_ok=True)

@@ -305,8 +305,10 @@ def capability_table(tree):
     if header not in tree or doc not in tree:
         return []
     body = read(header).split("#define NCCLSHIM_CAPABILITIES(X)", 1)[-1].split("\n\n", 1)[0]
-    want = {name: (int(version), [f.strip() for f in fns.split(",")])
-            for name, version, fns in re.findall(r'X\(\w+,\s*"([\w-]+)",\s*(\d+),\s*([^)]*)\)',
+    # A version written as a named constant rather than a number is not compared.
+    want = {name: (int(version) if version.strip().isdigit() else None,
+                   [f.strip() for f in fns.split(",")])
+            for name, version, fns in re.findall(r'X\(\w+,\s*"([\w-]+)",\s*([^,]+),\s*([^)]*)\)',
                                                  body)}
     if not want:
         return [f"{header}: no NCCLSHIM_CAPABILITIES rows found"]
@@ -321,7 +323,7 @@ def capability_table(tree):
             seen.add(name)
             if name not in want:
                 problems.append(f"{doc}: capability {name} is not in {header}")
-            elif version_text(want[name][0]) != version:
+            elif want[name][0] is not None and version_text(want[name][0]) != version:
                 problems.append(f"{doc}: capability {name} needs "
                                 f"{version_text(want[name][0])} in {header}, the table says "
                                 f"{version}")

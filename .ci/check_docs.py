@@ -10,13 +10,24 @@ Checked, over docs/*.md and every tracked README.md:
   - each NCCL_* environment variable is one the code reads, or one of NCCL's own variables
     listed in NCCL_OWN below (named for context: what NCCL does, what a user sets);
   - each meson option (-Dname) is in meson_options.txt or is one of meson's own;
-  - each repository path (`src/...`, `tests/...`, a link target, ...) exists in the tree;
+  - each repository path (`src/...`, `tests/...`, ...) exists in the tree;
+  - each relative link resolves: its file or folder is tracked, and a `#section` of a .md file
+    is one of that file's headings (GitHub's anchors);
+  - each file bench/results/README.md cites (`h200x2/.../x.csv`, or a bare `x.csv` of a run's
+    folder) is committed under bench/results/;
+  - docs/README.md, the index, lists every page of docs/ once (a `- [x.md](x.md)` entry);
+  - docs/reference.md's capability table has the names, versions and functions of
+    NCCLSHIM_CAPABILITIES (include/ncclshim/ncclshim.h), each once;
+  - docs/reference.md's environment table has a row for each NCCLSHIM_* variable that src/
+    and loader/ read, and its section names each file of theirs that calls plain getenv()
+    (the others use secure_getenv, as the section says);
   - docs/hardening.md's CI table has a row for each job .ci/run runs, and no other;
   - bench/results/ holds no archive (it keeps CSVs, summaries and plots: bench/results/README.md).
 And the reverse: each NCCLSHIM_* environment variable the code reads (a string literal in
 src/, loader/, include/, bindings/rust/) and each option of meson_options.txt is documented.
-Only what is committed as text is read (git's own test: no file git calls binary, such as a
-plot or a fuzz input).
+Only tracked files that git holds as text are read (git's own test: no file git calls binary,
+such as a plot or a fuzz input, and never the inside of an archive); a new file counts once
+it is added (`git add`).
 """
 import os
 import re
@@ -109,9 +120,10 @@ def main():
     for f in readers:
         code_nccl_vars |= set(re.findall(r'"(NCCL_[A-Z0-9_]+)"', read(f)))
 
-    problems = ci_table(tree) + [
+    problems = ci_table(tree) + index_entries(tree) + capability_table(tree) + [
         f"{f}: an archive in bench/results/, which keeps plain text (bench/results/README.md)"
         for f in files if f.startswith("bench/results/") and ARCHIVE.search(f)]
+    problems += links(docs, tree, dirs) + results_cited(tree) + environment_table(tree, code)
     doc_words = set()
     doc_options = set()
     for doc in docs:
@@ -164,19 +176,175 @@ def ci_table(tree):
                for r in rows if r not in run])
 
 
+LINK = re.compile(r"\]\(([^)\s]*)\)")
+FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+def prose_lines(text):
+    """(number, line) of the lines outside fenced code blocks."""
+    fenced = False
+    for n, line in enumerate(text.splitlines(), 1):
+        if FENCE.match(line):
+            fenced = not fenced
+            continue
+        if not fenced:
+            yield n, line
+
+
+def anchors(path):
+    """The anchors GitHub gives the headings of a Markdown file: lower case, punctuation
+    dropped, spaces to hyphens, a repeat suffixed -1, -2, ..."""
+    seen, out = {}, set()
+    for _, line in prose_lines(read(path)):
+        m = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
+        if not m:
+            continue
+        text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", m.group(1)).replace("`", "")
+        slug = re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-")
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        out.add(slug if count == 0 else f"{slug}-{count}")
+    return out
+
+
+def links(docs, tree, dirs):
+    """Every relative link of the docs: its target is tracked, its #section a heading."""
+    problems, cache = [], {}
+    for doc in docs:
+        for n, line in prose_lines(read(doc)):
+            for m in LINK.finditer(line):
+                target = m.group(1)
+                if not target or re.match(r"^[a-z][a-z0-9+.-]*:", target):
+                    continue  # a URL, mailto:
+                path, _, anchor = target.partition("#")
+                resolved = os.path.normpath(os.path.join(os.path.dirname(doc), path)) \
+                    if path else doc
+                where = f"{doc}:{n}"
+                if resolved.startswith("..") or (resolved not in tree and resolved not in dirs):
+                    problems.append(f"{where}: link {target}: {resolved} is not in the tree")
+                elif anchor and resolved.endswith(".md"):
+                    if resolved not in cache:
+                        cache[resolved] = anchors(resolved)
+                    if anchor not in cache[resolved]:
+                        problems.append(f"{where}: link {target}: {resolved} has no heading "
+                                        f"#{anchor}")
+    return problems
+
+
+RESULT_FILE = re.compile(r"`([\w./*-]+\.(?:csv|txt|md|png|jsonl))`")
+
+
+def results_cited(tree):
+    """The files bench/results/README.md cites in backticks: a path under a folder of
+    bench/results/ (h200x2/percall/detect.csv), or a bare name of a file somewhere there."""
+    readme = "bench/results/README.md"
+    if readme not in tree:
+        return []
+    kept = [f[len("bench/results/"):] for f in tree if f.startswith("bench/results/")]
+    folders = {k.split("/", 1)[0] for k in kept if "/" in k}
+    names = {os.path.basename(k) for k in kept}
+    problems = []
+    for n, line in prose_lines(read(readme)):
+        for m in RESULT_FILE.finditer(line):
+            cited = m.group(1)
+            if cited.startswith(("bench/", "docs/", "tests/")):
+                continue  # a repository path: checked with the others
+            if "/" in cited and cited.split("/", 1)[0] not in folders:
+                continue  # a file of a run's output ($OUT), not of this folder
+            pattern = re.escape(cited).replace(r"\*", "[^/]*")
+            pool = kept if "/" in cited else names
+            if not any(re.fullmatch(pattern, k) for k in pool):
+                problems.append(f"{readme}:{n}: {cited} is not committed under bench/results/")
+    return problems
+
+
+def index_entries(tree):
+    """docs/README.md lists each page of docs/ exactly once, as a `- [x.md](x.md)` entry."""
+    index = "docs/README.md"
+    if index not in tree:
+        return []
+    pages = sorted(f[len("docs/"):] for f in tree
+                   if f.startswith("docs/") and f.endswith(".md") and f.count("/") == 1
+                   and f != index)
+    entries = re.findall(r"^- \[[^\]]*\]\(([\w.-]+\.md)\)", read(index), re.M)
+    return ([f"{index}: {p} has no entry in the index" for p in pages if p not in entries]
+            + [f"{index}: {p} has {entries.count(p)} entries in the index"
+               for p in pages if entries.count(p) > 1])
+
+
+def environment_table(tree, code):
+    """docs/reference.md's "## Environment variables": a row per NCCLSHIM_* variable the
+    library reads, and the name of every file of it that reads with plain getenv()."""
+    doc = "docs/reference.md"
+    if doc not in tree:
+        return []
+    section = read(doc).split("\n## Environment variables\n", 1)[-1].split("\n## ", 1)[0]
+    rows = set(re.findall(r"^\| `(NCCLSHIM_\w+)`", section, re.M))
+    problems = []
+    for f in sorted(c for c in code if c.startswith(("src/", "loader/")) and c.endswith(".c")):
+        text = read(f)
+        for var in sorted(set(re.findall(r'"(NCCLSHIM_[A-Z0-9_]+)"', text))):
+            if not var.endswith("_INIT") and var not in rows:
+                problems.append(f"{doc}: {f} reads {var}, which the environment table lacks")
+        if re.search(r"(?<![\w])getenv\(", text) and f not in section:
+            problems.append(f"{doc}: {f} calls getenv(), not secure_getenv(): the environment "
+                            "section must name it and say why")
+    return problems
+
+
+def version_text(code):
+    """22803 -> 2.28.3 (NCCL's packing from 2.9 on)."""
+    return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
+
+
+def capability_table(tree):
+    """docs/reference.md's "## Capabilities" table against NCCLSHIM_CAPABILITIES: each
+    capability once, with its version and, where the cell lists functions (not a note in
+    parentheses), the functions of the row's capabilities in the list's order."""
+    header, doc = "include/ncclshim/ncclshim.h", "docs/reference.md"
+    if header not in tree or doc not in tree:
+        return []
+    body = read(header).split("#define NCCLSHIM_CAPABILITIES(X)", 1)[-1].split("\n\n", 1)[0]
+    # A version written as a named constant rather than a number is not compared.
+    want = {name: (int(version) if version.strip().isdigit() else None,
+                   [f.strip() for f in fns.split(",")])
+            for name, version, fns in re.findall(r'X\(\w+,\s*"([\w-]+)",\s*([^,]+),\s*([^)]*)\)',
+                                                 body)}
+    if not want:
+        return [f"{header}: no NCCLSHIM_CAPABILITIES rows found"]
+    section = read(doc).split("\n## Capabilities\n", 1)[-1].split("\n## ", 1)[0]
+    seen, problems = set(), []
+    for cell, version, fns in re.findall(r"^\| (`[^|]*`) \| ([\d.]+) \| ([^|]*) \|$",
+                                         section, re.M):
+        names = re.findall(r"`([\w-]+)`", cell)
+        for name in names:
+            if name in seen:
+                problems.append(f"{doc}: capability {name} has two rows")
+            seen.add(name)
+            if name not in want:
+                problems.append(f"{doc}: capability {name} is not in {header}")
+            elif want[name][0] is not None and version_text(want[name][0]) != version:
+                problems.append(f"{doc}: capability {name} needs "
+                                f"{version_text(want[name][0])} in {header}, the table says "
+                                f"{version}")
+        listed = [f.strip() for f in fns.split(",")]
+        expected = [f for name in names if name in want for f in want[name][1]]
+        if not fns.strip().startswith("(") and listed != list(dict.fromkeys(expected)):
+            problems.append(f"{doc}: capability {', '.join(names)}: the list has "
+                            f"{', '.join(expected)}, the table {fns.strip()}")
+    problems += [f"{doc}: capability {name} ({header}) is not in the table"
+                 for name in want if name not in seen]
+    return problems
+
+
 def is_nccl_api(word, code_words):
     """NCCL_ constants of nccl.h (NCCL_CONFIG_INITIALIZER, ...) are in the code too."""
     return word in code_words
 
 
 def candidate_paths(line, doc):
-    """Repository paths named on a line: in backticks or as relative link targets."""
+    """Repository paths named on a line in backticks (link targets: links())."""
     found = []
-    for m in re.finditer(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", line):
-        target = m.group(1)
-        if "://" in target or target.startswith("mailto:"):
-            continue
-        found.append(os.path.normpath(os.path.join(os.path.dirname(doc), target)))
     for m in re.finditer(r"`([^`\s]+)`", line):
         token = m.group(1).rstrip(".,:;)")
         token = re.sub(r"\(.*$", "", token)
@@ -216,19 +384,51 @@ def self_test():
         "src/blob.bin": None,
         "docs/a.md": "`NCCLSHIM_READ` and `NCCLSHIM_GONE`; NCCL_MADE_UP; -Dtests=enabled, "
                      "-Dnope=1; `src/a.c`, `src/missing.c`, [b](b.md), [c](c.md); "
-                     "`NCCLSHIM_IN_BLOB`\n",
-        "docs/b.md": "`NCCL_NVLS_ENABLE`\n",
+                     "`NCCLSHIM_IN_BLOB`; [s](b.md#a-section), [t](b.md#no-section), "
+                     "[u](#top-1), [v](../src/a), [w](https://example.com/x.md)\n"
+                     "# Top\n\n## Top\n\n```\n# not a heading\n```\n[x](#not-a-heading)\n",
+        "docs/b.md": "`NCCL_NVLS_ENABLE`\n\n## A `section`\n",
+        "docs/README.md": "- [a.md](a.md)\n- [a.md](a.md)\n- [hardening.md](hardening.md)\n"
+                          "- [reference.md](reference.md)\n",
+        "src/b.c": 'const char *p = getenv("PATH");\n',
+        "src/c.c": 'const char *h = getenv("HOME");\n',
+        "docs/reference.md": "## Environment variables\n\nPlain getenv: `src/c.c`, because.\n\n"
+                             "| variable | read by | effect |\n|---|---|---|\n"
+                             "| `NCCLSHIM_READ` | a | b |\n\n"
+                             "## Capabilities\n\n| capability | needs NCCL | and |\n|---|---|---|\n"
+                             "| `split` | 2.18.1 | ncclCommSplit |\n"
+                             "| `fp8` | 2.24.4 | (types) |\n"
+                             "| `grow` | 2.29.2 | ncclCommGrow |\n",
+        "include/ncclshim/ncclshim.h": "#define NCCLSHIM_CAPABILITIES(X) \\\n"
+                                       '  X(SPLIT, "split", 21801, ncclCommSplit) \\\n'
+                                       '  X(FP8, "fp8", 22403, ncclAllReduce) \\\n'
+                                       '  X(GROW, "grow", 22902, ncclCommGrow, '
+                                       'ncclCommGetUniqueId) \\\n'
+                                       '  X(REVOKE, "revoke", 22807, ncclCommRevoke)\n\n',
+        "bench/results/README.md": "`h200x2/x.csv`, `h200x2/gone.csv`, `$OUT/y.csv`, "
+                                   "`x.csv`, `lost.csv`\n",
+        "bench/results/h200x2/x.csv": "case,verdict\n",
         "docs/hardening.md": "## CI jobs\n\n| job | what |\n|---|---|\n| lint | x |\n"
                              "| gone | y |\n\n## Next\n\n| other | z |\n",
         ".ci/run": "job lint lint_job\njob new new_job\n",
     }
     expected = ["NCCLSHIM_GONE is nowhere", "NCCL_MADE_UP: not read", "-Dnope is not",
-                "src/missing.c does not exist", "docs/c.md does not exist",
+                "src/missing.c does not exist", "link c.md: docs/c.md is not in the tree",
                 "NCCLSHIM_IN_BLOB is nowhere", "run-x.tar.xz: an archive in bench/results/",
                 "runs job new, which docs/hardening.md's CI table lacks",
                 "lists job gone, which .ci/run does not run",
                 "reads NCCLSHIM_HIDDEN, which no doc",
-                "option quiet (meson_options.txt) is in no doc"]
+                "option quiet (meson_options.txt) is in no doc",
+                "b.md#no-section: docs/b.md has no heading #no-section",
+                "link ../src/a: src/a is not in the tree",
+                "link #not-a-heading: docs/a.md has no heading",
+                "h200x2/gone.csv is not committed", "lost.csv is not committed",
+                "b.md has no entry in the index", "a.md has 2 entries in the index",
+                "capability fp8 needs 2.24.3", "capability grow: the list has ncclCommGrow, "
+                "ncclCommGetUniqueId, the table ncclCommGrow",
+                "capability revoke (include/ncclshim/ncclshim.h) is not in the table",
+                "src/a.c reads NCCLSHIM_HIDDEN, which the environment table lacks",
+                "src/b.c calls getenv(), not secure_getenv()"]
     with tempfile.TemporaryDirectory() as tmp:
         for name, text in files.items():
             os.makedirs(os.path.join(tmp, os.path.dirname(name)), exist_ok=True)

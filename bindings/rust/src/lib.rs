@@ -28,6 +28,8 @@
 //! code, its text and its last error.
 #![deny(missing_docs)]
 
+#[macro_use]
+mod collectives;
 mod comm;
 mod comm_query;
 mod config;

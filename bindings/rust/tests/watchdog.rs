@@ -6,7 +6,7 @@ mod support;
 
 use std::ffi::{c_int, c_void};
 use std::path::Path;
-use std::ptr::null_mut;
+use std::ptr::{null, null_mut};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -263,4 +263,50 @@ fn a_replay_that_hangs_names_its_graph() {
     drop(comm);
     drop(dog);
     set_event_query(&path, 0);
+}
+
+/// Every collective of a watched communicator is recorded, not only all_reduce: each reaches
+/// its NCCL function and adds one record (before, all but all_reduce went through `Deref` to
+/// the communicator's own and were never watched).
+#[test]
+fn every_collective_of_a_watched_communicator_is_recorded() {
+    let build = need_fakes!();
+    let _guard = lock();
+    let fake = Fake::open(&build, "2.28.9");
+    let (cuda, path) = capture_driver(&build);
+    set_event_query(&path, 0);
+    let dog = Watchdog::start_with(Duration::from_millis(5), Some(&cuda), None).unwrap();
+    let comm = dog
+        .watch(split_comm(&fake), Duration::from_secs(5))
+        .map_err(|(e, _)| e)
+        .unwrap();
+    let (send, recv, s) = (null::<c_void>(), null_mut::<c_void>(), &Stream::DEFAULT);
+    // SAFETY (each call): the fake touches no memory.
+    let calls: [(&str, &dyn Fn() -> ncclshim::Result<()>); 6] = [
+        ("ncclAllReduce", &|| unsafe {
+            comm.all_reduce(send, recv, 8, DataType::Float32, RedOp::Sum, s)
+        }),
+        ("ncclBroadcast", &|| unsafe {
+            comm.broadcast(send, recv, 8, DataType::Float32, 0, s)
+        }),
+        ("ncclAllGather", &|| unsafe {
+            comm.all_gather(send, recv, 8, DataType::Bfloat16, s)
+        }),
+        ("ncclReduceScatter", &|| unsafe {
+            comm.reduce_scatter(send, recv, 8, DataType::Int64, RedOp::Max, s)
+        }),
+        ("ncclSend", &|| unsafe {
+            comm.send(send, 8, DataType::Uint8, 1, s)
+        }),
+        ("ncclRecv", &|| unsafe {
+            comm.recv(recv, 8, DataType::Uint8, 1, s)
+        }),
+    ];
+    for (i, (name, call)) in calls.iter().enumerate() {
+        call().unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(fake.count(name), 1, "{name}");
+        assert_eq!(comm.counts().unwrap().recorded, i as u64 + 1, "{name}");
+    }
+    drop(comm);
+    drop(dog);
 }

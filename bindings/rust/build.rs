@@ -1,6 +1,6 @@
 //! Finds libncclshim and its headers, and generates the crate's declarations of the NCCL and
 //! CUDA function tables, the capabilities, the ncclConfig_t fields and the statuses from ncclshim's own
-//! X-macro lists: the C preprocessor expands `ffi_rows.c` into one marked row per entry, which
+//! X-macro lists (and `DataType` and `RedOp` from NCCL's enums in `nccl_abi.h`): the C preprocessor expands `ffi_rows.c` into one marked row per entry, which
 //! `gen_lists.rs` turns into Rust (each C type through its `C_TYPES`; a type that is not there
 //! stops the build with its name and the row it came from), so the Rust tables cannot drift
 //! from the C ones.

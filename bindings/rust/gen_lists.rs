@@ -1,5 +1,5 @@
 //! Rust declarations from the C preprocessor's expansion of `ffi_rows.c`: the function tables,
-//! their rows, the capabilities, the config fields and the statuses. Used by build.rs, and by the tests
+//! their rows, the capabilities (of an NCCL and of a communicator), the config fields and the statuses. Used by build.rs, and by the tests
 //! (tests/ffi_drift.rs) to show that an unknown C type stops the build with a clear message.
 
 use std::fmt::Write as _;
@@ -284,47 +284,59 @@ pub fn generate(text: &str) -> Result<String, String> {
     }
 
     let caps = groups(text, "rs_capability");
-    let _ = writeln!(
-        out,
-        "/// A capability of the loaded NCCL (`NCCLSHIM_CAPABILITIES`); its value is its bit."
-    );
-    let _ = writeln!(out, "#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]\n#[non_exhaustive]\npub enum Capability {{");
-    for (i, cap) in caps.iter().enumerate() {
+    let mut variants = Vec::new();
+    for cap in &caps {
         let [id, name, version] = cap.as_slice() else {
             return Err(format!("malformed capability {cap:?}"));
         };
-        let _ = writeln!(
-            out,
-            "    /// {name}: NCCL >= {}.\n    {} = {i},",
-            version_text(version.parse().unwrap_or(0)),
-            camel(id)
-        );
+        let version = version_text(version.parse().unwrap_or(0));
+        variants.push((format!("{name}: NCCL >= {version}."), camel(id)));
     }
-    let _ = writeln!(out, "}}\n\nimpl Capability {{\n    /// Every capability, in the list's order.\n    pub const ALL: &'static [Capability] = &[");
-    for cap in &caps {
-        let _ = writeln!(out, "        Capability::{},", camel(cap[0]));
+    list_enum(
+        &mut out,
+        "A capability of the loaded NCCL (`NCCLSHIM_CAPABILITIES`); its value is its bit.",
+        "Capability",
+        &variants,
+        "",
+    );
+
+    let mut variants = Vec::new();
+    for cap in groups(text, "rs_comm_capability") {
+        let [id, name] = cap.as_slice() else {
+            return Err(format!("malformed communicator capability {cap:?}"));
+        };
+        variants.push((format!("{name} (`NCCLSHIM_COMM_CAP_{id}`)."), camel(id)));
     }
-    let _ = writeln!(out, "    ];\n}}\n");
+    list_enum(
+        &mut out,
+        "A per-communicator capability (`NCCLSHIM_COMM_CAPABILITIES`, ncclshim/comm_query.h), \
+         with its stable value.",
+        "CommCapability",
+        &variants,
+        "",
+    );
 
     let fields = groups(text, "rs_config");
-    let _ = writeln!(
-        out,
-        "/// A field of `ncclConfig_t` (`NCCLSHIM_CONFIG_FIELDS`)."
-    );
-    let _ = writeln!(out, "#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]\n#[non_exhaustive]\npub enum ConfigField {{");
-    for (i, field) in fields.iter().enumerate() {
+    let mut variants = Vec::new();
+    for field in &fields {
         let [id, name, kind, version] = field.as_slice() else {
             return Err(format!("malformed config field {field:?}"));
         };
         let kind = if *kind == "PTR" { "a string" } else { "an int" };
-        let _ = writeln!(
-            out,
-            "    /// `{name}`, {kind}, honoured from NCCL {}.\n    {} = {i},",
-            version_text(version.parse().unwrap_or(0)),
-            camel(id)
-        );
+        let version = version_text(version.parse().unwrap_or(0));
+        variants.push((
+            format!("`{name}`, {kind}, honoured from NCCL {version}."),
+            camel(id),
+        ));
     }
-    let _ = writeln!(out, "}}\n\nimpl ConfigField {{\n    /// Whether the field holds a string (else an int).\n    pub fn is_string(self) -> bool {{\n        matches!(self, ");
+    list_enum(
+        &mut out,
+        "A field of `ncclConfig_t` (`NCCLSHIM_CONFIG_FIELDS`).",
+        "ConfigField",
+        &variants,
+        "",
+    );
+    let _ = writeln!(out, "impl ConfigField {{\n    /// Whether the field holds a string (else an int).\n    pub fn is_string(self) -> bool {{\n        matches!(self, ");
     let strings: Vec<String> = fields
         .iter()
         .filter(|f| f[2] == "PTR")
@@ -336,15 +348,15 @@ pub fn generate(text: &str) -> Result<String, String> {
         strings.join(" | ")
     );
     statuses(&mut out, text)?;
+    nccl_enum(&mut out, text, "ncclDataType_t", "DataType")?;
+    nccl_enum(&mut out, text, "ncclRedOp_t", "RedOp")?;
     Ok(out)
 }
 
 /// `Status` from `NCCLSHIM_STATUSES`: one variant per row, `Unknown` for any other code.
 fn statuses(out: &mut String, text: &str) -> Result<(), String> {
-    let rows = groups(text, "rs_status");
-    let _ = writeln!(out, "\n/// ncclshim's status codes (`ncclshim_status`, `NCCLSHIM_STATUSES`), with their stable values.\n#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]\n#[non_exhaustive]\npub enum Status {{");
     let mut variants = Vec::new();
-    for (i, row) in rows.iter().enumerate() {
+    for (i, row) in groups(text, "rs_status").iter().enumerate() {
         let [id, value, sentence @ ..] = row.as_slice() else {
             return Err(format!("malformed status {row:?}"));
         };
@@ -358,21 +370,79 @@ fn statuses(out: &mut String, text: &str) -> Result<(), String> {
             .next()
             .map(|c| c.to_ascii_uppercase().to_string() + chars.as_str())
             .unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "    /// {sentence} (`NCCLSHIM_{id}`, {value}).\n    {},",
-            camel(id)
-        );
-        variants.push(camel(id));
+        variants.push((format!("{sentence} (`NCCLSHIM_{id}`, {value})."), camel(id)));
     }
-    let _ = writeln!(
+    list_enum(
         out,
-        "    /// A code this crate does not know (a newer libncclshim).\n    Unknown(i32),\n}}\n"
+        "ncclshim's status codes (`ncclshim_status`, `NCCLSHIM_STATUSES`), with their stable values.",
+        "Status",
+        &variants,
+        "    /// A code this crate does not know (a newer libncclshim).\n    Unknown(i32),\n",
     );
-    let _ = writeln!(out, "impl Status {{\n    /// Every known status, in value order (its index is its code).\n    pub const ALL: &'static [Status] = &[");
-    for v in &variants {
-        let _ = writeln!(out, "        Status::{v},");
+    Ok(())
+}
+
+/// A public enum of a list's rows: each `(doc, variant)` in the list's order, so that a
+/// variant's index is its value, then `last` (a catch-all variant, or ""), and `ALL`, every
+/// row's variant in order.
+fn list_enum(out: &mut String, doc: &str, name: &str, variants: &[(String, String)], last: &str) {
+    let _ = writeln!(out, "/// {doc}\n#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]\n#[non_exhaustive]\npub enum {name} {{");
+    for (doc, variant) in variants {
+        let _ = writeln!(out, "    /// {doc}\n    {variant},");
     }
-    let _ = writeln!(out, "    ];\n}}");
+    let _ = writeln!(out, "{last}}}\n\nimpl {name} {{\n    /// Every row of the list, in its order (a variant's index is its value).\n    pub const ALL: &'static [{name}] = &[");
+    for (_, variant) in variants {
+        let _ = writeln!(out, "        {name}::{variant},");
+    }
+    let _ = writeln!(out, "    ];\n}}\n");
+}
+
+/// NCCL's C enum `typedef enum { ... } c_type;` (nccl_abi.h, in the preprocessed text) as the
+/// public enum `name`, with NCCL's values: one variant per value, named without the `nccl`
+/// prefix (a later name of the same value is an alias, named in the doc), up to the `ncclNum*`
+/// entry that counts them; `raw()` gives the value and `ALL` every variant in order.
+pub fn nccl_enum(out: &mut String, text: &str, c_type: &str, name: &str) -> Result<(), String> {
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let missing = || format!("no `typedef enum {{ ... }} {c_type};` in the headers");
+    let end = text.find(&format!("}} {c_type};")).ok_or_else(missing)?;
+    let start = text[..end].rfind("typedef enum {").ok_or_else(missing)? + "typedef enum {".len();
+    let mut values: Vec<(&str, i64, Vec<&str>)> = Vec::new();
+    for entry in text[start..end].split(',') {
+        let (c_name, value) = entry
+            .split_once('=')
+            .ok_or_else(|| format!("{c_type}: `{entry}` has no value"))?;
+        let c_name = c_name.trim();
+        if c_name.starts_with("ncclNum") {
+            break;
+        }
+        let value = value.trim();
+        let value: i64 = value
+            .parse()
+            .map_err(|_| format!("{c_type}: {c_name} = `{value}` is not a number"))?;
+        match values.iter_mut().find(|(_, v, _)| *v == value) {
+            Some((_, _, aliases)) => aliases.push(c_name),
+            None => values.push((c_name, value, Vec::new())),
+        }
+    }
+    let _ = writeln!(out, "\n/// NCCL's `{c_type}`, with NCCL's values.\n#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]\n#[repr(i32)]\npub enum {name} {{");
+    let mut variants = Vec::new();
+    for (c_name, value, aliases) in &values {
+        let variant = c_name
+            .strip_prefix("nccl")
+            .ok_or_else(|| format!("{c_type}: {c_name} lacks the nccl prefix"))?;
+        let aliases: Vec<String> = aliases.iter().map(|a| format!("`{a}`")).collect();
+        let aliases = if aliases.is_empty() {
+            String::new()
+        } else {
+            format!(" (= {})", aliases.join(", "))
+        };
+        let _ = writeln!(out, "    /// `{c_name}`{aliases}\n    {variant} = {value},");
+        variants.push(variant);
+    }
+    let _ = writeln!(out, "}}\n\nimpl {name} {{\n    /// Every value, in NCCL's order.\n    pub const ALL: &'static [{name}] = &[");
+    for variant in &variants {
+        let _ = writeln!(out, "        {name}::{variant},");
+    }
+    let _ = writeln!(out, "    ];\n    /// NCCL's value.\n    pub fn raw(self) -> {c_type} {{\n        self as i32\n    }}\n}}");
     Ok(())
 }

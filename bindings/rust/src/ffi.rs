@@ -1,8 +1,9 @@
 //! The raw C API of libncclshim, for what the safe layer does not cover.
 //!
 //! The function tables (`ncclshim_nccl_table`, `ncclshim_cuda_table`), the rows of the lists,
-//! [`Capability`] and [`ConfigField`] are generated at build time from ncclshim's X-macro lists
-//! (see build.rs). The `ncclshim_*` functions and the types below are written from the headers
+//! [`Capability`], [`CommCapability`], [`ConfigField`] and [`Status`] are generated at build
+//! time from ncclshim's X-macro lists, [`DataType`] and [`RedOp`] from NCCL's enums in
+//! `nccl_abi.h` (see build.rs). The `ncclshim_*` functions and the types below are written from the headers
 //! in `include/ncclshim/`; the crate's tests compare them with the library's export list and
 //! the C structs' layout, so that a change on the C side fails a test. Everything here follows
 //! the C headers' documentation; every call is `unsafe`.

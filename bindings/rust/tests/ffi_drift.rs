@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use ncclshim::ffi;
-use ncclshim::{Capability, ConfigField, DataType, RedOp, Status};
+use ncclshim::{Capability, CommCapability, ConfigField, DataType, RedOp, Status};
 
 #[allow(dead_code)]
 #[path = "../gen_lists.rs"]
@@ -162,6 +162,7 @@ const LAYOUT_C: &str = r#"
 #include <stddef.h>
 #include <stdio.h>
 #include "ncclshim/comm.h"
+#include "ncclshim/comm_query.h"
 #include "ncclshim/symmem.h"
 #include "ncclshim/watchdog.h"
 #define P(name, value) printf("%s %zu\n", name, (size_t)(value))
@@ -187,16 +188,10 @@ int main(void) {
   P("watch_counts.outstanding", offsetof(ncclshim_watch_counts, outstanding));
   P("capabilities", NCCLSHIM_CAPABILITY_COUNT);
   P("config_fields", NCCLSHIM_CONFIG_FIELD_COUNT);
-  P("ncclFloat32", ncclFloat32);
-  P("ncclBfloat16", ncclBfloat16);
-  P("ncclFloat8e5m2", ncclFloat8e5m2);
-  P("ncclAvg", ncclAvg);
-  P("ncclMax", ncclMax);
+  P("comm_capabilities", NCCLSHIM_COMM_CAPABILITY_COUNT);
   P("stream_non_blocking", NCCLSHIM_CU_STREAM_NON_BLOCKING);
   P("event_disable_timing", NCCLSHIM_CU_EVENT_DISABLE_TIMING);
   P("in_progress", ncclInProgress);
-  return 0;
-}
 "#;
 
 #[test]
@@ -208,7 +203,15 @@ fn c_layout_and_values_match() {
     }
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     let (source, program) = (dir.join("layout.c"), dir.join("layout"));
-    std::fs::write(&source, LAYOUT_C).unwrap();
+    // Then NCCL's value of every DataType and RedOp variant, by its C name.
+    let names: Vec<String> = (DataType::ALL.iter().map(|d| format!("{d:?}")))
+        .chain(RedOp::ALL.iter().map(|o| format!("{o:?}")))
+        .collect();
+    let mut text = LAYOUT_C.to_string();
+    for name in &names {
+        text += &format!("  P(\"nccl{name}\", nccl{name});\n");
+    }
+    std::fs::write(&source, text + "  return 0;\n}\n").unwrap();
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let built = Command::new(&cc)
         .args(["-std=c11", "-Wall", "-Werror", "-I"])
@@ -279,11 +282,17 @@ fn c_layout_and_values_match() {
         c("config_fields"),
         ConfigField::GraphStreamOrdering as usize + 1
     );
-    assert_eq!(c("ncclFloat32"), DataType::Float32.raw() as usize);
-    assert_eq!(c("ncclBfloat16"), DataType::Bfloat16.raw() as usize);
-    assert_eq!(c("ncclFloat8e5m2"), DataType::Float8e5m2.raw() as usize);
-    assert_eq!(c("ncclAvg"), RedOp::Avg.raw() as usize);
-    assert_eq!(c("ncclMax"), RedOp::Max.raw() as usize);
+    assert_eq!(c("comm_capabilities"), CommCapability::ALL.len());
+    let values = DataType::ALL
+        .iter()
+        .map(|d| d.raw())
+        .chain(RedOp::ALL.iter().map(|o| o.raw()));
+    for (name, value) in names.iter().zip(values) {
+        assert_eq!(c(&format!("nccl{name}")), value as usize, "{name}");
+    }
+    assert_eq!(DataType::ALL.len(), 12);
+    assert_eq!(DataType::Bfloat16.raw(), 9);
+    assert_eq!(RedOp::Avg.raw(), 4);
     assert_eq!(
         c("stream_non_blocking"),
         ffi::NCCLSHIM_CU_STREAM_NON_BLOCKING as usize
@@ -329,4 +338,45 @@ fn the_build_script_translates_pointers_and_const() {
     assert_eq!(t("const char ***"), "*mut *mut *const c_char");
     assert_eq!(t("unsigned int"), "c_uint");
     assert!(build_script::rust_type("char *const *", "test").is_err());
+}
+
+#[test]
+fn nccl_enums_are_read_from_the_header_without_aliases_or_counts() {
+    let header = "typedef enum { ncclA = 0, ncclAlias = 0, ncclB = 3, ncclNumThings = 4, \
+                  ncclMaxThing = 0x7f } ncclThing_t;";
+    let mut out = String::new();
+    build_script::nccl_enum(&mut out, header, "ncclThing_t", "Thing").unwrap();
+    assert!(
+        out.contains("/// `ncclA` (= `ncclAlias`)\n    A = 0,"),
+        "{out}"
+    );
+    assert!(
+        out.contains("    B = 3,") && out.contains("Thing::B,"),
+        "{out}"
+    );
+    assert!(!out.contains("Alias =") && !out.contains("Num"), "{out}");
+    let error = build_script::nccl_enum(&mut out, header, "ncclOther_t", "Other").unwrap_err();
+    assert!(error.contains("ncclOther_t"), "{error}");
+    let hex = "typedef enum { ncclA = 0x1 } ncclHex_t;";
+    let error = build_script::nccl_enum(&mut out, hex, "ncclHex_t", "Hex").unwrap_err();
+    assert!(error.contains("ncclA = `0x1`"), "{error}");
+}
+
+#[test]
+fn communicator_capabilities_are_the_c_list() {
+    for (i, cap) in CommCapability::ALL.iter().enumerate() {
+        assert_eq!(*cap as usize, i);
+        // SAFETY: any value is accepted; static strings.
+        let name = unsafe { ffi::ncclshim_comm_capability_name(i as i32) };
+        assert!(!name.is_null(), "{cap:?} is unknown to the library");
+        // SAFETY: the name just given.
+        assert_eq!(
+            unsafe { ffi::ncclshim_comm_capability_from_name(name) },
+            i as i32
+        );
+    }
+    // SAFETY: as above.
+    let past = unsafe { ffi::ncclshim_comm_capability_name(CommCapability::ALL.len() as i32) };
+    assert!(past.is_null());
+    assert_eq!(CommCapability::HostRma as i32, 4);
 }

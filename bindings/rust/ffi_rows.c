@@ -1,9 +1,18 @@
 /* Read by build.rs through the C preprocessor (cc -E): one marked row per entry of ncclshim's
- * X-macro lists, which build.rs turns into the crate's Rust declarations (OUT_DIR/lists.rs).
+ * X-macro lists, and every public function's declaration, which build.rs turns into the
+ * crate's Rust declarations (OUT_DIR/lists.rs).
  * Never compiled. */
+/* NCCLSHIM_API then expands to the export attribute, which marks every public function's
+ * declaration for gen_lists.rs. */
+#define NCCLSHIM_BUILDING
+#include "ncclshim/comm.h"
 #include "ncclshim/comm_query.h"
 #include "ncclshim/cuda.h"
+#include "ncclshim/nccl_plugins.h"
 #include "ncclshim/ncclshim.h"
+#include "ncclshim/status.h"
+#include "ncclshim/symmem.h"
+#include "ncclshim/watchdog.h"
 
 #define RS_PARAM_(type, name) rs_param type rs_named name
 #define RS_NCCL_(name, version, policy, role, returns, n, params) \

@@ -64,6 +64,41 @@ pub const C_TYPES: &[(&str, &str)] = &[
         "ncclshim_gin_inbox_a2a_handle_t",
     ),
     ("cudaStream_t", "cudaStream_t"),
+    // ncclshim's own, for the declarations of the functions (ncclshim_*.h).
+    ("ncclshim_status", "ncclshim_status"),
+    ("ncclshim_found_via", "ncclshim_found_via"),
+    ("ncclshim_comm_state", "ncclshim_comm_state"),
+    ("ncclshim_nccl", "ncclshim_nccl"),
+    ("ncclshim_cuda", "ncclshim_cuda"),
+    ("ncclshim_comm", "ncclshim_comm"),
+    ("ncclshim_symmem", "ncclshim_symmem"),
+    ("ncclshim_watchdog", "ncclshim_watchdog"),
+    ("ncclshim_nccl_list", "ncclshim_nccl_list"),
+    ("ncclshim_plugin_list", "ncclshim_plugin_list"),
+    ("ncclshim_nccl_table", "ncclshim_nccl_table"),
+    ("ncclshim_cuda_table", "ncclshim_cuda_table"),
+    ("ncclshim_nccl_options", "ncclshim_nccl_options"),
+    ("ncclshim_cuda_options", "ncclshim_cuda_options"),
+    ("ncclshim_comm_options", "ncclshim_comm_options"),
+    ("ncclshim_watchdog_options", "ncclshim_watchdog_options"),
+    ("ncclshim_watch_counts", "ncclshim_watch_counts"),
+    ("ncclshim_nccl_entry", "ncclshim_nccl_entry"),
+    ("ncclshim_attempt", "ncclshim_attempt"),
+    ("ncclshim_plugin", "ncclshim_plugin"),
+    ("ncclshim_comm_facts", "ncclshim_comm_facts"),
+    // not mirrored: the caller passes its own (crate::probe)
+    ("ncclshim_cuda_device_info", "c_void"),
+    // C enums passed as int
+    ("enum ncclshim_nccl_function", "c_int"),
+    ("enum ncclshim_cuda_function", "c_int"),
+    ("ncclshim_capability", "c_int"),
+    ("ncclshim_comm_capability", "c_int"),
+    ("ncclshim_config_field", "c_int"),
+    ("ncclshim_answer", "c_int"),
+    ("ncclshim_cuda_bootstrap", "c_int"),
+    ("ncclshim_cuda_support", "c_int"),
+    ("ncclshim_plugin_kind", "c_int"),
+    ("ncclshim_plugin_verdict", "c_int"),
     ("CUdevice", "CUdevice"),
     ("CUdeviceptr", "CUdeviceptr"),
     ("CUcontext", "CUcontext"),
@@ -98,34 +133,36 @@ pub const RETURN_KINDS: &[(&str, &str)] = &[
 const WHERE_TO_ADD: &str = "add it to C_TYPES in bindings/rust/build.rs \
                             (and declare it in bindings/rust/src/ffi.rs if it is not a C type)";
 
-/// The C type `spelling` (e.g. "const char **") in Rust (`*mut *const c_char`).
+/// The C type `spelling` (e.g. "const char **", "ncclshim_comm *const *") in Rust
+/// (`*mut *const c_char`, `*mut *const ncclshim_comm`... each level's `*const` or `*mut` from
+/// whether what it points to is const).
 pub fn rust_type(spelling: &str, row: &str) -> Result<String, String> {
-    let stars = spelling.matches('*').count();
     let spaced = spelling.replace('*', " * ");
     let words: Vec<&str> = spaced.split_whitespace().collect();
-    if words.iter().skip_while(|w| **w != "*").any(|w| *w != "*") {
-        return Err(format!(
-            "C type `{spelling}` in row {row}: a qualifier after `*` is not supported"
-        ));
-    }
-    let is_const = words.first() == Some(&"const");
-    let base: Vec<&str> = words
-        .iter()
-        .copied()
-        .filter(|w| *w != "const" && *w != "*")
-        .collect();
+    let first_star = words.iter().position(|w| *w == "*").unwrap_or(words.len());
+    let (base, stars) = words.split_at(first_star);
+    let mut pointee_const = base.first() == Some(&"const");
+    let base: Vec<&str> = base.iter().copied().filter(|w| *w != "const").collect();
     let base = base.join(" ");
-    let rust = C_TYPES
+    let mut t = C_TYPES
         .iter()
         .find(|(c, _)| *c == base)
-        .map(|(_, r)| *r)
+        .map(|(_, r)| r.to_string())
         .ok_or_else(|| format!("unknown C type `{base}` in row {row}: {WHERE_TO_ADD}"))?;
-    if stars == 0 {
-        return Ok(rust.to_string()); // a top-level const is the callee's business
-    }
-    let mut t = format!("{} {rust}", if is_const { "*const" } else { "*mut" });
-    for _ in 1..stars {
-        t = format!("*mut {t}");
+    // A top-level const (after the last star, or of a plain value) is the callee's business.
+    for (i, word) in stars.iter().enumerate() {
+        match *word {
+            "*" => {
+                t = format!("{} {t}", if pointee_const { "*const" } else { "*mut" });
+                pointee_const = stars.get(i + 1) == Some(&"const");
+            }
+            "const" => {}
+            other => {
+                return Err(format!(
+                    "C type `{spelling}` in row {row}: `{other}` after `*` is not supported"
+                ))
+            }
+        }
     }
     Ok(t)
 }
@@ -348,6 +385,7 @@ pub fn generate(text: &str) -> Result<String, String> {
         strings.join(" | ")
     );
     statuses(&mut out, text)?;
+    functions(&mut out, text)?;
     nccl_enum(&mut out, text, "ncclDataType_t", "DataType")?;
     nccl_enum(&mut out, text, "ncclRedOp_t", "RedOp")?;
     Ok(out)
@@ -444,5 +482,66 @@ pub fn nccl_enum(out: &mut String, text: &str, c_type: &str, name: &str) -> Resu
         let _ = writeln!(out, "        {name}::{variant},");
     }
     let _ = writeln!(out, "    ];\n    /// NCCL's value.\n    pub fn raw(self) -> {c_type} {{\n        self as i32\n    }}\n}}");
+    Ok(())
+}
+
+/// What marks a public declaration in the preprocessed headers: NCCLSHIM_API, which
+/// ffi_rows.c has expand to the export attribute.
+const API_MARK: &str = "__attribute__((visibility(\"default\")))";
+
+/// A C parameter or function name that is a Rust keyword gets a `_`.
+fn rust_name(name: &str) -> String {
+    const KEYWORDS: &[&str] = &[
+        "fn", "type", "ref", "match", "mod", "move", "impl", "in", "use",
+    ];
+    if KEYWORDS.contains(&name) {
+        format!("{name}_")
+    } else {
+        name.to_string()
+    }
+}
+
+/// `type name` (C) -> (Rust name, C type): the name is the last identifier.
+fn split_name(decl: &str) -> Result<(String, String), String> {
+    let decl = decl.trim();
+    let at = decl
+        .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .map_or(0, |i| i + 1);
+    let (ty, name) = decl.split_at(at);
+    if name.is_empty() || ty.trim().is_empty() {
+        return Err(format!("cannot read `{decl}` as a type and a name"));
+    }
+    Ok((rust_name(name), ty.trim().to_string()))
+}
+
+/// The `extern "C"` block of every function the headers declare with NCCLSHIM_API, in the
+/// headers' order, each C type through C_TYPES.
+pub fn functions(out: &mut String, text: &str) -> Result<(), String> {
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let _ = writeln!(out, "\n// Every function of ncclshim's public headers (`NCCLSHIM_API`), in their order.\n#[link(name = \"ncclshim\")]\nextern \"C\" {{");
+    for declaration in text.split(API_MARK).skip(1) {
+        let declaration = declaration.split(';').next().unwrap_or("");
+        let row = format!("`{}`", declaration.trim());
+        let (open, close) = match (declaration.find('('), declaration.rfind(')')) {
+            (Some(open), Some(close)) if open < close => (open, close),
+            _ => return Err(format!("{row} is not a function declaration")),
+        };
+        let (name, returns) =
+            split_name(&declaration[..open]).map_err(|e| format!("{row}: {e}"))?;
+        let returns = match returns.as_str() {
+            "void" => String::new(),
+            c => format!(" -> {}", rust_type(c, &row)?),
+        };
+        let mut params = Vec::new();
+        let list = declaration[open + 1..close].trim();
+        if list != "void" {
+            for param in list.split(',') {
+                let (pname, ty) = split_name(param).map_err(|e| format!("{row}: {e}"))?;
+                params.push(format!("{pname}: {}", rust_type(&ty, &row)?));
+            }
+        }
+        let _ = writeln!(out, "    pub fn {name}({}){returns};", params.join(", "));
+    }
+    let _ = writeln!(out, "}}");
     Ok(())
 }

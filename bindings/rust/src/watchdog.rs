@@ -183,8 +183,10 @@ impl std::fmt::Debug for Watchdog {
     }
 }
 
-/// What the watchdog counted on one communicator ([`Watched::counts`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What the watchdog counted on one communicator ([`Watched::counts`]): the members of C's
+/// `ncclshim_watch_counts` after its `size` ([`ffi::ncclshim_watch_counts`] holds it).
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct WatchCounts {
     /// Operations and replays recorded outside a capture.
     pub recorded: u64,
@@ -311,14 +313,7 @@ impl Watched<'_> {
         };
         // SAFETY: ours; `c` is written up to the size it names.
         check(unsafe { ffi::ncclshim_comm_watch_counts(self.comm.raw(), &mut c) })?;
-        Ok(WatchCounts {
-            recorded: c.recorded,
-            captured: c.captured,
-            replays: c.replays,
-            events: c.events,
-            catch_ups: c.catch_ups,
-            outstanding: c.outstanding,
-        })
+        Ok(c.counts)
     }
 
     /// The watchdog's message when it has failed the communicator.

@@ -34,10 +34,11 @@ fn every_export_is_declared_and_every_declaration_exported() {
         .map(|(name, _)| name)
         .collect();
     assert!(exported.len() > 50, "{} names only", exported.len());
-    let ffi_rs =
-        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/ffi.rs"))
-            .unwrap();
-    let declared: Vec<&str> = ffi_rs
+    // The declarations build.rs generated from the headers.
+    let generated = include_str!(concat!(env!("OUT_DIR"), "/lists.rs"));
+    let (_, block) = generated.split_once("extern \"C\" {").unwrap();
+    let (block, _) = block.split_once('}').unwrap();
+    let declared: Vec<&str> = block
         .lines()
         .filter_map(|l| l.trim().strip_prefix("pub fn "))
         .filter_map(|l| l.split_once('(').map(|(name, _)| name))
@@ -45,13 +46,13 @@ fn every_export_is_declared_and_every_declaration_exported() {
     for name in &exported {
         assert!(
             declared.contains(name),
-            "{name} is exported by libncclshim but not declared in src/ffi.rs"
+            "{name} is exported by libncclshim but not declared (with NCCLSHIM_API) in its headers"
         );
     }
     for name in &declared {
         assert!(
             exported.contains(name),
-            "src/ffi.rs declares {name}, which libncclshim does not export"
+            "the headers declare {name}, which libncclshim does not export"
         );
     }
 }
@@ -185,6 +186,7 @@ int main(void) {
   P("wait_signal_desc", sizeof(ncclshim_wait_signal_desc_t));
   P("sim_info", sizeof(ncclshim_sim_info_t));
   P("watch_counts", sizeof(ncclshim_watch_counts));
+  P("watch_counts.recorded", offsetof(ncclshim_watch_counts, recorded));
   P("watch_counts.outstanding", offsetof(ncclshim_watch_counts, outstanding));
   P("capabilities", NCCLSHIM_CAPABILITY_COUNT);
   P("config_fields", NCCLSHIM_CONFIG_FIELD_COUNT);
@@ -274,8 +276,12 @@ fn c_layout_and_values_match() {
     assert_eq!(c("sim_info"), size_of::<ffi::ncclshim_sim_info_t>());
     assert_eq!(c("watch_counts"), size_of::<ffi::ncclshim_watch_counts>());
     assert_eq!(
+        c("watch_counts.recorded"),
+        std::mem::offset_of!(ffi::ncclshim_watch_counts, counts.recorded)
+    );
+    assert_eq!(
         c("watch_counts.outstanding"),
-        std::mem::offset_of!(ffi::ncclshim_watch_counts, outstanding)
+        std::mem::offset_of!(ffi::ncclshim_watch_counts, counts.outstanding)
     );
     assert_eq!(c("capabilities"), Capability::ALL.len());
     assert_eq!(
@@ -337,7 +343,11 @@ fn the_build_script_translates_pointers_and_const() {
     assert_eq!(t("void **"), "*mut *mut c_void");
     assert_eq!(t("const char ***"), "*mut *mut *const c_char");
     assert_eq!(t("unsigned int"), "c_uint");
-    assert!(build_script::rust_type("char *const *", "test").is_err());
+    assert_eq!(t("ncclshim_comm *const *"), "*const *mut ncclshim_comm");
+    assert_eq!(t("const char *const *"), "*const *const c_char");
+    assert_eq!(t("char *const"), "*mut c_char");
+    let error = build_script::rust_type("char *volatile *", "test").unwrap_err();
+    assert!(error.contains("`volatile` after `*`"), "{error}");
 }
 
 #[test]
@@ -379,4 +389,35 @@ fn communicator_capabilities_are_the_c_list() {
     let past = unsafe { ffi::ncclshim_comm_capability_name(CommCapability::ALL.len() as i32) };
     assert!(past.is_null());
     assert_eq!(CommCapability::HostRma as i32, 4);
+}
+
+#[test]
+fn function_declarations_are_read_from_the_headers() {
+    let mark = "__attribute__((visibility(\"default\")))";
+    let text = format!(
+        "typedef int x; {mark} const char *ncclshim_a(const ncclshim_nccl *nccl, int fn); \
+         {mark} void ncclshim_b(void); {mark} ncclshim_status ncclshim_c(ncclshim_comm *const *comms, size_t n);"
+    );
+    let mut out = String::new();
+    build_script::functions(&mut out, &text).unwrap();
+    assert!(
+        out.contains("pub fn ncclshim_a(nccl: *const ncclshim_nccl, fn_: c_int) -> *const c_char;"),
+        "{out}"
+    );
+    assert!(out.contains("pub fn ncclshim_b();"), "{out}");
+    assert!(
+        out.contains(
+            "pub fn ncclshim_c(comms: *const *mut ncclshim_comm, n: usize) -> ncclshim_status;"
+        ),
+        "{out}"
+    );
+    let unknown = format!("{mark} int ncclshim_d(struct thing *t);");
+    let error = build_script::functions(&mut out, &unknown).unwrap_err();
+    assert!(
+        error.contains("unknown C type `struct thing`") && error.contains("ncclshim_d"),
+        "{error}"
+    );
+    let unnamed = format!("{mark} int ncclshim_e(int);");
+    let error = build_script::functions(&mut out, &unnamed).unwrap_err();
+    assert!(error.contains("ncclshim_e"), "{error}");
 }

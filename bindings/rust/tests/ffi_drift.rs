@@ -2,7 +2,7 @@
 //! layout and enum values (compiled with the C compiler here), the generated tables' rows,
 //! and the build script's refusal of a C type it does not know.
 
-use std::ffi::CStr;
+use std::ffi::{c_char, c_int, CStr};
 use std::mem::size_of;
 use std::path::PathBuf;
 use std::process::Command;
@@ -67,46 +67,37 @@ fn generated_rows_match_the_library() {
         ffi::CUDA_FUNCTIONS.len() * size_of::<usize>(),
         size_of::<ffi::ncclshim_cuda_table>()
     );
-    for (i, row) in ffi::NCCL_FUNCTIONS.iter().enumerate() {
-        let i = i as i32;
-        // SAFETY: any index is accepted; static strings.
-        unsafe {
-            assert_eq!(
-                CStr::from_ptr(ffi::ncclshim_nccl_function_name(i))
-                    .to_str()
-                    .unwrap(),
-                row.name
-            );
-            assert_eq!(
-                ffi::ncclshim_nccl_function_version(i) as u32,
-                row.version,
-                "{}",
-                row.name
-            );
-            assert_eq!(
-                ffi::ncclshim_nccl_function_required(i) != 0,
-                row.required,
-                "{}",
-                row.name
-            );
-        }
-    }
-    for (i, row) in ffi::CUDA_FUNCTIONS.iter().enumerate() {
-        let i = i as i32;
-        // SAFETY: as above.
-        unsafe {
-            assert_eq!(
-                CStr::from_ptr(ffi::ncclshim_cuda_function_name(i))
-                    .to_str()
-                    .unwrap(),
-                row.name
-            );
-            assert_eq!(
-                ffi::ncclshim_cuda_function_version(i) as u32,
-                row.version,
-                "{}",
-                row.name
-            );
+    // Each list with the library's name, version and required answers for its rows.
+    type Ask<T> = unsafe extern "C" fn(c_int) -> T;
+    type List = (
+        &'static [ffi::FunctionRow],
+        Ask<*const c_char>,
+        Ask<c_int>,
+        Ask<c_int>,
+    );
+    let lists: [List; 2] = [
+        (
+            ffi::NCCL_FUNCTIONS,
+            ffi::ncclshim_nccl_function_name,
+            ffi::ncclshim_nccl_function_version,
+            ffi::ncclshim_nccl_function_required,
+        ),
+        (
+            ffi::CUDA_FUNCTIONS,
+            ffi::ncclshim_cuda_function_name,
+            ffi::ncclshim_cuda_function_version,
+            ffi::ncclshim_cuda_function_required,
+        ),
+    ];
+    for (rows, name, version, required) in lists {
+        for (i, row) in rows.iter().enumerate() {
+            let i = i as c_int;
+            // SAFETY: any index is accepted; static strings.
+            let (c_name, c_version, c_required) =
+                unsafe { (CStr::from_ptr(name(i)), version(i), required(i)) };
+            assert_eq!(c_name.to_str().unwrap(), row.name);
+            assert_eq!(c_version as u32, row.version, "{}", row.name);
+            assert_eq!(c_required != 0, row.required, "{}", row.name);
         }
     }
     // one past the end is unknown to the library: the lists have the same length
@@ -235,59 +226,69 @@ fn c_layout_and_values_match() {
             .parse()
             .unwrap()
     };
-    assert_eq!(c("nccl_table"), size_of::<ffi::ncclshim_nccl_table>());
-    assert_eq!(c("cuda_table"), size_of::<ffi::ncclshim_cuda_table>());
-    assert_eq!(
-        c("nccl_table.ncclAllReduce"),
-        std::mem::offset_of!(ffi::ncclshim_nccl_table, ncclAllReduce)
-    );
-    assert_eq!(
-        c("cuda_table.cuMemAlloc"),
-        std::mem::offset_of!(ffi::ncclshim_cuda_table, cuMemAlloc)
-    );
-    assert_eq!(c("config"), size_of::<ffi::ncclConfig_t>());
-    assert_eq!(
-        c("config.commName"),
-        std::mem::offset_of!(ffi::ncclConfig_t, commName)
-    );
-    assert_eq!(
-        c("config.graphStreamOrdering"),
-        std::mem::offset_of!(ffi::ncclConfig_t, graphStreamOrdering)
-    );
-    assert_eq!(c("unique_id"), size_of::<ffi::ncclUniqueId>());
-    assert_eq!(c("unique_id"), ncclshim::UniqueId::BYTES);
-    assert_eq!(c("nccl_options"), size_of::<ffi::ncclshim_nccl_options>());
-    assert_eq!(
-        c("nccl_options.min_version"),
-        std::mem::offset_of!(ffi::ncclshim_nccl_options, min_version)
-    );
-    assert_eq!(c("cuda_options"), size_of::<ffi::ncclshim_cuda_options>());
-    assert_eq!(c("comm_options"), size_of::<ffi::ncclshim_comm_options>());
-    assert_eq!(c("attempt"), size_of::<ffi::ncclshim_attempt>());
-    assert_eq!(
-        c("attempt.reason"),
-        std::mem::offset_of!(ffi::ncclshim_attempt, reason)
-    );
-    assert_eq!(c("uuid"), size_of::<ffi::CUuuid>());
-    assert_eq!(
-        c("wait_signal_desc"),
-        size_of::<ffi::ncclshim_wait_signal_desc_t>()
-    );
-    assert_eq!(c("sim_info"), size_of::<ffi::ncclshim_sim_info_t>());
-    assert_eq!(c("watch_counts"), size_of::<ffi::ncclshim_watch_counts>());
-    assert_eq!(
-        c("watch_counts.recorded"),
-        std::mem::offset_of!(ffi::ncclshim_watch_counts, counts.recorded)
-    );
-    assert_eq!(
-        c("watch_counts.outstanding"),
-        std::mem::offset_of!(ffi::ncclshim_watch_counts, counts.outstanding)
-    );
-    assert_eq!(c("capabilities"), Capability::ALL.len());
-    assert_eq!(
-        c("config_fields"),
-        ConfigField::GraphStreamOrdering as usize + 1
-    );
+    use std::mem::offset_of;
+    // What the C program printed under each name, and the Rust side's answer.
+    let expected = [
+        ("nccl_table", size_of::<ffi::ncclshim_nccl_table>()),
+        ("cuda_table", size_of::<ffi::ncclshim_cuda_table>()),
+        (
+            "nccl_table.ncclAllReduce",
+            offset_of!(ffi::ncclshim_nccl_table, ncclAllReduce),
+        ),
+        (
+            "cuda_table.cuMemAlloc",
+            offset_of!(ffi::ncclshim_cuda_table, cuMemAlloc),
+        ),
+        ("config", size_of::<ffi::ncclConfig_t>()),
+        ("config.commName", offset_of!(ffi::ncclConfig_t, commName)),
+        (
+            "config.graphStreamOrdering",
+            offset_of!(ffi::ncclConfig_t, graphStreamOrdering),
+        ),
+        ("unique_id", size_of::<ffi::ncclUniqueId>()),
+        ("unique_id", ncclshim::UniqueId::BYTES),
+        ("nccl_options", size_of::<ffi::ncclshim_nccl_options>()),
+        (
+            "nccl_options.min_version",
+            offset_of!(ffi::ncclshim_nccl_options, min_version),
+        ),
+        ("cuda_options", size_of::<ffi::ncclshim_cuda_options>()),
+        ("comm_options", size_of::<ffi::ncclshim_comm_options>()),
+        ("attempt", size_of::<ffi::ncclshim_attempt>()),
+        ("attempt.reason", offset_of!(ffi::ncclshim_attempt, reason)),
+        ("uuid", size_of::<ffi::CUuuid>()),
+        (
+            "wait_signal_desc",
+            size_of::<ffi::ncclshim_wait_signal_desc_t>(),
+        ),
+        ("sim_info", size_of::<ffi::ncclshim_sim_info_t>()),
+        ("watch_counts", size_of::<ffi::ncclshim_watch_counts>()),
+        (
+            "watch_counts.recorded",
+            offset_of!(ffi::ncclshim_watch_counts, counts.recorded),
+        ),
+        (
+            "watch_counts.outstanding",
+            offset_of!(ffi::ncclshim_watch_counts, counts.outstanding),
+        ),
+        ("capabilities", Capability::ALL.len()),
+        (
+            "config_fields",
+            ConfigField::GraphStreamOrdering as usize + 1,
+        ),
+        (
+            "stream_non_blocking",
+            ffi::NCCLSHIM_CU_STREAM_NON_BLOCKING as usize,
+        ),
+        (
+            "event_disable_timing",
+            ffi::NCCLSHIM_CU_EVENT_DISABLE_TIMING as usize,
+        ),
+        ("in_progress", ffi::ncclInProgress as usize),
+    ];
+    for (name, rust) in expected {
+        assert_eq!(c(name), rust, "{name}");
+    }
     assert_eq!(c("comm_capabilities"), CommCapability::ALL.len());
     let values = DataType::ALL
         .iter()
@@ -299,15 +300,13 @@ fn c_layout_and_values_match() {
     assert_eq!(DataType::ALL.len(), 12);
     assert_eq!(DataType::Bfloat16.raw(), 9);
     assert_eq!(RedOp::Avg.raw(), 4);
-    assert_eq!(
-        c("stream_non_blocking"),
-        ffi::NCCLSHIM_CU_STREAM_NON_BLOCKING as usize
-    );
-    assert_eq!(
-        c("event_disable_timing"),
-        ffi::NCCLSHIM_CU_EVENT_DISABLE_TIMING as usize
-    );
-    assert_eq!(c("in_progress"), ffi::ncclInProgress as usize);
+}
+
+/// `text` (what the build script wrote, or its error) holds every one of `fragments`.
+fn assert_holds(text: &str, fragments: &[&str]) {
+    for fragment in fragments {
+        assert!(text.contains(fragment), "{fragment:?} not in:\n{text}");
+    }
 }
 
 #[test]
@@ -315,23 +314,25 @@ fn the_build_script_names_an_unknown_c_type_and_where_to_add_it() {
     // A type and a return kind of a future row, which the crate does not know yet.
     let error =
         build_script::rust_type("ncclFutureThing_t", "ncclFuture of the nccl list").unwrap_err();
-    assert!(
-        error.contains("unknown C type `ncclFutureThing_t`"),
-        "{error}"
-    );
-    assert!(
-        error.contains("ncclFuture") && error.contains("C_TYPES in bindings/rust/build.rs"),
-        "{error}"
+    assert_holds(
+        &error,
+        &[
+            "unknown C type `ncclFutureThing_t`",
+            "ncclFuture",
+            "C_TYPES in bindings/rust/build.rs",
+        ],
     );
     let row = "rs_row nccl ncclFuture 23100 OPTIONAL RESULT rs_param ncclComm_t rs_named comm rs_param ncclFutureThing_t * rs_named thing rs_end";
-    assert!(build_script::generate(row)
-        .unwrap_err()
-        .contains("`ncclFutureThing_t`"));
+    assert_holds(
+        &build_script::generate(row).unwrap_err(),
+        &["`ncclFutureThing_t`"],
+    );
     let kind =
         "rs_row nccl ncclFuture 23100 OPTIONAL FUTURE rs_param ncclComm_t rs_named comm rs_end";
-    assert!(build_script::generate(kind)
-        .unwrap_err()
-        .contains("unknown return kind `FUTURE`"));
+    assert_holds(
+        &build_script::generate(kind).unwrap_err(),
+        &["unknown return kind `FUTURE`"],
+    );
 }
 
 #[test]
@@ -347,7 +348,7 @@ fn the_build_script_translates_pointers_and_const() {
     assert_eq!(t("const char *const *"), "*const *const c_char");
     assert_eq!(t("char *const"), "*mut c_char");
     let error = build_script::rust_type("char *volatile *", "test").unwrap_err();
-    assert!(error.contains("`volatile` after `*`"), "{error}");
+    assert_holds(&error, &["`volatile` after `*`"]);
 }
 
 #[test]
@@ -356,20 +357,20 @@ fn nccl_enums_are_read_from_the_header_without_aliases_or_counts() {
                   ncclMaxThing = 0x7f } ncclThing_t;";
     let mut out = String::new();
     build_script::nccl_enum(&mut out, header, "ncclThing_t", "Thing").unwrap();
-    assert!(
-        out.contains("/// `ncclA` (= `ncclAlias`)\n    A = 0,"),
-        "{out}"
-    );
-    assert!(
-        out.contains("    B = 3,") && out.contains("Thing::B,"),
-        "{out}"
+    assert_holds(
+        &out,
+        &[
+            "/// `ncclA` (= `ncclAlias`)\n    A = 0,",
+            "    B = 3,",
+            "Thing::B,",
+        ],
     );
     assert!(!out.contains("Alias =") && !out.contains("Num"), "{out}");
     let error = build_script::nccl_enum(&mut out, header, "ncclOther_t", "Other").unwrap_err();
-    assert!(error.contains("ncclOther_t"), "{error}");
+    assert_holds(&error, &["ncclOther_t"]);
     let hex = "typedef enum { ncclA = 0x1 } ncclHex_t;";
     let error = build_script::nccl_enum(&mut out, hex, "ncclHex_t", "Hex").unwrap_err();
-    assert!(error.contains("ncclA = `0x1`"), "{error}");
+    assert_holds(&error, &["ncclA = `0x1`"]);
 }
 
 #[test]
@@ -400,24 +401,18 @@ fn function_declarations_are_read_from_the_headers() {
     );
     let mut out = String::new();
     build_script::functions(&mut out, &text).unwrap();
-    assert!(
-        out.contains("pub fn ncclshim_a(nccl: *const ncclshim_nccl, fn_: c_int) -> *const c_char;"),
-        "{out}"
-    );
-    assert!(out.contains("pub fn ncclshim_b();"), "{out}");
-    assert!(
-        out.contains(
-            "pub fn ncclshim_c(comms: *const *mut ncclshim_comm, n: usize) -> ncclshim_status;"
-        ),
-        "{out}"
+    assert_holds(
+        &out,
+        &[
+            "pub fn ncclshim_a(nccl: *const ncclshim_nccl, fn_: c_int) -> *const c_char;",
+            "pub fn ncclshim_b();",
+            "pub fn ncclshim_c(comms: *const *mut ncclshim_comm, n: usize) -> ncclshim_status;",
+        ],
     );
     let unknown = format!("{mark} int ncclshim_d(struct thing *t);");
     let error = build_script::functions(&mut out, &unknown).unwrap_err();
-    assert!(
-        error.contains("unknown C type `struct thing`") && error.contains("ncclshim_d"),
-        "{error}"
-    );
+    assert_holds(&error, &["unknown C type `struct thing`", "ncclshim_d"]);
     let unnamed = format!("{mark} int ncclshim_e(int);");
     let error = build_script::functions(&mut out, &unnamed).unwrap_err();
-    assert!(error.contains("ncclshim_e"), "{error}");
+    assert_holds(&error, &["ncclshim_e"]);
 }

@@ -1,6 +1,7 @@
 //! Finds libncclshim and its headers, and generates the crate's declarations of the NCCL and
 //! CUDA function tables, the capabilities, the ncclConfig_t fields and the statuses from ncclshim's own
-//! X-macro lists: the C preprocessor expands `ffi_rows.c` into one marked row per entry, which
+//! X-macro lists (`DataType` and `RedOp` from NCCL's enums in `nccl_abi.h`, the `ncclshim_*`
+//! functions from the headers' `NCCLSHIM_API` declarations): the C preprocessor expands `ffi_rows.c` into one marked row per entry, which
 //! `gen_lists.rs` turns into Rust (each C type through its `C_TYPES`; a type that is not there
 //! stops the build with its name and the row it came from), so the Rust tables cannot drift
 //! from the C ones.
@@ -60,17 +61,13 @@ fn main() {
     );
 
     let include = find_headers(&checkout);
-    for list in [
-        "nccl_functions.h",
-        "cuda_functions.h",
-        "ncclshim.h",
-        "pp.h",
-        "status.h",
-    ] {
-        println!(
-            "cargo:rerun-if-changed={}",
-            include.join("ncclshim").join(list).display()
-        );
+    // The lists and the declarations come from every public header.
+    let headers = include.join("ncclshim");
+    for entry in fs::read_dir(&headers)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", headers.display()))
+        .flatten()
+    {
+        println!("cargo:rerun-if-changed={}", entry.path().display());
     }
     let expanded = preprocess(&manifest.join("ffi_rows.c"), &include);
     let rust = gen_lists::generate(&expanded).unwrap_or_else(|e| panic!("ncclshim build.rs: {e}"));

@@ -1,5 +1,5 @@
 //! Rust declarations from the C preprocessor's expansion of `ffi_rows.c`: the function tables,
-//! their rows, the capabilities, the config fields and the statuses. Used by build.rs, and by the tests
+//! their rows, the capabilities (of an NCCL and of a communicator), the config fields and the statuses. Used by build.rs, and by the tests
 //! (tests/ffi_drift.rs) to show that an unknown C type stops the build with a clear message.
 
 use std::fmt::Write as _;
@@ -64,6 +64,41 @@ pub const C_TYPES: &[(&str, &str)] = &[
         "ncclshim_gin_inbox_a2a_handle_t",
     ),
     ("cudaStream_t", "cudaStream_t"),
+    // ncclshim's own, for the declarations of the functions (ncclshim_*.h).
+    ("ncclshim_status", "ncclshim_status"),
+    ("ncclshim_found_via", "ncclshim_found_via"),
+    ("ncclshim_comm_state", "ncclshim_comm_state"),
+    ("ncclshim_nccl", "ncclshim_nccl"),
+    ("ncclshim_cuda", "ncclshim_cuda"),
+    ("ncclshim_comm", "ncclshim_comm"),
+    ("ncclshim_symmem", "ncclshim_symmem"),
+    ("ncclshim_watchdog", "ncclshim_watchdog"),
+    ("ncclshim_nccl_list", "ncclshim_nccl_list"),
+    ("ncclshim_plugin_list", "ncclshim_plugin_list"),
+    ("ncclshim_nccl_table", "ncclshim_nccl_table"),
+    ("ncclshim_cuda_table", "ncclshim_cuda_table"),
+    ("ncclshim_nccl_options", "ncclshim_nccl_options"),
+    ("ncclshim_cuda_options", "ncclshim_cuda_options"),
+    ("ncclshim_comm_options", "ncclshim_comm_options"),
+    ("ncclshim_watchdog_options", "ncclshim_watchdog_options"),
+    ("ncclshim_watch_counts", "ncclshim_watch_counts"),
+    ("ncclshim_nccl_entry", "ncclshim_nccl_entry"),
+    ("ncclshim_attempt", "ncclshim_attempt"),
+    ("ncclshim_plugin", "ncclshim_plugin"),
+    ("ncclshim_comm_facts", "ncclshim_comm_facts"),
+    // not mirrored: the caller passes its own (crate::probe)
+    ("ncclshim_cuda_device_info", "c_void"),
+    // C enums passed as int
+    ("enum ncclshim_nccl_function", "c_int"),
+    ("enum ncclshim_cuda_function", "c_int"),
+    ("ncclshim_capability", "c_int"),
+    ("ncclshim_comm_capability", "c_int"),
+    ("ncclshim_config_field", "c_int"),
+    ("ncclshim_answer", "c_int"),
+    ("ncclshim_cuda_bootstrap", "c_int"),
+    ("ncclshim_cuda_support", "c_int"),
+    ("ncclshim_plugin_kind", "c_int"),
+    ("ncclshim_plugin_verdict", "c_int"),
     ("CUdevice", "CUdevice"),
     ("CUdeviceptr", "CUdeviceptr"),
     ("CUcontext", "CUcontext"),
@@ -98,34 +133,36 @@ pub const RETURN_KINDS: &[(&str, &str)] = &[
 const WHERE_TO_ADD: &str = "add it to C_TYPES in bindings/rust/build.rs \
                             (and declare it in bindings/rust/src/ffi.rs if it is not a C type)";
 
-/// The C type `spelling` (e.g. "const char **") in Rust (`*mut *const c_char`).
+/// The C type `spelling` (e.g. "const char **", "ncclshim_comm *const *") in Rust
+/// (`*mut *const c_char`, `*mut *const ncclshim_comm`... each level's `*const` or `*mut` from
+/// whether what it points to is const).
 pub fn rust_type(spelling: &str, row: &str) -> Result<String, String> {
-    let stars = spelling.matches('*').count();
     let spaced = spelling.replace('*', " * ");
     let words: Vec<&str> = spaced.split_whitespace().collect();
-    if words.iter().skip_while(|w| **w != "*").any(|w| *w != "*") {
-        return Err(format!(
-            "C type `{spelling}` in row {row}: a qualifier after `*` is not supported"
-        ));
-    }
-    let is_const = words.first() == Some(&"const");
-    let base: Vec<&str> = words
-        .iter()
-        .copied()
-        .filter(|w| *w != "const" && *w != "*")
-        .collect();
+    let first_star = words.iter().position(|w| *w == "*").unwrap_or(words.len());
+    let (base, stars) = words.split_at(first_star);
+    let mut pointee_const = base.first() == Some(&"const");
+    let base: Vec<&str> = base.iter().copied().filter(|w| *w != "const").collect();
     let base = base.join(" ");
-    let rust = C_TYPES
+    let mut t = C_TYPES
         .iter()
         .find(|(c, _)| *c == base)
-        .map(|(_, r)| *r)
+        .map(|(_, r)| r.to_string())
         .ok_or_else(|| format!("unknown C type `{base}` in row {row}: {WHERE_TO_ADD}"))?;
-    if stars == 0 {
-        return Ok(rust.to_string()); // a top-level const is the callee's business
-    }
-    let mut t = format!("{} {rust}", if is_const { "*const" } else { "*mut" });
-    for _ in 1..stars {
-        t = format!("*mut {t}");
+    // A top-level const (after the last star, or of a plain value) is the callee's business.
+    for (i, word) in stars.iter().enumerate() {
+        match *word {
+            "*" => {
+                t = format!("{} {t}", if pointee_const { "*const" } else { "*mut" });
+                pointee_const = stars.get(i + 1) == Some(&"const");
+            }
+            "const" => {}
+            other => {
+                return Err(format!(
+                    "C type `{spelling}` in row {row}: `{other}` after `*` is not supported"
+                ))
+            }
+        }
     }
     Ok(t)
 }
@@ -284,47 +321,59 @@ pub fn generate(text: &str) -> Result<String, String> {
     }
 
     let caps = groups(text, "rs_capability");
-    let _ = writeln!(
-        out,
-        "/// A capability of the loaded NCCL (`NCCLSHIM_CAPABILITIES`); its value is its bit."
-    );
-    let _ = writeln!(out, "#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]\n#[non_exhaustive]\npub enum Capability {{");
-    for (i, cap) in caps.iter().enumerate() {
+    let mut variants = Vec::new();
+    for cap in &caps {
         let [id, name, version] = cap.as_slice() else {
             return Err(format!("malformed capability {cap:?}"));
         };
-        let _ = writeln!(
-            out,
-            "    /// {name}: NCCL >= {}.\n    {} = {i},",
-            version_text(version.parse().unwrap_or(0)),
-            camel(id)
-        );
+        let version = version_text(version.parse().unwrap_or(0));
+        variants.push((format!("{name}: NCCL >= {version}."), camel(id)));
     }
-    let _ = writeln!(out, "}}\n\nimpl Capability {{\n    /// Every capability, in the list's order.\n    pub const ALL: &'static [Capability] = &[");
-    for cap in &caps {
-        let _ = writeln!(out, "        Capability::{},", camel(cap[0]));
+    list_enum(
+        &mut out,
+        "A capability of the loaded NCCL (`NCCLSHIM_CAPABILITIES`); its value is its bit.",
+        "Capability",
+        &variants,
+        "",
+    );
+
+    let mut variants = Vec::new();
+    for cap in groups(text, "rs_comm_capability") {
+        let [id, name] = cap.as_slice() else {
+            return Err(format!("malformed communicator capability {cap:?}"));
+        };
+        variants.push((format!("{name} (`NCCLSHIM_COMM_CAP_{id}`)."), camel(id)));
     }
-    let _ = writeln!(out, "    ];\n}}\n");
+    list_enum(
+        &mut out,
+        "A per-communicator capability (`NCCLSHIM_COMM_CAPABILITIES`, ncclshim/comm_query.h), \
+         with its stable value.",
+        "CommCapability",
+        &variants,
+        "",
+    );
 
     let fields = groups(text, "rs_config");
-    let _ = writeln!(
-        out,
-        "/// A field of `ncclConfig_t` (`NCCLSHIM_CONFIG_FIELDS`)."
-    );
-    let _ = writeln!(out, "#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]\n#[non_exhaustive]\npub enum ConfigField {{");
-    for (i, field) in fields.iter().enumerate() {
+    let mut variants = Vec::new();
+    for field in &fields {
         let [id, name, kind, version] = field.as_slice() else {
             return Err(format!("malformed config field {field:?}"));
         };
         let kind = if *kind == "PTR" { "a string" } else { "an int" };
-        let _ = writeln!(
-            out,
-            "    /// `{name}`, {kind}, honoured from NCCL {}.\n    {} = {i},",
-            version_text(version.parse().unwrap_or(0)),
-            camel(id)
-        );
+        let version = version_text(version.parse().unwrap_or(0));
+        variants.push((
+            format!("`{name}`, {kind}, honoured from NCCL {version}."),
+            camel(id),
+        ));
     }
-    let _ = writeln!(out, "}}\n\nimpl ConfigField {{\n    /// Whether the field holds a string (else an int).\n    pub fn is_string(self) -> bool {{\n        matches!(self, ");
+    list_enum(
+        &mut out,
+        "A field of `ncclConfig_t` (`NCCLSHIM_CONFIG_FIELDS`).",
+        "ConfigField",
+        &variants,
+        "",
+    );
+    let _ = writeln!(out, "impl ConfigField {{\n    /// Whether the field holds a string (else an int).\n    pub fn is_string(self) -> bool {{\n        matches!(self, ");
     let strings: Vec<String> = fields
         .iter()
         .filter(|f| f[2] == "PTR")
@@ -336,15 +385,16 @@ pub fn generate(text: &str) -> Result<String, String> {
         strings.join(" | ")
     );
     statuses(&mut out, text)?;
+    functions(&mut out, text)?;
+    nccl_enum(&mut out, text, "ncclDataType_t", "DataType")?;
+    nccl_enum(&mut out, text, "ncclRedOp_t", "RedOp")?;
     Ok(out)
 }
 
 /// `Status` from `NCCLSHIM_STATUSES`: one variant per row, `Unknown` for any other code.
 fn statuses(out: &mut String, text: &str) -> Result<(), String> {
-    let rows = groups(text, "rs_status");
-    let _ = writeln!(out, "\n/// ncclshim's status codes (`ncclshim_status`, `NCCLSHIM_STATUSES`), with their stable values.\n#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]\n#[non_exhaustive]\npub enum Status {{");
     let mut variants = Vec::new();
-    for (i, row) in rows.iter().enumerate() {
+    for (i, row) in groups(text, "rs_status").iter().enumerate() {
         let [id, value, sentence @ ..] = row.as_slice() else {
             return Err(format!("malformed status {row:?}"));
         };
@@ -358,21 +408,140 @@ fn statuses(out: &mut String, text: &str) -> Result<(), String> {
             .next()
             .map(|c| c.to_ascii_uppercase().to_string() + chars.as_str())
             .unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "    /// {sentence} (`NCCLSHIM_{id}`, {value}).\n    {},",
-            camel(id)
-        );
-        variants.push(camel(id));
+        variants.push((format!("{sentence} (`NCCLSHIM_{id}`, {value})."), camel(id)));
     }
-    let _ = writeln!(
+    list_enum(
         out,
-        "    /// A code this crate does not know (a newer libncclshim).\n    Unknown(i32),\n}}\n"
+        "ncclshim's status codes (`ncclshim_status`, `NCCLSHIM_STATUSES`), with their stable values.",
+        "Status",
+        &variants,
+        "    /// A code this crate does not know (a newer libncclshim).\n    Unknown(i32),\n",
     );
-    let _ = writeln!(out, "impl Status {{\n    /// Every known status, in value order (its index is its code).\n    pub const ALL: &'static [Status] = &[");
-    for v in &variants {
-        let _ = writeln!(out, "        Status::{v},");
+    Ok(())
+}
+
+/// A public enum of a list's rows: each `(doc, variant)` in the list's order, so that a
+/// variant's index is its value, then `last` (a catch-all variant, or ""), and `ALL`, every
+/// row's variant in order.
+fn list_enum(out: &mut String, doc: &str, name: &str, variants: &[(String, String)], last: &str) {
+    let _ = writeln!(out, "/// {doc}\n#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]\n#[non_exhaustive]\npub enum {name} {{");
+    for (doc, variant) in variants {
+        let _ = writeln!(out, "    /// {doc}\n    {variant},");
     }
-    let _ = writeln!(out, "    ];\n}}");
+    let _ = writeln!(out, "{last}}}\n\nimpl {name} {{\n    /// Every row of the list, in its order (a variant's index is its value).\n    pub const ALL: &'static [{name}] = &[");
+    for (_, variant) in variants {
+        let _ = writeln!(out, "        {name}::{variant},");
+    }
+    let _ = writeln!(out, "    ];\n}}\n");
+}
+
+/// NCCL's C enum `typedef enum { ... } c_type;` (nccl_abi.h, in the preprocessed text) as the
+/// public enum `name`, with NCCL's values: one variant per value, named without the `nccl`
+/// prefix (a later name of the same value is an alias, named in the doc), up to the `ncclNum*`
+/// entry that counts them; `raw()` gives the value and `ALL` every variant in order.
+pub fn nccl_enum(out: &mut String, text: &str, c_type: &str, name: &str) -> Result<(), String> {
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let missing = || format!("no `typedef enum {{ ... }} {c_type};` in the headers");
+    let end = text.find(&format!("}} {c_type};")).ok_or_else(missing)?;
+    let start = text[..end].rfind("typedef enum {").ok_or_else(missing)? + "typedef enum {".len();
+    let mut values: Vec<(&str, i64, Vec<&str>)> = Vec::new();
+    for entry in text[start..end].split(',') {
+        let (c_name, value) = entry
+            .split_once('=')
+            .ok_or_else(|| format!("{c_type}: `{entry}` has no value"))?;
+        let c_name = c_name.trim();
+        if c_name.starts_with("ncclNum") {
+            break;
+        }
+        let value = value.trim();
+        let value: i64 = value
+            .parse()
+            .map_err(|_| format!("{c_type}: {c_name} = `{value}` is not a number"))?;
+        match values.iter_mut().find(|(_, v, _)| *v == value) {
+            Some((_, _, aliases)) => aliases.push(c_name),
+            None => values.push((c_name, value, Vec::new())),
+        }
+    }
+    let _ = writeln!(out, "\n/// NCCL's `{c_type}`, with NCCL's values.\n#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]\n#[repr(i32)]\npub enum {name} {{");
+    let mut variants = Vec::new();
+    for (c_name, value, aliases) in &values {
+        let variant = c_name
+            .strip_prefix("nccl")
+            .ok_or_else(|| format!("{c_type}: {c_name} lacks the nccl prefix"))?;
+        let aliases: Vec<String> = aliases.iter().map(|a| format!("`{a}`")).collect();
+        let aliases = if aliases.is_empty() {
+            String::new()
+        } else {
+            format!(" (= {})", aliases.join(", "))
+        };
+        let _ = writeln!(out, "    /// `{c_name}`{aliases}\n    {variant} = {value},");
+        variants.push(variant);
+    }
+    let _ = writeln!(out, "}}\n\nimpl {name} {{\n    /// Every value, in NCCL's order.\n    pub const ALL: &'static [{name}] = &[");
+    for variant in &variants {
+        let _ = writeln!(out, "        {name}::{variant},");
+    }
+    let _ = writeln!(out, "    ];\n    /// NCCL's value.\n    pub fn raw(self) -> {c_type} {{\n        self as i32\n    }}\n}}");
+    Ok(())
+}
+
+/// What marks a public declaration in the preprocessed headers: NCCLSHIM_API, which
+/// ffi_rows.c has expand to the export attribute.
+const API_MARK: &str = "__attribute__((visibility(\"default\")))";
+
+/// A C parameter or function name that is a Rust keyword gets a `_`.
+fn rust_name(name: &str) -> String {
+    const KEYWORDS: &[&str] = &[
+        "fn", "type", "ref", "match", "mod", "move", "impl", "in", "use",
+    ];
+    if KEYWORDS.contains(&name) {
+        format!("{name}_")
+    } else {
+        name.to_string()
+    }
+}
+
+/// `type name` (C) -> (Rust name, C type): the name is the last identifier.
+fn split_name(decl: &str) -> Result<(String, String), String> {
+    let decl = decl.trim();
+    let at = decl
+        .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .map_or(0, |i| i + 1);
+    let (ty, name) = decl.split_at(at);
+    if name.is_empty() || ty.trim().is_empty() {
+        return Err(format!("cannot read `{decl}` as a type and a name"));
+    }
+    Ok((rust_name(name), ty.trim().to_string()))
+}
+
+/// The `extern "C"` block of every function the headers declare with NCCLSHIM_API, in the
+/// headers' order, each C type through C_TYPES.
+pub fn functions(out: &mut String, text: &str) -> Result<(), String> {
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let _ = writeln!(out, "\n// Every function of ncclshim's public headers (`NCCLSHIM_API`), in their order.\n#[link(name = \"ncclshim\")]\nextern \"C\" {{");
+    for declaration in text.split(API_MARK).skip(1) {
+        let declaration = declaration.split(';').next().unwrap_or("");
+        let row = format!("`{}`", declaration.trim());
+        let (open, close) = match (declaration.find('('), declaration.rfind(')')) {
+            (Some(open), Some(close)) if open < close => (open, close),
+            _ => return Err(format!("{row} is not a function declaration")),
+        };
+        let (name, returns) =
+            split_name(&declaration[..open]).map_err(|e| format!("{row}: {e}"))?;
+        let returns = match returns.as_str() {
+            "void" => String::new(),
+            c => format!(" -> {}", rust_type(c, &row)?),
+        };
+        let mut params = Vec::new();
+        let list = declaration[open + 1..close].trim();
+        if list != "void" {
+            for param in list.split(',') {
+                let (pname, ty) = split_name(param).map_err(|e| format!("{row}: {e}"))?;
+                params.push(format!("{pname}: {}", rust_type(&ty, &row)?));
+            }
+        }
+        let _ = writeln!(out, "    pub fn {name}({}){returns};", params.join(", "));
+    }
+    let _ = writeln!(out, "}}");
     Ok(())
 }

@@ -8,19 +8,26 @@ use crate::error::{check, Error, Result, Status};
 use crate::ffi;
 use crate::{millis, text, Capability, Cuda, DataType, Nccl, RedOp, Stream, UniqueId};
 
-/// `enqueue!(self, ncclX(args...), dtype, stream)`: calls NCCL's `ncclX` from the table with
-/// `args`, then the communicator and the stream (the order every collective takes), once the
-/// communicator is ready for `dtype`, and checks the result as [`Communicator::check`] does,
-/// under the call's own name. It holds no `unsafe` block: the call through the table compiles
-/// only inside the collectives' `unsafe fn`s, whose `# Safety` covers the arguments.
-macro_rules! enqueue {
-    ($comm:ident, $call:ident($($arg:expr),*), $dtype:expr, $stream:expr) => {{
-        let comm = $comm.ready($dtype)?;
-        $comm.check(
-            ($comm.nccl.table().$call)($($arg,)* comm, $stream.as_raw()),
-            stringify!($call),
-        )
-    }};
+/// The methods of the rows of [`for_each_collective!`]: each calls NCCL's function from the
+/// table with the row's arguments, then the communicator and the stream (the order every
+/// collective takes), once the communicator is ready for the row's `dtype`, and checks the
+/// result as [`Communicator::check`] does, under the call's own name. It holds no `unsafe`
+/// block: the call through the table compiles only inside the `unsafe fn`, whose `# Safety`
+/// covers the arguments.
+macro_rules! communicator_collectives {
+    ($($(#[$doc:meta])* fn $name:ident($($param:ident: $type:ty),* $(,)?)
+        [$count:ident, $dtype:ident] => $call:ident($($arg:expr),* $(,)?);)*) => {
+        $(
+            $(#[$doc])*
+            pub unsafe fn $name(&self, $($param: $type,)* stream: &Stream) -> Result<()> {
+                let comm = self.ready($dtype)?;
+                self.check(
+                    (self.nccl.table().$call)($($arg,)* comm, stream.as_raw()),
+                    stringify!($call),
+                )
+            }
+        )*
+    };
 }
 
 /// How NCCL calls on a communicator behave.
@@ -263,125 +270,7 @@ impl Communicator {
         Ok(comm)
     }
 
-    /// `ncclAllReduce` of `count` elements.
-    ///
-    /// # Safety
-    /// `send` and `recv` are device buffers of at least `count` elements of `dtype` (they may
-    /// be the same), valid until the work on `stream` completes.
-    pub unsafe fn all_reduce(
-        &self,
-        send: *const c_void,
-        recv: *mut c_void,
-        count: usize,
-        dtype: DataType,
-        op: RedOp,
-        stream: &Stream,
-    ) -> Result<()> {
-        enqueue!(
-            self,
-            ncclAllReduce(send, recv, count, dtype.raw(), op.raw()),
-            dtype,
-            stream
-        )
-    }
-    /// `ncclBroadcast` of `count` elements from `root`.
-    ///
-    /// # Safety
-    /// As [`Communicator::all_reduce`]; `send` is read on the root only.
-    pub unsafe fn broadcast(
-        &self,
-        send: *const c_void,
-        recv: *mut c_void,
-        count: usize,
-        dtype: DataType,
-        root: i32,
-        stream: &Stream,
-    ) -> Result<()> {
-        enqueue!(
-            self,
-            ncclBroadcast(send, recv, count, dtype.raw(), root),
-            dtype,
-            stream
-        )
-    }
-    /// `ncclAllGather`: `send_count` elements from each rank into `recv` (size × send_count).
-    ///
-    /// # Safety
-    /// Device buffers of those sizes, valid until the work on `stream` completes.
-    pub unsafe fn all_gather(
-        &self,
-        send: *const c_void,
-        recv: *mut c_void,
-        send_count: usize,
-        dtype: DataType,
-        stream: &Stream,
-    ) -> Result<()> {
-        enqueue!(
-            self,
-            ncclAllGather(send, recv, send_count, dtype.raw()),
-            dtype,
-            stream
-        )
-    }
-    /// `ncclReduceScatter`: `send` (size × recv_count) reduced, this rank's block into `recv`.
-    ///
-    /// # Safety
-    /// Device buffers of those sizes, valid until the work on `stream` completes.
-    pub unsafe fn reduce_scatter(
-        &self,
-        send: *const c_void,
-        recv: *mut c_void,
-        recv_count: usize,
-        dtype: DataType,
-        op: RedOp,
-        stream: &Stream,
-    ) -> Result<()> {
-        enqueue!(
-            self,
-            ncclReduceScatter(send, recv, recv_count, dtype.raw(), op.raw()),
-            dtype,
-            stream
-        )
-    }
-    /// `ncclSend` of `count` elements to `peer` (pair it with the peer's recv, in a group
-    /// when ranks exchange both ways).
-    ///
-    /// # Safety
-    /// A device buffer of `count` elements, valid until the work on `stream` completes.
-    pub unsafe fn send(
-        &self,
-        send: *const c_void,
-        count: usize,
-        dtype: DataType,
-        peer: i32,
-        stream: &Stream,
-    ) -> Result<()> {
-        enqueue!(
-            self,
-            ncclSend(send, count, dtype.raw(), peer),
-            dtype,
-            stream
-        )
-    }
-    /// `ncclRecv` of `count` elements from `peer`.
-    ///
-    /// # Safety
-    /// As [`Communicator::send`].
-    pub unsafe fn recv(
-        &self,
-        recv: *mut c_void,
-        count: usize,
-        dtype: DataType,
-        peer: i32,
-        stream: &Stream,
-    ) -> Result<()> {
-        enqueue!(
-            self,
-            ncclRecv(recv, count, dtype.raw(), peer),
-            dtype,
-            stream
-        )
-    }
+    for_each_collective!(communicator_collectives);
 }
 
 impl std::fmt::Debug for Communicator {

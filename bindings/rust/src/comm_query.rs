@@ -6,23 +6,8 @@ use std::os::raw::c_int;
 use std::time::Duration;
 
 use crate::error::{check, Result};
-use crate::ffi;
+use crate::ffi::{self, CommCapability};
 use crate::{millis, Communicator};
-
-/// A per-communicator capability (`ncclshim_comm_capability`), with its stable value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CommCapability {
-    /// A trial window registers (not NULL): collective on the first ask.
-    SymmetricWindows = 0,
-    /// `ncclCommQueryProperties` reports device-API support (NCCL 2.29.2+).
-    DeviceApi = 1,
-    /// NVLink SHARP multimem.
-    Multimem = 2,
-    /// A GPU-initiated network type.
-    Gin = 3,
-    /// Host-initiated RMA.
-    HostRma = 4,
-}
 
 /// An answer that may not be known (`ncclshim_answer`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

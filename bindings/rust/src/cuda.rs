@@ -75,6 +75,48 @@ unsafe impl Sync for Stream {}
 unsafe impl Send for Event {}
 unsafe impl Sync for Event {}
 
+/// `driver_owned!(Type, raw type, destroy function, what the destroy leaves running)`: what
+/// [`Stream`] and [`Event`] share, a raw handle and the driver that destroys it once (None:
+/// not owned): `as_raw`, `into_raw`, `destroy`, `Drop` and `Debug`.
+macro_rules! driver_owned {
+    ($type:ident, $raw:ty, $destroy:path, $pending:literal) => {
+        impl $type {
+            #[doc = concat!("The raw handle, for [`crate::ffi`]; valid while this `", stringify!($type), "` lives.")]
+            pub fn as_raw(&self) -> $raw {
+                self.raw
+            }
+            /// Give up ownership: the raw handle, which the caller now destroys.
+            pub fn into_raw(mut self) -> $raw {
+                self.owner = None;
+                self.raw
+            }
+            #[doc = concat!("Destroy it, with the driver's answer (", $pending, ").")]
+            pub fn destroy(mut self) -> Result<()> {
+                match self.owner.take() {
+                    // SAFETY: ours, destroyed once (the owner is gone, so Drop does nothing).
+                    Some(cuda) => check(unsafe { $destroy(cuda.raw(), self.raw) }),
+                    None => Ok(()),
+                }
+            }
+        }
+
+        impl Drop for $type {
+            fn drop(&mut self) {
+                if let Some(cuda) = self.owner.take() {
+                    // SAFETY: ours, destroyed once; a failure has nowhere to go.
+                    unsafe { $destroy(cuda.raw(), self.raw) };
+                }
+            }
+        }
+
+        impl fmt::Debug for $type {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, concat!(stringify!($type), "({:p})"), self.raw)
+            }
+        }
+    };
+}
+
 impl Stream {
     /// The legacy default stream (NULL): never destroyed.
     pub const DEFAULT: Stream = Stream {
@@ -93,38 +135,6 @@ impl Stream {
             owner: (!raw.is_null()).then(|| cuda.clone()),
         }
     }
-    /// The raw handle, for [`crate::ffi`]; valid while this `Stream` lives.
-    pub fn as_raw(&self) -> ffi::CUstream {
-        self.raw
-    }
-    /// Give up ownership: the raw handle, which the caller now destroys.
-    pub fn into_raw(mut self) -> ffi::CUstream {
-        self.owner = None;
-        self.raw
-    }
-    /// Destroy the stream, with the driver's answer (work already queued still completes).
-    pub fn destroy(mut self) -> Result<()> {
-        match self.owner.take() {
-            // SAFETY: ours, destroyed once (the owner is gone, so Drop does nothing).
-            Some(cuda) => check(unsafe { ffi::ncclshim_cuda_stream_destroy(cuda.raw(), self.raw) }),
-            None => Ok(()),
-        }
-    }
-}
-
-impl Drop for Stream {
-    fn drop(&mut self) {
-        if let Some(cuda) = self.owner.take() {
-            // SAFETY: ours, destroyed once; a failure has nowhere to go.
-            unsafe { ffi::ncclshim_cuda_stream_destroy(cuda.raw(), self.raw) };
-        }
-    }
-}
-
-impl fmt::Debug for Stream {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Stream({:p})", self.raw)
-    }
 }
 
 impl Event {
@@ -138,39 +148,20 @@ impl Event {
             owner: Some(cuda.clone()),
         }
     }
-    /// The raw handle, for [`crate::ffi`]; valid while this `Event` lives.
-    pub fn as_raw(&self) -> ffi::CUevent {
-        self.raw
-    }
-    /// Give up ownership: the raw handle, which the caller now destroys.
-    pub fn into_raw(mut self) -> ffi::CUevent {
-        self.owner = None;
-        self.raw
-    }
-    /// Destroy the event, with the driver's answer (a pending record completes first).
-    pub fn destroy(mut self) -> Result<()> {
-        match self.owner.take() {
-            // SAFETY: ours, destroyed once; ncclshim refuses NULL.
-            Some(cuda) => check(unsafe { ffi::ncclshim_cuda_event_destroy(cuda.raw(), self.raw) }),
-            None => Ok(()),
-        }
-    }
 }
 
-impl Drop for Event {
-    fn drop(&mut self) {
-        if let Some(cuda) = self.owner.take() {
-            // SAFETY: ours, destroyed once; a failure has nowhere to go.
-            unsafe { ffi::ncclshim_cuda_event_destroy(cuda.raw(), self.raw) };
-        }
-    }
-}
-
-impl fmt::Debug for Event {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Event({:p})", self.raw)
-    }
-}
+driver_owned!(
+    Stream,
+    ffi::CUstream,
+    ffi::ncclshim_cuda_stream_destroy,
+    "work already queued still completes"
+);
+driver_owned!(
+    Event,
+    ffi::CUevent,
+    ffi::ncclshim_cuda_event_destroy,
+    "a pending record completes first"
+);
 
 impl Cuda {
     /// The process-wide driver handle, opened on first use (no cuInit).

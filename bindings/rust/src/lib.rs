@@ -28,6 +28,8 @@
 //! code, its text and its last error.
 #![deny(missing_docs)]
 
+#[macro_use]
+mod collectives;
 mod comm;
 mod comm_query;
 mod config;
@@ -42,11 +44,11 @@ mod types;
 mod watchdog;
 
 pub use comm::{Blocking, CommState, Communicator};
-pub use comm_query::{Answer, CommCapability};
+pub use comm_query::Answer;
 pub use config::Config;
 pub use cuda::{Cuda, DevicePtr, Event, Stream};
 pub use error::{Error, Result, Status};
-pub use ffi::{Capability, ConfigField};
+pub use ffi::{Capability, CommCapability, ConfigField};
 pub use nccl::{Attempt, Nccl};
 pub use probe::{probe, probe_with, CapabilityReport, CudaReport, NcclReport, ProbeReport};
 pub use symmem::SymmetricBuffer;

@@ -3,6 +3,7 @@
 use std::fmt;
 
 use crate::ffi;
+pub use crate::ffi::{DataType, RedOp};
 
 /// NCCL's `ncclUniqueId`: 128 bytes that rank 0 makes and every rank passes, by value, to
 /// [`crate::Communicator::init`].
@@ -41,36 +42,7 @@ impl fmt::Debug for UniqueId {
     }
 }
 
-/// NCCL's `ncclDataType_t`, with NCCL's values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(i32)]
-pub enum DataType {
-    /// `ncclInt8` (= `ncclChar`)
-    Int8 = 0,
-    /// `ncclUint8`
-    Uint8 = 1,
-    /// `ncclInt32` (= `ncclInt`)
-    Int32 = 2,
-    /// `ncclUint32`
-    Uint32 = 3,
-    /// `ncclInt64`
-    Int64 = 4,
-    /// `ncclUint64`
-    Uint64 = 5,
-    /// `ncclFloat16` (= `ncclHalf`)
-    Float16 = 6,
-    /// `ncclFloat32` (= `ncclFloat`)
-    Float32 = 7,
-    /// `ncclFloat64` (= `ncclDouble`)
-    Float64 = 8,
-    /// `ncclBfloat16`
-    Bfloat16 = 9,
-    /// `ncclFloat8e4m3` (NCCL 2.24+: the `fp8` capability)
-    Float8e4m3 = 10,
-    /// `ncclFloat8e5m2` (NCCL 2.24+: the `fp8` capability)
-    Float8e5m2 = 11,
-}
-
+// DataType and RedOp themselves are generated from nccl_abi.h's enums (gen_lists.rs).
 impl DataType {
     /// The size of one element in bytes.
     pub fn size(self) -> usize {
@@ -81,36 +53,9 @@ impl DataType {
             DataType::Int64 | DataType::Uint64 | DataType::Float64 => 8,
         }
     }
-    /// NCCL's value.
-    pub fn raw(self) -> ffi::ncclDataType_t {
-        self as i32
-    }
-    /// Whether it needs NCCL's fp8 types (2.24+).
+    /// Whether it needs NCCL's fp8 types (2.24+: the `fp8` capability).
     pub fn is_fp8(self) -> bool {
         matches!(self, DataType::Float8e4m3 | DataType::Float8e5m2)
-    }
-}
-
-/// NCCL's `ncclRedOp_t`, with NCCL's values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(i32)]
-pub enum RedOp {
-    /// `ncclSum`
-    Sum = 0,
-    /// `ncclProd`
-    Prod = 1,
-    /// `ncclMax`
-    Max = 2,
-    /// `ncclMin`
-    Min = 3,
-    /// `ncclAvg` (NCCL 2.10+)
-    Avg = 4,
-}
-
-impl RedOp {
-    /// NCCL's value.
-    pub fn raw(self) -> ffi::ncclRedOp_t {
-        self as i32
     }
 }
 

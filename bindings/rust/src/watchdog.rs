@@ -183,8 +183,10 @@ impl std::fmt::Debug for Watchdog {
     }
 }
 
-/// What the watchdog counted on one communicator ([`Watched::counts`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What the watchdog counted on one communicator ([`Watched::counts`]): the members of C's
+/// `ncclshim_watch_counts` after its `size` ([`ffi::ncclshim_watch_counts`] holds it).
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct WatchCounts {
     /// Operations and replays recorded outside a capture.
     pub recorded: u64,
@@ -198,6 +200,29 @@ pub struct WatchCounts {
     pub catch_ups: u64,
     /// Operations not yet known to be complete.
     pub outstanding: u64,
+}
+
+/// The methods of the rows of [`for_each_collective!`] on a watched communicator: the
+/// watchdog's failure, if any, at once; then the [`Communicator`]'s call; then the record
+/// that starts the operation's clock, named by the NCCL call, its count and its type.
+macro_rules! watched_collectives {
+    ($($(#[$doc:meta])* fn $name:ident($($param:ident: $type:ty),* $(,)?)
+        [$count:ident, $dtype:ident] => $call:ident($($arg:expr),* $(,)?);)*) => {
+        $(
+            #[doc = concat!("[`Communicator::", stringify!($name), "`], checked, then recorded.")]
+            ///
+            /// # Safety
+            #[doc = concat!("As [`Communicator::", stringify!($name), "`].")]
+            pub unsafe fn $name(&self, $($param: $type,)* stream: &Stream) -> Result<()> {
+                self.comm.check(0, stringify!($call))?;
+                // SAFETY: the caller's promise.
+                unsafe { self.comm.$name($($param,)* stream)? };
+                let call = CStr::from_bytes_with_nul(concat!(stringify!($call), "\0").as_bytes())
+                    .expect("an NCCL name holds no NUL");
+                self.record(stream, call, $count, $dtype)
+            }
+        )*
+    };
 }
 
 /// A communicator the watchdog watches. Its collectives are checked, then recorded (one
@@ -288,14 +313,7 @@ impl Watched<'_> {
         };
         // SAFETY: ours; `c` is written up to the size it names.
         check(unsafe { ffi::ncclshim_comm_watch_counts(self.comm.raw(), &mut c) })?;
-        Ok(WatchCounts {
-            recorded: c.recorded,
-            captured: c.captured,
-            replays: c.replays,
-            events: c.events,
-            catch_ups: c.catch_ups,
-            outstanding: c.outstanding,
-        })
+        Ok(c.counts)
     }
 
     /// The watchdog's message when it has failed the communicator.
@@ -305,25 +323,7 @@ impl Watched<'_> {
         (!message.is_empty()).then_some(message)
     }
 
-    /// `ncclAllReduce`, checked, then recorded.
-    ///
-    /// # Safety
-    /// As [`Communicator::all_reduce`].
-    pub unsafe fn all_reduce(
-        &self,
-        send: *const c_void,
-        recv: *mut c_void,
-        count: usize,
-        dtype: DataType,
-        op: RedOp,
-        stream: &Stream,
-    ) -> Result<()> {
-        // The watchdog's failure, if any, at once.
-        self.comm.check(0, "ncclAllReduce")?;
-        // SAFETY: the caller's promise.
-        unsafe { self.comm.all_reduce(send, recv, count, dtype, op, stream)? };
-        self.record(stream, c"ncclAllReduce", count, dtype)
-    }
+    for_each_collective!(watched_collectives);
 
     /// Stop watching and give the communicator back.
     pub fn into_inner(self) -> Communicator {

@@ -6,22 +6,16 @@ mod support;
 use std::ptr::{null, null_mut};
 use std::time::{Duration, Instant};
 
-use ncclshim::{
-    Blocking, CommState, Communicator, ConfigField, DataType, RedOp, Status, Stream, UniqueId,
-};
-use support::{lock, Fake};
+use ncclshim::{Blocking, CommState, Communicator, ConfigField, DataType, RedOp, Status, Stream};
+use support::{expect_error, init, Fake, ID, SECOND};
 
-const ID: UniqueId = UniqueId::from_bytes([0x5a; 128]);
-const SECOND: Duration = Duration::from_secs(1);
 const REMOTE_ERROR: i32 = 6;
 
 /// A blocking communicator's finalize has no bound (a dead peer hangs it for good), so Drop
 /// aborts it: local, bounded by the timeout. Blocking::Split's child is blocking too.
 #[test]
 fn blocking_init_is_ready_and_drop_aborts_within_its_bound() {
-    let build = need_fakes!();
-    let _guard = lock();
-    let fake = Fake::open(&build, "2.28.9");
+    let (_, _guard, fake) = need_fakes!("2.28.9");
     let comm = Communicator::init(&fake.nccl, 2, &ID, 1, Blocking::Yes).unwrap();
     assert_eq!(comm.state(), CommState::Ready);
     assert_eq!((comm.rank(), comm.size()), (1, 2));
@@ -32,7 +26,7 @@ fn blocking_init_is_ready_and_drop_aborts_within_its_bound() {
     assert_eq!(fake.count("ncclCommDestroy"), 0);
     assert_eq!(fake.count("ncclCommAbort"), 1);
 
-    let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::Split).unwrap();
+    let comm = init(&fake, Blocking::Split);
     comm.wait(SECOND).unwrap();
     assert_eq!(comm.state(), CommState::Ready);
     drop(comm);
@@ -47,10 +41,8 @@ fn blocking_init_is_ready_and_drop_aborts_within_its_bound() {
 /// A non-blocking communicator: Drop destroys it within its timeout (every step bounded).
 #[test]
 fn non_blocking_drop_destroys() {
-    let build = need_fakes!();
-    let _guard = lock();
-    let fake = Fake::open(&build, "2.28.9");
-    let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::No).unwrap();
+    let (_, _guard, fake) = need_fakes!("2.28.9");
+    let comm = init(&fake, Blocking::No);
     comm.wait(SECOND).unwrap();
     drop(comm);
     assert_eq!(fake.count("ncclCommFinalize"), 1);
@@ -60,11 +52,9 @@ fn non_blocking_drop_destroys() {
 
 #[test]
 fn non_blocking_init_makes_progress_within_its_deadline() {
-    let build = need_fakes!();
-    let _guard = lock();
-    let fake = Fake::open(&build, "2.28.9");
+    let (_, _guard, fake) = need_fakes!("2.28.9");
     fake.asynchronous(3, 0);
-    let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::No).unwrap();
+    let comm = init(&fake, Blocking::No);
     assert_eq!(comm.state(), CommState::Initializing);
     assert!(
         comm.nccl_comm().is_null(),
@@ -79,12 +69,10 @@ fn non_blocking_init_makes_progress_within_its_deadline() {
 
 #[test]
 fn an_asynchronous_error_fails_the_communicator_and_drop_aborts_it() {
-    let build = need_fakes!();
-    let _guard = lock();
-    let fake = Fake::open(&build, "2.28.9");
+    let (_, _guard, fake) = need_fakes!("2.28.9");
     fake.asynchronous(1, REMOTE_ERROR);
     fake.last_error("peer 1 closed the connection");
-    let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::No).unwrap();
+    let comm = init(&fake, Blocking::No);
     let error = comm.wait(SECOND).unwrap_err();
     assert_eq!(error.status(), Status::NcclError);
     assert_eq!(error.nccl_result(), Some(REMOTE_ERROR));
@@ -110,9 +98,7 @@ fn an_asynchronous_error_fails_the_communicator_and_drop_aborts_it() {
 
 #[test]
 fn init_with_a_deadline_aborts_when_a_rank_never_comes() {
-    let build = need_fakes!();
-    let _guard = lock();
-    let fake = Fake::open(&build, "2.28.9");
+    let (_, _guard, fake) = need_fakes!("2.28.9");
     fake.asynchronous(-1, 0);
     let start = Instant::now();
     let error = Communicator::init_with_deadline(&fake.nccl, 2, &ID, 0, Duration::from_millis(200))
@@ -128,11 +114,12 @@ fn init_with_a_deadline_aborts_when_a_rank_never_comes() {
 
 #[test]
 fn non_blocking_needs_nccl_2_14() {
-    let build = need_fakes!();
-    let _guard = lock();
-    let fake = Fake::open(&build, "no-config"); // lacks ncclCommInitRankConfig
-    let error = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::No).unwrap_err();
-    assert_eq!(error.status(), Status::Unavailable);
+    let (_, _guard, fake) = need_fakes!("no-config"); // lacks ncclCommInitRankConfig
+    expect_error(
+        Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::No),
+        Status::Unavailable,
+        &[],
+    );
     // and init_with_deadline falls back to a blocking communicator
     let comm = Communicator::init_with_deadline(&fake.nccl, 2, &ID, 0, SECOND).unwrap();
     assert_eq!(comm.state(), CommState::Ready);
@@ -140,9 +127,7 @@ fn non_blocking_needs_nccl_2_14() {
 
 #[test]
 fn bad_arguments_are_errors() {
-    let build = need_fakes!();
-    let _guard = lock();
-    let fake = Fake::open(&build, "2.28.9");
+    let (_, _guard, fake) = need_fakes!("2.28.9");
     for (nranks, rank) in [(0, 0), (2, 2), (2, -1)] {
         let error = Communicator::init(&fake.nccl, nranks, &ID, rank, Blocking::Yes).unwrap_err();
         assert_eq!(error.status(), Status::InvalidArgument, "{nranks} {rank}");
@@ -151,32 +136,10 @@ fn bad_arguments_are_errors() {
 
 #[test]
 fn collectives_reach_nccl_and_their_errors_come_back() {
-    let build = need_fakes!();
-    let _guard = lock();
-    let fake = Fake::open(&build, "2.28.9");
-    let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::Yes).unwrap();
+    let (_, _guard, fake) = need_fakes!("2.28.9");
+    let comm = init(&fake, Blocking::Yes);
     let s = &Stream::DEFAULT;
-    // SAFETY (each call): the fake touches no memory.
-    let calls: [(&str, &dyn Fn() -> ncclshim::Result<()>); 6] = [
-        ("ncclAllReduce", &|| unsafe {
-            comm.all_reduce(null(), null_mut(), 8, DataType::Float32, RedOp::Sum, s)
-        }),
-        ("ncclBroadcast", &|| unsafe {
-            comm.broadcast(null(), null_mut(), 8, DataType::Float32, 0, s)
-        }),
-        ("ncclAllGather", &|| unsafe {
-            comm.all_gather(null(), null_mut(), 8, DataType::Bfloat16, s)
-        }),
-        ("ncclReduceScatter", &|| unsafe {
-            comm.reduce_scatter(null(), null_mut(), 8, DataType::Int64, RedOp::Max, s)
-        }),
-        ("ncclSend", &|| unsafe {
-            comm.send(null(), 8, DataType::Uint8, 1, s)
-        }),
-        ("ncclRecv", &|| unsafe {
-            comm.recv(null_mut(), 8, DataType::Uint8, 1, s)
-        }),
-    ];
+    let calls = collective_calls!(comm, null(), null_mut(), s);
     // Each reaches its own NCCL function, and its failure names that function.
     for (name, call) in calls {
         call().unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -205,52 +168,28 @@ fn collectives_reach_nccl_and_their_errors_come_back() {
 
 #[test]
 fn fp8_needs_nccl_2_24_and_a_failed_communicator_refuses_work() {
-    let build = need_fakes!();
-    let _guard = lock();
-    let fake = Fake::open(&build, "2.21.5");
-    let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::Yes).unwrap();
+    let (build, _guard, fake) = need_fakes!("2.21.5");
+    let comm = init(&fake, Blocking::Yes);
+    let s = &Stream::DEFAULT;
     // SAFETY: refused before NCCL is called.
-    let error = unsafe {
-        comm.all_reduce(
-            null(),
-            null_mut(),
-            8,
-            DataType::Float8e4m3,
-            RedOp::Sum,
-            &Stream::DEFAULT,
-        )
-    }
-    .unwrap_err();
-    assert_eq!(error.status(), Status::Unavailable);
-    assert!(error.message().contains("2.24.3"), "{error}");
+    let fp8 =
+        unsafe { comm.all_reduce(null(), null_mut(), 8, DataType::Float8e4m3, RedOp::Sum, s) };
+    expect_error(fp8, Status::Unavailable, &["2.24.3"]);
     assert_eq!(fake.count("ncclAllReduce"), 0);
 
     let fake = Fake::open(&build, "2.28.9");
     fake.asynchronous(0, REMOTE_ERROR);
-    let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::No).unwrap();
+    let comm = init(&fake, Blocking::No);
     assert!(comm.wait(SECOND).is_err());
     // SAFETY: refused before NCCL is called.
-    let error = unsafe {
-        comm.broadcast(
-            null(),
-            null_mut(),
-            8,
-            DataType::Float32,
-            0,
-            &Stream::DEFAULT,
-        )
-    }
-    .unwrap_err();
-    assert_eq!(error.status(), Status::InvalidArgument);
-    assert!(error.message().contains("Failed"), "{error}");
+    let failed = unsafe { comm.broadcast(null(), null_mut(), 8, DataType::Float32, 0, s) };
+    expect_error(failed, Status::InvalidArgument, &["Failed"]);
 }
 
 #[test]
 fn groups_start_and_end_around_the_work() {
-    let build = need_fakes!();
-    let _guard = lock();
-    let fake = Fake::open(&build, "2.28.9");
-    let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::Yes).unwrap();
+    let (_, _guard, fake) = need_fakes!("2.28.9");
+    let comm = init(&fake, Blocking::Yes);
     let out = fake.nccl.group(&[&comm], SECOND, || {
         // SAFETY: the fake touches no memory.
         unsafe {
@@ -282,15 +221,13 @@ fn groups_start_and_end_around_the_work() {
 
 #[test]
 fn explicit_destroy_and_abort_leave_nothing_for_drop() {
-    let build = need_fakes!();
-    let _guard = lock();
-    let fake = Fake::open(&build, "2.28.9");
-    let mut comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::Yes).unwrap();
+    let (_, _guard, fake) = need_fakes!("2.28.9");
+    let mut comm = init(&fake, Blocking::Yes);
     comm.destroy(SECOND).unwrap();
     assert_eq!(comm.state(), CommState::Destroyed);
     drop(comm);
     assert_eq!(fake.count("ncclCommDestroy"), 1);
-    let mut comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::Yes).unwrap();
+    let mut comm = init(&fake, Blocking::Yes);
     comm.abort(SECOND).unwrap();
     assert_eq!(comm.state(), CommState::Aborted);
     drop(comm);
@@ -302,12 +239,10 @@ fn explicit_destroy_and_abort_leave_nothing_for_drop() {
 
 #[test]
 fn the_config_builder_refuses_fields_the_nccl_would_ignore() {
-    let build = need_fakes!();
-    let _guard = lock();
+    let (build, _guard) = need_fakes!();
     let old = Fake::open(&build, "2.21.5");
-    let error = old.nccl.config().comm_name("experts").err().unwrap();
-    assert_eq!(error.status(), Status::Unavailable);
-    assert!(error.message().contains("commName"), "{error}");
+    let old_name = old.nccl.config().comm_name("experts").map(|_| ());
+    expect_error(old_name, Status::Unavailable, &["commName"]);
     assert!(old.nccl.config().blocking(false).is_ok());
 
     let new = Fake::open(&build, "2.28.9");
@@ -330,24 +265,15 @@ fn the_config_builder_refuses_fields_the_nccl_would_ignore() {
         "experts"
     );
     assert!(!config.as_mut_ptr().is_null());
-    let error = new
-        .nccl
-        .config()
-        .set_str(ConfigField::Blocking, "0")
-        .err()
-        .unwrap();
-    assert_eq!(error.status(), Status::InvalidArgument);
-    assert_eq!(
-        new.nccl.config().comm_name("a\0b").err().unwrap().status(),
-        Status::InvalidArgument
-    );
+    let not_a_string = new.nccl.config().set_str(ConfigField::Blocking, "0");
+    expect_error(not_a_string.map(|_| ()), Status::InvalidArgument, &[]);
+    let nul = new.nccl.config().comm_name("a\0b");
+    expect_error(nul.map(|_| ()), Status::InvalidArgument, &[]);
 }
 
 #[test]
 fn a_raw_communicator_is_waited_for_through_the_handle() {
-    let build = need_fakes!();
-    let _guard = lock();
-    let fake = Fake::open(&build, "2.28.9");
+    let (_, _guard, fake) = need_fakes!("2.28.9");
     let mut config = fake.nccl.config().blocking(false).unwrap();
     let mut raw = null_mut();
     let id = ID.to_raw();

@@ -4,7 +4,7 @@
 mod support;
 
 use ncclshim::{Cuda, Event, Status};
-use support::{fake_cuda, lock, symbol};
+use support::{fake_cuda, symbol};
 
 #[repr(C)]
 struct FakeControl {
@@ -14,8 +14,7 @@ struct FakeControl {
 
 #[test]
 fn streams_and_events_with_the_engine_names() {
-    let build = need_fakes!();
-    let _guard = lock();
+    let (build, _guard) = need_fakes!();
     let (cuda, path) = fake_cuda(&build, "13.0");
     assert_eq!(cuda.driver_version(), Some((13, 0)));
     assert_eq!(
@@ -82,8 +81,7 @@ impl FakeLog {
 
 #[test]
 fn streams_and_events_are_destroyed_once_by_drop_or_destroy() {
-    let build = need_fakes!();
-    let _guard = lock();
+    let (build, _guard) = need_fakes!();
     // Not 13.0: streams_and_events_with_the_engine_names needs that one before cuInit.
     let (cuda, path) = fake_cuda(&build, "12.2");
     // SAFETY: the fake's exported log, used between calls on this thread (the tests hold a
@@ -140,8 +138,7 @@ fn streams_and_events_are_destroyed_once_by_drop_or_destroy() {
 
 #[test]
 fn device_memory_round_trip() {
-    let build = need_fakes!();
-    let _guard = lock();
+    let (build, _guard) = need_fakes!();
     let (cuda, _) = fake_cuda(&build, "12.2");
     cuda.init().unwrap();
     cuda.activate_device(1).unwrap();
@@ -163,8 +160,7 @@ fn device_memory_round_trip() {
 
 #[test]
 fn absent_stub_and_deviceless_drivers_are_errors() {
-    let build = need_fakes!();
-    let _guard = lock();
+    let (build, _guard) = need_fakes!();
     assert_eq!(
         Cuda::open(Some("/nonexistent/libcuda.so.1".as_ref()))
             .err()

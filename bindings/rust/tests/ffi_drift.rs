@@ -2,13 +2,13 @@
 //! layout and enum values (compiled with the C compiler here), the generated tables' rows,
 //! and the build script's refusal of a C type it does not know.
 
-use std::ffi::CStr;
+use std::ffi::{c_char, c_int, CStr};
 use std::mem::size_of;
 use std::path::PathBuf;
 use std::process::Command;
 
 use ncclshim::ffi;
-use ncclshim::{Capability, ConfigField, DataType, RedOp, Status};
+use ncclshim::{Capability, CommCapability, ConfigField, DataType, RedOp, Status};
 
 #[allow(dead_code)]
 #[path = "../gen_lists.rs"]
@@ -34,10 +34,11 @@ fn every_export_is_declared_and_every_declaration_exported() {
         .map(|(name, _)| name)
         .collect();
     assert!(exported.len() > 50, "{} names only", exported.len());
-    let ffi_rs =
-        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/ffi.rs"))
-            .unwrap();
-    let declared: Vec<&str> = ffi_rs
+    // The declarations build.rs generated from the headers.
+    let generated = include_str!(concat!(env!("OUT_DIR"), "/lists.rs"));
+    let (_, block) = generated.split_once("extern \"C\" {").unwrap();
+    let (block, _) = block.split_once('}').unwrap();
+    let declared: Vec<&str> = block
         .lines()
         .filter_map(|l| l.trim().strip_prefix("pub fn "))
         .filter_map(|l| l.split_once('(').map(|(name, _)| name))
@@ -45,13 +46,13 @@ fn every_export_is_declared_and_every_declaration_exported() {
     for name in &exported {
         assert!(
             declared.contains(name),
-            "{name} is exported by libncclshim but not declared in src/ffi.rs"
+            "{name} is exported by libncclshim but not declared (with NCCLSHIM_API) in its headers"
         );
     }
     for name in &declared {
         assert!(
             exported.contains(name),
-            "src/ffi.rs declares {name}, which libncclshim does not export"
+            "the headers declare {name}, which libncclshim does not export"
         );
     }
 }
@@ -66,46 +67,37 @@ fn generated_rows_match_the_library() {
         ffi::CUDA_FUNCTIONS.len() * size_of::<usize>(),
         size_of::<ffi::ncclshim_cuda_table>()
     );
-    for (i, row) in ffi::NCCL_FUNCTIONS.iter().enumerate() {
-        let i = i as i32;
-        // SAFETY: any index is accepted; static strings.
-        unsafe {
-            assert_eq!(
-                CStr::from_ptr(ffi::ncclshim_nccl_function_name(i))
-                    .to_str()
-                    .unwrap(),
-                row.name
-            );
-            assert_eq!(
-                ffi::ncclshim_nccl_function_version(i) as u32,
-                row.version,
-                "{}",
-                row.name
-            );
-            assert_eq!(
-                ffi::ncclshim_nccl_function_required(i) != 0,
-                row.required,
-                "{}",
-                row.name
-            );
-        }
-    }
-    for (i, row) in ffi::CUDA_FUNCTIONS.iter().enumerate() {
-        let i = i as i32;
-        // SAFETY: as above.
-        unsafe {
-            assert_eq!(
-                CStr::from_ptr(ffi::ncclshim_cuda_function_name(i))
-                    .to_str()
-                    .unwrap(),
-                row.name
-            );
-            assert_eq!(
-                ffi::ncclshim_cuda_function_version(i) as u32,
-                row.version,
-                "{}",
-                row.name
-            );
+    // Each list with the library's name, version and required answers for its rows.
+    type Ask<T> = unsafe extern "C" fn(c_int) -> T;
+    type List = (
+        &'static [ffi::FunctionRow],
+        Ask<*const c_char>,
+        Ask<c_int>,
+        Ask<c_int>,
+    );
+    let lists: [List; 2] = [
+        (
+            ffi::NCCL_FUNCTIONS,
+            ffi::ncclshim_nccl_function_name,
+            ffi::ncclshim_nccl_function_version,
+            ffi::ncclshim_nccl_function_required,
+        ),
+        (
+            ffi::CUDA_FUNCTIONS,
+            ffi::ncclshim_cuda_function_name,
+            ffi::ncclshim_cuda_function_version,
+            ffi::ncclshim_cuda_function_required,
+        ),
+    ];
+    for (rows, name, version, required) in lists {
+        for (i, row) in rows.iter().enumerate() {
+            let i = i as c_int;
+            // SAFETY: any index is accepted; static strings.
+            let (c_name, c_version, c_required) =
+                unsafe { (CStr::from_ptr(name(i)), version(i), required(i)) };
+            assert_eq!(c_name.to_str().unwrap(), row.name);
+            assert_eq!(c_version as u32, row.version, "{}", row.name);
+            assert_eq!(c_required != 0, row.required, "{}", row.name);
         }
     }
     // one past the end is unknown to the library: the lists have the same length
@@ -162,6 +154,7 @@ const LAYOUT_C: &str = r#"
 #include <stddef.h>
 #include <stdio.h>
 #include "ncclshim/comm.h"
+#include "ncclshim/comm_query.h"
 #include "ncclshim/symmem.h"
 #include "ncclshim/watchdog.h"
 #define P(name, value) printf("%s %zu\n", name, (size_t)(value))
@@ -184,19 +177,14 @@ int main(void) {
   P("wait_signal_desc", sizeof(ncclshim_wait_signal_desc_t));
   P("sim_info", sizeof(ncclshim_sim_info_t));
   P("watch_counts", sizeof(ncclshim_watch_counts));
+  P("watch_counts.recorded", offsetof(ncclshim_watch_counts, recorded));
   P("watch_counts.outstanding", offsetof(ncclshim_watch_counts, outstanding));
   P("capabilities", NCCLSHIM_CAPABILITY_COUNT);
   P("config_fields", NCCLSHIM_CONFIG_FIELD_COUNT);
-  P("ncclFloat32", ncclFloat32);
-  P("ncclBfloat16", ncclBfloat16);
-  P("ncclFloat8e5m2", ncclFloat8e5m2);
-  P("ncclAvg", ncclAvg);
-  P("ncclMax", ncclMax);
+  P("comm_capabilities", NCCLSHIM_COMM_CAPABILITY_COUNT);
   P("stream_non_blocking", NCCLSHIM_CU_STREAM_NON_BLOCKING);
   P("event_disable_timing", NCCLSHIM_CU_EVENT_DISABLE_TIMING);
   P("in_progress", ncclInProgress);
-  return 0;
-}
 "#;
 
 #[test]
@@ -208,7 +196,15 @@ fn c_layout_and_values_match() {
     }
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     let (source, program) = (dir.join("layout.c"), dir.join("layout"));
-    std::fs::write(&source, LAYOUT_C).unwrap();
+    // Then NCCL's value of every DataType and RedOp variant, by its C name.
+    let names: Vec<String> = (DataType::ALL.iter().map(|d| format!("{d:?}")))
+        .chain(RedOp::ALL.iter().map(|o| format!("{o:?}")))
+        .collect();
+    let mut text = LAYOUT_C.to_string();
+    for name in &names {
+        text += &format!("  P(\"nccl{name}\", nccl{name});\n");
+    }
+    std::fs::write(&source, text + "  return 0;\n}\n").unwrap();
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let built = Command::new(&cc)
         .args(["-std=c11", "-Wall", "-Werror", "-I"])
@@ -230,69 +226,87 @@ fn c_layout_and_values_match() {
             .parse()
             .unwrap()
     };
-    assert_eq!(c("nccl_table"), size_of::<ffi::ncclshim_nccl_table>());
-    assert_eq!(c("cuda_table"), size_of::<ffi::ncclshim_cuda_table>());
-    assert_eq!(
-        c("nccl_table.ncclAllReduce"),
-        std::mem::offset_of!(ffi::ncclshim_nccl_table, ncclAllReduce)
-    );
-    assert_eq!(
-        c("cuda_table.cuMemAlloc"),
-        std::mem::offset_of!(ffi::ncclshim_cuda_table, cuMemAlloc)
-    );
-    assert_eq!(c("config"), size_of::<ffi::ncclConfig_t>());
-    assert_eq!(
-        c("config.commName"),
-        std::mem::offset_of!(ffi::ncclConfig_t, commName)
-    );
-    assert_eq!(
-        c("config.graphStreamOrdering"),
-        std::mem::offset_of!(ffi::ncclConfig_t, graphStreamOrdering)
-    );
-    assert_eq!(c("unique_id"), size_of::<ffi::ncclUniqueId>());
-    assert_eq!(c("unique_id"), ncclshim::UniqueId::BYTES);
-    assert_eq!(c("nccl_options"), size_of::<ffi::ncclshim_nccl_options>());
-    assert_eq!(
-        c("nccl_options.min_version"),
-        std::mem::offset_of!(ffi::ncclshim_nccl_options, min_version)
-    );
-    assert_eq!(c("cuda_options"), size_of::<ffi::ncclshim_cuda_options>());
-    assert_eq!(c("comm_options"), size_of::<ffi::ncclshim_comm_options>());
-    assert_eq!(c("attempt"), size_of::<ffi::ncclshim_attempt>());
-    assert_eq!(
-        c("attempt.reason"),
-        std::mem::offset_of!(ffi::ncclshim_attempt, reason)
-    );
-    assert_eq!(c("uuid"), size_of::<ffi::CUuuid>());
-    assert_eq!(
-        c("wait_signal_desc"),
-        size_of::<ffi::ncclshim_wait_signal_desc_t>()
-    );
-    assert_eq!(c("sim_info"), size_of::<ffi::ncclshim_sim_info_t>());
-    assert_eq!(c("watch_counts"), size_of::<ffi::ncclshim_watch_counts>());
-    assert_eq!(
-        c("watch_counts.outstanding"),
-        std::mem::offset_of!(ffi::ncclshim_watch_counts, outstanding)
-    );
-    assert_eq!(c("capabilities"), Capability::ALL.len());
-    assert_eq!(
-        c("config_fields"),
-        ConfigField::GraphStreamOrdering as usize + 1
-    );
-    assert_eq!(c("ncclFloat32"), DataType::Float32.raw() as usize);
-    assert_eq!(c("ncclBfloat16"), DataType::Bfloat16.raw() as usize);
-    assert_eq!(c("ncclFloat8e5m2"), DataType::Float8e5m2.raw() as usize);
-    assert_eq!(c("ncclAvg"), RedOp::Avg.raw() as usize);
-    assert_eq!(c("ncclMax"), RedOp::Max.raw() as usize);
-    assert_eq!(
-        c("stream_non_blocking"),
-        ffi::NCCLSHIM_CU_STREAM_NON_BLOCKING as usize
-    );
-    assert_eq!(
-        c("event_disable_timing"),
-        ffi::NCCLSHIM_CU_EVENT_DISABLE_TIMING as usize
-    );
-    assert_eq!(c("in_progress"), ffi::ncclInProgress as usize);
+    use std::mem::offset_of;
+    // What the C program printed under each name, and the Rust side's answer.
+    let expected = [
+        ("nccl_table", size_of::<ffi::ncclshim_nccl_table>()),
+        ("cuda_table", size_of::<ffi::ncclshim_cuda_table>()),
+        (
+            "nccl_table.ncclAllReduce",
+            offset_of!(ffi::ncclshim_nccl_table, ncclAllReduce),
+        ),
+        (
+            "cuda_table.cuMemAlloc",
+            offset_of!(ffi::ncclshim_cuda_table, cuMemAlloc),
+        ),
+        ("config", size_of::<ffi::ncclConfig_t>()),
+        ("config.commName", offset_of!(ffi::ncclConfig_t, commName)),
+        (
+            "config.graphStreamOrdering",
+            offset_of!(ffi::ncclConfig_t, graphStreamOrdering),
+        ),
+        ("unique_id", size_of::<ffi::ncclUniqueId>()),
+        ("unique_id", ncclshim::UniqueId::BYTES),
+        ("nccl_options", size_of::<ffi::ncclshim_nccl_options>()),
+        (
+            "nccl_options.min_version",
+            offset_of!(ffi::ncclshim_nccl_options, min_version),
+        ),
+        ("cuda_options", size_of::<ffi::ncclshim_cuda_options>()),
+        ("comm_options", size_of::<ffi::ncclshim_comm_options>()),
+        ("attempt", size_of::<ffi::ncclshim_attempt>()),
+        ("attempt.reason", offset_of!(ffi::ncclshim_attempt, reason)),
+        ("uuid", size_of::<ffi::CUuuid>()),
+        (
+            "wait_signal_desc",
+            size_of::<ffi::ncclshim_wait_signal_desc_t>(),
+        ),
+        ("sim_info", size_of::<ffi::ncclshim_sim_info_t>()),
+        ("watch_counts", size_of::<ffi::ncclshim_watch_counts>()),
+        (
+            "watch_counts.recorded",
+            offset_of!(ffi::ncclshim_watch_counts, counts.recorded),
+        ),
+        (
+            "watch_counts.outstanding",
+            offset_of!(ffi::ncclshim_watch_counts, counts.outstanding),
+        ),
+        ("capabilities", Capability::ALL.len()),
+        (
+            "config_fields",
+            ConfigField::GraphStreamOrdering as usize + 1,
+        ),
+        (
+            "stream_non_blocking",
+            ffi::NCCLSHIM_CU_STREAM_NON_BLOCKING as usize,
+        ),
+        (
+            "event_disable_timing",
+            ffi::NCCLSHIM_CU_EVENT_DISABLE_TIMING as usize,
+        ),
+        ("in_progress", ffi::ncclInProgress as usize),
+    ];
+    for (name, rust) in expected {
+        assert_eq!(c(name), rust, "{name}");
+    }
+    assert_eq!(c("comm_capabilities"), CommCapability::ALL.len());
+    let values = DataType::ALL
+        .iter()
+        .map(|d| d.raw())
+        .chain(RedOp::ALL.iter().map(|o| o.raw()));
+    for (name, value) in names.iter().zip(values) {
+        assert_eq!(c(&format!("nccl{name}")), value as usize, "{name}");
+    }
+    assert_eq!(DataType::ALL.len(), 12);
+    assert_eq!(DataType::Bfloat16.raw(), 9);
+    assert_eq!(RedOp::Avg.raw(), 4);
+}
+
+/// `text` (what the build script wrote, or its error) holds every one of `fragments`.
+fn assert_holds(text: &str, fragments: &[&str]) {
+    for fragment in fragments {
+        assert!(text.contains(fragment), "{fragment:?} not in:\n{text}");
+    }
 }
 
 #[test]
@@ -300,23 +314,25 @@ fn the_build_script_names_an_unknown_c_type_and_where_to_add_it() {
     // A type and a return kind of a future row, which the crate does not know yet.
     let error =
         build_script::rust_type("ncclFutureThing_t", "ncclFuture of the nccl list").unwrap_err();
-    assert!(
-        error.contains("unknown C type `ncclFutureThing_t`"),
-        "{error}"
-    );
-    assert!(
-        error.contains("ncclFuture") && error.contains("C_TYPES in bindings/rust/build.rs"),
-        "{error}"
+    assert_holds(
+        &error,
+        &[
+            "unknown C type `ncclFutureThing_t`",
+            "ncclFuture",
+            "C_TYPES in bindings/rust/build.rs",
+        ],
     );
     let row = "rs_row nccl ncclFuture 23100 OPTIONAL RESULT rs_param ncclComm_t rs_named comm rs_param ncclFutureThing_t * rs_named thing rs_end";
-    assert!(build_script::generate(row)
-        .unwrap_err()
-        .contains("`ncclFutureThing_t`"));
+    assert_holds(
+        &build_script::generate(row).unwrap_err(),
+        &["`ncclFutureThing_t`"],
+    );
     let kind =
         "rs_row nccl ncclFuture 23100 OPTIONAL FUTURE rs_param ncclComm_t rs_named comm rs_end";
-    assert!(build_script::generate(kind)
-        .unwrap_err()
-        .contains("unknown return kind `FUTURE`"));
+    assert_holds(
+        &build_script::generate(kind).unwrap_err(),
+        &["unknown return kind `FUTURE`"],
+    );
 }
 
 #[test]
@@ -328,5 +344,75 @@ fn the_build_script_translates_pointers_and_const() {
     assert_eq!(t("void **"), "*mut *mut c_void");
     assert_eq!(t("const char ***"), "*mut *mut *const c_char");
     assert_eq!(t("unsigned int"), "c_uint");
-    assert!(build_script::rust_type("char *const *", "test").is_err());
+    assert_eq!(t("ncclshim_comm *const *"), "*const *mut ncclshim_comm");
+    assert_eq!(t("const char *const *"), "*const *const c_char");
+    assert_eq!(t("char *const"), "*mut c_char");
+    let error = build_script::rust_type("char *volatile *", "test").unwrap_err();
+    assert_holds(&error, &["`volatile` after `*`"]);
+}
+
+#[test]
+fn nccl_enums_are_read_from_the_header_without_aliases_or_counts() {
+    let header = "typedef enum { ncclA = 0, ncclAlias = 0, ncclB = 3, ncclNumThings = 4, \
+                  ncclMaxThing = 0x7f } ncclThing_t;";
+    let mut out = String::new();
+    build_script::nccl_enum(&mut out, header, "ncclThing_t", "Thing").unwrap();
+    assert_holds(
+        &out,
+        &[
+            "/// `ncclA` (= `ncclAlias`)\n    A = 0,",
+            "    B = 3,",
+            "Thing::B,",
+        ],
+    );
+    assert!(!out.contains("Alias =") && !out.contains("Num"), "{out}");
+    let error = build_script::nccl_enum(&mut out, header, "ncclOther_t", "Other").unwrap_err();
+    assert_holds(&error, &["ncclOther_t"]);
+    let hex = "typedef enum { ncclA = 0x1 } ncclHex_t;";
+    let error = build_script::nccl_enum(&mut out, hex, "ncclHex_t", "Hex").unwrap_err();
+    assert_holds(&error, &["ncclA = `0x1`"]);
+}
+
+#[test]
+fn communicator_capabilities_are_the_c_list() {
+    for (i, cap) in CommCapability::ALL.iter().enumerate() {
+        assert_eq!(*cap as usize, i);
+        // SAFETY: any value is accepted; static strings.
+        let name = unsafe { ffi::ncclshim_comm_capability_name(i as i32) };
+        assert!(!name.is_null(), "{cap:?} is unknown to the library");
+        // SAFETY: the name just given.
+        assert_eq!(
+            unsafe { ffi::ncclshim_comm_capability_from_name(name) },
+            i as i32
+        );
+    }
+    // SAFETY: as above.
+    let past = unsafe { ffi::ncclshim_comm_capability_name(CommCapability::ALL.len() as i32) };
+    assert!(past.is_null());
+    assert_eq!(CommCapability::HostRma as i32, 4);
+}
+
+#[test]
+fn function_declarations_are_read_from_the_headers() {
+    let mark = "__attribute__((visibility(\"default\")))";
+    let text = format!(
+        "typedef int x; {mark} const char *ncclshim_a(const ncclshim_nccl *nccl, int fn); \
+         {mark} void ncclshim_b(void); {mark} ncclshim_status ncclshim_c(ncclshim_comm *const *comms, size_t n);"
+    );
+    let mut out = String::new();
+    build_script::functions(&mut out, &text).unwrap();
+    assert_holds(
+        &out,
+        &[
+            "pub fn ncclshim_a(nccl: *const ncclshim_nccl, fn_: c_int) -> *const c_char;",
+            "pub fn ncclshim_b();",
+            "pub fn ncclshim_c(comms: *const *mut ncclshim_comm, n: usize) -> ncclshim_status;",
+        ],
+    );
+    let unknown = format!("{mark} int ncclshim_d(struct thing *t);");
+    let error = build_script::functions(&mut out, &unknown).unwrap_err();
+    assert_holds(&error, &["unknown C type `struct thing`", "ncclshim_d"]);
+    let unnamed = format!("{mark} int ncclshim_e(int);");
+    let error = build_script::functions(&mut out, &unnamed).unwrap_err();
+    assert_holds(&error, &["ncclshim_e"]);
 }

@@ -4,12 +4,11 @@
 mod support;
 
 use ncclshim::{probe_with, Capability, Cuda, Nccl, Status, Version};
-use support::{fake_path, lock, Fake};
+use support::{fake_path, lock};
 
 #[test]
 fn each_version_is_found_with_its_capabilities() {
-    let build = need_fakes!();
-    let _guard = lock();
+    let (build, _guard) = need_fakes!();
     for (variant, version) in [
         ("2.18.5", (2, 18, 5)),
         ("2.21.5", (2, 21, 5)),
@@ -39,8 +38,7 @@ fn each_version_is_found_with_its_capabilities() {
 
 #[test]
 fn a_missing_capability_says_which_version_it_needs() {
-    let build = need_fakes!();
-    let _guard = lock();
+    let (build, _guard) = need_fakes!();
     let nccl = Nccl::open(Some(&fake_path(&build, "2.27.3")), None).unwrap();
     let reason = nccl.capability_reason(Capability::SymmetricMemory).unwrap();
     assert!(
@@ -66,8 +64,7 @@ fn absent_library_is_not_found_and_names_the_path() {
 
 #[test]
 fn too_old_wrong_major_and_broken_versions_are_refused() {
-    let build = need_fakes!();
-    let _guard = lock();
+    let (build, _guard) = need_fakes!();
     let open = |variant: &str, min: Option<Version>| {
         Nccl::open(Some(&fake_path(&build, variant)), min)
             .err()
@@ -92,8 +89,7 @@ fn too_old_wrong_major_and_broken_versions_are_refused() {
 
 #[test]
 fn missing_required_functions_are_named() {
-    let build = need_fakes!();
-    let _guard = lock();
+    let (build, _guard) = need_fakes!();
     let error = Nccl::open(Some(&fake_path(&build, "missing-required")), None)
         .err()
         .unwrap();
@@ -106,8 +102,7 @@ fn missing_required_functions_are_named() {
 
 #[test]
 fn a_missing_optional_function_is_reported_not_fatal() {
-    let build = need_fakes!();
-    let _guard = lock();
+    let (build, _guard) = need_fakes!();
     let nccl = Nccl::open(Some(&fake_path(&build, "missing-optional")), None).unwrap();
     assert!(!nccl.has_function("ncclCommWindowRegister"));
     assert!(nccl.has_function("ncclCommWindowDeregister"));
@@ -150,9 +145,7 @@ fn the_probe_reports_an_absent_nccl_and_driver() {
 
 #[test]
 fn check_nccl_carries_code_text_and_last_error() {
-    let build = need_fakes!();
-    let _guard = lock();
-    let fake = Fake::open(&build, "2.28.9");
+    let (_, _guard, fake) = need_fakes!("2.28.9");
     fake.last_error("AllReduce : invalid type 99");
     let error = fake.nccl.check_nccl(4, "ncclAllReduce").err().unwrap();
     assert_eq!(error.status(), Status::NcclError);
@@ -176,9 +169,7 @@ fn check_nccl_carries_code_text_and_last_error() {
 
 #[test]
 fn unique_ids_come_from_nccl_get_unique_id() {
-    let build = need_fakes!();
-    let _guard = lock();
-    let fake = Fake::open(&build, "2.28.9");
+    let (_, _guard, fake) = need_fakes!("2.28.9");
     let before = fake.count("ncclGetUniqueId");
     let id = fake.nccl.unique_id().unwrap();
     assert_eq!(fake.count("ncclGetUniqueId"), before + 1);

@@ -5,13 +5,8 @@ mod support;
 
 use std::time::Duration;
 
-use ncclshim::{
-    Answer, Blocking, CommCapability, Communicator, Status, Stream, SymmetricBuffer, UniqueId,
-};
-use support::{lock, symbol, Fake};
-
-const ID: UniqueId = UniqueId::from_bytes([7; 128]);
-const SECOND: Duration = Duration::from_secs(1);
+use ncclshim::{Answer, Blocking, CommCapability, Communicator, Status, Stream, SymmetricBuffer};
+use support::{expect_error, init, symbol, Fake, ID, SECOND};
 
 /// The fake driver that answers cuStreamIsCapturing as told, as the default driver (the
 /// capture check uses ncclshim's default handle). Set before any test of this file loads it.
@@ -29,11 +24,9 @@ fn capture_driver(build: &std::path::Path, result: i32, status: i32) {
 
 #[test]
 fn a_buffer_is_allocated_registered_and_freed() {
-    let build = need_fakes!();
-    let _guard = lock();
+    let (build, _guard, fake) = need_fakes!("2.28.9");
     capture_driver(&build, 0, 0);
-    let fake = Fake::open(&build, "2.28.9");
-    let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::No).unwrap();
+    let comm = init(&fake, Blocking::No);
     comm.wait(SECOND).unwrap();
     {
         let buffer = SymmetricBuffer::alloc(&comm, 5000, &Stream::DEFAULT, SECOND).unwrap();
@@ -56,11 +49,9 @@ fn a_buffer_is_allocated_registered_and_freed() {
 /// bound: Drop leaves the buffer to the communicator, whose Drop (an abort) frees the memory.
 #[test]
 fn a_buffer_dropped_on_a_blocking_communicator_goes_with_it() {
-    let build = need_fakes!();
-    let _guard = lock();
+    let (build, _guard, fake) = need_fakes!("2.28.9");
     capture_driver(&build, 0, 0);
-    let fake = Fake::open(&build, "2.28.9");
-    let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::Yes).unwrap();
+    let comm = init(&fake, Blocking::Yes);
     drop(SymmetricBuffer::alloc(&comm, 5000, &Stream::DEFAULT, SECOND).unwrap());
     assert_eq!(fake.count("ncclCommWindowDeregister"), 0);
     assert_eq!(fake.allocations(), 1);
@@ -74,18 +65,10 @@ fn a_buffer_dropped_on_a_blocking_communicator_goes_with_it() {
 
 #[test]
 fn symmetric_memory_needs_nccl_2_28() {
-    let build = need_fakes!();
-    let _guard = lock();
-    let fake = Fake::open(&build, "2.27.3");
-    let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::Yes).unwrap();
-    let error = SymmetricBuffer::alloc(&comm, 4096, &Stream::DEFAULT, SECOND)
-        .err()
-        .unwrap();
-    assert_eq!(error.status(), Status::Unavailable);
-    assert!(
-        error.message().contains("2.28.0") && error.message().contains("2.27.3"),
-        "{error}"
-    );
+    let (_, _guard, fake) = need_fakes!("2.27.3");
+    let comm = init(&fake, Blocking::Yes);
+    let alloc = SymmetricBuffer::alloc(&comm, 4096, &Stream::DEFAULT, SECOND);
+    expect_error(alloc, Status::Unavailable, &["2.28.0", "2.27.3"]);
     assert_eq!(
         fake.count("ncclMemAlloc"),
         0,
@@ -95,17 +78,12 @@ fn symmetric_memory_needs_nccl_2_28() {
 
 #[test]
 fn success_with_a_null_window_is_unavailable_and_nothing_leaks() {
-    let build = need_fakes!();
-    let _guard = lock();
+    let (build, _guard, fake) = need_fakes!("2.28.9");
     capture_driver(&build, 0, 0);
-    let fake = Fake::open(&build, "2.28.9");
     fake.null_window(true);
-    let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::Yes).unwrap();
-    let error = SymmetricBuffer::alloc(&comm, 4096, &Stream::DEFAULT, SECOND)
-        .err()
-        .unwrap();
-    assert_eq!(error.status(), Status::Unavailable);
-    assert!(error.message().contains("do not register"), "{error}");
+    let comm = init(&fake, Blocking::Yes);
+    let alloc = SymmetricBuffer::alloc(&comm, 4096, &Stream::DEFAULT, SECOND);
+    expect_error(alloc, Status::Unavailable, &["do not register"]);
     assert_eq!(fake.allocations(), 0);
     // The communicator remembers: asked afterwards, it answers No without a trial.
     let (answer, why) = comm.has(CommCapability::SymmetricWindows, SECOND).unwrap();
@@ -115,40 +93,30 @@ fn success_with_a_null_window_is_unavailable_and_nothing_leaks() {
 
 #[test]
 fn registration_on_a_non_blocking_communicator_is_finished() {
-    let build = need_fakes!();
-    let _guard = lock();
+    let (build, _guard, fake) = need_fakes!("2.28.9");
     capture_driver(&build, 0, 0);
-    let fake = Fake::open(&build, "2.28.9");
     let comm = Communicator::init_with_deadline(&fake.nccl, 2, &ID, 0, SECOND).unwrap();
     let buffer = SymmetricBuffer::alloc(&comm, 4096, &Stream::DEFAULT, SECOND).unwrap();
     assert!(!buffer.window().is_null());
     fake.asynchronous(-1, 0); // deregistration never finishes: free times out, memory kept
-    let error = buffer.free(Duration::from_millis(50)).unwrap_err();
-    assert_eq!(error.status(), Status::Timeout);
+    expect_error(buffer.free(Duration::from_millis(50)), Status::Timeout, &[]);
     assert_eq!(fake.allocations(), 1);
 }
 
 #[test]
 fn a_capturing_stream_is_refused() {
-    let build = need_fakes!();
-    let _guard = lock();
+    let (build, _guard, fake) = need_fakes!("2.28.9");
     capture_driver(&build, 0, 1); // CU_STREAM_CAPTURE_STATUS_ACTIVE
-    let fake = Fake::open(&build, "2.28.9");
-    let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::Yes).unwrap();
-    let error = SymmetricBuffer::alloc(&comm, 4096, &Stream::DEFAULT, SECOND)
-        .err()
-        .unwrap();
+    let comm = init(&fake, Blocking::Yes);
+    let alloc = SymmetricBuffer::alloc(&comm, 4096, &Stream::DEFAULT, SECOND);
     capture_driver(&build, 0, 0);
-    assert_eq!(error.status(), Status::InvalidArgument);
-    assert!(error.message().contains("capturing"), "{error}");
+    expect_error(alloc, Status::InvalidArgument, &["capturing"]);
     assert_eq!(fake.allocations(), 0);
 }
 
 #[test]
 fn nccl_mem_alloc_and_free_are_gated_by_version() {
-    let build = need_fakes!();
-    let _guard = lock();
-    let fake = Fake::open(&build, "2.28.9");
+    let (build, _guard, fake) = need_fakes!("2.28.9");
     let ptr = fake.nccl.nccl_mem_alloc(100).unwrap();
     assert!(!ptr.is_null());
     assert_eq!(fake.allocations(), 1);
@@ -156,7 +124,9 @@ fn nccl_mem_alloc_and_free_are_gated_by_version() {
     unsafe { fake.nccl.nccl_mem_free(ptr).unwrap() };
     assert_eq!(fake.allocations(), 0);
     let old = Fake::open(&build, "2.18.5");
-    let error = old.nccl.nccl_mem_alloc(100).unwrap_err();
-    assert_eq!(error.status(), Status::Unavailable);
-    assert!(error.message().contains("2.19.1"), "{error}");
+    expect_error(
+        old.nccl.nccl_mem_alloc(100),
+        Status::Unavailable,
+        &["2.19.1"],
+    );
 }

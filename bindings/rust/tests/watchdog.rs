@@ -5,47 +5,89 @@
 mod support;
 
 use std::ffi::{c_int, c_void};
-use std::path::Path;
-use std::ptr::null_mut;
+use std::path::{Path, PathBuf};
+use std::ptr::{null, null_mut};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ncclshim::{
-    Blocking, CommState, Communicator, Cuda, DataType, RedOp, Status, Stream, UniqueId, Watchdog,
+    Blocking, CommState, Communicator, Cuda, DataType, RedOp, Status, Stream, Watchdog, Watched,
 };
-use support::{lock, symbol, Fake};
+use support::{expect_error, init, symbol, wait_until, Fake, SECOND};
 
-const ID: UniqueId = UniqueId::from_bytes([0x5a; 128]);
 const NEVER_FIRES: c_int = 600;
 
-fn set_event_query(path: &Path, result: c_int) {
-    let f = symbol(path, "fake_cuda_set_event_query");
-    // SAFETY: the fake's documented signature.
-    unsafe { std::mem::transmute::<*mut c_void, extern "C" fn(c_int)>(f)(result) }
+/// The capture driver's answer to cuEventQuery; "fired" (0) again when dropped, also when a
+/// test fails, so that the next test's events fire.
+struct EventQuery(PathBuf);
+
+impl EventQuery {
+    fn answer(&self, result: c_int) {
+        let f = symbol(&self.0, "fake_cuda_set_event_query");
+        // SAFETY: the fake's documented signature.
+        unsafe { std::mem::transmute::<*mut c_void, extern "C" fn(c_int)>(f)(result) }
+    }
 }
 
-fn capture_driver(build: &Path) -> (Cuda, std::path::PathBuf) {
+impl Drop for EventQuery {
+    fn drop(&mut self) {
+        self.answer(0);
+    }
+}
+
+/// The communicator tests' fake driver, its events firing at once.
+fn capture_driver(build: &Path) -> (Cuda, EventQuery) {
     let path = build.join("tests/comm/libfake-cuda-capture.so");
     let cuda = Cuda::open(Some(&path)).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    (cuda, path)
+    let query = EventQuery(path);
+    query.answer(0);
+    (cuda, query)
 }
 
 fn split_comm(fake: &Fake) -> Communicator {
-    let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::Split).unwrap();
+    let comm = init(fake, Blocking::Split);
     assert_eq!(comm.state(), CommState::Initializing);
-    comm.wait(Duration::from_secs(1)).unwrap();
+    comm.wait(SECOND).unwrap();
     assert_eq!(comm.state(), CommState::Ready);
     assert_eq!(fake.count("ncclCommSplit"), 1);
     comm
 }
 
+/// A split communicator on `fake`, watched by `dog` with `timeout` as each operation's deadline.
+fn watched<'d>(dog: &'d Watchdog, fake: &Fake, timeout: Duration) -> Watched<'d> {
+    dog.watch(split_comm(fake), timeout)
+        .map_err(|(e, _)| e)
+        .unwrap()
+}
+
+/// The watchdog's message once it has failed `comm` (within 10 s), which must hold `what`.
+fn failure(comm: &Watched<'_>, what: &str) -> String {
+    wait_until(Duration::from_secs(10), || comm.state() != CommState::Ready);
+    assert_eq!(comm.state(), CommState::Failed);
+    let message = comm.failure().expect("a failure message");
+    assert!(message.contains(what), "{what:?} not in: {message}");
+    message
+}
+
+/// Stop watching `comm` and abort it.
+fn abort(comm: Watched<'_>) {
+    let mut comm = comm.into_inner();
+    comm.abort(SECOND).unwrap();
+    assert_eq!(comm.state(), CommState::Aborted);
+}
+
+/// A watchdog without a callback, looking every 5 ms, on the capture driver, whose events fire
+/// at once.
+fn quiet_watchdog(build: &Path) -> (Watchdog, EventQuery) {
+    let (cuda, query) = capture_driver(build);
+    let dog = Watchdog::start_with(Duration::from_millis(5), Some(&cuda), None).unwrap();
+    (dog, query)
+}
+
 #[test]
 fn a_hang_fails_the_communicator_and_calls_back() {
-    let build = need_fakes!();
-    let _guard = lock();
-    let fake = Fake::open(&build, "2.28.9");
-    let (cuda, path) = capture_driver(&build);
-    set_event_query(&path, 0);
+    let (build, _guard, fake) = need_fakes!("2.28.9");
+    let (cuda, query) = capture_driver(&build);
     let seen: Arc<Mutex<Vec<(Status, String)>>> = Arc::default();
     let sink = seen.clone();
     let dog = Watchdog::start_with(
@@ -56,10 +98,7 @@ fn a_hang_fails_the_communicator_and_calls_back() {
         })),
     )
     .unwrap();
-    let comm = dog
-        .watch(split_comm(&fake), Duration::from_millis(100))
-        .map_err(|(e, _)| e)
-        .unwrap();
+    let comm = watched(&dog, &fake, Duration::from_millis(100));
     let buf = null_mut::<c_void>();
     for _ in 0..3 {
         // SAFETY: the fake NCCL touches no buffer.
@@ -78,7 +117,7 @@ fn a_hang_fails_the_communicator_and_calls_back() {
     std::thread::sleep(Duration::from_millis(300)); // past the deadline: the events fired
     assert_eq!(comm.state(), CommState::Ready);
     assert_eq!(comm.failure(), None);
-    set_event_query(&path, NEVER_FIRES);
+    query.answer(NEVER_FIRES);
     // SAFETY: as above.
     unsafe {
         comm.all_reduce(
@@ -91,63 +130,40 @@ fn a_hang_fails_the_communicator_and_calls_back() {
         )
     }
     .unwrap();
-    let start = Instant::now();
-    while comm.state() == CommState::Ready && start.elapsed() < Duration::from_secs(5) {
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    assert_eq!(comm.state(), CommState::Failed);
-    let message = comm.failure().expect("a failure message");
-    assert!(
-        message.contains("ncclAllReduce #4 (count 256, ncclFloat32)"),
-        "{message}"
-    );
+    let message = failure(&comm, "ncclAllReduce #4 (count 256, ncclFloat32)");
     // The next call fails at once with the watchdog's status and message.
     // SAFETY: as above.
-    let error =
-        unsafe { comm.all_reduce(buf, buf, 8, DataType::Float32, RedOp::Sum, &Stream::DEFAULT) }
-            .unwrap_err();
-    assert_eq!(error.status(), Status::Timeout);
-    assert!(error.to_string().contains("ncclAllReduce #4"), "{error}");
-    while seen.lock().unwrap().is_empty() && start.elapsed() < Duration::from_secs(5) {
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    let again =
+        unsafe { comm.all_reduce(buf, buf, 8, DataType::Float32, RedOp::Sum, &Stream::DEFAULT) };
+    expect_error(again, Status::Timeout, &["ncclAllReduce #4"]);
+    wait_until(Duration::from_secs(5), || !seen.lock().unwrap().is_empty());
     {
         let seen = seen.lock().unwrap();
         assert_eq!(seen.len(), 1);
         assert_eq!(seen[0].0, Status::Timeout);
         assert_eq!(seen[0].1, message);
     }
-    let mut comm = comm.into_inner();
-    comm.abort(Duration::from_secs(1)).unwrap();
-    assert_eq!(comm.state(), CommState::Aborted);
+    abort(comm);
     assert_eq!(fake.count("ncclCommAbort"), 2); // the child and the parent
-    drop(comm);
-    drop(dog);
-    set_event_query(&path, 0);
 }
 
 #[test]
 fn watch_refuses_a_communicator_not_ready_and_gives_it_back() {
-    let build = need_fakes!();
-    let _guard = lock();
-    let fake = Fake::open(&build, "2.28.9");
-    let (cuda, _) = capture_driver(&build);
-    let dog = Watchdog::start_with(Duration::from_millis(10), Some(&cuda), None).unwrap();
-    let comm = Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::Split).unwrap();
-    let (error, comm) = dog.watch(comm, Duration::from_secs(1)).unwrap_err();
-    assert_eq!(error.status(), Status::InvalidArgument);
-    assert!(error.to_string().contains("not ready"), "{error}");
-    comm.wait(Duration::from_secs(1)).unwrap();
-    let watched = dog
-        .watch(comm, Duration::from_secs(1))
-        .map_err(|(e, _)| e)
-        .unwrap();
+    let (build, _guard, fake) = need_fakes!("2.28.9");
+    let (dog, _) = quiet_watchdog(&build);
+    let (error, comm) = dog.watch(init(&fake, Blocking::Split), SECOND).unwrap_err();
+    expect_error::<()>(Err(error), Status::InvalidArgument, &["not ready"]);
+    comm.wait(SECOND).unwrap();
+    let watched = dog.watch(comm, SECOND).map_err(|(e, _)| e).unwrap();
     assert!(format!("{watched:?}").contains("Watched"));
     drop(watched); // aborts (a blocking child's finalize has no bound): child then parent
     assert_eq!(fake.count("ncclCommAbort"), 2);
     assert_eq!(fake.count("ncclCommFinalize"), 0);
-    let error = Watchdog::start(Duration::ZERO, None).unwrap_err();
-    assert_eq!(error.status(), Status::InvalidArgument);
+    expect_error(
+        Watchdog::start(Duration::ZERO, None),
+        Status::InvalidArgument,
+        &[],
+    );
 }
 
 /// Issue 29, item 1: the Watchdog is owned by its own callback's closure (through an
@@ -163,11 +179,9 @@ fn a_watchdog_dropped_from_its_own_callback_stops_after_it() {
             self.0.lock().unwrap().push("closure dropped");
         }
     }
-    let build = need_fakes!();
-    let _guard = lock();
-    let fake = Fake::open(&build, "2.28.9");
-    let (cuda, path) = capture_driver(&build);
-    set_event_query(&path, NEVER_FIRES);
+    let (build, _guard, fake) = need_fakes!("2.28.9");
+    let (cuda, query) = capture_driver(&build);
+    query.answer(NEVER_FIRES);
     let slot: Arc<Mutex<Option<Watchdog>>> = Arc::default();
     let events: Arc<Mutex<Vec<&'static str>>> = Arc::default();
     let witness = Witness(events.clone());
@@ -194,10 +208,7 @@ fn a_watchdog_dropped_from_its_own_callback_stops_after_it() {
         })),
     )
     .unwrap();
-    let watched = dog
-        .watch(split_comm(&fake), Duration::from_millis(20))
-        .map_err(|(e, _)| e)
-        .unwrap();
+    let watched = watched(&dog, &fake, Duration::from_millis(20));
     let buf = null_mut::<c_void>();
     // SAFETY: the fake NCCL touches no buffer.
     unsafe { watched.all_reduce(buf, buf, 8, DataType::Float32, RedOp::Sum, &Stream::DEFAULT) }
@@ -206,35 +217,25 @@ fn a_watchdog_dropped_from_its_own_callback_stops_after_it() {
     // watchdog to the closure.
     std::mem::forget(watched);
     *slot.lock().unwrap() = Some(dog);
-    let start = Instant::now();
-    while events.lock().unwrap().len() < 2 && start.elapsed() < Duration::from_secs(10) {
-        std::thread::yield_now();
-    }
+    wait_until(Duration::from_secs(10), || {
+        events.lock().unwrap().len() >= 2
+    });
     assert_eq!(
         *events.lock().unwrap(),
         ["callback returned", "closure dropped"]
     );
-    set_event_query(&path, 0);
 }
 
 #[test]
 fn a_replay_that_hangs_names_its_graph() {
-    let build = need_fakes!();
-    let _guard = lock();
-    let fake = Fake::open(&build, "2.28.9");
-    let (cuda, path) = capture_driver(&build);
-    set_event_query(&path, 0);
-    let dog = Watchdog::start_with(Duration::from_millis(5), Some(&cuda), None).unwrap();
-    let comm = dog
-        .watch(split_comm(&fake), Duration::from_millis(100))
-        .map_err(|(e, _)| e)
-        .unwrap();
+    let (build, _guard, fake) = need_fakes!("2.28.9");
+    let (dog, query) = quiet_watchdog(&build);
+    let comm = watched(&dog, &fake, Duration::from_millis(100));
     let stream = Stream::DEFAULT;
     comm.record_graph(&stream, "decode\0step", 2).unwrap();
-    let start = Instant::now();
-    while comm.counts().unwrap().outstanding > 0 && start.elapsed() < Duration::from_secs(5) {
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    wait_until(Duration::from_secs(5), || {
+        comm.counts().unwrap().outstanding == 0
+    });
     let counts = comm.counts().unwrap();
     assert_eq!(
         (counts.recorded, counts.replays, counts.captured),
@@ -242,25 +243,29 @@ fn a_replay_that_hangs_names_its_graph() {
     );
     assert_eq!((counts.events, counts.outstanding), (1, 0));
     assert_eq!(comm.state(), CommState::Ready);
-    set_event_query(&path, NEVER_FIRES);
+    query.answer(NEVER_FIRES);
     comm.record_graph(&stream, "decode\0step", 2).unwrap();
-    while comm.state() == CommState::Ready && start.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    assert_eq!(comm.state(), CommState::Failed);
-    let message = comm.failure().expect("a failure message");
-    assert!(
-        message.contains("of CUDA graph \"decode step\" (2 collectives)"),
-        "{message}"
-    );
-    let error = comm.record_graph(&stream, "decode step", 2).unwrap_err();
-    assert_eq!(error.status(), Status::Timeout);
-    assert!(error.to_string().contains("decode step"), "{error}");
+    failure(&comm, "of CUDA graph \"decode step\" (2 collectives)");
+    let again = comm.record_graph(&stream, "decode step", 2);
+    expect_error(again, Status::Timeout, &["decode step"]);
     let too_many = comm.record_graph(&stream, "g", u32::MAX);
-    assert_eq!(too_many.unwrap_err().status(), Status::InvalidArgument);
-    let mut comm = comm.into_inner();
-    comm.abort(Duration::from_secs(1)).unwrap();
-    drop(comm);
-    drop(dog);
-    set_event_query(&path, 0);
+    expect_error(too_many, Status::InvalidArgument, &[]);
+    abort(comm);
+}
+
+/// Every collective of a watched communicator is recorded, not only all_reduce: each reaches
+/// its NCCL function and adds one record (before, all but all_reduce went through `Deref` to
+/// the communicator's own and were never watched).
+#[test]
+fn every_collective_of_a_watched_communicator_is_recorded() {
+    let (build, _guard, fake) = need_fakes!("2.28.9");
+    let (dog, _) = quiet_watchdog(&build);
+    let comm = watched(&dog, &fake, Duration::from_secs(5));
+    let s = &Stream::DEFAULT;
+    let calls = collective_calls!(comm, null(), null_mut(), s);
+    for (i, (name, call)) in calls.iter().enumerate() {
+        call().unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(fake.count(name), 1, "{name}");
+        assert_eq!(comm.counts().unwrap().recorded, i as u64 + 1, "{name}");
+    }
 }

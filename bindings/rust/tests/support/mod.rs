@@ -6,8 +6,9 @@
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
-use ncclshim::{Cuda, Nccl};
+use ncclshim::{Blocking, Communicator, Cuda, Error, Nccl, Status, UniqueId};
 
 extern "C" {
     fn dlopen(filename: *const c_char, flags: c_int) -> *mut c_void;
@@ -44,15 +45,101 @@ pub fn build_dir() -> Option<PathBuf> {
     None
 }
 
-/// Skip the test (return) when there are no fakes.
+/// The build tree and the lock (held until the test ends), or skip the test (return) when
+/// there are no fakes. `need_fakes!("2.28.9")` also opens that fake NCCL, under the lock.
 #[macro_export]
 macro_rules! need_fakes {
     () => {
         match support::build_dir() {
-            Some(dir) => dir,
+            Some(dir) => (dir, support::lock()),
             None => return,
         }
     };
+    ($variant:expr) => {{
+        let (dir, guard) = need_fakes!();
+        let fake = support::Fake::open(&dir, $variant);
+        (dir, guard, fake)
+    }};
+}
+
+/// The id of the tests' communicators.
+pub const ID: UniqueId = UniqueId::from_bytes([0x5a; 128]);
+/// The tests' usual deadline.
+pub const SECOND: Duration = Duration::from_secs(1);
+
+/// Rank 0 of 2 on `fake`, made in `blocking` mode (not waited for).
+pub fn init(fake: &Fake, blocking: Blocking) -> Communicator {
+    Communicator::init(&fake.nccl, 2, &ID, 0, blocking).unwrap()
+}
+
+/// The error of `result`, which must have `status` and a message holding every one of
+/// `fragments`.
+pub fn expect_error<T>(result: ncclshim::Result<T>, status: Status, fragments: &[&str]) -> Error {
+    let Err(error) = result else {
+        panic!("expected {status:?}, got Ok");
+    };
+    assert_eq!(error.status(), status, "{error}");
+    for fragment in fragments {
+        assert!(
+            error.message().contains(fragment),
+            "{fragment:?} not in: {error}"
+        );
+    }
+    error
+}
+
+/// Whether `done` became true within `limit` (polled every 2 ms).
+pub fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while !done() {
+        if start.elapsed() > limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    true
+}
+
+/// `collective_calls!(comm, send, recv, stream)`: each collective of `comm` (a
+/// `Communicator` or a `Watched`) with its NCCL name, as closures over small counts.
+/// SAFETY of the calls: for a fake NCCL, which touches no memory.
+#[macro_export]
+macro_rules! collective_calls {
+    ($comm:expr, $send:expr, $recv:expr, $s:expr) => {{
+        use ncclshim::{DataType, RedOp};
+        let (comm, send, recv, s) = (&$comm, $send, $recv, $s);
+        let calls: [(&str, Box<dyn Fn() -> ncclshim::Result<()> + '_>); 6] = [
+            (
+                "ncclAllReduce",
+                Box::new(move || unsafe {
+                    comm.all_reduce(send, recv, 8, DataType::Float32, RedOp::Sum, s)
+                }),
+            ),
+            (
+                "ncclBroadcast",
+                Box::new(move || unsafe { comm.broadcast(send, recv, 8, DataType::Float32, 0, s) }),
+            ),
+            (
+                "ncclAllGather",
+                Box::new(move || unsafe { comm.all_gather(send, recv, 8, DataType::Bfloat16, s) }),
+            ),
+            (
+                "ncclReduceScatter",
+                Box::new(move || unsafe {
+                    comm.reduce_scatter(send, recv, 8, DataType::Int64, RedOp::Max, s)
+                }),
+            ),
+            (
+                "ncclSend",
+                Box::new(move || unsafe { comm.send(send, 8, DataType::Uint8, 1, s) }),
+            ),
+            (
+                "ncclRecv",
+                Box::new(move || unsafe { comm.recv(recv, 8, DataType::Uint8, 1, s) }),
+            ),
+        ];
+        calls
+    }};
 }
 
 pub fn fake_path(build: &std::path::Path, variant: &str) -> PathBuf {

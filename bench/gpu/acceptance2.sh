@@ -30,19 +30,9 @@
 # With fewer than 2 GPUs every case is FAIL at once. Each case has its own timeout and none
 # starts past BUDGET_S (480) from the start. Exit status 0 when every verdict is ok.
 # NVLink multicast stays off.
-set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-out=${OUT:-/tmp/out}/acceptance2
+# shellcheck source=bench/gpu/part_common.sh
+source "$(dirname "$0")/part_common.sh" acceptance2 480
 mkdir -p "$out/bin"
-start=$SECONDS
-budget=${BUDGET_S:-480}
-sys_nccl=${SYS_NCCL:-/usr/lib/x86_64-linux-gnu/libnccl.so.2}
-sys_include=${SYS_INCLUDE:-/usr/include}
-pip_nccl=${PIP_NCCL:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2}
-python=${TORCH_PYTHON:-/opt/torch/.venv/bin/python}
-cuda=${CUDA:-/usr/local/cuda}
-build=${BUILD:-build-gpu}
 dropin=$PWD/$build/src/dropin/libncclshim-nccl.so.0
 compare=$PWD/src/dropin/ncclshim-record-compare
 nccl_tests_src=${NCCL_TESTS_SRC:-.carry/nccl-tests}
@@ -60,13 +50,6 @@ row() { # CASE VERDICT FIGURES
 # ok, or FAIL: and the reasons gathered ("a; b; ").
 verdict() { if [ -z "$1" ]; then echo ok; else echo "FAIL: ${1%; }"; fi; }
 
-# A step's timeout: at most $1 s, never past the budget (1 s when none is left: a FAIL).
-cap() {
-  local left=$((budget - (SECONDS - start) - 2))
-  [ "$left" -lt 1 ] && left=1
-  echo $(("$1" < left ? "$1" : left))
-}
-
 # The rows in the order above, a FAIL for a case that has none; exit 0 when all are ok.
 finish() {
   local c line sorted=$out/acceptance.sorted
@@ -83,20 +66,20 @@ finish() {
   exit $?
 }
 
+# fail_all WHY: every case FAIL for WHY, and finish.
+fail_all() {
+  local c
+  for c in "${cases[@]}"; do row "$c" "FAIL: $1" ""; done
+  finish
+}
+
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
-if [ "$gpus" -lt 2 ]; then
-  for c in "${cases[@]}"; do row "$c" "FAIL: needs 2 GPUs (found $gpus)" ""; done
-  finish
-fi
+[ "$gpus" -lt 2 ] && fail_all "needs 2 GPUs (found $gpus)"
 echo "=== build ($(date -u +%T))"
-{ [ -f "$build/build.ninja" ] || meson setup "$build"; } >"$out/build.log" 2>&1
-if ! ninja -C "$build" >>"$out/build.log" 2>&1 ||
-  ! gcc -std=c11 -O2 -Wall -Wextra -Werror -Iinclude "-I$cuda/include" bench/gpu/stopped_replay.c \
-    -o "$bin/stopped_replay" "-L$build/src" -lncclshim "-Wl,-rpath,$PWD/$build/src" \
-    "-L$cuda/lib64" -lcudart "-Wl,-rpath,$cuda/lib64" >>"$out/build.log" 2>&1; then
-  tail -20 "$out/build.log"
-  for c in "${cases[@]}"; do row "$c" "FAIL: build (see build.log)" ""; done
-  finish
+if ! part_build || ! part_compile gcc -std=c11 -O2 -Wall -Wextra -Werror "-I$cuda/include" \
+  bench/gpu/stopped_replay.c -o "$bin/stopped_replay" "-L$cuda/lib64" -lcudart \
+  "-Wl,-rpath,$cuda/lib64"; then
+  fail_all "build (see build.log)"
 fi
 ncclses=("$sys_nccl")
 [ -n "${NCCL_2297:-}" ] && ncclses+=("$NCCL_2297")

@@ -24,14 +24,7 @@ static int by_value(const void *a, const void *b) {
 
 static int child(const char *variant, int nranks, int (*pipes)[2], size_t min_bytes,
                  size_t max_bytes) {
-  ncclUniqueId id;
-  if (rank == 0) {
-    NCCL(N(ncclGetUniqueId)(&id));
-    for (int r = 1; r < nranks; r++)
-      CHECK(write(pipes[r][1], &id, sizeof(id)) == sizeof(id), "pipe");
-  } else {
-    CHECK(read(pipes[rank][0], &id, sizeof(id)) == sizeof(id), "pipe");
-  }
+  ncclUniqueId id = shared_id(nranks, pipes);
   CUDA(cudaSetDevice(rank));
   float *send, *recv;
   cudaStream_t stream;

@@ -14,40 +14,24 @@
 # Writes ${OUT:-/tmp/out}/commcaps/: summary.txt, caps.csv, agree.csv, cost.csv, a log per step.
 # Each step has a hard timeout; BUDGET_S (220 s) skips what is left rather than overrun.
 # NVLink multicast stays off.
-set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
-export NCCL_NVLS_ENABLE=0
-out=${OUT:-/tmp/out}/commcaps
-mkdir -p "$out"
-start=$SECONDS
-budget=${BUDGET_S:-220}
-sys_nccl=${SYS_NCCL:-/usr/lib/x86_64-linux-gnu/libnccl.so.2}
-pip_nccl=${PIP_NCCL:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2}
-declare -A nccl=([sys]=$sys_nccl [pip]=$pip_nccl)
-order=(sys pip)
-if [ -n "${NCCL_2297:-}" ]; then nccl[src2297]=$NCCL_2297; order+=(src2297); fi
+# shellcheck source=bench/gpu/part_common.sh
+source "$(dirname "$0")/part_common.sh" commcaps 220
 summary=$out/summary.txt
 : >"$summary"
-say() { echo "$*" | tee -a "$summary"; }
-time_left() { echo $((budget - (SECONDS - start))); }
-transport_env() { [ "$1" = socket ] && echo "NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1"; }
 
 say "commcaps.sh: $(date -u +%FT%TZ) on $(hostname)"
-{ [ -f build-gpu/build.ninja ] || meson setup build-gpu; } >"$out/build.log" 2>&1
-ninja -C build-gpu >>"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
-tool=build-gpu/commcaps_gpu
-cc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Iinclude -Itests/comm/gpu bench/gpu/commcaps_gpu.c \
-  tests/comm/gpu/gpu_common.c -Lbuild-gpu/src -lncclshim -Wl,-rpath,"$PWD/build-gpu/src" \
-  -o "$tool" >>"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
-plugin=$PWD/build-gpu/libnccl-net-commcaps-old.so
+tool=$build/commcaps_gpu
+part_build && part_compile cc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Itests/comm/gpu \
+  bench/gpu/commcaps_gpu.c tests/comm/gpu/gpu_common.c -o "$tool" || exit 1
+plugin=$PWD/$build/libnccl-net-commcaps-old.so
 cc -shared -fPIC -fvisibility=hidden -DFAKE_PLUGIN_HARMLESS -DSYMBOL_A=ncclNetPlugin_v4 \
   tests/probe/fake_plugin.c -o "$plugin" >>"$out/build.log" 2>&1 || exit 1
 echo "nccl,transport,rank,capability,answer,time,reason" >"$out/caps.csv"
 echo "nccl,scenario,rank,status,ms,message" >"$out/agree.csv"
 echo "nccl,what,value" >"$out/cost.csv"
 
-for which in "${order[@]}"; do
-  lib=${nccl[$which]}
+for which in "${nccls[@]}"; do
+  lib=$(nccl_lib "$which")
   [ -f "$lib" ] || { say "$which: no $lib: skipped"; continue; }
   export NCCLSHIM_NCCL_LIBRARY=$lib
   say "== $which: $lib"
@@ -60,10 +44,10 @@ for which in "${order[@]}"; do
     [ "$tr" = socket ] && tests+=(gpu-symmem-nonblocking gpu-fault-windows-blocking-fork-socket
                                  gpu-fault-windows-nonblocking-spawn-socket)
     # shellcheck disable=SC2046
-    env $(transport_env "$tr") timeout 120 meson test -C build-gpu --print-errorlogs \
+    env $(transport_env "$tr") timeout 120 meson test -C "$build" --print-errorlogs \
       "${tests[@]}" >"$log" 2>&1
     say "$which $tr suite: $(grep -E '^(Ok|Fail|Skipped):' "$log" | tr -s ' ' | tr '\n' ' ')"
-    grep -h "skip:" build-gpu/meson-logs/testlog.txt | sort -u | head -3 | sed "s/^/  /" |
+    grep -h "skip:" "$build/meson-logs/testlog.txt" | sort -u | head -3 | sed "s/^/  /" |
       tee -a "$summary" >/dev/null
     log=$out/has-$which-$tr.log
     # shellcheck disable=SC2046
@@ -84,7 +68,7 @@ for which in "${order[@]}"; do
       tee -a "$summary" >/dev/null
   done
   log=$out/probe-$which.log
-  NCCL_NET_PLUGIN=$plugin timeout 30 build-gpu/src/probe/ncclshim-probe --no-devices \
+  NCCL_NET_PLUGIN=$plugin timeout 30 "$build/src/probe/ncclshim-probe" --no-devices \
     --require plugins-compatible >"$log" 2>&1
   say "$which probe --require plugins-compatible with the old-ABI plugin: exit $? (1 expected)"
   sed -n '/^NCCL plugins:/,/^CUDA driver/p' "$log" | head -6 | sed "s/^/  /" >>"$summary"

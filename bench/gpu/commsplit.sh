@@ -7,27 +7,16 @@
 # the state left ready when the child's finalize answered ncclInProgress).
 # Writes ${OUT:-/tmp/out}/commsplit/: split.csv (case,verdict,destroy_status,state_after,
 # destroy_ms), summary.txt, build.log and one log per case. Success: every verdict `ok`.
-set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
-export NCCL_NVLS_ENABLE=0
-out=${OUT:-/tmp/out}/commsplit
-mkdir -p "$out"
-start=$SECONDS
-{ [ -f build-gpu/build.ninja ] || meson setup build-gpu; } >"$out/build.log" 2>&1
-ninja -C build-gpu >>"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
-tool=build-gpu/commsplit_gpu
-cc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Iinclude -Itests/comm/gpu bench/gpu/commsplit_gpu.c \
-  tests/comm/gpu/gpu_common.c -Lbuild-gpu/src -lncclshim -Wl,-rpath,"$PWD/build-gpu/src" \
-  -o "$tool" >>"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
+# shellcheck source=bench/gpu/part_common.sh
+source "$(dirname "$0")/part_common.sh" commsplit
+tool=$build/commsplit_gpu
+part_build && part_compile cc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Itests/comm/gpu \
+  bench/gpu/commsplit_gpu.c tests/comm/gpu/gpu_common.c -o "$tool" || exit 1
 
 csv=$out/split.csv
 echo "case,verdict,destroy_status,state_after,destroy_ms" >"$csv"
-declare -A nccl=([sys]=${SYS_NCCL:-/usr/lib/x86_64-linux-gnu/libnccl.so.2}
-  [pip]=${PIP_NCCL:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2})
-order=(sys pip)
-if [ -n "${NCCL_2297:-}" ]; then nccl[src2297]=$NCCL_2297; order+=(src2297); fi
-for which in "${order[@]}"; do
-  lib=${nccl[$which]}
+for which in "${nccls[@]}"; do
+  lib=$(nccl_lib "$which")
   [ -f "$lib" ] || { echo "$which: no $lib: skipped" >>"$out/summary.txt"; continue; }
   for blocking in unset 0 1; do
     name=$which-env-$blocking

@@ -11,15 +11,11 @@
 # ncclGetPeerDevicePointer against the library's own answers. Logs in $OUT/devapi/ (OUT
 # defaults to /tmp/out), one summary line per run at the end. Each step is independent: one
 # failure does not hide the others. NVLink multicast stays off; no multicast object is made.
-set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 2
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-out=${OUT:-/tmp/out}/devapi
-mkdir -p "$out"
+# shellcheck source=bench/gpu/part_common.sh
+source "$(dirname "$0")/part_common.sh" devapi
 build_nccl=1
 [ "${1:-}" = --no-build-nccl ] && build_nccl=0
-nvcc=${NVCC:-/usr/local/cuda/bin/nvcc}
-pip_root=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl
+nvcc=${NVCC:-$cuda/bin/nvcc}
 nccl_build_dir=/tmp/ncclshim-nccl-src
 bin=/tmp/ncclshim-devapi-bin # the programs: outside $OUT, which keeps only logs
 mkdir -p "$bin"
@@ -46,11 +42,8 @@ fi
   "$nvcc" --version | tail -2
 } >"$out/machine.txt" 2>&1
 
-# ncclshim itself; no cmocka here, so only the library, the drop-in and the probe matter.
-if ! { meson setup build-devapi -Dtests=disabled && ninja -C build-devapi; } >"$out/build.log" 2>&1; then
-  tail -30 "$out/build.log"
-  note "ncclshim: build FAILED (build.log)"
-fi
+# ncclshim itself: the library, the drop-in and the probe.
+part_build || note "ncclshim: build FAILED (build.log)"
 
 # run_release NAME LIBRARY INCLUDE_DIR: build and run the three ways.
 run_release() {
@@ -59,7 +52,7 @@ run_release() {
     note "$name: skipped (no $lib or no $inc/nccl_device.h)"
     return
   fi
-  ./build-devapi/src/probe/ncclshim-probe --no-devices --library "$lib" >"$out/probe-$name.txt" 2>&1
+  "$build/src/probe/ncclshim-probe" --no-devices --library "$lib" >"$out/probe-$name.txt" 2>&1
   for way in table dropin direct; do
     local exe="$bin/devapi-$name-$way" log="$out/devapi-$name-$way.log"
     # GIN's GDAKI transport is not used: leave out its headers (doca), which some installs lack.
@@ -69,9 +62,9 @@ run_release() {
     # #include_next <math.h> past it, and the build fails.
     [ "$inc" = /usr/include ] || flags+=(-isystem "$inc")
     case $way in
-    table) flags+=(-DVIA_TABLE -Lbuild-devapi/src -lncclshim -Xlinker -rpath="$PWD/build-devapi/src") ;;
-    dropin) flags+=(-DVIA_DROPIN -Lbuild-devapi/src/dropin -lncclshim-nccl
-      -Xlinker -rpath="$PWD/build-devapi/src/dropin:$PWD/build-devapi/src") ;;
+    table) flags+=(-DVIA_TABLE "-L$build/src" -lncclshim -Xlinker -rpath="$PWD/$build/src") ;;
+    dropin) flags+=(-DVIA_DROPIN "-L$build/src/dropin" -lncclshim-nccl
+      -Xlinker -rpath="$PWD/$build/src/dropin:$PWD/$build/src") ;;
     direct) flags+=(-Xlinker "$lib" -Xlinker -rpath="$(dirname "$lib")") ;;
     esac
     if ! "$nvcc" "${flags[@]}" >"$log" 2>&1; then
@@ -96,8 +89,8 @@ run_release() {
   fi
 }
 
-run_release 2.28.3 /usr/lib/x86_64-linux-gnu/libnccl.so.2 /usr/include
-run_release 2.28.9 "$pip_root/lib/libnccl.so.2" "$pip_root/include"
+run_release 2.28.3 "$sys_nccl" "$sys_include"
+run_release 2.28.9 "$pip_nccl" "$pip_root/include"
 if [ -n "$nccl_pid" ]; then
   if wait "$nccl_pid" && [ -f "$nccl_build_dir/nccl-2.29.7/build/lib/libnccl.so.2" ]; then
     run_release 2.29.7 "$nccl_build_dir/nccl-2.29.7/build/lib/libnccl.so.2" \

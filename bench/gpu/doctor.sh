@@ -27,17 +27,12 @@
 # dlopen_maps,doctor_ncclshim,probe_takes,plain_source: how the doctor knows, "loader" when
 # it asked the dynamic loader) and summary.txt; logs beside them. Under 90 s.
 # Exit status 1 if a check failed.
-set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
-export NCCL_NVLS_ENABLE=0
-wheel=${1:?usage: bash bench/gpu/doctor.sh WHEEL}
-wheel=$(realpath "$wheel")
-out=${OUT:-/tmp/out}/doctor
-mkdir -p "$out"
-python=${TORCH_PYTHON:-/opt/torch/.venv/bin/python}
+wheel=$(realpath "${1:?usage: bash bench/gpu/doctor.sh WHEEL}")
+# shellcheck source=bench/gpu/part_common.sh
+source "$(dirname "$0")/part_common.sh" doctor
 venv=$(dirname "$(dirname "$python")")
-sys_nccl=$(realpath "${SYS_NCCL:-/usr/lib/x86_64-linux-gnu/libnccl.so.2}")
-pip_nccl=$(realpath "${PIP_NCCL:-$venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2}")
+sys_nccl=$(realpath "$sys_nccl")
+pip_nccl=$(realpath "$pip_nccl")
 work=$(mktemp -d /tmp/ncclshim-doctor-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 failed=0

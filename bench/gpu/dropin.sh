@@ -2,7 +2,7 @@
 # The drop-in on the GPU host (issue 16), from the repository root:
 #   bash bench/gpu/dropin.sh
 # Steps, each independent of the others' outcome (a failure is reported and the next runs):
-#   build      ncclshim (build-gpu-dropin/), the hang program three ways, collectives direct
+#   build      ncclshim (build-gpu/), the hang program three ways, collectives direct
 #   hang       two processes, one H200 each, the recorder on: rank 1 stops issuing all-reduces
 #              after 5, rank 0 issues a 6th and blocks; the dump signal (USR1) makes both dump;
 #              ncclshim-record-compare must name rank 1 and seq 6. Three ways: linked to the
@@ -15,27 +15,15 @@
 #   cost       bench/recorder_cost: ns per call through the drop-in, recorder off and on
 # Logs in ${OUT:-/tmp/out}/dropin/; a summary at the end. NVLink multicast stays off.
 # Under 6 minutes: every GPU step has a timeout.
-set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-out=${OUT:-/tmp/out}/dropin
-mkdir -p "$out"
-build="build-gpu-dropin"
-# The GPU host's paths (overridable, to rehearse the script elsewhere).
-sys_nccl=${SYS_NCCL:-/usr/lib/x86_64-linux-gnu/libnccl.so.2}
-sys_include=${SYS_INCLUDE:-/usr/include}
-pip_root=${PIP_ROOT:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl}
-pip_nccl=$pip_root/lib/libnccl.so.2
-torch_python=${TORCH_PYTHON:-/opt/torch/.venv/bin/python3}
-cuda=${CUDA:-/usr/local/cuda}
+# shellcheck source=bench/gpu/part_common.sh
+source "$(dirname "$0")/part_common.sh" dropin
 dropin=$PWD/$build/src/dropin/libncclshim-nccl.so.0
 compare=src/dropin/ncclshim-record-compare
 summary=()
 note() { summary+=("$(printf '%-28s %s' "$1" "$2")"); echo "=== $1: $2"; }
 
 step_build() {
-  { meson setup "$build" && ninja -C "$build"; } >"$out/build.log" 2>&1 ||
-    { tail -30 "$out/build.log"; note build FAILED; return 1; }
+  part_build || { note build FAILED; return 1; }
   local cc=(gcc -std=c11 -O2 -Wall -Wextra -Werror "-I$cuda/include")
   local cudart=("-L$cuda/lib64" -lcudart "-Wl,-rpath,$cuda/lib64")
   local ok=1
@@ -102,9 +90,9 @@ step_preload() {
 step_torch() {
   local dir="$out/torch"
   mkdir -p "$dir"
-  [ -x "$torch_python" ] || { note torch "SKIPPED (no $torch_python)"; return; }
+  [ -x "$python" ] || { note torch "SKIPPED (no $python)"; return; }
   LD_PRELOAD=$dropin NCCLSHIM_DEBUG=1 NCCLSHIM_RECORD=10000 NCCLSHIM_RECORD_DIR="$dir" \
-    NCCLSHIM_RECORD_AT_EXIT=1 timeout -k 5 150 "$torch_python" -m torch.distributed.run \
+    NCCLSHIM_RECORD_AT_EXIT=1 timeout -k 5 150 "$python" -m torch.distributed.run \
     --nproc-per-node 2 tests/dropin/gpu/torch_allreduce.py >"$dir/run.log" 2>&1
   local rc=$?
   grep -E "all-reduce ok|interposing|forwarding|warning|Error|error" "$dir/run.log" | head -20
@@ -126,12 +114,12 @@ step_torch() {
 
 step_cost() {
   local noop csv="$out/recorder-cost-h200x2.csv"
-  noop=$(realpath $build/bench/libnoop-nccl.so 2>/dev/null) || { note cost "SKIPPED (not built)"; return; }
+  noop=$(realpath "$build/bench/libnoop-nccl.so" 2>/dev/null) || { note cost "SKIPPED (not built)"; return; }
   echo "recorder,call,calls,rep,ns_per_call" >"$csv"
   for _ in 1 2 3; do
-    NCCLSHIM_NCCL_LIBRARY=$noop $build/bench/recorder_cost 20000000 5 >>"$csv"
+    NCCLSHIM_NCCL_LIBRARY=$noop "$build/bench/recorder_cost" 20000000 5 >>"$csv"
     NCCLSHIM_NCCL_LIBRARY=$noop NCCLSHIM_RECORD=10000 NCCLSHIM_RECORD_DIR=/tmp \
-      $build/bench/recorder_cost 20000000 5 >>"$csv"
+      "$build/bench/recorder_cost" 20000000 5 >>"$csv"
   done
   python3 - "$csv" <<'PY' | tee "$out/recorder-cost-summary-h200x2.txt"
 import csv, statistics, sys

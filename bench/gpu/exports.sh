@@ -8,20 +8,16 @@
 # below the library's version must be exported by it (nm -D), a row listed above must not be
 # (else its first version is too late). Writes $OUT/exports/exports.csv
 # (case,verdict,nccl,version,function,first,exported) and summary.txt. No GPU work; seconds.
-set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
-build=${1:-build-gpu}
-out=${OUT:-/tmp/ncclshim-gpu}/exports
-mkdir -p "$out"
+# shellcheck source=bench/gpu/part_common.sh
+source "$(dirname "$0")/part_common.sh" exports
+build=${1:-$build}
 rows=$build/tests/abi/list_rows
 [ -x "$rows" ] || { echo "exports: no $rows (build first)"; exit 1; }
 csv=$out/exports.csv
 echo "case,verdict,nccl,version,function,first,exported" >"$csv"
 : >"$out/summary.txt"
 for which in sys pip 2297; do
-  case $which in
-    sys) lib=${SYS_NCCL:-} ;; pip) lib=${PIP_NCCL:-} ;; 2297) lib=${NCCL_2297:-} ;;
-  esac
+  lib=$(nccl_lib "$which")
   if [ -z "$lib" ] || [ ! -f "$lib" ]; then
     echo "$which: not here" | tee -a "$out/summary.txt"
     continue

@@ -13,18 +13,10 @@
 # SYS_NCCL, PIP_NCCL: other paths. The watchdog cases alone, on the system NCCL and 2.29.7:
 #   KINDS=watchdog LAUNCHERS=0 NCCLS="sys 2297" NCCL_2297=/path/libnccl.so.2 bash bench/gpu/faults.sh
 # NVLink multicast stays off.
-set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-out=${OUT:-/tmp/out}/faults
-mkdir -p "$out"
-start=$SECONDS
-budget=${BUDGET_S:-330}
-sys_nccl=${SYS_NCCL:-/usr/lib/x86_64-linux-gnu/libnccl.so.2}
-pip_nccl=${PIP_NCCL:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2}
-nccl_lib() { case $1 in sys) echo "$sys_nccl" ;; 2297) echo "${NCCL_2297:?}" ;; *) echo "$pip_nccl" ;; esac; }
-faults=build-gpu/tests/comm/gpu_faults
-example=build-gpu/examples/ncclshim-allreduce
+# shellcheck source=bench/gpu/part_common.sh
+source "$(dirname "$0")/part_common.sh" faults 330
+faults=$build/tests/comm/gpu_faults
+example=$build/examples/ncclshim-allreduce
 cases=(
   "blocking collective fork" "blocking collective spawn"
   "nonblocking collective fork" "nonblocking collective spawn"
@@ -42,18 +34,8 @@ echo "step,nccl,transport,exit,seconds,result" >"$out/launchers.csv"
 : >"$out/skipped.txt"
 : >"$out/orphans.txt"
 
-time_left() { echo $((budget - (SECONDS - start))); }
-transport_env() { [ "$1" = socket ] && echo "NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1"; }
-
-# Processes of ours still there after a step: listed, killed by pid, counted.
-orphans() {
-  local pids
-  pids=$(pgrep -f "$PWD/build-gpu/(tests/comm/gpu_faults|examples/ncclshim-allreduce)|/proc/self/exe --worker" || true)
-  [ -z "$pids" ] && return 0
-  echo "ORPHANS after $1: $(echo "$pids" | tr '\n' ' ')" | tee -a "$out/orphans.txt"
-  for pid in $pids; do kill -9 "$pid" 2>/dev/null; done
-  return 1
-}
+# Processes of ours, which kill_orphans lists and kills after each step.
+ours="$PWD/$build/(tests/comm/gpu_faults|examples/ncclshim-allreduce)|/proc/self/exe --worker"
 
 fault_case() { # NCCL TRANSPORT COMM POINT LAUNCH
   local which=$1 tr=$2 name="$4-$3-$5"
@@ -75,7 +57,7 @@ fault_case() { # NCCL TRANSPORT COMM POINT LAUNCH
     echo "$name,$3,$5,$tr,$which,$4,-,-,,,,,,,,,,,,,$verdict (exit $rc: $(grep -m1 -E 'FAIL|skip' "$log" | tr ',' ' '))" >>"$out/faults.csv"
   fi
   grep '^FAULTS-MSG,' "$log" >>"$out/messages.txt"
-  orphans "$which $tr $name" || echo "$name,$3,$5,$tr,$which,$4,-,-,,,,,,,,,,,,,FAIL (orphans)" >>"$out/faults.csv"
+  kill_orphans "$ours" "$which $tr $name" || echo "$name,$3,$5,$tr,$which,$4,-,-,,,,,,,,,,,,,FAIL (orphans)" >>"$out/faults.csv"
   printf '%-4s %-8s %-32s exit %3d  %3ds  %s\n' "$which" "$tr" "$name" "$rc" $((SECONDS - t)) \
     "$(grep -m1 -oE 'FAIL: .*|skip: .*' "$log" || echo PASS)"
 }
@@ -93,18 +75,17 @@ launcher_step() { # NAME NCCL TRANSPORT COMMAND...
   local rc=$? result=PASS
   [ $rc -eq 77 ] && result=SKIP
   [ $rc -ne 0 ] && [ $rc -ne 77 ] && result=FAIL
-  orphans "$name" || result="FAIL (orphans)"
+  kill_orphans "$ours" "$name" || result="FAIL (orphans)"
   echo "$name,$which,$tr,$rc,$((SECONDS - t)),$result" >>"$out/launchers.csv"
   printf '%-4s %-8s %-32s exit %3d  %3ds  %s\n' "$which" "$tr" "$name" "$rc" $((SECONDS - t)) "$result"
 }
 
 echo "=== build ($(date -u +%T))"
-{ [ -f build-gpu/build.ninja ] || meson setup build-gpu; } >"$out/build.log" 2>&1
-ninja -C build-gpu >>"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
-orphans "the start" || true
+part_build || exit 1
+kill_orphans "$ours" "the start" || true
 
-nccls=${NCCLS:-sys pip}
-for which in $nccls; do
+chosen=${NCCLS:-sys pip}
+for which in $chosen; do
   for tr in ${TRANSPORTS:-default socket}; do
     echo "=== killed ranks: $which NCCL, $tr transport ($(date -u +%T), $(time_left) s left)"
     for c in "${cases[@]}"; do
@@ -113,11 +94,11 @@ for which in $nccls; do
       fault_case "$which" "$tr" $c
     done
   done
-  if [ "$which" = "${nccls%% *}" ] && [ "${LAUNCHERS:-1}" != 0 ]; then
+  if [ "$which" = "${chosen%% *}" ] && [ "${LAUNCHERS:-1}" != 0 ]; then
     echo "=== the example over sockets and under launchers ($(date -u +%T), $(time_left) s left)"
-    launcher_step example-fork "$which" socket build-gpu/tests/comm/gpu_example "$PWD/$example" \
+    launcher_step example-fork "$which" socket "$build/tests/comm/gpu_example" "$PWD/$example" \
       fork --count 262144 --iters 5 --timeout-ms 30000
-    launcher_step example-launcher "$which" socket build-gpu/tests/comm/gpu_example \
+    launcher_step example-launcher "$which" socket "$build/tests/comm/gpu_example" \
       "$PWD/$example" launcher
     launcher_step example-torchrun "$which" default bash tests/comm/gpu/launchers.sh \
       "$PWD/$example" torchrun
@@ -144,5 +125,5 @@ total=$(tail -n +2 "$out/faults.csv" | wc -l)
 skip=$(tail -n +2 "$out/faults.csv" | grep -c ',SKIP (')
 echo "=== summary: $pass of $total killed-rank cases passed, $skip skipped with their reason; launchers: $(tail -n +2 "$out/launchers.csv" | cut -d, -f6 | sort | uniq -c | tr '\n' ' ')"
 echo "skipped for time: $(wc -l <"$out/skipped.txt"); orphans: $(wc -l <"$out/orphans.txt")"
-orphans "the end" && echo "no process of ours left"
+kill_orphans "$ours" "the end" && echo "no process of ours left"
 echo "total $((SECONDS - start)) s; files in $out"

@@ -13,31 +13,13 @@
 # * 1.1), summary.txt, a log per run. About 60 s; each run has its own timeout, and none
 # runs past BUDGET_S (88 s) from the start (a step with no time left writes a FAIL row).
 # NVLink multicast stays off.
-set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
-export NCCL_NVLS_ENABLE=0
-out=${OUT:-/tmp/out}/graphs
-mkdir -p "$out"
-start=$SECONDS
-sys_nccl=${SYS_NCCL:-/usr/lib/x86_64-linux-gnu/libnccl.so.2}
-pip_nccl=${PIP_NCCL:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2}
-python=${TORCH_PYTHON:-/opt/torch/.venv/bin/python}
+# shellcheck source=bench/gpu/part_common.sh
+source "$(dirname "$0")/part_common.sh" graphs 88
 summary=$out/summary.txt
 : >"$summary"
-say() { echo "$*" | tee -a "$summary"; }
-budget=${BUDGET_S:-88}
-# A step's timeout: at most $1 s, never past the part's budget (1 s, so a FAIL, when no time
-# is left: timeout 0 would mean none).
-cap() {
-  local left=$((budget - (SECONDS - start) - 2))
-  [ "$left" -lt 1 ] && left=1
-  echo $(("$1" < left ? "$1" : left))
-}
 
-# shellcheck source=bench/gpu/cuda_bench.sh disable=SC1091
-source bench/gpu/cuda_bench.sh
-bin=build-gpu/bench-graphs
-build_cuda_bench bench/gpu/graphs.cu "$bin" "$out/build.log" || exit 1
+bin=$build/bench-graphs
+part_build && part_compile "$cuda/bin/nvcc" -arch=sm_90 -O2 bench/gpu/graphs.cu -o "$bin" || exit 1
 
 csv=$out/graphs.csv
 echo "case,verdict,nccl,ms,limit_ms,detail" >"$csv"
@@ -56,18 +38,18 @@ for lib in "${libs[@]}"; do
   [ -s "$log.csv" ] || echo "graphs,FAIL: exit $rc: $(tail -1 "$log" | tr ',' ';'),,0,0," >"$log.csv"
   cat "$log.csv" >>"$csv"
   # The gpu suite's own case (tests/comm/gpu/gpu_graphs.c: driver API, no kernel).
-  NCCLSHIM_NCCL_LIBRARY=$lib timeout "$(cap 20)" meson test -C build-gpu --no-rebuild \
+  NCCLSHIM_NCCL_LIBRARY=$lib timeout "$(cap 20)" meson test -C "$build" --no-rebuild \
     gpu-watchdog-graphs >"$log.suite" 2>&1
   rc=$?
   verdict=ok
   [ "$rc" -eq 0 ] || verdict="FAIL: meson test exit $rc (see $(basename "$log.suite"))"
-  grep -q "^skip:" build-gpu/meson-logs/testlog.txt && verdict="FAIL: skipped"
-  detail=$(grep -h "replay-hang-detected" build-gpu/meson-logs/testlog.txt | head -1 | tr ',' ';')
+  grep -q "^skip:" "$build/meson-logs/testlog.txt" && verdict="FAIL: skipped"
+  detail=$(grep -h "replay-hang-detected" "$build/meson-logs/testlog.txt" | head -1 | tr ',' ';')
   echo "suite-gpu-watchdog-graphs,$verdict,$(tail -1 "$log.csv" | cut -d, -f3),0,0,$detail" >>"$csv"
 done
 if [ -x "$python" ] && [ -f "$pip_nccl" ]; then
   log=$out/graphs-torch.log
-  timeout "$(cap 40)" "$python" bench/gpu/graphs_torch.py "$PWD/build-gpu/src/libncclshim.so" \
+  timeout "$(cap 40)" "$python" bench/gpu/graphs_torch.py "$PWD/$build/src/libncclshim.so" \
     "$pip_nccl" >"$log.csv" 2>"$log"
   say "capture-torch on $pip_nccl: exit $?"
   cat "$log.csv" >>"$csv"

@@ -22,22 +22,15 @@
 #                        the watchdog's record measured in issue 28 being 170-320 ns)
 # Writes $OUT/hangdump/summary.csv (case,verdict,detected_ms,detail) and each case's logs,
 # dumps and compare output in $OUT/hangdump/<case>/. About 60 s; every job has a timeout.
-set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-out=${OUT:-/tmp/out}/hangdump
+# shellcheck source=bench/gpu/part_common.sh
+source "$(dirname "$0")/part_common.sh" hangdump
 mkdir -p "$out/bin"
-sys_nccl=${SYS_NCCL:-/usr/lib/x86_64-linux-gnu/libnccl.so.2}
-pip_nccl=${PIP_NCCL:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2}
-python=${TORCH_PYTHON:-/opt/torch/.venv/bin/python}
-build=${BUILD:-build-gpu}
 dropin=$PWD/$build/src/dropin/libncclshim-nccl.so.0
 compare=$PWD/src/dropin/ncclshim-record-compare
 bin=$out/bin
-nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+nvcc=${NVCC:-$(command -v nvcc || echo "$cuda/bin/nvcc")}
 csv=$out/summary.csv
 echo "case,verdict,detected_ms,detail" >"$csv"
-started=$SECONDS
 
 row() { # CASE VERDICT DETECTED DETAIL
   echo "$1,$2,$3,\"${4//\"/\'}\"" >>"$csv"
@@ -181,12 +174,12 @@ else
   row record-cost "FAIL: +${added:-?} ns (${costs_off[*]} / ${costs_on[*]})" "" ""
 fi
 # The torch case last, only while the part is within its 90 s (torch takes 15-30 s to start).
-if [ -x "$python" ] && [ $((SECONDS - started)) -lt 55 ]; then
+if [ -x "$python" ] && [ $((SECONDS - start)) -lt 55 ]; then
   run_case capture-torch 35 LD_PRELOAD="$dropin" NCCLSHIM_RECORD_HANG_MS=500 \
     NCCLSHIM_RECORD_AT_EXIT=1 -- "$python" tests/dropin/gpu/torch_capture.py
   capture_check capture-torch $? "capture=ok" ncclAllGather
 else
-  row capture-torch "FAIL: not run (no $python, or $((SECONDS - started)) s used)" "" ""
+  row capture-torch "FAIL: not run (no $python, or $((SECONDS - start)) s used)" "" ""
 fi
-echo "hangdump: $(grep -c ',ok' "$csv") ok of $(($(wc -l <"$csv") - 1)) in $((SECONDS - started)) s" |
+echo "hangdump: $(grep -c ',ok' "$csv") ok of $(($(wc -l <"$csv") - 1)) in $((SECONDS - start)) s" |
   tee "$out/summary.txt"

@@ -103,20 +103,8 @@ static void find_own_functions(void) {
 
 static int (*pipes)[2];
 
-static ncclUniqueId shared_id(void) {
-  ncclUniqueId id;
-  if (rank == 0) {
-    NCCL(N(ncclGetUniqueId)(&id));
-    for (int r = 1; r < NRANKS; r++)
-      CHECK(write(pipes[r][1], &id, sizeof(id)) == sizeof(id), "pipe");
-  } else {
-    CHECK(read(pipes[rank][0], &id, sizeof(id)) == sizeof(id), "pipe");
-  }
-  return id;
-}
-
 static ncclComm_t raw_comm(int blocking) {
-  ncclUniqueId id = shared_id();
+  ncclUniqueId id = shared_id(NRANKS, pipes);
   ncclComm_t comm;
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = blocking;
@@ -139,7 +127,7 @@ static void on_failure(ncclshim_comm *comm, ncclshim_status status, const char *
 }
 
 static ncclshim_comm *shim_comm(int blocking) {
-  ncclUniqueId id = shared_id();
+  ncclUniqueId id = shared_id(NRANKS, pipes);
   ncclshim_comm_options options = NCCLSHIM_COMM_OPTIONS_INIT;
   options.blocking = blocking;
   ncclshim_comm *comm = NULL;

@@ -15,27 +15,17 @@
 # detection <= deadline + 10 %), detect.csv, wait-cost.csv, percall-*.png when gnuplot is
 # there, logs. A time budget (BUDGET_S, 280 s) skips what is left rather than overrun; no
 # process outlives its step. NVLink multicast stays off.
-set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-out=${OUT:-/tmp/out}/percall
-mkdir -p "$out"
-start=$SECONDS
-budget=${BUDGET_S:-280}
+# shellcheck source=bench/gpu/part_common.sh
+source "$(dirname "$0")/part_common.sh" percall 280
 rounds=${ROUNDS:-2}
 deadline=${DEADLINE_MS:-1000}
 max_bytes=${MAX_BYTES:-1073741824}
-sys_nccl=${SYS_NCCL:-/usr/lib/x86_64-linux-gnu/libnccl.so.2}
-cuda=/usr/local/cuda
 ncclses=(sys)
 [ -n "${NCCL_2297:-}" ] && ncclses+=(2297)
-nccl_lib() { if [ "$1" = sys ]; then echo "$sys_nccl"; else echo "$NCCL_2297"; fi; }
-nccl_inc() { if [ "$1" = sys ]; then echo /usr/include; else echo "$(dirname "$NCCL_2297")/../include"; fi; }
-time_left() { echo $((budget - (SECONDS - start))); }
+nccl_inc() { if [ "$1" = sys ]; then echo "$sys_include"; else echo "$(dirname "$NCCL_2297")/../include"; fi; }
 
 echo "=== build ($(date -u +%T))"
-{ [ -d build-gpu ] || meson setup build-gpu; } >"$out/build.log" 2>&1
-ninja -C build-gpu >>"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
+part_build || exit 1
 bin=$out/bin
 mkdir -p "$bin"
 for which in "${ncclses[@]}"; do
@@ -44,37 +34,29 @@ for which in "${ncclses[@]}"; do
     bench/gpu/percall.c)
   cudart=("-L$cuda/lib64" -lcudart "-Wl,-rpath,$cuda/lib64")
   if ! { "${cc[@]}" -o "$bin/direct-$which" "$lib" -Wl,-rpath,"$(dirname "$lib")" "${cudart[@]}" &&
-    "${cc[@]}" -o "$bin/dropin-$which" -DVIA_DROPIN -Lbuild-gpu/src/dropin -lncclshim-nccl \
-      -Wl,-rpath,"$PWD/build-gpu/src/dropin" "${cudart[@]}" &&
-    "${cc[@]}" -o "$bin/shim-$which" -DVIA_TABLE -Iinclude -Lbuild-gpu/src -lncclshim \
-      -Wl,-rpath,"$PWD/build-gpu/src" "${cudart[@]}"; }; then
+    "${cc[@]}" -o "$bin/dropin-$which" -DVIA_DROPIN "-L$build/src/dropin" -lncclshim-nccl \
+      -Wl,-rpath,"$PWD/$build/src/dropin" "${cudart[@]}" &&
+    "${cc[@]}" -o "$bin/shim-$which" -DVIA_TABLE -Iinclude "-L$build/src" -lncclshim \
+      -Wl,-rpath,"$PWD/$build/src" "${cudart[@]}"; }; then
     echo "build of percall against $which failed"
     exit 1
   fi
 done
 
-# Processes of ours still there after a step: named, killed by pid, counted.
-orphans() {
-  local pids
-  pids=$(pgrep -f "^$bin/" || true)
-  [ -z "$pids" ] && return 0
-  echo "ORPHANS after $1: $(echo "$pids" | tr '\n' ' ')" | tee -a "$out/orphans.txt"
-  for pid in $pids; do kill -9 "$pid" 2>/dev/null; done
-}
-
-# run NAME BUILD NCCL ARGS...: one process pair, its rows tagged with the round.
+# run NAME WAY NCCL ARGS...: one process pair (WAY: direct, shim or dropin, the program's
+# build), its rows tagged with the round.
 run() {
-  local name=$1 build=$2 which=$3 t=$SECONDS
+  local name=$1 way=$2 which=$3 t=$SECONDS
   shift 3
   if [ "$(time_left)" -lt 30 ]; then
     echo "$name: skipped (time budget)" | tee -a "$out/skipped.txt"
     return
   fi
-  NCCLSHIM_NCCL_LIBRARY=$(nccl_lib "$which") timeout -k 5 120 "$bin/$build-$which" "$@" \
+  NCCLSHIM_NCCL_LIBRARY=$(nccl_lib "$which") timeout -k 5 120 "$bin/$way-$which" "$@" \
     >"$out/$name.out" 2>"$out/$name.log"
   local rc=$?
   printf '%-34s exit %3d  %3ds\n' "$name" "$rc" $((SECONDS - t))
-  orphans "$name"
+  kill_orphans "^$bin/" "$name"
 }
 
 echo "=== per-call times, $rounds rounds ($(date -u +%T))"
@@ -85,9 +67,9 @@ for round in $(seq 1 "$rounds"); do
     run "r$round-$which-direct" direct "$which" blocking,spin 8 "$max_bytes"
     run "r$round-$which-shim" shim "$which" blocking,spin,table,nonblocking,watchdog 8 "$max_bytes"
     run "r$round-$which-dropin" dropin "$which" blocking,spin,dropin 8 "$max_bytes"
-    for build in direct shim dropin; do
-      [ -f "$out/r$round-$which-$build.out" ] &&
-        sed "s/^/$round,$build,/" "$out/r$round-$which-$build.out" >>"$out/percall.csv"
+    for way in direct shim dropin; do
+      [ -f "$out/r$round-$which-$way.out" ] &&
+        sed "s/^/$round,$way,/" "$out/r$round-$which-$way.out" >>"$out/percall.csv"
     done
   done
 done
@@ -101,10 +83,10 @@ done
 
 echo "=== the bounded wait's lateness and CPU ($(date -u +%T))"
 if [ "$(time_left)" -gt 20 ]; then
-  wlib=$(realpath build-gpu/bench/libtimed-nccl.so)
+  wlib=$(realpath "$build/bench/libtimed-nccl.so")
   echo "pacing,wait_us,rep,overshoot_ns,cpu" >"$out/wait-cost.csv"
-  timeout 60 build-gpu/bench/wait_cost "$wlib" 50 | tail -n +2 | sed 's/^/default,/' >>"$out/wait-cost.csv"
-  NCCLSHIM_WAIT_SPIN_US=0 timeout 60 build-gpu/bench/wait_cost "$wlib" 50 | tail -n +2 |
+  timeout 60 "$build/bench/wait_cost" "$wlib" 50 | tail -n +2 | sed 's/^/default,/' >>"$out/wait-cost.csv"
+  NCCLSHIM_WAIT_SPIN_US=0 timeout 60 "$build/bench/wait_cost" "$wlib" 50 | tail -n +2 |
     sed 's/^/spin0,/' >>"$out/wait-cost.csv"
 fi
 

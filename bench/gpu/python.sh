@@ -8,12 +8,8 @@
 # package over build-gpu/ (its libncclshim and its generated _functions.py). ncclshim loads the NCCL torch has mapped (the venv's pip NCCL).
 # Writes ${OUT:-/tmp/out}/python/: summary.csv (case,verdict,detail), percall.csv, graph.csv,
 # run.log. Exit 0 when every case is ok.
-set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-out=${OUT:-/tmp/out}/python
-mkdir -p "$out"
-python=${TORCH_PYTHON:-/opt/torch/.venv/bin/python}
+# shellcheck source=bench/gpu/part_common.sh
+source "$(dirname "$0")/part_common.sh" python
 work=$(mktemp -d /tmp/ncclshim-python-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 

@@ -9,20 +9,16 @@
 # first NCCL's: row `record` is the median of the paired differences, the pieces beside
 # it), record-cost-2297.csv for NCCL_2297, verdict.csv (case,verdict,nccl,ns,limit_ns: the
 # goal is record <= 100 ns), a log per run. About 10 s per NCCL. NVLink multicast stays off.
-set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
-export NCCL_NVLS_ENABLE=0
-out=${OUT:-/tmp/out}/recordcost
-mkdir -p "$out"
+# shellcheck source=bench/gpu/part_common.sh
+source "$(dirname "$0")/part_common.sh" recordcost
 
-# shellcheck source=bench/gpu/cuda_bench.sh disable=SC1091
-source bench/gpu/cuda_bench.sh
-bin=build-gpu/bench-recordcost
-build_cuda_bench bench/gpu/recordcost.cu "$bin" "$out/build.log" || exit 1
+bin=$build/bench-recordcost
+part_build && part_compile "$cuda/bin/nvcc" -arch=sm_90 -O2 bench/gpu/recordcost.cu -o "$bin" ||
+  exit 1
 if [ -n "${NCCLSHIM_NCCL_LIBRARY:-}" ]; then
   runs=("first=$NCCLSHIM_NCCL_LIBRARY")
 else
-  runs=("first=${SYS_NCCL:-/usr/lib/x86_64-linux-gnu/libnccl.so.2}")
+  runs=("first=$sys_nccl")
   [ -n "${NCCL_2297:-}" ] && runs+=("2297=$NCCL_2297")
 fi
 echo "case,verdict,nccl,ns,limit_ns" >"$out/verdict.csv"

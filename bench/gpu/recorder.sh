@@ -21,28 +21,16 @@
 #                       turn, ns per all-reduce with the recorder off and on, ids checked
 # Logs, dumps and verdicts in ${OUT:-/tmp/out}/recorder/<run>/; a summary at the end.
 # About 3.5 minutes; every job has a timeout. NVLink multicast stays off.
-set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-out=${OUT:-/tmp/out}/recorder
-mkdir -p "$out"
-build="build-gpu-recorder"
-sys_nccl=${SYS_NCCL:-/usr/lib/x86_64-linux-gnu/libnccl.so.2}
-pip_root=${PIP_ROOT:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl}
-pip_nccl=$pip_root/lib/libnccl.so.2
-torch_python=${TORCH_PYTHON:-/opt/torch/.venv/bin/python3}
-cuda=${CUDA:-/usr/local/cuda}
+# shellcheck source=bench/gpu/part_common.sh
+source "$(dirname "$0")/part_common.sh" recorder
 cudart=$(find "$cuda/lib64/" -maxdepth 1 -name 'libcudart.so*' 2>/dev/null | sort | head -1)
 dropin=$PWD/$build/src/dropin/libncclshim-nccl.so.0
 compare=$PWD/src/dropin/ncclshim-record-compare
-started=$(date +%s)
 summary=()
-note() { summary+=("$(printf '%-20s %s' "$1" "$2")"); echo "=== $1: $2 ($(($(date +%s) - started)) s)"; }
+note() { summary+=("$(printf '%-20s %s' "$1" "$2")"); echo "=== $1: $2 ($((SECONDS - start)) s)"; }
 
 step_build() {
-  { { [ -d "$build" ] || meson setup "$build" -Dtests=disabled; } &&
-    meson compile -C "$build" ncclshim-nccl recorder_comms noop-nccl; } >"$out/build.log" 2>&1 ||
-    { tail -30 "$out/build.log"; note build FAILED; return 1; }
+  part_build || { note build FAILED; return 1; }
   note build ok
 }
 
@@ -77,7 +65,7 @@ recorder_env() {
 torch_run() {
   local name=$1 mode=$2 extra=${3:-} dir="$out/$1"
   rm -rf "$dir" && mkdir -p "$dir"
-  [ -x "$torch_python" ] || { note "$name" "SKIPPED (no $torch_python)"; return; }
+  [ -x "$python" ] || { note "$name" "SKIPPED (no $python)"; return; }
   [ -f "$dropin" ] || { note "$name" "SKIPPED (not built)"; return; }
   local how=("LD_PRELOAD=$dropin${extra:+:$extra}")
   if [ "$mode" = audit ]; then
@@ -86,7 +74,7 @@ torch_run() {
   fi
   recorder_env "$dir"
   env "${how[@]}" "${rec_env[@]}" SKIP_RANK=1 NCCL_TIMEOUT_S=15 \
-    TORCH_NCCL_ASYNC_ERROR_HANDLING=1 timeout -k 5 100 "$torch_python" -m torch.distributed.run \
+    TORCH_NCCL_ASYNC_ERROR_HANDLING=1 timeout -k 5 100 "$python" -m torch.distributed.run \
     --nproc-per-node 2 tests/dropin/gpu/torch_allreduce.py >"$dir/run.log" 2>&1
   local rc=$?
   grep -E "skipping|leaving|interposing|audit mode|Watchdog|timed out|wrote|warning" "$dir/run.log" |
@@ -100,13 +88,13 @@ torch_run() {
 ctypes_run() {
   local name=$1 nccl=$2 dir="$out/$1"
   rm -rf "$dir" && mkdir -p "$dir"
-  [ -x "$torch_python" ] || { note "$name" "SKIPPED (no $torch_python)"; return; }
+  [ -x "$python" ] || { note "$name" "SKIPPED (no $python)"; return; }
   if [ ! -f "$nccl" ] || [ -z "$cudart" ]; then
     note "$name" "SKIPPED (no $nccl or cudart)"
     return
   fi
   recorder_env "$dir"
-  env LD_AUDIT="$dropin" "${rec_env[@]}" timeout -k 5 80 "$torch_python" \
+  env LD_AUDIT="$dropin" "${rec_env[@]}" timeout -k 5 80 "$python" \
     tests/dropin/gpu/ctypes_allreduce.py --nccl "$nccl" --cudart "$cudart" --stop-rank 1 \
     --stop-after 5 --timeout 12 >"$dir/run.log" 2>&1
   local rc=$?
@@ -119,14 +107,14 @@ ctypes_run() {
 
 step_cost() {
   local csv="$out/recorder-comms-h200x2.csv" noop
-  noop=$(realpath $build/bench/libnoop-nccl.so 2>/dev/null) || { note cost "SKIPPED (not built)"; return; }
+  noop=$(realpath "$build/bench/libnoop-nccl.so" 2>/dev/null) || { note cost "SKIPPED (not built)"; return; }
   mkdir -p "$out/cost-dumps"
   echo "recorder,comms,calls,ns_per_call,ns_per_comm" >"$csv"
   local ids=ok
   for _ in 1 2 3; do
-    NCCLSHIM_NCCL_LIBRARY=$noop $build/bench/recorder_comms 10000 1000 >>"$csv"
+    NCCLSHIM_NCCL_LIBRARY=$noop "$build/bench/recorder_comms" 10000 1000 >>"$csv"
     NCCLSHIM_NCCL_LIBRARY=$noop NCCLSHIM_RECORD=10000 NCCLSHIM_RECORD_DIR="$out/cost-dumps" \
-      NCCLSHIM_RECORD_SIGNAL=USR1 $build/bench/recorder_comms 10000 1000 \
+      NCCLSHIM_RECORD_SIGNAL=USR1 "$build/bench/recorder_comms" 10000 1000 \
       >"$out/cost-on.txt" 2>&1 || ids=LOST
     grep -v "^ids:\|^ncclshim" "$out/cost-on.txt" >>"$csv"
     grep "^ids:" "$out/cost-on.txt" | tee -a "$out/cost-ids.txt"
@@ -157,9 +145,9 @@ if want ctypes; then
   ctypes_run ctypes-audit-pip "$pip_nccl"
   ctypes_run ctypes-audit-sys "$sys_nccl"
 fi
-if want torch && [ $(($(date +%s) - started)) -lt 170 ]; then
+if want torch && [ $((SECONDS - start)) -lt 170 ]; then
   torch_run torch-preload-sys preload "$sys_nccl"
 fi
 want cost && step_cost
-echo "=== summary ($(($(date +%s) - started)) s)"
+echo "=== summary ($((SECONDS - start)) s)"
 printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"

@@ -8,7 +8,8 @@
 # build-gpu/ (reused while the machine stays warm), then runs each part under its own time
 # limit. Each part leaves its files in $OUT/<part>/ (the part's own script) and the session
 # packs each part's folder as $OUT/<part>.tgz, so that a cut-short call still returns what
-# was done. NVLink multicast stays off.
+# was done. NVLink multicast stays off. A part's script starts by sourcing
+# bench/gpu/part_common.sh: its folder under $OUT, these NCCLs, build-gpu/, a time budget.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1

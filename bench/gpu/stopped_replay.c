@@ -27,6 +27,7 @@
 
 #include "ncclshim/comm.h"
 #include "ncclshim/watchdog.h"
+#include "../../tests/fail_line.h"
 
 enum { NRANKS = 2, INTERVAL_MS = 10, COUNT = 1 << 20, REPLAYS = 3 };
 static int rank;
@@ -34,16 +35,7 @@ static int id_pipe[2], go_pipe[2];
 static _Atomic int64_t failed_at_ns;
 static char failed_message[512];
 
-/* One write per message: the two ranks share stderr. */
-#define CHECK(ok, ...)                            \
-  do {                                            \
-    if (!(ok)) {                                  \
-      char m_[768];                               \
-      snprintf(m_, sizeof(m_), __VA_ARGS__);      \
-      fprintf(stderr, "rank %d: %s\n", rank, m_); \
-      exit(1);                                    \
-    }                                             \
-  } while (0)
+#define CHECK(ok, ...) CHECK_OR(exit(1), "rank", rank, ok, __VA_ARGS__)
 #define SHIM(call) CHECK((call) == NCCLSHIM_OK, "%s: %s", #call, ncclshim_last_error())
 #define CUDA(call)                                                   \
   do {                                                               \

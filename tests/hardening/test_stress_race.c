@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fail_line.h"
 #include "ncclshim/ncclshim.h"
 #include "support.h"
 
@@ -45,15 +46,7 @@ static void *race_dropin(void *out) {
   return NULL;
 }
 
-#define REQUIRE(cond, ...)                  \
-  do {                                      \
-    if (!(cond)) {                          \
-      fprintf(stderr, "round %d: ", round); \
-      fprintf(stderr, __VA_ARGS__);         \
-      fprintf(stderr, "\n");                \
-      return 1;                             \
-    }                                       \
-  } while (0)
+#define REQUIRE(cond, ...) CHECK_OR(return 1, "round", round, cond, __VA_ARGS__)
 
 /* One round, in the forked child. */
 static int child_round(int round, int dropin, int good) {

@@ -15,15 +15,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define CHECK(ok, ...)                    \
-  do {                                    \
-    if (!(ok)) {                          \
-      fprintf(stderr, "rank %d: ", rank); \
-      fprintf(stderr, __VA_ARGS__);       \
-      fprintf(stderr, "\n");              \
-      _exit(1);                           \
-    }                                     \
-  } while (0)
+#include "../../fail_line.h"
+
+#define CHECK(ok, ...) CHECK_OR(_exit(1), "rank", rank, ok, __VA_ARGS__)
 
 static int rank = -1;
 

@@ -7,7 +7,8 @@
 # left as it is) when that wheel has the communicator layer, or else the source tree's
 # package over build-gpu/ (its libncclshim and its generated _functions.py). ncclshim loads the NCCL torch has mapped (the venv's pip NCCL).
 # Writes ${OUT:-/tmp/out}/python/: summary.csv (case,verdict,detail), percall.csv, graph.csv,
-# run.log. Exit 0 when every case is ok.
+# call-path-variants.csv (bench/gpu/callpath/variants.py), run.log. Exit 0 when every case is
+# ok.
 # shellcheck source=bench/gpu/part_common.sh
 source "$(dirname "$0")/part_common.sh" python
 work=$(mktemp -d /tmp/ncclshim-python-XXXXXX)
@@ -35,6 +36,11 @@ unset NCCLSHIM_NCCL_LIBRARY
 timeout "${PY_TIMEOUT_S:-110}" "$python" bench/gpu/python_gpu.py "$out" 2>&1 | tee "$out/run.log"
 rc=${PIPESTATUS[0]}
 "$python" -X importtime -c 'import ncclshim' 2>"$out/importtime.txt" >/dev/null
+# Diagnostics (not a verdict): the Python call path's pieces against a no-op C function.
+if gcc -O2 -shared -fPIC -o "$work/libnoop7.so" bench/gpu/callpath/noop7.c; then
+  timeout 60 "$python" bench/gpu/callpath/variants.py "$work/libnoop7.so" 60 \
+    >"$out/call-path-variants.csv" || echo "call-path variants: exit $?"
+fi
 grep -E 'ncclshim|ctypes$' "$out/importtime.txt" | tail -8
 echo "python: exit $rc; $(grep -c ',ok,' "$out/summary.csv" 2>/dev/null || echo 0) ok," \
   "$(grep -c ',FAIL' "$out/summary.csv" 2>/dev/null || echo 0) failed"

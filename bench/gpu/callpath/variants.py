@@ -1,10 +1,12 @@
 """The Python cost of an all_reduce call path, in variants, against noop7.c (a C function of
 ncclAllReduce's signature that does nothing): no NCCL and no GPU work, only Python, torch's
 accessors and ctypes. It is how the communicator's inline path was chosen (docs/python.md,
-"What a call costs"). On the GPU host, in the torch venv:
+"What a call costs"). "pair reader frame" calls the package's own pair reader for torch
+tensors (ncclshim.buffers.pair). bench/gpu/python.sh runs it in the torch venv, with the
+package on PYTHONPATH:
 
     gcc -O2 -shared -fPIC -o /tmp/libnoop7.so bench/gpu/callpath/noop7.c
-    python bench/gpu/callpath/variants.py /tmp/libnoop7.so 60 > variants.csv
+    python bench/gpu/callpath/variants.py /tmp/libnoop7.so 60 > call-path-variants.csv
 
 Each case runs 2000 calls per round, the cases taking turns round by round; the CSV gives
 the median and the minimum over the rounds, ns per call."""
@@ -15,6 +17,8 @@ import sys
 import time
 
 import torch
+
+import ncclshim.buffers
 
 vp = ctypes.c_void_p
 ARGTYPES = [vp, vp, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, vp, vp]
@@ -38,22 +42,11 @@ class PyNcclStyle:
                            vp(stream.cuda_stream)))
 
 
-def pair_reader(a, b, scale, what):
-    """The communicator's pair reader for torch tensors (a frame of its own)."""
-    d = a.dtype
-    if type(b) is type(a) and a.is_cuda and b.is_cuda and d is b.dtype and \
-            a.is_contiguous() and b.is_contiguous():
-        n = a.numel()
-        if b.numel() == n * scale:
-            return a.data_ptr(), b.data_ptr(), n, CODES[d], "torch"
-    raise TypeError(what)
-
-
 class Ours:
     def __init__(self, fn, stream_type):
         self.fn, self.comm = fn, 1
         self.streams = {stream_type: operator.attrgetter("cuda_stream"), int: int}
-        self.pairs = {torch.Tensor: pair_reader}
+        self.pairs = {torch.Tensor: ncclshim.buffers.pair(torch.zeros(1))}  # the package's
 
     def with_pair_reader(self, send, recv, op="sum", stream=None):
         sp, rp, n, dt, fw = self.pairs.get(type(send))(send, recv, 1, "recv")

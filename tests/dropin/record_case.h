@@ -49,8 +49,9 @@ typedef struct record_case {
   int entries;
 } record_case;
 
-/* Run the case's program (no checks); returns the directory it recorded into (malloc'd). */
-char *record_run(scenario *s, const record_case *c);
+/* Run the case's program (no checks); returns the directory it recorded into: the case's
+ * NCCLSHIM_RECORD_DIR, or a scratch_dir() (kept for the test's life, as scratch_dir's are). */
+const char *record_run(scenario *s, const record_case *c);
 /* Every count of `rows` (up to the first without needles) holds in `text`; a failure shows
  * the row and `text`. */
 void expect_lines(const char *text, const line_count *rows, size_t size);

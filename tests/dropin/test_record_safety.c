@@ -92,7 +92,7 @@ static const record_case test_full_disk = {
 static void test_fork(void **state) {
   (void)state;
   scenario s;
-  char *dir = record_run(&s, &(record_case){.args = {"fork"}, .env = {DUMP_ON_USR1}});
+  const char *dir = record_run(&s, &(record_case){.args = {"fork"}, .env = {DUMP_ON_USR1}});
   assert_int_equal(s.exit_code, 0);
   assert_string_equal(scenario_get(&s, "child_status"), "0");
   assert_int_equal(dump_count(dir), 2);
@@ -134,9 +134,9 @@ static char *comm_line_id(const char *dump, int nth) {
 static void test_split_nocolor(void **state) {
   (void)state;
   scenario s;
-  char *dir0 = record_run(&s, &(record_case){.args = {"nocolor", "0"}, .env = {AT_EXIT}});
+  const char *dir0 = record_run(&s, &(record_case){.args = {"nocolor", "0"}, .env = {AT_EXIT}});
   assert_string_equal(scenario_get(&s, "first_result"), "0");
-  char *dir1 = record_run(&s, &(record_case){.args = {"nocolor", "1"}, .env = {AT_EXIT}});
+  const char *dir1 = record_run(&s, &(record_case){.args = {"nocolor", "1"}, .env = {AT_EXIT}});
   char *dump0 = read_dump(dir0, NULL), *dump1 = read_dump(dir1, NULL);
   /* Rank 0 made one split communicator, rank 1 two. */
   assert_int_equal(lines(dump0, COMM_LINE, "ncclCommSplit", ""), 1);
@@ -182,7 +182,7 @@ static const record_case test_rate_limit = {
 static void test_signals(void **state) {
   (void)state;
   scenario s;
-  char *dir = record_run(&s, &(record_case){.args = {"early"}, .env = {DUMP_ON_USR1}});
+  const char *dir = record_run(&s, &(record_case){.args = {"early"}, .env = {DUMP_ON_USR1}});
   assert_string_equal(scenario_get(&s, "alive"), "1");
   assert_int_equal(dump_count(dir), 1);
 
@@ -226,7 +226,7 @@ static void test_settings(void **state) {
   const char *refused[] = {chld, "NCCLSHIM_RECORD_SIGNAL=CHLD", "NCCLSHIM_RECORD_SIGNAL=ABRT"};
   for (int i = 0; i < 3; i++) {
     scenario s;
-    char *dir = record_run(&s, &(record_case){.args = {"error"}, .env = {refused[i]}});
+    const char *dir = record_run(&s, &(record_case){.args = {"error"}, .env = {refused[i]}});
     if (lines(s.output, refused[i], ": not a signal name", "the recorder stays off") != 1)
       fail_msg("%s not refused:\n%s", refused[i], s.output);
     assert_int_equal(dump_count(dir), 0);

@@ -299,19 +299,37 @@ static void fork_reuse(void) {
   }
 }
 
+/* The scenarios that are one function: of no argument, or of one number (argv[2]). */
+static const struct {
+  const char *name;
+  void (*run)(void);
+} plain[] = {{"query", query},
+             {"fulldisk", full_disk},
+             {"fork", forked},
+             {"tworanks", two_ranks},
+             {"forkuse", fork_use},
+             {"forkreuse", fork_reuse},
+             {"interrupted", interrupted},
+             {"actions", actions},
+             {"threads", threads}};
+static const struct {
+  const char *name;
+  void (*run)(int);
+} of_number[] = {{"nocolor", nocolor}, {"errors", errors}, {"many", many}};
+
 static int more(int argc, char **argv) {
   const char *what = argv[1];
-  if (strcmp(what, "nocolor") == 0 && argc == 3) {
-    nocolor(atoi(argv[2]));
-  } else if (strcmp(what, "errors") == 0 && argc == 3) {
-    errors(atoi(argv[2]));
-  } else if (strcmp(what, "query") == 0) {
-    query();
-  } else if (strcmp(what, "fulldisk") == 0) {
-    full_disk();
-  } else if (strcmp(what, "fork") == 0) {
-    forked();
-  } else if (strcmp(what, "early") == 0) {
+  for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++)
+    if (strcmp(what, plain[i].name) == 0) {
+      plain[i].run();
+      return 0;
+    }
+  for (size_t i = 0; i < sizeof(of_number) / sizeof(of_number[0]) && argc == 3; i++)
+    if (strcmp(what, of_number[i].name) == 0) {
+      of_number[i].run(atoi(argv[2]));
+      return 0;
+    }
+  if (strcmp(what, "early") == 0) {
     raise(SIGUSR1);
     printf("alive=1\n");
   } else if (strcmp(what, "commabort") == 0) {
@@ -334,22 +352,8 @@ static int more(int argc, char **argv) {
       else
         ncclRecv(NULL, (size_t)atoi(argv[3]), ncclFloat32, 0, comm, NULL);
     all_reduces(comm, 1);
-  } else if (strcmp(what, "tworanks") == 0) {
-    two_ranks();
-  } else if (strcmp(what, "forkuse") == 0) {
-    fork_use();
-  } else if (strcmp(what, "forkreuse") == 0) {
-    fork_reuse();
   } else if (strcmp(what, "plant") == 0 || strcmp(what, "movedir") == 0) {
     plant_or_move(strcmp(what, "plant") == 0);
-  } else if (strcmp(what, "interrupted") == 0) {
-    interrupted();
-  } else if (strcmp(what, "actions") == 0) {
-    actions();
-  } else if (strcmp(what, "threads") == 0) {
-    threads();
-  } else if (strcmp(what, "many") == 0 && argc == 3) {
-    many(atoi(argv[2]));
   } else {
     return cuda_scenario(what);
   }

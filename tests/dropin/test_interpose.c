@@ -100,12 +100,17 @@ int count_lines(const char *text, const char *const *needles) {
   return count;
 }
 
+/* The interposed program's basic scenario, with NCCLSHIM_DEBUG, the drop-in preloaded or not. */
+static void run_basic(scenario *s, int preload) {
+  const char *args[] = {"basic", NULL}, *env[] = {"NCCLSHIM_DEBUG=1", NULL};
+  run_interposed(s, preload, args, env);
+  if (s->exit_code != 0) fail_msg("exit %d:\n%s", s->exit_code, s->output);
+}
+
 static void test_interposes(void **state) {
   (void)state;
   scenario s;
-  const char *args[] = {"basic", NULL}, *env[] = {"NCCLSHIM_DEBUG=1", NULL};
-  run_interposed(&s, 1, args, env);
-  assert_int_equal(s.exit_code, 0);
+  run_basic(&s, 1);
   assert_string_equal(scenario_get(&s, "version"), "22809");
   /* The program's reference lands in the drop-in... */
   assert_non_null(strstr(scenario_get(&s, "ncclAllReduce_in"), "libncclshim-nccl.so"));
@@ -130,9 +135,7 @@ static void test_interposes(void **state) {
 static void test_without_preload(void **state) {
   (void)state;
   scenario s;
-  const char *args[] = {"basic", NULL}, *env[] = {"NCCLSHIM_DEBUG=1", NULL};
-  run_interposed(&s, 0, args, env);
-  assert_int_equal(s.exit_code, 0);
+  run_basic(&s, 0);
   assert_non_null(strstr(scenario_get(&s, "ncclAllReduce_in"), "libnccl.so.2"));
   assert_string_equal(scenario_get(&s, "mapped_count"), "1");
   assert_string_equal(scenario_get(&s, "under_broadcast"), "1");

@@ -11,19 +11,7 @@
 
 #include <cmocka.h>
 
-#include "dropin_tests.h"
-
-/* Audit mode: an auditor's namespace would get a second copy of the sanitizer's runtime. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SKIP_UNDER_SANITIZER() skip()
-#else
-#define SKIP_UNDER_SANITIZER() (void)0
-#endif
-
-static int lines(const char *text, const char *a, const char *b, const char *c) {
-  const char *needles[] = {a, b, c, NULL};
-  return count_lines(text, needles);
-}
+#include "record_case.h"
 
 /* The interposed program's scenario `what` under LD_PRELOAD, recording the last `calls`
  * calls into `dir`, the dump signal USR1. */

@@ -11,118 +11,78 @@
 
 #include <cmocka.h>
 
-#include "dropin_tests.h"
+#include "record_case.h"
 
-/* Run `args` recording into a fresh directory; returns the directory. */
-static char *record(scenario *s, const char *calls, const char *const *args, const char *more) {
-  char *dir = scratch_dir();
-  const char *env[] = {env_entry("NCCLSHIM_RECORD", calls), env_entry("NCCLSHIM_RECORD_DIR", dir),
-                       more, NULL};
-  run_interposed(s, 1, args, env);
-  assert_int_equal(s->exit_code, 0);
-  return dir;
-}
+#define ALL_REDUCE "\"function\":\"ncclAllReduce\""
+#define FLOAT_SUM                                                                         \
+  "\"count\":1024,\"datatype\":7,\"datatype_name\":\"ncclFloat32\",\"op\":0,\"op_name\":" \
+  "\"ncclSum\""
 
-static int lines(const char *text, const char *a, const char *b, const char *c) {
-  const char *needles[] = {a, b, c, NULL};
-  return count_lines(text, needles);
-}
-
-static void test_sequence_numbers(void **state) {
-  (void)state;
-  scenario s;
-  const char *args[] = {"ops", "1", "5", NULL};
-  char *dump = read_dump(record(&s, "100", args, "NCCLSHIM_RECORD_AT_EXIT=1"), NULL);
-  for (int seq = 1; seq <= 5; seq++) {
-    char key[32];
-    snprintf(key, sizeof(key), "\"seq\":%d,", seq);
-    assert_int_equal(lines(dump, "\"function\":\"ncclAllReduce\"", key,
-                           "\"count\":1024,\"datatype\":7,\"datatype_name\":\"ncclFloat32\","
-                           "\"op\":0,\"op_name\":\"ncclSum\""),
-                     1);
-  }
-  assert_int_equal(lines(dump, "\"kind\":\"call\"", "\"state\":\"returned\"", "\"thread\":"), 6);
-  assert_int_equal(lines(dump, "\"kind\":\"comm\"", "\"rank\":1,\"nranks\":2,\"last_seq\":5",
-                         "\"created_by\":\"ncclCommInitRank\""),
-                   1);
-  assert_int_equal(lines(dump, "\"function\":\"ncclCommInitRank\"", "\"rank\":1", "\"result\":0"),
-                   1);
-  free(dump);
-}
+static const record_case test_sequence_numbers = {
+    .args = {"ops", "1", "5"},
+    .env = {AT_EXIT},
+    .dump = {{{ALL_REDUCE, "\"seq\":1,", FLOAT_SUM}, 1},
+             {{ALL_REDUCE, "\"seq\":2,", FLOAT_SUM}, 1},
+             {{ALL_REDUCE, "\"seq\":3,", FLOAT_SUM}, 1},
+             {{ALL_REDUCE, "\"seq\":4,", FLOAT_SUM}, 1},
+             {{ALL_REDUCE, "\"seq\":5,", FLOAT_SUM}, 1},
+             {{CALL_LINE, "\"state\":\"returned\"", "\"thread\":"}, 6},
+             {{COMM_LINE, "\"rank\":1,\"nranks\":2,\"last_seq\":5",
+               "\"created_by\":\"ncclCommInitRank\""},
+              1},
+             {{"\"function\":\"ncclCommInitRank\"", "\"rank\":1", "\"result\":0"}, 1}},
+};
 
 /* NCCLSHIM_RECORD=4 keeps the last four. */
-static void test_last_n(void **state) {
-  (void)state;
-  scenario s;
-  const char *args[] = {"ops", "0", "10", NULL};
-  char *dump = read_dump(record(&s, "4", args, "NCCLSHIM_RECORD_AT_EXIT=1"), NULL);
-  assert_int_equal(lines(dump, "\"kind\":\"call\"", "", ""), 4);
-  assert_int_equal(lines(dump, "\"seq\":7,", "", ""), 1);
-  assert_int_equal(lines(dump, "\"seq\":10,", "", ""), 1);
-  assert_int_equal(lines(dump, "\"kind\":\"header\"", "\"capacity\":4,\"calls\":11,", ""), 1);
-  free(dump);
-}
+static const record_case test_last_n = {
+    .args = {"ops", "0", "10"},
+    .env = {"NCCLSHIM_RECORD=4", AT_EXIT},
+    .dump = {{{CALL_LINE}, 4},
+             {{"\"seq\":7,"}, 1},
+             {{"\"seq\":10,"}, 1},
+             {{HEADER_LINE, "\"capacity\":4,\"calls\":11,"}, 1}},
+};
 
-static void test_dump_on_error(void **state) {
-  (void)state;
-  scenario s;
-  const char *args[] = {"error", NULL};
-  char *dump = read_dump(record(&s, "100", args, NULL), NULL);
-  assert_string_equal(scenario_get(&s, "error_result"), "3");
-  assert_int_equal(
-      lines(dump, "\"reason\":\"error\",\"function\":\"ncclAllReduce\",\"result\":3", "", ""), 1);
-  assert_int_equal(lines(dump, "\"seq\":3,", "\"result\":3,\"result_name\":\"ncclInternalError\"",
-                         "\"op_name\":\"ncclMax\""),
-                   1);
-  free(dump);
-}
+static const record_case test_dump_on_error = {
+    .args = {"error"},
+    .values = {{"error_result", "3"}},
+    .dump = {{{"\"reason\":\"error\",\"function\":\"ncclAllReduce\",\"result\":3"}, 1},
+             {{"\"seq\":3,", "\"result\":3,\"result_name\":\"ncclInternalError\"",
+               "\"op_name\":\"ncclMax\""},
+              1}},
+};
 
 /* Reported three times, dumped once; the polls that reported nothing are not recorded. */
-static void test_dump_on_async_error(void **state) {
-  (void)state;
-  scenario s;
-  const char *args[] = {"async", NULL};
-  char *dump = read_dump(record(&s, "100", args, NULL), NULL);
-  assert_string_equal(scenario_get(&s, "async"), "6");
-  assert_int_equal(lines(s.output, "ncclshim recorder: wrote", "", ""), 1);
-  assert_int_equal(lines(dump, "\"reason\":\"async-error\"", "\"result\":6", "\"rank\":1"), 1);
-  assert_int_equal(lines(dump, "\"kind\":\"comm\"", "\"async_error\":6", ""), 1);
-  assert_int_equal(lines(dump, "\"kind\":\"call\"", "\"function\":\"ncclCommGetAsyncError\"", ""),
-                   1);
-  free(dump);
-}
+static const record_case test_dump_on_async_error = {
+    .args = {"async"},
+    .values = {{"async", "6"}},
+    .output = {{{WROTE}, 1}},
+    .dump = {{{"\"reason\":\"async-error\"", "\"result\":6", "\"rank\":1"}, 1},
+             {{COMM_LINE, "\"async_error\":6"}, 1},
+             {{CALL_LINE, "\"function\":\"ncclCommGetAsyncError\""}, 1}},
+};
 
 /* A row whose role is QUERY: the three calls that succeeded are not recorded, the failing
  * one is, and dumps. */
-static void test_query_only_on_failure(void **state) {
-  (void)state;
-  scenario s;
-  const char *args[] = {"query", NULL};
-  char *dump = read_dump(record(&s, "100", args, NULL), NULL);
-  assert_string_equal(scenario_get(&s, "query_result"), "4");
-  assert_string_equal(scenario_get(&s, "query_calls"), "4");
-  assert_int_equal(
-      lines(dump, "\"reason\":\"error\",\"function\":\"ncclParamGetI32\",\"result\":4", "", ""), 1);
-  assert_int_equal(lines(dump, "\"kind\":\"call\"", "\"function\":\"ncclParamGetI32\"", ""), 1);
-  assert_int_equal(lines(dump, "\"kind\":\"call\"", "\"function\":\"ncclParamGetI32\"",
-                         "\"result\":4,\"result_name\":\"ncclInvalidArgument\""),
-                   1);
-  assert_int_equal(lines(dump, "\"kind\":\"call\"", "\"function\":\"ncclAllReduce\"", ""), 1);
-  free(dump);
-}
+static const record_case test_query_only_on_failure = {
+    .args = {"query"},
+    .values = {{"query_result", "4"}, {"query_calls", "4"}},
+    .dump = {{{"\"reason\":\"error\",\"function\":\"ncclParamGetI32\",\"result\":4"}, 1},
+             {{CALL_LINE, "\"function\":\"ncclParamGetI32\""}, 1},
+             {{CALL_LINE, "\"function\":\"ncclParamGetI32\"",
+               "\"result\":4,\"result_name\":\"ncclInvalidArgument\""},
+              1},
+             {{CALL_LINE, ALL_REDUCE}, 1}},
+};
 
-static void test_dump_on_signal(void **state) {
-  (void)state;
-  scenario s;
-  const char *args[] = {"signal", NULL};
-  char *dump = read_dump(record(&s, "100", args, "NCCLSHIM_RECORD_SIGNAL=SIGUSR1"), NULL);
-  assert_string_equal(scenario_get(&s, "alive"), "1"); /* USR1 dumps and goes on */
-  char expected[64];
-  snprintf(expected, sizeof(expected), "\"reason\":\"signal\",\"signal\":%d,", SIGUSR1);
-  assert_int_equal(lines(dump, expected, "", ""), 1);
-  assert_int_equal(lines(dump, "\"function\":\"ncclAllReduce\"", "\"seq\":2,", ""), 1);
-  free(dump);
-}
+/* USR1 dumps and goes on. */
+static const record_case test_dump_on_signal = {
+    .args = {"signal"},
+    .env = {"NCCLSHIM_RECORD_SIGNAL=SIGUSR1"},
+    .values = {{"alive", "1"}},
+    .dump = {{{"\"reason\":\"signal\",\"signal\":" NUMBER(SIGUSR1) ","}, 1},
+             {{ALL_REDUCE, "\"seq\":2,"}, 1}},
+};
 
 static char *child_comm_id(const char *dump) {
   const char *line = strstr(dump, "\"created_by\":\"ncclCommSplit\"");
@@ -137,74 +97,79 @@ static char *child_comm_id(const char *dump) {
  * process that makes it (here: two runs). */
 static void test_split(void **state) {
   (void)state;
+  static const record_case split = {.args = {"split"}, .env = {AT_EXIT}};
   scenario s;
-  const char *args[] = {"split", NULL};
-  char *first = read_dump(record(&s, "100", args, "NCCLSHIM_RECORD_AT_EXIT=1"), NULL);
-  char *second = read_dump(record(&s, "100", args, "NCCLSHIM_RECORD_AT_EXIT=1"), NULL);
+  char *first = read_dump(record_run(&s, &split), NULL);
+  char *second = read_dump(record_run(&s, &split), NULL);
   char *id = child_comm_id(first), *again = child_comm_id(second);
   assert_string_equal(id, again);
-  assert_int_equal(lines(first, id, "\"kind\":\"call\"", "\"seq\":2,"), 1);
-  assert_int_equal(lines(first, "\"kind\":\"comm\"", "\"last_seq\":1,", ""), 1); /* the parent */
-  assert_int_equal(lines(first, "\"kind\":\"comm\"", id, "\"last_seq\":2,"), 1);
+  const line_count rows[] = {{{id, CALL_LINE, "\"seq\":2,"}, 1},
+                             {{COMM_LINE, "\"last_seq\":1,"}, 1}, /* the parent */
+                             {{COMM_LINE, id, "\"last_seq\":2,"}, 1}};
+  EXPECT_LINES(first, rows);
   free(id);
   free(again);
   free(first);
   free(second);
 }
 
-static void test_off_by_default(void **state) {
-  (void)state;
+/* An error with NCCLSHIM_RECORD unset: the recorder says nothing and writes nothing. Or, with
+ * `setting` (NCCLSHIM_RECORD=10 added unless it is another count), the setting refused with
+ * `message`, and no dump. */
+static void expect_no_recorder(const char *setting, const char *message) {
   char *dir = scratch_dir();
   scenario s;
   const char *args[] = {"error", NULL};
-  const char *env[] = {env_entry("NCCLSHIM_RECORD_DIR", dir), "NCCLSHIM_RECORD_AT_EXIT=1", NULL};
+  const char *count = setting != NULL && strncmp(setting, "NCCLSHIM_RECORD=", 16) != 0
+                          ? "NCCLSHIM_RECORD=10"
+                          : NULL;
+  const char *record_dir = setting != NULL && strncmp(setting, "NCCLSHIM_RECORD_DIR=", 20) == 0
+                               ? setting
+                               : env_entry("NCCLSHIM_RECORD_DIR", dir);
+  const char *env[5] = {record_dir, AT_EXIT};
+  int n = 2;
+  if (setting != NULL && setting != record_dir) env[n++] = setting;
+  if (count != NULL) env[n++] = count;
   run_interposed(&s, 1, args, env);
   assert_int_equal(s.exit_code, 0);
   assert_string_equal(scenario_get(&s, "error_result"), "3");
-  assert_null(strstr(s.output, "ncclshim recorder"));
+  if (setting == NULL)
+    assert_null(strstr(s.output, "ncclshim recorder"));
+  else if (strstr(s.output, message) == NULL)
+    fail_msg("no \"%s\" in:\n%s", message, s.output);
   assert_int_equal(dump_count(dir), 0);
 }
 
-static void expect_refused(const char *setting, const char *message) {
-  char *dir = scratch_dir();
-  scenario s;
-  const char *args[] = {"error", NULL};
-  /* NCCLSHIM_RECORD=10 unless the setting is another count. */
-  const char *count =
-      strncmp(setting, "NCCLSHIM_RECORD=", 16) == 0 ? setting : "NCCLSHIM_RECORD=10";
-  /* No second entry of one name: qemu-user (the aarch64 job's wrapper) keeps the last one. */
-  const char *record_dir = strncmp(setting, "NCCLSHIM_RECORD_DIR=", 20) == 0
-                               ? setting
-                               : env_entry("NCCLSHIM_RECORD_DIR", dir);
-  const char *env[] = {setting, count, record_dir, NULL};
-  run_interposed(&s, 1, args, env);
-  assert_int_equal(s.exit_code, 0);
-  assert_string_equal(scenario_get(&s, "error_result"), "3");
-  if (strstr(s.output, message) == NULL) fail_msg("no \"%s\" in:\n%s", message, s.output);
-  assert_int_equal(dump_count(dir), 0);
+static void test_off_by_default(void **state) {
+  (void)state;
+  expect_no_recorder(NULL, NULL);
 }
 
 static void test_bad_settings(void **state) {
   (void)state;
   const char *count = "not a number of calls from 1 to 16777216; the recorder stays off";
-  expect_refused("NCCLSHIM_RECORD=0", count);
-  expect_refused("NCCLSHIM_RECORD=-3", count);
-  expect_refused("NCCLSHIM_RECORD=12abc", count);
-  expect_refused("NCCLSHIM_RECORD=99999999999999999999999", count);
-  expect_refused("NCCLSHIM_RECORD_DIR=/nonexistent/dumps",
-                 "NCCLSHIM_RECORD_DIR=/nonexistent/dumps: No such file or directory");
-  expect_refused("NCCLSHIM_RECORD_SIGNAL=KILL", "NCCLSHIM_RECORD_SIGNAL=KILL: not a signal");
-  expect_refused("NCCLSHIM_RECORD_SIGNAL=USR9", "NCCLSHIM_RECORD_SIGNAL=USR9: not a signal");
+  static const char *const refused[][2] = {
+      {"NCCLSHIM_RECORD=0", NULL},
+      {"NCCLSHIM_RECORD=-3", NULL},
+      {"NCCLSHIM_RECORD=12abc", NULL},
+      {"NCCLSHIM_RECORD=99999999999999999999999", NULL},
+      {"NCCLSHIM_RECORD_DIR=/nonexistent/dumps",
+       "NCCLSHIM_RECORD_DIR=/nonexistent/dumps: No such file or directory"},
+      {"NCCLSHIM_RECORD_SIGNAL=KILL", "NCCLSHIM_RECORD_SIGNAL=KILL: not a signal"},
+      {"NCCLSHIM_RECORD_SIGNAL=USR9", "NCCLSHIM_RECORD_SIGNAL=USR9: not a signal"},
+  };
+  for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+    expect_no_recorder(refused[i][0], refused[i][1] != NULL ? refused[i][1] : count);
 }
 
 int run_recorder_tests(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_sequence_numbers),
-      cmocka_unit_test(test_last_n),
-      cmocka_unit_test(test_dump_on_error),
-      cmocka_unit_test(test_dump_on_async_error),
-      cmocka_unit_test(test_query_only_on_failure),
-      cmocka_unit_test(test_dump_on_signal),
+      RECORD_CASE_TEST(test_sequence_numbers),
+      RECORD_CASE_TEST(test_last_n),
+      RECORD_CASE_TEST(test_dump_on_error),
+      RECORD_CASE_TEST(test_dump_on_async_error),
+      RECORD_CASE_TEST(test_query_only_on_failure),
+      RECORD_CASE_TEST(test_dump_on_signal),
       cmocka_unit_test(test_split),
       cmocka_unit_test(test_off_by_default),
       cmocka_unit_test(test_bad_settings),

@@ -2,26 +2,14 @@
  * start of a larger file (its size taken from the first 8 bytes), (3) the bytes written to a
  * real file (a memfd) and checked through its path, which must agree with (1). Every answer
  * is OK or LOAD_FAILED with a reason; nothing may read outside the bytes given. */
-#include <errno.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "../../loader/elf_check.h"
 #include "fuzz.h"
 
-static int file = -1;
-static char file_path[64];
-
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc;
   (void)argv;
-  file = memfd_create("ncclshim-fuzz-elf", MFD_CLOEXEC);
-  if (file < 0) {
-    perror("memfd_create");
-    abort();
-  }
-  snprintf(file_path, sizeof(file_path), "/proc/self/fd/%d", file);
   return 0;
 }
 
@@ -29,11 +17,7 @@ static ncshl_outcome check(const uint8_t *data, size_t size, unsigned long long 
   char reason[256];
   memset(reason, 'x', sizeof(reason));
   ncshl_outcome status = ncshl_elf_check_bytes(data, size, file_size, reason, sizeof(reason));
-  FUZZ_CHECK(status == NCSHL_OK || status == NCSHL_UNLOADABLE, "status %d", status);
-  if (status != NCSHL_OK) { /* the reason is written on refusal only */
-    FUZZ_CHECK(memchr(reason, '\0', sizeof(reason)) != NULL, "reason not terminated");
-    FUZZ_CHECK(reason[0] != '\0', "a refusal without a reason");
-  }
+  fuzz_check_outcome(status, reason, sizeof(reason));
   return status;
 }
 
@@ -51,12 +35,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
 
   /* (3) the same bytes as a file on disk */
-  if (ftruncate(file, 0) != 0 || (size && pwrite(file, data, size, 0) != (ssize_t)size)) {
-    perror("memfd write");
-    abort();
-  }
   char reason[256];
-  ncshl_outcome on_disk = ncshl_elf_check(file_path, reason, sizeof(reason));
+  ncshl_outcome on_disk =
+      ncshl_elf_check(fuzz_file("ncclshim-fuzz-elf", data, size), reason, sizeof(reason));
   FUZZ_CHECK(on_disk == whole, "the file check says %d (%s), the bytes check %d", on_disk, reason,
              whole);
   return 0;

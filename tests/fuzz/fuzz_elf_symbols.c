@@ -2,27 +2,15 @@
  * answer is OK, ABSENT or LOAD_FAILED with a reason; every name it hands out is a terminated
  * string inside the file; nothing may read outside the file. The version banner scan
  * (elf_banner.c) on the same file: a packed version and a terminated tag, empty or "+...". */
-#include <errno.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "../../loader/elf_banner.h"
 #include "../../loader/elf_file.h"
 #include "fuzz.h"
 
-static int file = -1;
-static char file_path[64];
-
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc;
   (void)argv;
-  file = memfd_create("ncclshim-fuzz-elf-symbols", MFD_CLOEXEC);
-  if (file < 0) {
-    perror("memfd_create");
-    abort();
-  }
-  snprintf(file_path, sizeof(file_path), "/proc/self/fd/%d", file);
   return 0;
 }
 
@@ -34,19 +22,12 @@ static int each(void *context, const char *name, int is_function) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  if (ftruncate(file, 0) != 0 || (size && pwrite(file, data, size, 0) != (ssize_t)size)) {
-    perror("memfd write");
-    abort();
-  }
+  const char *file_path = fuzz_file("ncclshim-fuzz-elf-symbols", data, size);
   char reason[256];
   memset(reason, 'x', sizeof(reason));
   size_t count = 0;
   ncshl_outcome status = ncshl_elf_exports(file_path, each, &count, reason, sizeof(reason));
-  FUZZ_CHECK(status == NCSHL_OK || status == NCSHL_UNLOADABLE, "status %d", status);
-  if (status != NCSHL_OK) {
-    FUZZ_CHECK(memchr(reason, '\0', sizeof(reason)) != NULL, "reason not terminated");
-    FUZZ_CHECK(reason[0] != '\0', "a refusal without a reason");
-  }
+  fuzz_check_outcome(status, reason, sizeof(reason));
   ncshl_elf_file f;
   if (ncshl_elf_open(file_path, &f, reason, sizeof(reason)) == NCSHL_OK) {
     char tag[8];

@@ -8,6 +8,7 @@ its fake_nccl_* functions), NCCLSHIM_CUDA_LIBRARY (the fake driver, for Watchdog
 COMM_CHECKS_PACKAGED=1 (the generated module must be the package's own: the wheel)."""
 import ctypes
 import gc
+import importlib.util
 import os
 import sys
 import threading
@@ -205,52 +206,35 @@ class Forwarding(Live):
         self.assertFalse({"torch", "cupy", "numpy", "jax"} & set(sys.modules))
 
 
+def mock_torch():
+    """A fresh copy of the dry run's mock torch (gpu_mock/torch), off sys.path."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu_mock", "torch",
+                        "__init__.py")
+    spec = importlib.util.spec_from_file_location("torch", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 class Frameworks(Live):
     """torch and CuPy objects, recognised by their types (fake modules here)."""
 
     def setUp(self):
         super().setUp()
-        torch = types.ModuleType("torch")
+        torch = mock_torch()
+        cupy = types.ModuleType("cupy")
 
-        class Tensor:
-            def __init__(self, ptr, n, dtype, cuda=True, contiguous=True):
-                self.ptr, self.n, self.dtype = ptr, n, dtype
-                self.is_cuda, self.contiguous = cuda, contiguous
-                self.device = "cuda:0" if cuda else "cpu"
-
-            def data_ptr(self):
-                return self.ptr
-
-            def numel(self):
-                return self.n
-
-            def is_contiguous(self):
-                return self.contiguous
-        Tensor.__module__ = "torch"
-
-        class Dtype:
+        class Dtype:  # hashable, as NumPy's dtypes are
             def __init__(self, name):
                 self.name = name
-
-            def __str__(self):
-                return "torch." + self.name
-        torch.Tensor, torch.bfloat16 = Tensor, Dtype("bfloat16")
-        torch.float32 = Dtype("float32")
-        torch.cuda = types.SimpleNamespace(
-            current_stream=lambda: types.SimpleNamespace(cuda_stream=0x7070))
-        cupy = types.ModuleType("cupy")
 
         class ndarray:
             def __init__(self, ptr, n, dtype):
                 self.data = types.SimpleNamespace(ptr=ptr)
                 self.size = n
-                self.dtype = Dtype(dtype)  # hashable, as NumPy's dtypes are
+                self.dtype = Dtype(dtype)
                 self.flags = types.SimpleNamespace(c_contiguous=True)
         ndarray.__module__ = "cupy"
-
-        class Dtype:
-            def __init__(self, name):
-                self.name = name
         cupy.ndarray = ndarray
         cupy.cuda = types.SimpleNamespace(
             get_current_stream=lambda: types.SimpleNamespace(ptr=0x6060))
@@ -262,13 +246,13 @@ class Frameworks(Live):
     def test_torch(self):
         t = self.torch
         with Communicator(1, 0, ncclshim.unique_id()) as c:
-            c.all_reduce(t.Tensor(0x1000, 8, t.bfloat16), t.Tensor(0x2000, 8, t.bfloat16))
-            self.assertEqual(last_call(), ("ncclAllReduce",
-                                           [0x1000, 0x2000, 8, 9, 0, c.raw, 0x7070]))
+            c.all_reduce(t.Tensor.at(0x1000, 8, t.bfloat16), t.Tensor.at(0x2000, 8, t.bfloat16))
+            self.assertEqual(last_call(), ("ncclAllReduce", [0x1000, 0x2000, 8, 9, 0, c.raw,
+                                                             t.cuda.current_stream().cuda_stream]))
             with self.assertRaisesRegex(BufferError, "torch device cpu"):
-                c.all_reduce(t.Tensor(0x1000, 8, t.float32, cuda=False))
+                c.all_reduce(t.Tensor.at(0x1000, 8, t.float32, device="cpu"))
             with self.assertRaisesRegex(BufferError, "contiguous"):
-                c.all_reduce(t.Tensor(0x1000, 8, t.float32, contiguous=False))
+                c.all_reduce(t.Tensor.at(0x1000, 8, t.float32, contiguous=False))
             self.assertEqual(count("ncclAllReduce"), 1)
 
     def test_cupy(self):
@@ -294,7 +278,7 @@ class Frameworks(Live):
                 raise AssertionError("the interface dict was built")
         Counted.__module__ = "torch"
         t = self.torch
-        x, y = Counted(0x1000, 8, t.float32), Counted(0x2000, 8, t.float32)
+        x, y = Counted.at(0x1000, 8, t.float32), Counted.at(0x2000, 8, t.float32)
         stream = types.SimpleNamespace(cuda_stream=0x3131)
         with Communicator(1, 0, ncclshim.unique_id()) as c:
             c.all_reduce(x, y, stream=stream)  # the first call finds and caches the readers
@@ -317,29 +301,30 @@ class Frameworks(Live):
             self.assertEqual(frames, ["all_reduce", "_pair_torch", "all_reduce",
                                       "_in_place", "_read_torch"])
             once = ["is_cuda", "dtype", "is_contiguous", "numel", "data_ptr"]
-            internal = {"n", "ptr", "contiguous"}  # the fake's own fields, read by its methods
+            internal = {"n", "_mem", "contiguous"}  # the mock's own fields, read by its methods
             self.assertEqual(sorted(r for r in reads if r not in internal), sorted(once * 3))
             self.assertEqual(last_call(), ("ncclAllReduce",
                                            [0x1000, 0x1000, 8, 7, 0, c.raw, 0x3131]))
 
     def test_torch_pair_refusals_name_the_problem(self):
         t = self.torch
-        x = t.Tensor(0x1000, 8, t.float32)
+        at = t.Tensor.at
+        x = at(0x1000, 8, t.float32)
         with Communicator(1, 0, ncclshim.unique_id()) as c:
             for y, error, text in (
-                    (t.Tensor(0x2000, 8, t.float32, cuda=False), BufferError, "torch device cpu"),
-                    (t.Tensor(0x2000, 8, t.float32, contiguous=False), BufferError,
+                    (at(0x2000, 8, t.float32, device="cpu"), BufferError, "torch device cpu"),
+                    (at(0x2000, 8, t.float32, contiguous=False), BufferError,
                      "not contiguous"),
-                    (t.Tensor(0x2000, 8, t.bfloat16), TypeError, "NCCL type 9; this call needs 7"),
-                    (t.Tensor(0x2000, 7, t.float32), ValueError, "recv has 7 elements; this "
-                                                                 "call needs 8"),
+                    (at(0x2000, 8, t.bfloat16), TypeError, "NCCL type 9; this call needs 7"),
+                    (at(0x2000, 7, t.float32), ValueError, "recv has 7 elements; this "
+                                                           "call needs 8"),
                     (Device(0x2000, 8, "<f2"), TypeError, "NCCL type 6; this call needs 7")):
                 with self.assertRaisesRegex(error, text):
                     c.all_reduce(x, y, stream=0)
             with self.assertRaisesRegex(ValueError, "send has 7 elements; this call needs 8"):
-                c.reduce_scatter(t.Tensor(0x2000, 7, t.float32), x, stream=0)  # recv read first
+                c.reduce_scatter(at(0x2000, 7, t.float32), x, stream=0)  # recv read first
             with self.assertRaisesRegex(BufferError, "torch device cpu"):
-                c.all_reduce(t.Tensor(0x2000, 8, t.float32, cuda=False), x, stream=0)
+                c.all_reduce(at(0x2000, 8, t.float32, device="cpu"), x, stream=0)
             c.all_gather(x, Device(0x2000, 8), stream=0)  # mixed types: the checked path
             self.assertEqual(count("ncclAllReduce"), 0)
             self.assertEqual(count("ncclAllGather"), 1)

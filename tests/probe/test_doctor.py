@@ -459,8 +459,7 @@ class OtherTexts(unittest.TestCase):
         comes before its lib/ for the doctor as for ncclshim's search (pip torch in conda)."""
         m = Machine(self)
         base = os.path.join(m.root, "userbase")
-        user = os.path.join(base, "lib", "python3.12", "site-packages", "nvidia", "nccl", "lib")
-        user_file = put_nccl(fake("2.28.9"), user)
+        user_file = put_nccl(fake("2.28.9"), os.path.join(base, WHEEL_LIB))
         _, doc, _ = run_json("--doctor", env=m.env(PYTHONUSERBASE=base))
         envs = {e["prefix"]: e for e in doc["doctor"]["python_envs"]}
         self.assertEqual(envs[base]["loads"], user_file)

@@ -6,7 +6,9 @@ import json
 import os
 import shlex
 import subprocess
+import sys
 import tempfile
+import unittest
 
 # PROBE_VALGRIND: valgrind and its options (.ci/run's valgrind job); empty otherwise.
 VALGRIND = shlex.split(os.environ.get("PROBE_VALGRIND", ""))
@@ -95,6 +97,15 @@ class ProbeRunner:
             return code, json.loads(out), err
         except ValueError:
             raise AssertionError("not JSON (exit %d): %r %r" % (code, out, err))
+
+
+def run_tests(skip=None):
+    """A probe test script's main: its unittest cases, or exit 77 (skipped) with the reason
+    `skip` gives."""
+    if skip:
+        print("SKIP: " + skip)
+        sys.exit(77)
+    unittest.main(argv=sys.argv[:1], verbosity=2)
 
 
 def interpreter(program):

@@ -17,7 +17,8 @@ import tempfile
 import unittest
 
 import elf_patch
-from probe_files import TIMEOUT_MULTIPLIER, VALGRIND, WRAPPER, ProbeRunner, sanitized
+from probe_files import (TIMEOUT_MULTIPLIER, VALGRIND, WRAPPER, ProbeRunner, run_tests,
+                         sanitized)
 
 PROBE, FAKE_DIR, HIDE_AUDIT, LOADER_DUMMY = map(os.path.abspath, sys.argv[1:5])
 # --doctor and --explain among the runs; a hang past 30 s fails the test.
@@ -90,7 +91,4 @@ class MappedObjects(Scratch):
 
 
 if __name__ == "__main__":
-    if VALGRIND:
-        print("SKIP: these cases need ld.so --audit, which valgrind's run cannot take")
-        sys.exit(77)
-    unittest.main(argv=[sys.argv[0]], verbosity=2)
+    run_tests(VALGRIND and "these cases need ld.so --audit, which valgrind's run cannot take")

@@ -12,7 +12,7 @@ import os
 import sys
 import unittest
 
-from probe_files import WRAPPER, run_probe_command
+from probe_files import WRAPPER, run_probe_command, run_tests
 
 PROBE, FAKE_DIR, PLUGIN_DIR = map(os.path.abspath, sys.argv[1:4])
 NCCL = os.path.join(FAKE_DIR, "libfake-nccl-%s.so")
@@ -143,4 +143,4 @@ class Plugins(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(argv=sys.argv[:1], verbosity=2)
+    run_tests()

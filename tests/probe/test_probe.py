@@ -18,7 +18,7 @@ import sys
 import tempfile
 import unittest
 
-from probe_files import VALGRIND, ProbeRunner, elf_machine
+from probe_files import VALGRIND, ProbeRunner, elf_machine, run_tests
 
 PROBE, FAKE_DIR, HIDE_AUDIT, CUDA_FAKE_DIR, MAN_PAGE, REFERENCE = map(os.path.abspath,
                                                                       sys.argv[1:7])
@@ -420,8 +420,5 @@ class Documentation(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    if VALGRIND and installed_in_default_dirs():
-        print("skipped: under valgrind the machine's own %s cannot be hidden"
-              % installed_in_default_dirs())
-        sys.exit(77)
-    unittest.main(argv=[sys.argv[0]], verbosity=2)
+    run_tests(VALGRIND and installed_in_default_dirs() and "under valgrind the machine's own "
+              "%s cannot be hidden" % installed_in_default_dirs())

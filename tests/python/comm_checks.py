@@ -207,13 +207,22 @@ class Forwarding(Live):
 
 
 def mock_torch():
-    """A fresh copy of the dry run's mock torch (gpu_mock/torch), off sys.path."""
+    """A fresh copy of the dry run's mock torch (gpu_mock/torch), off sys.path, whose Tensor
+    the cases make as Tensor(ptr, n, dtype, cuda=True, contiguous=True): at a made-up
+    pointer, memory nobody reads."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu_mock", "torch",
                         "__init__.py")
     spec = importlib.util.spec_from_file_location("torch", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    torch = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(torch)
+
+    class Tensor(torch.Tensor):
+        def __init__(self, ptr, n, dtype, cuda=True, contiguous=True):
+            super().__init__(n, dtype, "cuda" if cuda else "cpu", contiguous=contiguous,
+                             mem=(ctypes.c_byte * 1).from_address(ptr))
+    Tensor.__module__ = "torch"
+    torch.Tensor = Tensor
+    return torch
 
 
 class Frameworks(Live):
@@ -246,13 +255,13 @@ class Frameworks(Live):
     def test_torch(self):
         t = self.torch
         with Communicator(1, 0, ncclshim.unique_id()) as c:
-            c.all_reduce(t.Tensor.at(0x1000, 8, t.bfloat16), t.Tensor.at(0x2000, 8, t.bfloat16))
+            c.all_reduce(t.Tensor(0x1000, 8, t.bfloat16), t.Tensor(0x2000, 8, t.bfloat16))
             self.assertEqual(last_call(), ("ncclAllReduce", [0x1000, 0x2000, 8, 9, 0, c.raw,
                                                              t.cuda.current_stream().cuda_stream]))
             with self.assertRaisesRegex(BufferError, "torch device cpu"):
-                c.all_reduce(t.Tensor.at(0x1000, 8, t.float32, device="cpu"))
+                c.all_reduce(t.Tensor(0x1000, 8, t.float32, cuda=False))
             with self.assertRaisesRegex(BufferError, "contiguous"):
-                c.all_reduce(t.Tensor.at(0x1000, 8, t.float32, contiguous=False))
+                c.all_reduce(t.Tensor(0x1000, 8, t.float32, contiguous=False))
             self.assertEqual(count("ncclAllReduce"), 1)
 
     def test_cupy(self):
@@ -278,7 +287,7 @@ class Frameworks(Live):
                 raise AssertionError("the interface dict was built")
         Counted.__module__ = "torch"
         t = self.torch
-        x, y = Counted.at(0x1000, 8, t.float32), Counted.at(0x2000, 8, t.float32)
+        x, y = Counted(0x1000, 8, t.float32), Counted(0x2000, 8, t.float32)
         stream = types.SimpleNamespace(cuda_stream=0x3131)
         with Communicator(1, 0, ncclshim.unique_id()) as c:
             c.all_reduce(x, y, stream=stream)  # the first call finds and caches the readers
@@ -308,23 +317,22 @@ class Frameworks(Live):
 
     def test_torch_pair_refusals_name_the_problem(self):
         t = self.torch
-        at = t.Tensor.at
-        x = at(0x1000, 8, t.float32)
+        x = t.Tensor(0x1000, 8, t.float32)
         with Communicator(1, 0, ncclshim.unique_id()) as c:
             for y, error, text in (
-                    (at(0x2000, 8, t.float32, device="cpu"), BufferError, "torch device cpu"),
-                    (at(0x2000, 8, t.float32, contiguous=False), BufferError,
+                    (t.Tensor(0x2000, 8, t.float32, cuda=False), BufferError, "torch device cpu"),
+                    (t.Tensor(0x2000, 8, t.float32, contiguous=False), BufferError,
                      "not contiguous"),
-                    (at(0x2000, 8, t.bfloat16), TypeError, "NCCL type 9; this call needs 7"),
-                    (at(0x2000, 7, t.float32), ValueError, "recv has 7 elements; this "
-                                                           "call needs 8"),
+                    (t.Tensor(0x2000, 8, t.bfloat16), TypeError, "NCCL type 9; this call needs 7"),
+                    (t.Tensor(0x2000, 7, t.float32), ValueError, "recv has 7 elements; this "
+                                                                 "call needs 8"),
                     (Device(0x2000, 8, "<f2"), TypeError, "NCCL type 6; this call needs 7")):
                 with self.assertRaisesRegex(error, text):
                     c.all_reduce(x, y, stream=0)
             with self.assertRaisesRegex(ValueError, "send has 7 elements; this call needs 8"):
-                c.reduce_scatter(at(0x2000, 7, t.float32), x, stream=0)  # recv read first
+                c.reduce_scatter(t.Tensor(0x2000, 7, t.float32), x, stream=0)  # recv read first
             with self.assertRaisesRegex(BufferError, "torch device cpu"):
-                c.all_reduce(at(0x2000, 8, t.float32, device="cpu"), x, stream=0)
+                c.all_reduce(t.Tensor(0x2000, 8, t.float32, cuda=False), x, stream=0)
             c.all_gather(x, Device(0x2000, 8), stream=0)  # mixed types: the checked path
             self.assertEqual(count("ncclAllReduce"), 0)
             self.assertEqual(count("ncclAllGather"), 1)

@@ -1,7 +1,7 @@
 """A mock torch, only what bench/gpu/python_gpu.py uses, for its dry run without a GPU
 (test_comm.py GpuScriptDryRun), and what comm_checks.py's Frameworks cases hand the package:
 tensors are host buffers that call themselves "cuda" (the fake NCCL never touches them), or
-made-up pointers (Tensor.at); values are kept for small tensors only, and since the fake NCCL
+made-up pointers (comm_checks.py's); values are kept for small tensors only, and since the fake NCCL
 writes nothing the correctness cases report "result differs"."""
 import contextlib
 import ctypes
@@ -27,12 +27,6 @@ class Tensor:
         self.device, self.contiguous = device, contiguous
         self._mem = mem if mem is not None else (ctypes.c_byte * (max(1, n) * dt.size))()
         self.values = values if values is not None else ([0.0] * n if n <= 65536 else None)
-
-    @classmethod
-    def at(cls, ptr, n, dt, device="cuda", contiguous=True):
-        """A tensor whose data_ptr() is ptr, memory nobody reads."""
-        return cls(n, dt, device, mem=(ctypes.c_byte * 1).from_address(ptr),
-                   contiguous=contiguous)
 
     def data_ptr(self):
         return ctypes.addressof(self._mem)

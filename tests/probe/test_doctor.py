@@ -90,6 +90,14 @@ class Machine:
         return env
 
 
+def explain(text, *args, env):
+    """What --explain says of `text`; the probe must explain it (exit status 0)."""
+    code, doc, err = run_json("--explain", text, *args, env=env)
+    if code != 0:
+        raise AssertionError("--explain exit %d on %r: %s" % (code, text, err))
+    return doc["explain"]
+
+
 def copy_of(doc, path):
     found = [c for c in doc["copies"] if c["path"] == path]
     if not found:
@@ -113,12 +121,10 @@ class TwoWheelsInOneVenv(unittest.TestCase):
         self.env = m.env(VIRTUAL_ENV=self.venv)
 
     def test_explain(self):
-        code, doc, _ = run_json("--explain", "ImportError: /venv/lib/python3.12/site-packages/"
-                                "torch/lib/libtorch_cuda.so: undefined symbol: ncclCommResume",
-                                env=self.env)
-        x = doc["explain"]
-        self.assertEqual((code, x["kind"], x["symbol"], x["since"]),
-                         (0, "undefined-symbol", "ncclCommResume", "2.29.7"))
+        x = explain("ImportError: /venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so: "
+                    "undefined symbol: ncclCommResume", env=self.env)
+        self.assertEqual((x["kind"], x["symbol"], x["since"]),
+                         ("undefined-symbol", "ncclCommResume", "2.29.7"))
         wheel = copy_of(x, self.file)
         self.assertEqual((wheel["version"], wheel["build"], wheel["has_symbol"]),
                          ("2.29.3", "+cuda12.9", False))
@@ -155,9 +161,8 @@ class SystemOlderThanWheel(unittest.TestCase):
         self.env = m.env(VIRTUAL_ENV=self.venv)
 
     def test_explain(self):
-        code, doc, _ = run_json("--explain", "undefined symbol: ncclCommRegister", env=self.env)
-        x = doc["explain"]
-        self.assertEqual((code, x["since"], x["plain_process"]), (0, "2.19.1", self.system))
+        x = explain("undefined symbol: ncclCommRegister", env=self.env)
+        self.assertEqual((x["since"], x["plain_process"]), ("2.19.1", self.system))
         self.assertFalse(copy_of(x, self.system)["has_symbol"])
         self.assertTrue(copy_of(x, self.file)["has_symbol"])
         self.assertEqual(copy_of(x, self.system)["found_via"], "ld-cache")
@@ -218,9 +223,7 @@ class UnactivatedVenv(unittest.TestCase):
         self.assertTrue(any("will fight" in t for _, t in severities(d)))
 
     def test_explain_names_the_venv_wheel(self):
-        _, doc, _ = run_json("--explain", "undefined symbol: ncclCommSuspend", "--python",
-                             self.venv, env=self.env)
-        x = doc["explain"]
+        x = explain("undefined symbol: ncclCommSuspend", "--python", self.venv, env=self.env)
         self.assertTrue(copy_of(x, self.file)["has_symbol"])
         self.assertFalse(copy_of(x, self.system)["has_symbol"])
         self.assertIn("LD_LIBRARY_PATH", x["what_to_do"])
@@ -272,9 +275,8 @@ class Glibc(unittest.TestCase):
     def test_explain(self):
         text = ("ImportError: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_9.2' not found "
                 "(required by %s)" % self.file)
-        code, doc, _ = run_json("--explain", text, env=self.env)
-        x = doc["explain"]
-        self.assertEqual((code, x["kind"], x["glibc"]), (0, "glibc", "GLIBC_9.2"))
+        x = explain(text, env=self.env)
+        self.assertEqual((x["kind"], x["glibc"]), ("glibc", "GLIBC_9.2"))
         self.assertIn("%s needs glibc 9.2 or newer" % self.file, x["meaning"])
         self.assertIn("cannot load here", x["meaning"])
         self.assertIn(wheel_file(self.venv), x["what_to_do"])
@@ -314,18 +316,16 @@ class OtherTexts(unittest.TestCase):
     def test_version_mismatch(self):
         text = ("node1:123:456 [1] NCCL WARN Mismatched NCCL version detected : rank 0 version "
                 "22809 rank 1 version 22803")
-        code, doc, _ = run_json("--explain", text, env=self.env)
-        x = doc["explain"]
-        self.assertEqual((code, x["kind"]), (0, "version-mismatch"))
+        x = self.explain(text)
+        self.assertEqual(x["kind"], "version-mismatch")
         self.assertIn("rank 0 runs NCCL 2.28.9 and rank 1 runs NCCL 2.28.3", x["meaning"])
         self.assertIn("same file", x["what_to_do"])
 
     @needs_the_loader
     def test_not_found(self):
-        code, doc, _ = run_json("--explain", "OSError: libnccl.so.2: cannot open shared object "
-                                "file: No such file or directory", env=self.env)
-        x = doc["explain"]
-        self.assertEqual((code, x["kind"]), (0, "not-found"))
+        x = self.explain("OSError: libnccl.so.2: cannot open shared object file: No such file or "
+                         "directory")
+        self.assertEqual(x["kind"], "not-found")
         self.assertIn("LD_LIBRARY_PATH='%s'" % os.path.join(self.venv, WHEEL_LIB), x["what_to_do"])
 
     def test_cannot_tell(self):
@@ -339,17 +339,14 @@ class OtherTexts(unittest.TestCase):
         self.assertIn(wheel_file(self.venv), out)
 
     def test_symbol_not_in_the_list(self):
-        code, doc, _ = run_json("--explain", "undefined symbol: ncclNoSuchThing", env=self.env)
-        x = doc["explain"]
-        self.assertEqual((code, x["kind"], x["symbol"], x["since"]),
-                         (0, "internal-symbol", "ncclNoSuchThing", None))
+        x = self.explain("undefined symbol: ncclNoSuchThing")
+        self.assertEqual((x["kind"], x["symbol"], x["since"]),
+                         ("internal-symbol", "ncclNoSuchThing", None))
         self.assertIn("no function of NCCL's API", x["meaning"])
         self.assertNotIn("install", x["what_to_do"])
 
     def explain(self, text, env=None):
-        code, doc, _ = run_json("--explain", text, env=env or self.env)
-        self.assertEqual(code, 0, doc)
-        return doc["explain"]
+        return explain(text, env=env or self.env)
 
     # Issue 31: each kind of error, from the texts users paste (the issue, field-problems.md).
     def test_cxx_runtime_is_not_an_nccl_problem(self):

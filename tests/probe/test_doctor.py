@@ -47,6 +47,26 @@ def put_nccl(source, directory):
     return path
 
 
+def replace_in_file(test, path, old, new, count=-1, skip=None):
+    """Replaces `old` by `new` in the file (every one, or the first `count`). A file without
+    `old` skips the test with the reason `skip`, or fails it where none is given."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if old not in data:
+        if skip:
+            test.skipTest(skip)
+        test.fail("%s holds no %r" % (path, old))
+    with open(path, "wb") as f:
+        f.write(data.replace(old, new, count))
+
+
+def needs_glibc_9(test, path):
+    """Every GLIBC_2.x version the file needs becomes 9.x (the same length): a glibc that is
+    nowhere."""
+    replace_in_file(test, path, b"GLIBC_2.", b"GLIBC_9.", skip="the fake needs no GLIBC_2.x "
+                    "version")
+
+
 class Machine:
     """A temporary machine: venvs with wheels, a 'system' directory in an ld.so cache."""
 
@@ -253,12 +273,7 @@ class Glibc(unittest.TestCase):
         self.venv = m.venv("venv", fake("cuda13.0"))
         self.newer = m.venv("newer", fake("b2.29.7-cuda13.0"))
         self.file = wheel_file(self.newer)
-        with open(self.file, "rb") as f:
-            data = f.read()
-        if b"GLIBC_2." not in data:
-            self.skipTest("the fake needs no GLIBC_2.x version")
-        with open(self.file, "wb") as f:  # same length: every version it needs becomes 9.x
-            f.write(data.replace(b"GLIBC_2.", b"GLIBC_9."))
+        needs_glibc_9(self, self.file)
         self.env = m.env(PATH=os.path.join(self.venv, "bin") + ":" +
                          os.path.join(self.newer, "bin"))
 
@@ -382,39 +397,6 @@ class OtherTexts(unittest.TestCase):
         self.assertEqual((x["kind"], x["symbol"]), ("undefined-symbol", "ncclAllReduce"))
         self.assertIn("every NCCL 2.x release", x["meaning"])
         self.assertNotIn("older release", x["meaning"])
-
-    @needs_the_loader
-    def test_not_found_while_a_plain_process_loads_one(self):
-        m = Machine(self)
-        lib = os.path.join(m.root, "lib")
-        file = put_nccl(fake("2.28.9"), lib)
-        x = self.explain("OSError: libnccl.so.2: cannot open shared object file: No such file or "
-                         "directory", env=m.env(LD_LIBRARY_PATH=lib))
-        self.assertEqual(x["kind"], "not-found")
-        self.assertIn("here a plain process maps %s" % file, x["meaning"])
-        self.assertNotIn("off the loader's path", x["what_to_do"])
-
-    @needs_the_loader
-    def test_not_found_with_only_a_broken_wheel(self):
-        m = Machine(self)
-        venv = m.venv("venv", fake("2.28.9"))
-        with open(wheel_file(venv), "r+b") as f:
-            f.truncate(4096)
-        x = self.explain("libnccl.so.2: cannot open shared object file",
-                         env=m.env(VIRTUAL_ENV=venv))
-        self.assertNotIn("LD_LIBRARY_PATH=", x["what_to_do"])
-        self.assertIn("reinstall", x["what_to_do"])
-
-    @needs_the_loader
-    def test_nccl_home_only_is_a_warning(self):
-        m = Machine(self)
-        home = os.path.join(m.root, "nccl")
-        put_nccl(fake("2.28.9"), os.path.join(home, "lib"))
-        code, doc, _ = run_json("--doctor", env=m.env(NCCL_HOME=home))
-        d = doc["doctor"]
-        self.assertEqual(code, 1)
-        self.assertTrue(any(f["severity"] == "warning" and "only ncclshim" in f["finding"]
-                            for f in d["findings"]), severities(d))
 
     def test_hostile_text(self):
         text = 'undefined symbol: ncclCommResume\n\x1b[2J"\\\xff'
@@ -542,7 +524,9 @@ class OtherTexts(unittest.TestCase):
 class AskTheLoader(unittest.TestCase):
     """Issue 31: "a plain process loads" is what the dynamic loader maps, in the cases a model
     of it got wrong: relative, empty and $LIB entries of LD_LIBRARY_PATH, LD_PRELOAD, files the
-    loader fails on (named, an error), files the search refuses but the loader takes."""
+    loader fails on (named, an error), files the search refuses but the loader takes; and what
+    --explain and --doctor make of it: an NCCL only on LD_LIBRARY_PATH, only a broken wheel,
+    only NCCL_HOME."""
 
     def setUp(self):
         self.m = Machine(self)
@@ -552,6 +536,31 @@ class AskTheLoader(unittest.TestCase):
     def doctor(self, cwd=None, **env):
         code, doc, _ = run_json("--doctor", env=env, cwd=cwd)
         return code, doc["doctor"]
+
+    def test_not_found_while_a_plain_process_loads_one(self):
+        lib = put_nccl(fake("2.28.9"), self.lib)
+        x = explain("OSError: libnccl.so.2: cannot open shared object file: No such file or "
+                    "directory", env=self.m.env(LD_LIBRARY_PATH=self.lib))
+        self.assertEqual(x["kind"], "not-found")
+        self.assertIn("here a plain process maps %s" % lib, x["meaning"])
+        self.assertNotIn("off the loader's path", x["what_to_do"])
+
+    def test_not_found_with_only_a_broken_wheel(self):
+        venv = self.m.venv("venv", fake("2.28.9"))
+        with open(wheel_file(venv), "r+b") as f:
+            f.truncate(4096)
+        x = explain("libnccl.so.2: cannot open shared object file",
+                    env=self.m.env(VIRTUAL_ENV=venv))
+        self.assertNotIn("LD_LIBRARY_PATH=", x["what_to_do"])
+        self.assertIn("reinstall", x["what_to_do"])
+
+    def test_nccl_home_only_is_a_warning(self):
+        home = os.path.join(self.m.root, "nccl")
+        put_nccl(fake("2.28.9"), os.path.join(home, "lib"))
+        code, d = self.doctor(**self.m.env(NCCL_HOME=home))
+        self.assertEqual(code, 1)
+        self.assertTrue(any(f["severity"] == "warning" and "only ncclshim" in f["finding"]
+                            for f in d["findings"]), severities(d))
 
     def test_relative_entry(self):
         lib = put_nccl(fake("2.28.9"), self.lib)
@@ -630,12 +639,7 @@ class AskTheLoader(unittest.TestCase):
 
     def test_version_need_the_host_lacks(self):
         lib = put_nccl(fake("b2.29.7-cuda13.0"), self.lib)
-        with open(lib, "rb") as f:
-            data = f.read()
-        if b"GLIBC_2." not in data:
-            self.skipTest("the fake needs no GLIBC_2.x version")
-        with open(lib, "wb") as f:
-            f.write(data.replace(b"GLIBC_2.", b"GLIBC_9."))
+        needs_glibc_9(self, lib)
         code, d = self.doctor(LD_LIBRARY_PATH=self.lib)
         self.assert_loader_fails_on(lib, d, "not found (required by %s)" % lib)
 
@@ -659,12 +663,9 @@ class AskTheLoader(unittest.TestCase):
 
     def test_missing_dependency(self):
         lib = put_nccl(fake("2.28.9"), self.lib)
-        with open(lib, "rb") as f:
-            data = f.read()
-        if b"libc.so.6\0" not in data:
-            self.skipTest("the fake needs no libc.so.6")
-        with open(lib, "wb") as f:  # its need of libc.so.6 becomes one nobody has
-            f.write(data.replace(b"libc.so.6\0", b"libq.so.6\0", 1))
+        # its need of libc.so.6 becomes one nobody has
+        replace_in_file(self, lib, b"libc.so.6\0", b"libq.so.6\0", 1,
+                        skip="the fake needs no libc.so.6")
         code, d = self.doctor(LD_LIBRARY_PATH=self.lib)
         self.assert_loader_fails_on(lib, d, "libq.so.6, which %s needs" % lib)
 
@@ -682,10 +683,7 @@ class AskTheLoader(unittest.TestCase):
         """A banner naming an older release than the functions the file defines (issue 31):
         the functions win, and the doctor says the banner is false."""
         lib = put_nccl(fake("b2.29.7-cuda13.0"), self.lib)
-        with open(lib, "rb") as f:
-            data = f.read()
-        with open(lib, "wb") as f:
-            f.write(data.replace(b"NCCL version 2.29.7+", b"NCCL version 2.18.5+"))
+        replace_in_file(self, lib, b"NCCL version 2.29.7+", b"NCCL version 2.18.5+")
         code, d = self.doctor(LD_LIBRARY_PATH=self.lib)
         copy = copy_of(d, lib)
         self.assertEqual((copy["version"], copy["version_source"]), ("2.29.7", "functions"))

@@ -47,6 +47,14 @@ def put_nccl(source, directory):
     return path
 
 
+def write_script(path, text):
+    """An executable file holding `text` (directories made as needed)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o755)
+
+
 def replace_in_file(test, path, old, new, count=-1, skip=None):
     """Replaces `old` by `new` in the file (every one, or the first `count`). A file without
     `old` skips the test with the reason `skip`, or fails it where none is given."""
@@ -77,11 +85,7 @@ class Machine:
 
     def venv(self, name, wheel=None, records=()):
         prefix = os.path.join(self.root, name)
-        os.makedirs(os.path.join(prefix, "bin"))
-        exe = os.path.join(prefix, "bin", "python3")
-        with open(exe, "w") as f:
-            f.write("#!/bin/sh\n")
-        os.chmod(exe, 0o755)
+        write_script(os.path.join(prefix, "bin", "python3"), "#!/bin/sh\n")
         if wheel:
             put_nccl(wheel, os.path.join(prefix, WHEEL_LIB))
         for package, version in records:
@@ -460,11 +464,8 @@ class OtherTexts(unittest.TestCase):
         m = Machine(self)
         root = os.path.join(m.root, ".pyenv")
         real = m.venv(os.path.join(".pyenv", "versions", "3.12.4"), fake("2.28.9"))
-        os.makedirs(os.path.join(root, "shims"))
-        shim = os.path.join(root, "shims", "python3")
-        with open(shim, "w") as f:
-            f.write("#!/bin/sh\nexec pyenv exec python3 \"$@\"\n")
-        os.chmod(shim, 0o755)
+        write_script(os.path.join(root, "shims", "python3"),
+                     "#!/bin/sh\nexec pyenv exec python3 \"$@\"\n")
         with open(os.path.join(root, "version"), "w") as f:
             f.write("3.12.4\n")
         _, doc, _ = run_json("--doctor", env=m.env(PATH=os.path.join(root, "shims")))

@@ -133,16 +133,25 @@ def severities(doc):
     return [(f["severity"], f["finding"]) for f in doc["findings"]]
 
 
-class TwoWheelsInOneVenv(unittest.TestCase):
-    """nvidia-nccl-cu12 2.29.3 installed after nvidia-nccl-cu13 2.29.7: the file left is
-    2.29.3, and torch built for 2.29.7 fails with undefined symbol ncclCommResume."""
+class OneVenv(unittest.TestCase):
+    """The cases' machine: a system NCCL in the cache where SYSTEM gives its (variant,
+    version), and a venv (self.venv) with the wheel file WHEEL (self.file) and the packages
+    RECORDS, activated (VIRTUAL_ENV in self.env) unless ACTIVE is False."""
+    SYSTEM, WHEEL, RECORDS, ACTIVE = None, fake("cuda13.0"), (), True
 
     def setUp(self):
         m = Machine(self)
-        self.venv = m.venv("venv", fake("b2.29.3-cuda12.9"),
-                           [("nvidia-nccl-cu13", "2.29.7"), ("nvidia-nccl-cu12", "2.29.3")])
+        self.system = m.system(*self.SYSTEM) if self.SYSTEM else None
+        self.venv = m.venv("venv", self.WHEEL, self.RECORDS)
         self.file = wheel_file(self.venv)
-        self.env = m.env(VIRTUAL_ENV=self.venv)
+        self.env = m.env(VIRTUAL_ENV=self.venv) if self.ACTIVE else m.env()
+
+
+class TwoWheelsInOneVenv(OneVenv):
+    """nvidia-nccl-cu12 2.29.3 installed after nvidia-nccl-cu13 2.29.7: the file left is
+    2.29.3, and torch built for 2.29.7 fails with undefined symbol ncclCommResume."""
+    WHEEL = fake("b2.29.3-cuda12.9")
+    RECORDS = [("nvidia-nccl-cu13", "2.29.7"), ("nvidia-nccl-cu12", "2.29.3")]
 
     def test_explain(self):
         x = explain("ImportError: /venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so: "
@@ -173,16 +182,11 @@ class TwoWheelsInOneVenv(unittest.TestCase):
         self.assertIn("what to do: pip uninstall -y every nvidia-nccl-cu* package", out)
 
 
-class SystemOlderThanWheel(unittest.TestCase):
+class SystemOlderThanWheel(OneVenv):
     """CuPy loads the system's 2.18.5 by name, torch its wheel's 2.28.9: whoever comes first
     decides, and torch then misses ncclCommRegister."""
-
-    def setUp(self):
-        m = Machine(self)
-        self.system = m.system("b2.18.5-cuda12.2", "2.18.5")
-        self.venv = m.venv("venv", fake("cuda13.0"), [("nvidia-nccl-cu13", "2.28.9")])
-        self.file = wheel_file(self.venv)
-        self.env = m.env(VIRTUAL_ENV=self.venv)
+    SYSTEM = ("b2.18.5-cuda12.2", "2.18.5")
+    RECORDS = [("nvidia-nccl-cu13", "2.28.9")]
 
     def test_explain(self):
         x = explain("undefined symbol: ncclCommRegister", env=self.env)
@@ -225,16 +229,16 @@ class SystemOlderThanWheel(unittest.TestCase):
         self.assertEqual((wheel["version_source"], wheel["version"]), ("functions", "2.27.3"))
 
 
-class UnactivatedVenv(unittest.TestCase):
+class UnactivatedVenv(OneVenv):
     """A venv's program started by its path without VIRTUAL_ENV (services, IDEs): its bin/
     entry is a symlink to a program elsewhere, so /proc/self/exe misses the venv."""
+    SYSTEM = ("b2.28.3-cuda12.9", "2.28.3")
+    WHEEL = fake("b2.29.7-cuda13.0")
+    RECORDS = [("nvidia-nccl-cu13", "2.29.7")]
+    ACTIVE = False
 
     def setUp(self):
-        m = Machine(self)
-        self.system = m.system("b2.28.3-cuda12.9", "2.28.3")
-        self.venv = m.venv("venv", fake("b2.29.7-cuda13.0"), [("nvidia-nccl-cu13", "2.29.7")])
-        self.file = wheel_file(self.venv)
-        self.env = m.env()
+        super().setUp()
         self.program = os.path.join(self.venv, "bin", "ncclshim-probe")
         os.symlink(PROBE, self.program)
 
@@ -326,11 +330,7 @@ class Driver(unittest.TestCase):
         self.assertIn("  ok      nothing wrong", out)
 
 
-class OtherTexts(unittest.TestCase):
-    def setUp(self):
-        m = Machine(self)
-        self.venv = m.venv("venv", fake("cuda13.0"))
-        self.env = m.env(VIRTUAL_ENV=self.venv)
+class OtherTexts(OneVenv):
 
     def test_version_mismatch(self):
         text = ("node1:123:456 [1] NCCL WARN Mismatched NCCL version detected : rank 0 version "

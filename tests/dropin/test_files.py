@@ -18,48 +18,18 @@
                             as vLLM's pynccl does: both ranks recorded, the rank behind named
 
 Environment (tests/dropin/meson.build): CC, SOURCE_ROOT, DROPIN_LIBRARY, FAKE_NCCL, INTERPOSED,
-COMPARE, UNDER_NCCL, CTYPES_JOB. Exit status: 0 pass, 1 fail.
+COMPARE, UNDER_NCCL, CTYPES_JOB, PYTHONPATH (tests/, for support.py). Exit status: 0 pass, 1
+fail.
 """
 import os
 import re
 import shutil
 import subprocess
 import sys
-import tempfile
+
+from support import check, clean_env, dynamic, main, run
 
 ALLOWED_NEEDED = ("libc.so", "libdl.so", "libpthread.so")
-
-
-class Failure(Exception):
-    pass
-
-
-def check(ok, message):
-    if not ok:
-        raise Failure(message)
-
-
-def run(cmd, env=None, expect=0):
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    print("$ %s  -> %d" % (" ".join(cmd), proc.returncode))
-    out = proc.stdout + proc.stderr
-    if out.strip():
-        print(out.rstrip())
-    check(proc.returncode == expect, "exit status %d, expected %d: %s" % (proc.returncode, expect,
-                                                                          " ".join(cmd)))
-    return proc.stdout
-
-
-def clean_env(**extra):
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("LD_LIBRARY_PATH", "LD_PRELOAD") and not k.startswith("NCCLSHIM_")}
-    env.update(extra)
-    return env
-
-
-def dynamic(path, tag):
-    out = run(["readelf", "-d", path])
-    return [x.split("[", 1)[1].rstrip("]") for x in out.splitlines() if "(%s)" % tag in x]
 
 
 def check_alone(tmp):
@@ -379,19 +349,5 @@ def check_audit(tmp):
 CHECKS = {"alone": check_alone, "compare": check_compare, "audit": check_audit}
 
 
-def main():
-    if len(sys.argv) != 2 or sys.argv[1] not in CHECKS:
-        print(__doc__, file=sys.stderr)
-        return 2
-    with tempfile.TemporaryDirectory(prefix="ncclshim-dropin-") as tmp:
-        try:
-            CHECKS[sys.argv[1]](tmp)
-        except Failure as e:
-            print("FAIL: %s" % e)
-            return 1
-    print("ok: %s" % sys.argv[1])
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(__doc__, CHECKS, "ncclshim-dropin-"))

@@ -14,7 +14,8 @@
 
 The consumers run on a fake NCCL and must report the ncclshim they were built against.
 Environment (tests/packaging/meson.build sets it): MESON, CC, SOURCE_ROOT, BUILD_ROOT,
-FAKE_NCCL (a fake libnccl.so.2 of version 2.28.9), VERSION (ncclshim's).
+FAKE_NCCL (a fake libnccl.so.2 of version 2.28.9), VERSION (ncclshim's), PYTHONPATH (tests/,
+for support.py).
 Exit status: 0 pass, 1 fail, 77 skipped (cmake absent).
 """
 import glob
@@ -23,7 +24,8 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
+
+from support import check, clean_env, dynamic, main, run
 
 MESON = os.environ["MESON"].split()
 SOURCE_ROOT = os.environ["SOURCE_ROOT"]
@@ -33,33 +35,6 @@ VERSION = os.environ["VERSION"]
 FAKE_VERSION = "22809"
 MAJOR = VERSION.split(".")[0]
 CONSUMERS = os.path.join(SOURCE_ROOT, "tests", "packaging")
-
-
-class Failure(Exception):
-    pass
-
-
-def check(condition, message):
-    if not condition:
-        raise Failure(message)
-
-
-def run(cmd, env=None, cwd=None):
-    """Run cmd; its output goes to the log. Fails the check when it exits non-zero."""
-    print("$ " + " ".join(cmd), flush=True)
-    proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True)
-    out = proc.stdout + proc.stderr
-    if out.strip():
-        print(out.rstrip())
-    check(proc.returncode == 0, "exit status %d: %s" % (proc.returncode, " ".join(cmd)))
-    return proc.stdout
-
-
-def base_env(**extra):
-    # meson test puts the build tree on LD_LIBRARY_PATH: a consumer must not find it there.
-    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
-    env.update(extra)
-    return env
 
 
 # ---- The installed tree --------------------------------------------------------------
@@ -89,14 +64,9 @@ class Tree:
     def pkg_config_env(self):
         # Only this tree's .pc files; their prefix= moved under the staging directory; -I and
         # -L kept even for a prefix of /usr.
-        return base_env(PKG_CONFIG_LIBDIR=self.pkgconfig, PKG_CONFIG_PATH="",
-                        PKG_CONFIG_SYSROOT_DIR=self.destdir, PKG_CONFIG_ALLOW_SYSTEM_CFLAGS="1",
-                        PKG_CONFIG_ALLOW_SYSTEM_LIBS="1")
-
-
-def dynamic(path, tag):
-    out = subprocess.run(["readelf", "-d", path], capture_output=True, text=True).stdout
-    return [line.split("[", 1)[1].rstrip("]") for line in out.splitlines() if "(%s)" % tag in line]
+        return clean_env(PKG_CONFIG_LIBDIR=self.pkgconfig, PKG_CONFIG_PATH="",
+                         PKG_CONFIG_SYSROOT_DIR=self.destdir, PKG_CONFIG_ALLOW_SYSTEM_CFLAGS="1",
+                         PKG_CONFIG_ALLOW_SYSTEM_LIBS="1")
 
 
 def check_library(tree, name):
@@ -176,13 +146,13 @@ def check_installed_probe(tree, tmp):
         here = os.path.join(root, os.path.relpath(probe, tree.destdir))
         lib = os.path.join(root, os.path.relpath(tree.lib, tree.destdir))
         # ld.so's own account of where libncclshim.so.0 came from.
-        trace = run([here], env=base_env(LD_TRACE_LOADED_OBJECTS="1"))
+        trace = run([here], env=clean_env(LD_TRACE_LOADED_OBJECTS="1"))
         used = [line.split("=>")[1].split("(")[0].strip() for line in trace.splitlines()
                 if "libncclshim.so" in line and "=>" in line]
         check(len(used) == 1 and os.path.realpath(used[0]) ==
               os.path.realpath(os.path.join(lib, "libncclshim.so.%s" % MAJOR)),
               "%s loads libncclshim from %s, not from %s" % (here, used, lib))
-        out = run([here, "--json", "--no-devices", "--library", FAKE_NCCL], env=base_env())
+        out = run([here, "--json", "--no-devices", "--library", FAKE_NCCL], env=clean_env())
         doc = json.loads(out)
         check(doc["nccl"]["version"] == "2.28.9" and doc["ncclshim"]["version"] == VERSION,
               "installed probe reported %s" % out)
@@ -199,7 +169,7 @@ def check_installed_probe(tree, tmp):
 
 def run_consumers(build, libdir):
     """Run the consumers built in `build`: NCCL from the fake, ncclshim from libdir."""
-    env = base_env(NCCLSHIM_NCCL_LIBRARY=FAKE_NCCL)
+    env = clean_env(NCCLSHIM_NCCL_LIBRARY=FAKE_NCCL)
     out = run([os.path.join(build, "consumer"), FAKE_VERSION], env=env).strip()
     prefix = "ncclshim %s at " % VERSION
     check(out.startswith(prefix), "consumer printed %r, expected %r..." % (out, prefix))
@@ -219,7 +189,7 @@ def check_meson_subproject(tmp):
     build = os.path.join(tmp, "build")
     # Never the machine's own ncclshim, never a download.
     run(MESON + ["setup", build, src, "--force-fallback-for=ncclshim,ncclshim-nccl",
-                 "--wrap-mode=nodownload", "-Dncclshim:tests=disabled"], env=base_env())
+                 "--wrap-mode=nodownload", "-Dncclshim:tests=disabled"], env=clean_env())
     run(MESON + ["compile", "-C", build, "consumer", "dropin_consumer"])
     run_consumers(build, os.path.join(build, "subprojects", "ncclshim"))
 
@@ -283,7 +253,7 @@ def check_cmake(tmp):
          "-DCMAKE_PREFIX_PATH=" + tree.prefix, "-DCMAKE_FIND_USE_CMAKE_SYSTEM_PATH=OFF",
          "-DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF",
          "-DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF"],
-        env=base_env(CC=os.environ.get("CC", "cc").split()[-1]))
+        env=clean_env(CC=os.environ.get("CC", "cc").split()[-1]))
     with open(os.path.join(build, "CMakeCache.txt"), encoding="utf-8") as f:
         found = [x.split("=", 1)[1].strip() for x in f if x.startswith("ncclshim_DIR:")]
     check(found and os.path.realpath(found[0]) == os.path.realpath(tree.cmake),
@@ -297,19 +267,5 @@ CHECKS = {"install": check_install, "meson-subproject": check_meson_subproject,
           "meson-pkgconfig": check_meson_pkgconfig, "cmake": check_cmake}
 
 
-def main():
-    if len(sys.argv) != 2 or sys.argv[1] not in CHECKS:
-        print(__doc__, file=sys.stderr)
-        return 2
-    with tempfile.TemporaryDirectory(prefix="ncclshim-packaging-") as tmp:
-        try:
-            CHECKS[sys.argv[1]](tmp)
-        except Failure as e:
-            print("FAIL: %s" % e)
-            return 1
-    print("ok: %s" % sys.argv[1])
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(__doc__, CHECKS, "ncclshim-packaging-"))

@@ -12,34 +12,18 @@ Each run gets exactly the environment given, the machine's NCCL and libcuda hidd
 import ctypes
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import unittest
 
 import elf_patch
-from probe_files import VALGRIND, WRAPPER, interpreter, run_probe_command, sanitized
+from probe_files import (TIMEOUT_MULTIPLIER, VALGRIND, WRAPPER, ProbeRunner, run_tests,
+                         sanitized)
 
 PROBE, FAKE_DIR, HIDE_AUDIT, LOADER_DUMMY = map(os.path.abspath, sys.argv[1:5])
-LIMIT_S = 30 * float(os.environ.get("MESON_TEST_TIMEOUT_MULTIPLIER", "1") or 1)
-
-
-def fake(variant):
-    return os.path.join(FAKE_DIR, "libfake-nccl-%s.so" % variant)
-
-
-def run_probe(*args, env=None, cwd=None):
-    """(exit status, stdout, stderr); a hang past LIMIT_S fails the test."""
-    # LD_AUDIT as well as --audit: the dynamic loader the doctor asks (a child) hides the
-    # machine's NCCL too.
-    full_env = {"NCCLSHIM_LD_CACHE": "/dev/null", "PATH": "/nonexistent", "HOME": "/nonexistent",
-                "LD_AUDIT": HIDE_AUDIT, **(env or {})}
-    cmd = [*WRAPPER, interpreter(PROBE), "--inhibit-cache", "--audit", HIDE_AUDIT, PROBE, *args]
-    try:
-        proc = run_probe_command(cmd, [PROBE, *args], env=full_env, cwd=cwd, timeout=LIMIT_S)
-    except subprocess.TimeoutExpired:
-        raise AssertionError("the probe %s hung (more than %.0f s)" % (" ".join(args), LIMIT_S))
-    return proc.returncode, proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8")
+# --doctor and --explain among the runs; a hang past 30 s fails the test.
+RUNNER = ProbeRunner(PROBE, FAKE_DIR, HIDE_AUDIT, doctor=True, timeout=30 * TIMEOUT_MULTIPLIER)
+fake, run_probe = RUNNER.fake, RUNNER.text
 
 
 class Scratch(unittest.TestCase):
@@ -107,7 +91,4 @@ class MappedObjects(Scratch):
 
 
 if __name__ == "__main__":
-    if VALGRIND:
-        print("SKIP: these cases need ld.so --audit, which valgrind's run cannot take")
-        sys.exit(77)
-    unittest.main(argv=[sys.argv[0]], verbosity=2)
+    run_tests(VALGRIND and "these cases need ld.so --audit, which valgrind's run cannot take")

@@ -6,14 +6,13 @@ the variables are resolved as NCCL does (a path, a bare name -> libnccl-net-<nam
 LD_LIBRARY_PATH, "none", a name no file matches).
    test_plugins.py PROBE FAKE_DIR PLUGIN_DIR
 With PROBE_VALGRIND set (valgrind and its options, as probe_files.py takes it), every probe runs
-under it and a memcheck error fails the test."""
+under it and a memcheck error or a definite leak fails the test."""
 import json
 import os
-import subprocess
 import sys
 import unittest
 
-from probe_files import VALGRIND, VALGRIND_FAILED, WRAPPER
+from probe_files import WRAPPER, run_probe_command, run_tests
 
 PROBE, FAKE_DIR, PLUGIN_DIR = map(os.path.abspath, sys.argv[1:4])
 NCCL = os.path.join(FAKE_DIR, "libfake-nccl-%s.so")
@@ -25,19 +24,21 @@ def plugin(name):
     return os.path.join(PLUGIN_DIR, "libnccl-%s.so" % name)
 
 
-def probe(env, *args, version="2.29.7"):
+def run(env, *args, version="2.29.7"):
+    """(exit status, stdout, stderr) of the probe, started by its path, on the fake NCCL of
+    `version` with no ld.so cache and no driver, plus `env`."""
     full = {"NCCLSHIM_NCCL_LIBRARY": NCCL % version, "NCCLSHIM_LD_CACHE": "/dev/null",
             "NCCLSHIM_CUDA_LIBRARY": "/nonexistent/libcuda.so.1", **env}
-    check = VALGRIND + ["--error-exitcode=%d" % VALGRIND_FAILED] if VALGRIND else []
-    proc = subprocess.run([*WRAPPER, *check, PROBE, "--json", "--no-devices", *args], env=full,
-                          capture_output=True, text=True, timeout=120)
-    for line in proc.stderr.splitlines():  # the summaries, for .ci/run's counts
-        if "ERROR SUMMARY" in line or "definitely lost:" in line:
-            print(line, flush=True)
-    assert proc.returncode != VALGRIND_FAILED, proc.stderr
-    doc = json.loads(proc.stdout)
-    return proc.returncode, {p["kind"]: p for p in doc["plugins"] if p["requested"] != "none"
-                             or p["kind"] == "net"}, doc, proc.stderr
+    cmd = [PROBE, "--no-devices", *args]
+    proc = run_probe_command([*WRAPPER, *cmd], cmd, env=full, timeout=120)
+    return proc.returncode, proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8")
+
+
+def probe(env, *args, version="2.29.7"):
+    code, out, err = run(env, "--json", *args, version=version)
+    doc = json.loads(out)
+    return code, {p["kind"]: p for p in doc["plugins"] if p["requested"] != "none"
+                  or p["kind"] == "net"}, doc, err
 
 
 class Plugins(unittest.TestCase):
@@ -136,13 +137,10 @@ class Plugins(unittest.TestCase):
         self.assertEqual((code, plugins["net"]["verdict"]), (1, "refused"))
 
     def test_text_report(self):
-        proc = subprocess.run([*WRAPPER, PROBE, "--no-devices"], capture_output=True, text=True,
-                              env={"NCCLSHIM_NCCL_LIBRARY": NCCL % "2.29.7",
-                                   "NCCLSHIM_LD_CACHE": "/dev/null",
-                                   "NCCL_NET_PLUGIN": plugin("net-old")}, timeout=60)
-        self.assertIn("refused", proc.stdout)
-        self.assertIn("exports: ncclNetPlugin_v4", proc.stdout)
+        _, out, _ = run({"NCCL_NET_PLUGIN": plugin("net-old")})
+        self.assertIn("refused", out)
+        self.assertIn("exports: ncclNetPlugin_v4", out)
 
 
 if __name__ == "__main__":
-    unittest.main(argv=sys.argv[:1], verbosity=2)
+    run_tests()

@@ -18,14 +18,14 @@ import sys
 import tempfile
 import unittest
 
-from probe_files import VALGRIND, WRAPPER, elf_machine, interpreter, run_probe_command
+from probe_files import VALGRIND, ProbeRunner, elf_machine, run_tests
 
 PROBE, FAKE_DIR, HIDE_AUDIT, CUDA_FAKE_DIR, MAN_PAGE, REFERENCE = map(os.path.abspath,
                                                                       sys.argv[1:7])
-
-
-def fake(variant):
-    return os.path.join(FAKE_DIR, "libfake-nccl-%s.so" % variant)
+# Under valgrind the machine's NCCL is not hidden (no audit module): main() makes sure there
+# is none in the loader's default directories.
+RUNNER = ProbeRunner(PROBE, FAKE_DIR, HIDE_AUDIT)
+fake, probe, probe_json = RUNNER.fake, RUNNER.text, RUNNER.json
 
 
 def fake_cuda(variant):
@@ -40,24 +40,6 @@ DEFAULT_DIRS = ["/lib", "/usr/lib", "/lib64", "/usr/lib64", "/lib/x86_64-linux-g
 def installed_in_default_dirs():
     return [p for d in DEFAULT_DIRS for p in glob.glob(os.path.join(d, "lib*.so*"))
             if os.path.basename(p).startswith(("libnccl.so", "libcuda.so"))]
-
-
-def probe(*args, env=None, raw=False, cwd=None):
-    # No ld.so cache, and system-wide NCCL and libcuda hidden (tests/hide_system.c). valgrind
-    # cannot run an audit module (its libc copy frees what valgrind's malloc allocated), so
-    # under valgrind only the cache is left out; main() makes sure nothing else is there.
-    cmd = [*WRAPPER, interpreter(PROBE), "--inhibit-cache", "--audit", HIDE_AUDIT, PROBE, *args]
-    # ncclshim reads the ld.so cache itself: inhibited too, as ld.so's is.
-    proc = run_probe_command(cmd, [interpreter(PROBE), "--inhibit-cache", PROBE, *args],
-                             env={"NCCLSHIM_LD_CACHE": "/dev/null", **(env or {})}, cwd=cwd)
-    if raw:
-        return proc
-    return proc.returncode, proc.stdout.decode("utf-8"), proc.stderr.decode("utf-8")
-
-
-def probe_json(*args, env=None, cwd=None):
-    code, out, err = probe("--json", *args, env=env, cwd=cwd)
-    return code, json.loads(out), err
 
 
 class Json(unittest.TestCase):
@@ -161,7 +143,7 @@ class Json(unittest.TestCase):
         name = d + b'/a"b\\c\nd\te\x01f\xff\xfeg\xc3\x28.so'
         with open(name, "wb") as f:
             f.write(b"not an ELF file")
-        proc = probe("--json", "--library", name, raw=True)
+        proc = RUNNER.run("--json", "--library", name)
         self.assertEqual(proc.returncode, 0)
         doc = json.loads(proc.stdout.decode("utf-8"))  # strict UTF-8 and JSON
         self.assertEqual(doc["nccl"]["status"], "LOAD_FAILED")
@@ -241,10 +223,7 @@ class Requirements(unittest.TestCase):
             self.skipTest("no /dev/full")
         for args in ([], ["--json"], ["--doctor"], ["--explain", "undefined symbol: ncclSend"]):
             with open("/dev/full", "w") as full:
-                cmd = [*WRAPPER, interpreter(PROBE), "--inhibit-cache", "--audit", HIDE_AUDIT,
-                       PROBE, *args]
-                proc = subprocess.run(cmd, stdout=full, stderr=subprocess.PIPE,
-                                      env={"NCCLSHIM_LD_CACHE": "/dev/null"})
+                proc = RUNNER.run(*args, stdout=full)
             self.assertEqual(proc.returncode, 2, args)
             self.assertIn(b"cannot write the report", proc.stderr)
 
@@ -285,7 +264,7 @@ class HostileText(unittest.TestCase):
     def run_text(self, name, *args):
         os.makedirs(os.path.dirname(name), exist_ok=True)
         shutil.copy(fake("2.28.9"), name)
-        proc = probe("-v", "--library", name, *args, raw=True)
+        proc = RUNNER.run("-v", "--library", name, *args)
         self.assertEqual(proc.returncode, 0)
         return proc.stdout
 
@@ -304,7 +283,7 @@ class HostileText(unittest.TestCase):
         name = self.dir + b"/y\nncclshim-probe: all requirements met\n.so"
         with open(name, "wb") as f:
             f.write(b"not an ELF file")
-        proc = probe("--library", name, "--require", "2.18", raw=True)
+        proc = RUNNER.run("--library", name, "--require", "2.18")
         self.assertEqual(proc.returncode, 1)
         lines = proc.stderr.split(b"\n")
         self.assertEqual(len([x for x in lines if x]), 1, proc.stderr)
@@ -441,8 +420,5 @@ class Documentation(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    if VALGRIND and installed_in_default_dirs():
-        print("skipped: under valgrind the machine's own %s cannot be hidden"
-              % installed_in_default_dirs())
-        sys.exit(77)
-    unittest.main(argv=[sys.argv[0]], verbosity=2)
+    run_tests(VALGRIND and installed_in_default_dirs() and "under valgrind the machine's own "
+              "%s cannot be hidden" % installed_in_default_dirs())

@@ -8,6 +8,7 @@ its fake_nccl_* functions), NCCLSHIM_CUDA_LIBRARY (the fake driver, for Watchdog
 COMM_CHECKS_PACKAGED=1 (the generated module must be the package's own: the wheel)."""
 import ctypes
 import gc
+import importlib.util
 import os
 import sys
 import threading
@@ -205,52 +206,44 @@ class Forwarding(Live):
         self.assertFalse({"torch", "cupy", "numpy", "jax"} & set(sys.modules))
 
 
+def mock_torch():
+    """A fresh copy of the dry run's mock torch (gpu_mock/torch), off sys.path, whose Tensor
+    the cases make as Tensor(ptr, n, dtype, cuda=True, contiguous=True): at a made-up
+    pointer, memory nobody reads."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu_mock", "torch",
+                        "__init__.py")
+    spec = importlib.util.spec_from_file_location("torch", path)
+    torch = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(torch)
+
+    class Tensor(torch.Tensor):
+        def __init__(self, ptr, n, dtype, cuda=True, contiguous=True):
+            super().__init__(n, dtype, "cuda" if cuda else "cpu", contiguous=contiguous,
+                             mem=(ctypes.c_byte * 1).from_address(ptr))
+    Tensor.__module__ = "torch"
+    torch.Tensor = Tensor
+    return torch
+
+
 class Frameworks(Live):
     """torch and CuPy objects, recognised by their types (fake modules here)."""
 
     def setUp(self):
         super().setUp()
-        torch = types.ModuleType("torch")
+        torch = mock_torch()
+        cupy = types.ModuleType("cupy")
 
-        class Tensor:
-            def __init__(self, ptr, n, dtype, cuda=True, contiguous=True):
-                self.ptr, self.n, self.dtype = ptr, n, dtype
-                self.is_cuda, self.contiguous = cuda, contiguous
-                self.device = "cuda:0" if cuda else "cpu"
-
-            def data_ptr(self):
-                return self.ptr
-
-            def numel(self):
-                return self.n
-
-            def is_contiguous(self):
-                return self.contiguous
-        Tensor.__module__ = "torch"
-
-        class Dtype:
+        class Dtype:  # hashable, as NumPy's dtypes are
             def __init__(self, name):
                 self.name = name
-
-            def __str__(self):
-                return "torch." + self.name
-        torch.Tensor, torch.bfloat16 = Tensor, Dtype("bfloat16")
-        torch.float32 = Dtype("float32")
-        torch.cuda = types.SimpleNamespace(
-            current_stream=lambda: types.SimpleNamespace(cuda_stream=0x7070))
-        cupy = types.ModuleType("cupy")
 
         class ndarray:
             def __init__(self, ptr, n, dtype):
                 self.data = types.SimpleNamespace(ptr=ptr)
                 self.size = n
-                self.dtype = Dtype(dtype)  # hashable, as NumPy's dtypes are
+                self.dtype = Dtype(dtype)
                 self.flags = types.SimpleNamespace(c_contiguous=True)
         ndarray.__module__ = "cupy"
-
-        class Dtype:
-            def __init__(self, name):
-                self.name = name
         cupy.ndarray = ndarray
         cupy.cuda = types.SimpleNamespace(
             get_current_stream=lambda: types.SimpleNamespace(ptr=0x6060))
@@ -263,8 +256,8 @@ class Frameworks(Live):
         t = self.torch
         with Communicator(1, 0, ncclshim.unique_id()) as c:
             c.all_reduce(t.Tensor(0x1000, 8, t.bfloat16), t.Tensor(0x2000, 8, t.bfloat16))
-            self.assertEqual(last_call(), ("ncclAllReduce",
-                                           [0x1000, 0x2000, 8, 9, 0, c.raw, 0x7070]))
+            self.assertEqual(last_call(), ("ncclAllReduce", [0x1000, 0x2000, 8, 9, 0, c.raw,
+                                                             t.cuda.current_stream().cuda_stream]))
             with self.assertRaisesRegex(BufferError, "torch device cpu"):
                 c.all_reduce(t.Tensor(0x1000, 8, t.float32, cuda=False))
             with self.assertRaisesRegex(BufferError, "contiguous"):
@@ -318,7 +311,7 @@ class Frameworks(Live):
                 sys.setprofile(None)
             self.assertEqual(frames, ["all_reduce", "all_reduce", "_in_place", "_read_torch"])
             once = ["is_cuda", "dtype", "is_contiguous", "numel", "data_ptr"]
-            internal = {"n", "ptr", "contiguous"}  # the fake's own fields, read by its methods
+            internal = {"n", "_mem", "contiguous"}  # the mock's own fields, read by its methods
             self.assertEqual(sorted(r for r in reads if r not in internal), sorted(once * 3))
             self.assertEqual(last_call(), ("ncclAllReduce",
                                            [0x1000, 0x1000, 8, 7, 0, c.raw, 0x3131]))

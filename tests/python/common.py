@@ -7,6 +7,8 @@ import platform
 import subprocess
 import sys
 
+import support
+
 PACKAGE, LIBRARY, PROBE, FAKE_DIR = map(os.path.abspath, sys.argv[1:5])
 SANITIZE = sys.argv[5]
 # meson.build's project version, the one place it is written (tests/python/meson.build)
@@ -37,19 +39,22 @@ def skip_if_needed():
         sys.exit(77)
 
 
-def clean_env(**extra):
-    """No ld.so cache for ncclshim's search, nothing of the caller's NCCL settings."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("NCCLSHIM_", "VIRTUAL_ENV", "CONDA", "LD_"))}
-    env.update({"NCCLSHIM_LD_CACHE": "/dev/null", "HOME": "/nonexistent"})
-    env.update(extra)
-    return env
+def child_env(**extra):
+    """A child's environment: nothing of the caller's settings (tests/support.py), no ld.so
+    cache for ncclshim's search, no home directory; then `extra`."""
+    return support.clean_env(**{"NCCLSHIM_LD_CACHE": "/dev/null", "HOME": "/nonexistent",
+                                **extra})
+
+
+def package_env(**extra):
+    """child_env for the source tree's package with this build's library and probe."""
+    return child_env(**{"PYTHONPATH": PACKAGE, "NCCLSHIM_PYTHON_LIBRARY": LIBRARY,
+                        "NCCLSHIM_PYTHON_PROBE": PROBE, **extra})
 
 
 def run_python(code, python=sys.executable, **env):
     """Runs code with the source tree's package and this build's library and probe."""
-    full = clean_env(PYTHONPATH=PACKAGE, NCCLSHIM_PYTHON_LIBRARY=LIBRARY,
-                     NCCLSHIM_PYTHON_PROBE=PROBE, **env)
+    full = package_env(**env)
     proc = subprocess.run([python, "-c", code], env=full, capture_output=True, text=True)
     if proc.returncode != 0:
         raise AssertionError("python failed (%d):\n%s\n%s" % (proc.returncode, proc.stdout,

@@ -14,7 +14,7 @@ import sys
 import tempfile
 import unittest
 
-from common import PACKAGE, fake, run_python, skip_if_needed, clean_env, LIBRARY, PROBE
+from common import PACKAGE, fake, run_python, skip_if_needed, child_env, package_env, LIBRARY, PROBE
 
 LOADED = """
 import ctypes, dataclasses, json, sys, ncclshim
@@ -120,8 +120,7 @@ class ProbeAndDoctor(unittest.TestCase):
         self.assertIn(os.path.realpath(venv), [e["prefix"] for e in d["python_envs"]])
 
     def test_command_line(self):
-        env = clean_env(PYTHONPATH=PACKAGE, NCCLSHIM_PYTHON_LIBRARY=LIBRARY,
-                        NCCLSHIM_PYTHON_PROBE=PROBE)
+        env = package_env()
         proc = subprocess.run([sys.executable, "-m", "ncclshim", "--json", "--no-devices",
                                "--library", fake("2.28.9")], env=env, capture_output=True,
                               text=True)
@@ -166,8 +165,7 @@ class CommandLineProblems(unittest.TestCase):
         self.addCleanup(shutil.rmtree, self.dir)
 
     def run_module(self, *args, probe=PROBE, **env):
-        full = clean_env(PYTHONPATH=PACKAGE, NCCLSHIM_PYTHON_LIBRARY=LIBRARY,
-                         NCCLSHIM_PYTHON_PROBE=probe, **env)
+        full = package_env(NCCLSHIM_PYTHON_PROBE=probe, **env)
         return subprocess.run([sys.executable, "-m", "ncclshim", *args], env=full,
                               capture_output=True, text=True)
 
@@ -194,7 +192,7 @@ class CommandLineProblems(unittest.TestCase):
         with open(impostor, "w") as f:
             f.write("#!/bin/sh\ntouch %s\necho '{}'\n" % marker)
         os.chmod(impostor, 0o755)
-        env = clean_env(PYTHONPATH=PACKAGE, NCCLSHIM_PYTHON_LIBRARY=LIBRARY,
+        env = child_env(PYTHONPATH=PACKAGE, NCCLSHIM_PYTHON_LIBRARY=LIBRARY,
                         PATH=bin_dir + ":" + os.environ.get("PATH", ""))
         proc = subprocess.run([sys.executable, "-m", "ncclshim", "--json"], env=env,
                               capture_output=True, text=True)
@@ -202,8 +200,7 @@ class CommandLineProblems(unittest.TestCase):
         self.assert_environment_problem(proc, "bundled probe")
 
     def test_texts_no_command_line_carries(self):
-        full = clean_env(PYTHONPATH=PACKAGE, NCCLSHIM_PYTHON_LIBRARY=LIBRARY,
-                         NCCLSHIM_PYTHON_PROBE=PROBE)
+        full = package_env()
         for text, words in (("'x' * (1 << 20)", "cannot start"), ("'a\\0b'", "NUL byte")):
             code = ("import sys; from ncclshim.__main__ import main; "
                     "sys.exit(main(['--explain', %s]))" % text)

@@ -16,7 +16,8 @@ import sys
 import tempfile
 import unittest
 
-from common import PACKAGE, LIBRARY, PROBE, fake, clean_env, skip_if_needed
+from common import (PACKAGE, LIBRARY, PROBE, VERSION, fake, child_env, package_env, run_python,
+                    skip_if_needed)
 
 FUNCTIONS, LAYOUT, FAKE_CUDA = map(os.path.abspath, sys.argv[6:9])
 CHECKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "comm_checks.py")
@@ -165,9 +166,7 @@ def run_checks(python, env, packaged):
 
 class SourceTree(unittest.TestCase):
     def test_checks(self):
-        run_checks(sys.executable, clean_env(PYTHONPATH=PACKAGE, NCCLSHIM_PYTHON_LIBRARY=LIBRARY,
-                                             NCCLSHIM_PYTHON_PROBE=PROBE,
-                                             NCCLSHIM_PYTHON_FUNCTIONS=FUNCTIONS), False)
+        run_checks(sys.executable, package_env(NCCLSHIM_PYTHON_FUNCTIONS=FUNCTIONS), False)
 
 
 class LazyLayer(unittest.TestCase):
@@ -183,11 +182,8 @@ class LazyLayer(unittest.TestCase):
                 "assert set(ncclshim.__all__) <= set(dir(ncclshim))\n"
                 "try:\n    ncclshim.nonexistent\nexcept AttributeError as e:\n"
                 "    print(e)\n")
-        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                              env=clean_env(PYTHONPATH=PACKAGE, NCCLSHIM_PYTHON_LIBRARY=LIBRARY,
-                                            NCCLSHIM_PYTHON_FUNCTIONS=FUNCTIONS))
-        self.assertEqual(proc.returncode, 0, proc.stderr)
-        self.assertIn("no attribute 'nonexistent'", proc.stdout)
+        out = run_python(code, NCCLSHIM_PYTHON_FUNCTIONS=FUNCTIONS)
+        self.assertIn("no attribute 'nonexistent'", out)
 
 
 class GpuScriptDryRun(unittest.TestCase):
@@ -208,9 +204,8 @@ class GpuScriptDryRun(unittest.TestCase):
         bench = os.path.join(here, "..", "..", "bench", "gpu")
         proc = subprocess.run(
             [sys.executable, os.path.join(bench, "python_gpu.py"), out], capture_output=True,
-            text=True, timeout=240, env=clean_env(
+            text=True, timeout=240, env=package_env(
                 PYTHONPATH=os.pathsep.join([os.path.join(here, "gpu_mock"), PACKAGE, bench]),
-                NCCLSHIM_PYTHON_LIBRARY=LIBRARY, NCCLSHIM_PYTHON_PROBE=PROBE,
                 NCCLSHIM_PYTHON_FUNCTIONS=FUNCTIONS, NCCLSHIM_NCCL_LIBRARY=fake("2.28.9"),
                 NCCLSHIM_CUDA_LIBRARY=FAKE_CUDA, **env))
         with open(os.path.join(out, "summary.csv")) as f:
@@ -242,7 +237,7 @@ class InstalledWheel(unittest.TestCase):
         wheel = subprocess.run(
             [sys.executable, os.path.join(PACKAGE, "build_wheel.py"), "--arch",
              platform.machine(), "--library", os.path.realpath(LIBRARY), "--probe", PROBE,
-             "--version", "0.1.0", os.path.join(root, "dist")],
+             "--version", VERSION, os.path.join(root, "dist")],
             capture_output=True, text=True, check=True).stdout.strip()
         venv = os.path.join(root, "venv")
         if subprocess.run([sys.executable, "-m", "venv", venv], capture_output=True).returncode:
@@ -250,9 +245,7 @@ class InstalledWheel(unittest.TestCase):
         python = os.path.join(venv, "bin", "python")
         subprocess.run([python, "-m", "pip", "install", "--no-index", "--no-deps", "-q",
                         "--disable-pip-version-check", wheel], check=True, capture_output=True)
-        env = clean_env()
-        env.pop("PYTHONPATH", None)  # the venv's own package, not a source tree
-        run_checks(python, env, True)
+        run_checks(python, child_env(), True)  # the venv's own package, not a source tree
 
 
 if __name__ == "__main__":

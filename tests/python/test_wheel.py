@@ -16,7 +16,7 @@ import tempfile
 import unittest
 import zipfile
 
-from common import PACKAGE, LIBRARY, PROBE, VERSION, fake, clean_env, skip_if_needed
+from common import PACKAGE, LIBRARY, PROBE, VERSION, fake, child_env, skip_if_needed
 
 BUILD = os.path.join(PACKAGE, "build_wheel.py")
 DIST_INFO = "ncclshim-%s.dist-info/" % VERSION
@@ -82,7 +82,7 @@ class Wheel(unittest.TestCase):
             self.skipTest("python3 -m venv with pip fails here (python3-venv, python3-pip "
                           "missing?): " + made.stderr.strip()[-200:])
         python = os.path.join(venv, "bin", "python")
-        env = clean_env()
+        env = child_env()
         pip = subprocess.run([python, "-m", "pip", "install", "--no-index", "--no-cache-dir",
                               "--disable-pip-version-check", self.wheel], env=env,
                              capture_output=True, text=True)

@@ -113,18 +113,12 @@ def zeros(n, dtype=None):
     return ndarray(n, [0.0] * n)
 
 
-class _CuStream:
+class _CuStream(_Cuda.ExternalStream):
     _n = [0x900]
 
     def __init__(self, non_blocking=False):
-        self.ptr = _CuStream._n[0]
+        super().__init__(_CuStream._n[0])
         _CuStream._n[0] += 1
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *a):
-        return False
 
 
 _Cuda.Stream = _CuStream

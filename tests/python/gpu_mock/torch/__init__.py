@@ -1,7 +1,8 @@
 """A mock torch, only what bench/gpu/python_gpu.py uses, for its dry run without a GPU
-(test_comm.py GpuScriptDryRun): tensors are host buffers that call themselves "cuda" (the
-fake NCCL never touches them); values are kept for small tensors only, and since the fake
-NCCL writes nothing the correctness cases report "result differs"."""
+(test_comm.py GpuScriptDryRun), and what comm_checks.py's Frameworks cases hand the package:
+tensors are host buffers that call themselves "cuda" (the fake NCCL never touches them), or
+made-up pointers (comm_checks.py's); values are kept for small tensors only, and since the fake NCCL
+writes nothing the correctness cases report "result differs"."""
 import contextlib
 import ctypes
 import os
@@ -17,12 +18,13 @@ class dtype:
 
 
 float32 = dtype("float32", 4)
+bfloat16 = dtype("bfloat16", 2)
 
 
 class Tensor:
-    def __init__(self, n, dt=float32, device="cuda", values=None, mem=None):
+    def __init__(self, n, dt=float32, device="cuda", values=None, mem=None, contiguous=True):
         self.n, self.dtype, self.is_cuda = n, dt, device == "cuda"
-        self.device = device
+        self.device, self.contiguous = device, contiguous
         self._mem = mem if mem is not None else (ctypes.c_byte * (max(1, n) * dt.size))()
         self.values = values if values is not None else ([0.0] * n if n <= 65536 else None)
 
@@ -33,7 +35,7 @@ class Tensor:
         return self.n
 
     def is_contiguous(self):
-        return True
+        return self.contiguous
 
     def __add__(self, k):
         return Tensor(self.n, self.dtype, self.device, [v + k for v in self.values])

@@ -9,27 +9,12 @@
 #include "explain.h"
 #include "ncclshim/ncclshim.h"
 
+#define KIND_NAME_(id, name, explainer) name,
+static const char *const kind_names[] = {EXPLAIN_KINDS(KIND_NAME_)};
+#undef KIND_NAME_
+
 const char *explain_kind_name(explain_kind kind) {
-  switch (kind) {
-  case EXPLAIN_UNDEFINED_SYMBOL:
-    return "undefined-symbol";
-  case EXPLAIN_GLIBC:
-    return "glibc";
-  case EXPLAIN_VERSION_MISMATCH:
-    return "version-mismatch";
-  case EXPLAIN_NOT_FOUND:
-    return "not-found";
-  case EXPLAIN_INTERNAL_SYMBOL:
-    return "internal-symbol";
-  case EXPLAIN_CXX_RUNTIME:
-    return "cxx-runtime";
-  case EXPLAIN_GLIBC_PRIVATE:
-    return "glibc-private";
-  case EXPLAIN_CUDA:
-    return "cuda";
-  default:
-    return "unknown";
-  }
+  return (unsigned)kind < EXPLAIN_KIND_COUNT ? kind_names[kind] : "unknown";
 }
 
 static int contains(const char *text, const char *what) { return strstr(text, what) != NULL; }

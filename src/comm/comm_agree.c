@@ -258,15 +258,14 @@ ncclshim_status ncclshim_nccl_agree(ncclshim_nccl *nccl, ncclComm_t comm, int nr
 
 ncclshim_status ncclshim_comm_agree(ncclshim_comm *comm, int timeout_ms) {
   if (comm == NULL) return ncs_fail(NCCLSHIM_INVALID_ARGUMENT, "ncclshim_comm_agree: comm is NULL");
-  ncclshim_status status = ncs_check_timeout("ncclshim_comm_agree", timeout_ms);
-  if (status != NCCLSHIM_OK) return status;
+  if (timeout_ms < 0) return ncs_negative_timeout("ncclshim_comm_agree", timeout_ms);
   ncclComm_t raw = ncclshim_comm_raw(comm);
   if (raw == NULL)
     return ncs_fail(NCCLSHIM_INVALID_ARGUMENT,
                     "ncclshim_comm_agree: the communicator is %s, not ready",
                     ncclshim_comm_state_name(ncclshim_comm_state_of(comm)));
   ncclResult_t seen = ncclSuccess;
-  status = agree(comm->nccl, raw, comm, comm->nranks, timeout_ms, &seen);
+  ncclshim_status status = agree(comm->nccl, raw, comm, comm->nranks, timeout_ms, &seen);
   /* An NCCL error seen on the way makes the communicator FAILED, as any wait does. */
   return status == NCCLSHIM_NCCL_ERROR ? ncs_comm_note(comm, status, seen) : status;
 }

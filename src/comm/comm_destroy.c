@@ -20,10 +20,10 @@ static ncclshim_status step_failed(ncclshim_comm *comm, ncclResult_t r, const ch
 
 ncclshim_status ncclshim_comm_destroy(ncclshim_comm *comm, int timeout_ms) {
   if (comm == NULL) return NCCLSHIM_OK;
-  ncclshim_status status = ncs_check_timeout("ncclshim_comm_destroy", timeout_ms);
-  if (status != NCCLSHIM_OK) return status;
+  if (timeout_ms < 0) return ncs_negative_timeout("ncclshim_comm_destroy", timeout_ms);
   int64_t deadline = ncs_deadline_ns(timeout_ms);
   const ncclshim_nccl_table *t = ncclshim_nccl_functions(comm->nccl);
+  ncclshim_status status;
   ncclshim_comm_state state = ncs_comm_get_state(comm);
   if (state == NCCLSHIM_COMM_READY) ncclshim_comm_unwatch(comm); /* it cannot fail */
   if (state == NCCLSHIM_COMM_DESTROYED || state == NCCLSHIM_COMM_ABORTED) return NCCLSHIM_OK;

@@ -61,8 +61,7 @@ int64_t ncs_now_ns(void) {
 
 int64_t ncs_deadline_ns(int timeout_ms) { return ncs_now_ns() + (int64_t)timeout_ms * 1000000; }
 
-ncclshim_status ncs_check_timeout(const char *who, int timeout_ms) {
-  if (timeout_ms >= 0) return NCCLSHIM_OK;
+ncclshim_status ncs_negative_timeout(const char *who, int timeout_ms) {
   return ncs_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: timeout %d ms is negative (no wait is unbounded)",
                   who, timeout_ms);
 }

@@ -66,9 +66,8 @@ ncclshim_status ncs_wait_stream_until(const ncclshim_cuda *cuda, CUstream stream
 ncclshim_status ncclshim_nccl_wait(ncclshim_nccl *nccl, ncclComm_t comm, int timeout_ms) {
   nccl = ncs_comm_resolve(nccl);
   if (comm == NULL) return ncs_fail(NCCLSHIM_INVALID_ARGUMENT, "ncclshim_nccl_wait: comm is NULL");
-  ncclshim_status status = ncs_check_timeout("ncclshim_nccl_wait", timeout_ms);
-  if (status != NCCLSHIM_OK) return status;
-  status = ncs_comm_usable(nccl, "ncclshim_nccl_wait");
+  if (timeout_ms < 0) return ncs_negative_timeout("ncclshim_nccl_wait", timeout_ms);
+  ncclshim_status status = ncs_comm_usable(nccl, "ncclshim_nccl_wait");
   if (status != NCCLSHIM_OK) return status;
   ncclResult_t seen;
   return ncs_wait_until(nccl, comm, NULL, ncs_deadline_ns(timeout_ms), timeout_ms, &seen);

@@ -22,8 +22,7 @@ static ncclshim_status deregister(ncclshim_symmem *mem, int timeout_ms) {
 
 ncclshim_status ncclshim_symmem_free(ncclshim_symmem *mem, int timeout_ms) {
   if (mem == NULL) return NCCLSHIM_OK;
-  ncclshim_status status = ncs_check_timeout("ncclshim_symmem_free", timeout_ms);
-  if (status != NCCLSHIM_OK) return status;
+  if (timeout_ms < 0) return ncs_negative_timeout("ncclshim_symmem_free", timeout_ms);
   ncclshim_comm *comm = mem->comm;
   ncclshim_comm_state state = ncclshim_comm_state_of(comm);
   int gone = state == NCCLSHIM_COMM_ABORTED || state == NCCLSHIM_COMM_DESTROYED;
@@ -34,7 +33,7 @@ ncclshim_status ncclshim_symmem_free(ncclshim_symmem *mem, int timeout_ms) {
                       "deregistered and NCCL may still use the memory; abort the "
                       "communicator (ncclshim_comm_abort), then free the buffer",
                       ncclshim_comm_state_name(state));
-    status = deregister(mem, timeout_ms);
+    ncclshim_status status = deregister(mem, timeout_ms);
     if (status != NCCLSHIM_OK) return status;
   }
   ncclResult_t r = ncclshim_nccl_functions(comm->nccl)->ncclMemFree(mem->ptr);

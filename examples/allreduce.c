@@ -128,19 +128,12 @@ static int launched(ncclshim_nccl *nccl, const launcher *l, job *job) {
   return rc == RANK_NO_GPU ? 0 : rc;
 }
 
-static int write_all(int fd, const void *data, size_t size) {
+/* All `size` bytes through a pipe end: written when `sending`, else read; -1 on an error or
+ * an early end. */
+static int transfer_all(int fd, void *data, size_t size, int sending) {
   for (size_t done = 0; done < size;) {
-    ssize_t n = write(fd, (const char *)data + done, size - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return -1;
-    done += (size_t)n;
-  }
-  return 0;
-}
-
-static int read_all(int fd, void *data, size_t size) {
-  for (size_t done = 0; done < size;) {
-    ssize_t n = read(fd, (char *)data + done, size - done);
+    char *at = (char *)data + done;
+    ssize_t n = sending ? write(fd, at, size - done) : read(fd, at, size - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return -1;
     done += (size_t)n;
@@ -152,7 +145,7 @@ static int read_all(int fd, void *data, size_t size) {
 static void worker(ncclshim_nccl *nccl, job *job, int rank, int fd) {
   job->rank = job->local_rank = rank;
   int rc = RANK_FAILED;
-  if (read_all(fd, &job->id, sizeof(job->id)) == 0)
+  if (transfer_all(fd, &job->id, sizeof(job->id), 0) == 0)
     rc = run_rank(nccl, job);
   else
     fprintf(stderr, "rank %d: no unique id came from the parent\n", rank);
@@ -201,7 +194,7 @@ static int forked(ncclshim_nccl *nccl, job *job, int ranks) {
   else if (!ok)
     fprintf(stderr, "ncclshim example: %s\n", ncclshim_last_error());
   for (int r = 0; r < started; r++) {
-    if (ok && write_all(fds[r], &id, sizeof(id)) != 0) ok = 0;
+    if (ok && transfer_all(fds[r], &id, sizeof(id), 1) != 0) ok = 0;
     close(fds[r]); /* without the id a worker reads EOF and gives up */
   }
   int passed = 0;

@@ -110,4 +110,12 @@ void ncs_registry_absent(ncs_binding_kind kind, const char *what, char *buf, siz
     return h && index < h->core.attempt_count ? &h->core.attempts[index] : NULL;         \
   }
 
+/* The count and entry of a list ncclshim hands out (NCCLSHIM_DECLARE_LIST), for a struct
+ * with `items` and `count`; each list frees its own entries. */
+#define NCCLSHIM_LIST_ACCESSORS(prefix, list_type, entry_type)                    \
+  size_t prefix##_count(const list_type *list) { return list ? list->count : 0; } \
+  const entry_type *prefix##_entry(const list_type *list, size_t index) {         \
+    return list && index < list->count ? &list->items[index] : NULL;              \
+  }
+
 #endif

@@ -60,11 +60,9 @@ typedef struct ncclshim_cuda_table {
   NCCLSHIM_CUDA_FUNCTIONS(NCCLSHIM_CUDA_TABLE_FIELD_)
 } ncclshim_cuda_table;
 
-/* Facts about a row of the list: "cuMemAlloc", its `ask` version (3020), required or not.
- * Out-of-range values give "(unknown function)", 0, 0. */
-NCCLSHIM_API const char *ncclshim_cuda_function_name(enum ncclshim_cuda_function fn);
-NCCLSHIM_API int ncclshim_cuda_function_version(enum ncclshim_cuda_function fn);
-NCCLSHIM_API int ncclshim_cuda_function_required(enum ncclshim_cuda_function fn);
+/* Facts about a row of the list (status.h): "cuMemAlloc", its `ask` version (3020), required
+ * or not. */
+NCCLSHIM_DECLARE_FUNCTION_FACTS(ncclshim_cuda, ncclshim_cuda_function)
 
 /* ---- Handles ----------------------------------------------------------------------- */
 
@@ -77,11 +75,12 @@ typedef struct ncclshim_cuda_options {
 #define NCCLSHIM_CUDA_OPTIONS_INIT \
   { sizeof(ncclshim_cuda_options), NULL }
 
-/* Find, open and bind a CUDA driver. The search, in order: options->path, else the absolute
- * path in NCCLSHIM_CUDA_LIBRARY (either one is used alone: if it is unusable the open fails,
- * it never falls back); else a libcuda.so.1 already mapped in the process; else the system
- * loader's search for libcuda.so.1. The unversioned libcuda.so is never searched for: it is
- * where the toolkit's stub lives.
+/* The handle's functions (NCCLSHIM_DECLARE_HANDLE, status.h):
+ * ncclshim_cuda_open finds, opens and binds a CUDA driver. The search, in order:
+ * options->path, else the absolute path in NCCLSHIM_CUDA_LIBRARY (either one is used alone:
+ * if it is unusable the open fails, it never falls back); else a libcuda.so.1 already mapped
+ * in the process; else the system loader's search for libcuda.so.1. The unversioned
+ * libcuda.so is never searched for: it is where the toolkit's stub lives.
  * Returns the status and sets *out to a handle that describes the outcome and whose table is
  * callable either way, unless out is NULL, options->size is too small or memory runs out:
  *   OK; NOT_FOUND; LOAD_FAILED (dlopen's reason kept); NOT_NCCL (the file is not a CUDA
@@ -89,32 +88,20 @@ typedef struct ncclshim_cuda_options {
  *   named in the message); BAD_VERSION (cuDriverGetVersion failed); VERSION_TOO_OLD or
  *   MISSING_SYMBOLS (a required function is missing; the message names it and the driver
  *   version it needs); INVALID_ARGUMENT (out is NULL, options->size too small, empty path).
- * Thread-safe. Never calls cuInit. Close the handle with ncclshim_cuda_close. */
-NCCLSHIM_API ncclshim_status ncclshim_cuda_open(const ncclshim_cuda_options *options,
-                                                ncclshim_cuda **out);
-/* Free the handle's bookkeeping. The driver stays mapped (it is never dlclose'd) and pointers
- * taken from the table stay valid. NULL and the default handle are ignored. Not thread-safe
- * with other uses of the same handle. */
-NCCLSHIM_API void ncclshim_cuda_close(ncclshim_cuda *cuda);
-
-/* The process-wide handle, opened on first use with the default options (pthread_once; no
- * cuInit), in the library's static storage: never NULL. */
-NCCLSHIM_API ncclshim_cuda *ncclshim_cuda_default(void);
+ * Thread-safe. Never calls cuInit. Close the handle with ncclshim_cuda_close.
+ * ncclshim_cuda_close frees the handle's bookkeeping. The driver stays mapped (it is never
+ * dlclose'd) and pointers taken from the table stay valid. NULL and the default handle are
+ * ignored. Not thread-safe with other uses of the same handle.
+ * ncclshim_cuda_default: the process-wide handle, opened on first use with the default
+ * options (pthread_once; no cuInit), in the library's static storage: never NULL.
+ * The accessors (ncclshim_cuda_status, _message, _path, _found_via, _preloaded,
+ * _attempt_count, _attempt) accept NULL, answering as for "out of memory". The message
+ * reads "CUDA driver 13.0 from /usr/lib/libcuda.so.580.1 (...)", or why none is usable; the
+ * path is the driver file actually mapped. */
+NCCLSHIM_DECLARE_HANDLE(ncclshim_cuda, ncclshim_cuda, ncclshim_cuda_options, ncclshim_cuda_table)
 
 /* ---- Accessors: each accepts NULL (answering as for "out of memory") ------------------ */
 
-/* The outcome of the handle's open (ncclshim_cuda_open's return); OUT_OF_MEMORY for NULL. */
-NCCLSHIM_API ncclshim_status ncclshim_cuda_status(const ncclshim_cuda *cuda);
-/* One line: "CUDA driver 13.0 from /usr/lib/libcuda.so.580.1 (...)", or why none is usable. */
-NCCLSHIM_API const char *ncclshim_cuda_message(const ncclshim_cuda *cuda);
-/* The table; never NULL, no entry is NULL. */
-NCCLSHIM_API const ncclshim_cuda_table *ncclshim_cuda_functions(const ncclshim_cuda *cuda);
-/* Absolute path of the driver file actually mapped, NULL when none. */
-NCCLSHIM_API const char *ncclshim_cuda_path(const ncclshim_cuda *cuda);
-/* The search step that found the driver; NCCLSHIM_VIA_NONE when none. */
-NCCLSHIM_API ncclshim_found_via ncclshim_cuda_found_via(const ncclshim_cuda *cuda);
-/* 1 when the driver was already mapped in the process before ncclshim looked. */
-NCCLSHIM_API int ncclshim_cuda_preloaded(const ncclshim_cuda *cuda);
 /* The cuDriverGetVersion answer (13000 for CUDA 13.0), 0 when none; *major and *minor (each
  * may be NULL) get it decoded (13, 0). */
 NCCLSHIM_API int ncclshim_cuda_driver_version(const ncclshim_cuda *cuda, int *major, int *minor);
@@ -144,11 +131,6 @@ NCCLSHIM_API int ncclshim_cuda_has_function(const ncclshim_cuda *cuda,
  * or the ABI of the exported name found by dlsym); 0 when the function is unavailable. */
 NCCLSHIM_API int ncclshim_cuda_function_abi(const ncclshim_cuda *cuda,
                                             enum ncclshim_cuda_function fn);
-
-/* The search trail, in the order tried: how many candidates were tried, and the index-th
- * (NULL when index >= the count). Each record lives as long as the handle. */
-NCCLSHIM_API size_t ncclshim_cuda_attempt_count(const ncclshim_cuda *cuda);
-NCCLSHIM_API const ncclshim_attempt *ncclshim_cuda_attempt(const ncclshim_cuda *cuda, size_t index);
 
 /* ---- Initialisation and results ----------------------------------------------------- */
 

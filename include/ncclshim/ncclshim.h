@@ -57,12 +57,10 @@ typedef struct ncclshim_nccl_table {
   NCCLSHIM_NCCL_FUNCTIONS(NCCLSHIM_NCCL_TABLE_FIELD_)
 } ncclshim_nccl_table;
 
-/* Facts about a row of the list: its name ("ncclAllReduce"), the packed NCCL version that
- * first exported it (20300), and 1 when it is REQUIRED (a library without it is refused).
- * Out-of-range values give "(unknown function)", 0 and 0. */
-NCCLSHIM_API const char *ncclshim_nccl_function_name(enum ncclshim_nccl_function fn);
-NCCLSHIM_API int ncclshim_nccl_function_version(enum ncclshim_nccl_function fn);
-NCCLSHIM_API int ncclshim_nccl_function_required(enum ncclshim_nccl_function fn);
+/* Facts about a row of the list (status.h): its name ("ncclAllReduce"), the packed NCCL
+ * version that first exported it (20300), and 1 when it is REQUIRED (a library without it is
+ * refused). */
+NCCLSHIM_DECLARE_FUNCTION_FACTS(ncclshim_nccl, ncclshim_nccl_function)
 
 /* ---- Capabilities ------------------------------------------------------------------ */
 
@@ -140,9 +138,10 @@ typedef struct ncclshim_nccl_options {
 #define NCCLSHIM_NCCL_OPTIONS_INIT \
   { sizeof(ncclshim_nccl_options), NULL, 0, 0 }
 
-/* Search, open and bind an NCCL (search order: docs/reference.md). options: NULL for
- * NCCLSHIM_NCCL_OPTIONS_INIT. A path given here or in NCCLSHIM_NCCL_LIBRARY is used alone:
- * if it is unusable the open fails.
+/* The handle's functions (NCCLSHIM_DECLARE_HANDLE, status.h):
+ * ncclshim_nccl_open searches, opens and binds an NCCL (search order: docs/reference.md).
+ * options: NULL for NCCLSHIM_NCCL_OPTIONS_INIT. A path given here or in NCCLSHIM_NCCL_LIBRARY
+ * is used alone: if it is unusable the open fails.
  * Returns OK, or why no candidate was accepted: NOT_FOUND, LOAD_FAILED, NOT_NCCL,
  * MISSING_SYMBOLS, VERSION_TOO_OLD, WRONG_MAJOR, BAD_VERSION (the first refused candidate's
  * reason), INVALID_ARGUMENT (out NULL, options->size too small, min_version negative, an
@@ -151,39 +150,27 @@ typedef struct ncclshim_nccl_options {
  * *out is left untouched only when out is NULL, options is unusable (size, min_version) or
  * memory runs out; otherwise it is set - also when the search failed - to a handle that
  * describes the outcome (the trail, the reason) and whose table is callable either way.
- * Close it with ncclshim_nccl_close. Thread-safe. */
-NCCLSHIM_API ncclshim_status ncclshim_nccl_open(const ncclshim_nccl_options *options,
-                                                ncclshim_nccl **out);
-/* Free the handle's bookkeeping. The library stays mapped (NCCL is never dlclose'd), and
- * pointers taken from the table stay valid; strings and attempts from the handle do not.
- * NULL and the default handle are ignored. Not while another thread uses the handle. */
-NCCLSHIM_API void ncclshim_nccl_close(ncclshim_nccl *nccl);
-
-/* The process-wide handle, loaded once on first use with the default options
- * (pthread_once: concurrent first calls wait for one load), in the library's static storage:
- * never NULL. Its status says whether NCCL was found. */
-NCCLSHIM_API ncclshim_nccl *ncclshim_nccl_default(void);
-
-/* The outcome of the handle's open (ncclshim_nccl_open's return); OUT_OF_MEMORY for NULL. */
-NCCLSHIM_API ncclshim_status ncclshim_nccl_status(const ncclshim_nccl *nccl);
-/* One line: what was loaded, or why nothing was (every place searched); never NULL. */
-NCCLSHIM_API const char *ncclshim_nccl_message(const ncclshim_nccl *nccl);
-/* The handle's function table; never NULL and no entry is NULL: without NCCL an entry
- * returns ncclInvalidUsage, for a function the loaded NCCL lacks ncclInvalidArgument (both
- * leave a message for ncclshim_last_error()). */
-NCCLSHIM_API const ncclshim_nccl_table *ncclshim_nccl_functions(const ncclshim_nccl *nccl);
+ * Close it with ncclshim_nccl_close. Thread-safe.
+ * ncclshim_nccl_close frees the handle's bookkeeping. The library stays mapped (NCCL is never
+ * dlclose'd), and pointers taken from the table stay valid; strings and attempts from the
+ * handle do not. NULL and the default handle are ignored. Not while another thread uses the
+ * handle.
+ * ncclshim_nccl_default: the process-wide handle, loaded once on first use with the default
+ * options (pthread_once: concurrent first calls wait for one load), in the library's static
+ * storage: never NULL. Its status says whether NCCL was found.
+ * ncclshim_nccl_functions: the handle's function table; never NULL and no entry is NULL:
+ * without NCCL an entry returns ncclInvalidUsage, for a function the loaded NCCL lacks
+ * ncclInvalidArgument (both leave a message for ncclshim_last_error()).
+ * The accessors (ncclshim_nccl_status, _message, _path, _found_via, _preloaded,
+ * _attempt_count, _attempt) accept NULL, answering as for "out of memory". The path is that
+ * of the file that defines the NCCL functions: for a library that only links NCCL (a wrapper
+ * with DT_NEEDED libnccl.so.2), that NCCL's file, not the wrapper's (the trail names the
+ * wrapper). */
+NCCLSHIM_DECLARE_HANDLE(ncclshim_nccl, ncclshim_nccl, ncclshim_nccl_options, ncclshim_nccl_table)
 /* Packed version of the loaded library, 0 when none. */
 NCCLSHIM_API int ncclshim_nccl_version(const ncclshim_nccl *nccl);
 /* The raw ncclGetVersion code, 0 when none. */
 NCCLSHIM_API int ncclshim_nccl_version_code(const ncclshim_nccl *nccl);
-/* Absolute path of the file that defines the NCCL functions, NULL when none. For a library
- * that only links NCCL (a wrapper with DT_NEEDED libnccl.so.2), that NCCL's file, not the
- * wrapper's (the trail names the wrapper). */
-NCCLSHIM_API const char *ncclshim_nccl_path(const ncclshim_nccl *nccl);
-/* The search step that found the loaded library; NCCLSHIM_VIA_NONE when none. */
-NCCLSHIM_API ncclshim_found_via ncclshim_nccl_found_via(const ncclshim_nccl *nccl);
-/* 1 when the library was already mapped in the process before ncclshim looked. */
-NCCLSHIM_API int ncclshim_nccl_preloaded(const ncclshim_nccl *nccl);
 /* The build tag from the library's banner ("+cuda13.0"), "" when it carries none or no
  * library is loaded. It reads the file, so the first call per handle costs a scan; later
  * calls are free. Thread-safe (the scan runs once under the handle's lock). */
@@ -224,11 +211,6 @@ NCCLSHIM_API const char *ncclshim_nccl_fingerprint(ncclshim_nccl *nccl, char *bu
 NCCLSHIM_API const char *ncclshim_nccl_fingerprint_content(ncclshim_nccl *nccl, char *buf,
                                                            size_t size);
 
-/* The search trail, in the order tried: how many candidates were tried, and the index-th
- * (NULL when index >= the count). Each record lives as long as the handle. */
-NCCLSHIM_API size_t ncclshim_nccl_attempt_count(const ncclshim_nccl *nccl);
-NCCLSHIM_API const ncclshim_attempt *ncclshim_nccl_attempt(const ncclshim_nccl *nccl, size_t index);
-
 /* ---- Every NCCL in the process, and every NCCL on the machine ---------------------- */
 
 /* One NCCL library: mapped in the process (the census) or visible to the search (the list).
@@ -254,6 +236,18 @@ NCCLSHIM_API size_t ncclshim_nccl_census_count(const ncclshim_nccl *nccl);
 NCCLSHIM_API const ncclshim_nccl_entry *ncclshim_nccl_census_entry(const ncclshim_nccl *nccl,
                                                                    size_t index);
 
+/* The three functions of each list ncclshim hands out (ncclshim_nccl_list here,
+ * ncclshim_plugin_list in nccl_plugins.h), declared by NCCLSHIM_DECLARE_LIST(prefix,
+ * list_type, entry_type):
+ *   prefix_count(list)         how many entries; 0 for NULL
+ *   prefix_entry(list, index)  the index-th entry (NULL when index >= the count); entries
+ *                              live as long as the list
+ *   prefix_free(list)          frees the list and its entries; NULL is ignored */
+#define NCCLSHIM_DECLARE_LIST(prefix, list_type, entry_type)                          \
+  NCCLSHIM_API size_t prefix##_count(const list_type *list);                          \
+  NCCLSHIM_API const entry_type *prefix##_entry(const list_type *list, size_t index); \
+  NCCLSHIM_API void prefix##_free(list_type *list);
+
 /* Every NCCL the search can see now, without loading any: the census, then each file of
  * the search's steps (LD_LIBRARY_PATH, the active environment, the ld.so cache, the
  * well-known places) that passes the ELF check, each file once (by real path), with the
@@ -263,10 +257,7 @@ NCCLSHIM_API const ncclshim_nccl_entry *ncclshim_nccl_census_entry(const ncclshi
 typedef struct ncclshim_nccl_list ncclshim_nccl_list;
 NCCLSHIM_API ncclshim_status ncclshim_nccl_list_visible(const ncclshim_nccl *chosen,
                                                         ncclshim_nccl_list **out);
-NCCLSHIM_API size_t ncclshim_nccl_list_count(const ncclshim_nccl_list *list);
-NCCLSHIM_API const ncclshim_nccl_entry *ncclshim_nccl_list_entry(const ncclshim_nccl_list *list,
-                                                                 size_t index);
-NCCLSHIM_API void ncclshim_nccl_list_free(ncclshim_nccl_list *list);
+NCCLSHIM_DECLARE_LIST(ncclshim_nccl_list, ncclshim_nccl_list, ncclshim_nccl_entry)
 
 /* ---- The default handle, volk-style -------------------------------------------------- */
 

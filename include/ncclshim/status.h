@@ -1,4 +1,5 @@
-/* ncclshim's status codes and search-trail records, shared by the NCCL and CUDA bindings. */
+/* ncclshim's status codes and search-trail records, shared by the NCCL and CUDA bindings, and
+ * the declarations of the functions both bindings offer. */
 #ifndef NCCLSHIM_STATUS_H
 #define NCCLSHIM_STATUS_H
 
@@ -73,6 +74,50 @@ typedef struct ncclshim_attempt {
   ncclshim_status result; /* NCCLSHIM_OK for the one chosen */
   const char *reason;     /* why it was refused, dlerror() text included; "" when chosen */
 } ncclshim_attempt;
+
+/* Facts about a row of a binding's function list, declared by
+ * NCCLSHIM_DECLARE_FUNCTION_FACTS(prefix, function_enum) beside the list's table: the row's
+ * name (prefix_function_name), its version (prefix_function_version; what the version means
+ * is the list's) and 1 when it is REQUIRED (prefix_function_required). Out-of-range values
+ * give "(unknown function)", 0 and 0. */
+#define NCCLSHIM_DECLARE_FUNCTION_FACTS(prefix, function_enum)            \
+  NCCLSHIM_API const char *prefix##_function_name(enum function_enum fn); \
+  NCCLSHIM_API int prefix##_function_version(enum function_enum fn);      \
+  NCCLSHIM_API int prefix##_function_required(enum function_enum fn);
+
+/* The functions both handles offer (ncclshim_nccl in ncclshim.h, ncclshim_cuda in cuda.h),
+ * declared there by NCCLSHIM_DECLARE_HANDLE(prefix, type, options_type, table_type), where
+ * each header says what its open searches and returns:
+ *   prefix_open(options, out)  search, open and bind; options NULL for the defaults
+ *   prefix_close(h)            free the handle's bookkeeping (the library stays mapped)
+ *   prefix_default()           the process-wide handle, opened on first use; never NULL
+ *   prefix_functions(h)        the table; never NULL, and no entry is NULL
+ * and the accessors, each of which accepts NULL (the out parameter of an open that ran out
+ * of memory) and answers as for "out of memory":
+ *   prefix_status(h)           the outcome of the handle's open (prefix_open's return);
+ *                              OUT_OF_MEMORY for NULL
+ *   prefix_message(h)          one line: what was loaded, or why nothing was (every place
+ *                              searched); never NULL
+ *   prefix_path(h)             the absolute path of the file mapped, NULL when none
+ *   prefix_found_via(h)        the search step that found it; NCCLSHIM_VIA_NONE when none
+ *   prefix_preloaded(h)        1 when it was already mapped in the process before ncclshim
+ *                              looked
+ *   prefix_attempt_count(h), prefix_attempt(h, index)
+ *                              the search trail, in the order tried: how many candidates
+ *                              were tried, and the index-th (NULL when index >= the count);
+ *                              each record lives as long as the handle */
+#define NCCLSHIM_DECLARE_HANDLE(prefix, type, options_type, table_type)                \
+  NCCLSHIM_API ncclshim_status prefix##_open(const options_type *options, type **out); \
+  NCCLSHIM_API void prefix##_close(type *handle);                                      \
+  NCCLSHIM_API type *prefix##_default(void);                                           \
+  NCCLSHIM_API const table_type *prefix##_functions(const type *handle);               \
+  NCCLSHIM_API ncclshim_status prefix##_status(const type *handle);                    \
+  NCCLSHIM_API const char *prefix##_message(const type *handle);                       \
+  NCCLSHIM_API const char *prefix##_path(const type *handle);                          \
+  NCCLSHIM_API ncclshim_found_via prefix##_found_via(const type *handle);              \
+  NCCLSHIM_API int prefix##_preloaded(const type *handle);                             \
+  NCCLSHIM_API size_t prefix##_attempt_count(const type *handle);                      \
+  NCCLSHIM_API const ncclshim_attempt *prefix##_attempt(const type *handle, size_t index);
 
 /* The calling thread's most recent failure message from ncclshim ("" when none); never
  * NULL. Each thread has its own (thread-safe): the pointer stays valid until the thread

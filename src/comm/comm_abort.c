@@ -41,10 +41,7 @@ int ncs_comm_abort_start(ncclshim_comm *comm) {
 
 ncclshim_status ncclshim_comm_abort(ncclshim_comm *comm, int timeout_ms) {
   if (comm == NULL) return NCCLSHIM_OK;
-  if (timeout_ms < 0)
-    return ncs_fail(NCCLSHIM_INVALID_ARGUMENT,
-                    "ncclshim_comm_abort: timeout %d ms is negative (no wait is unbounded)",
-                    timeout_ms);
+  if (timeout_ms < 0) return ncs_negative_timeout("ncclshim_comm_abort", timeout_ms);
   ncclshim_comm_unwatch(comm); /* it cannot fail */
   int64_t deadline = ncs_deadline_ns(timeout_ms);
   struct timespec until = {(time_t)(deadline / 1000000000), (long)(deadline % 1000000000)};

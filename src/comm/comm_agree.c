@@ -257,9 +257,8 @@ ncclshim_status ncclshim_nccl_agree(ncclshim_nccl *nccl, ncclComm_t comm, int nr
 }
 
 ncclshim_status ncclshim_comm_agree(ncclshim_comm *comm, int timeout_ms) {
-  if (comm == NULL || timeout_ms < 0)
-    return ncs_fail(NCCLSHIM_INVALID_ARGUMENT, "ncclshim_comm_agree: %s",
-                    comm ? "timeout is negative (no wait is unbounded)" : "comm is NULL");
+  if (comm == NULL) return ncs_fail(NCCLSHIM_INVALID_ARGUMENT, "ncclshim_comm_agree: comm is NULL");
+  if (timeout_ms < 0) return ncs_negative_timeout("ncclshim_comm_agree", timeout_ms);
   ncclComm_t raw = ncclshim_comm_raw(comm);
   if (raw == NULL)
     return ncs_fail(NCCLSHIM_INVALID_ARGUMENT,

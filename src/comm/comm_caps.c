@@ -172,9 +172,7 @@ ncclshim_status ncclshim_comm_has(ncclshim_comm *comm, ncclshim_comm_capability 
     return ncs_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: %s is NULL", who, comm ? "answer" : "comm");
   if ((unsigned)cap >= NCCLSHIM_COMM_CAPABILITY_COUNT)
     return ncs_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: unknown capability %d", who, (int)cap);
-  if (timeout_ms < 0)
-    return ncs_fail(NCCLSHIM_INVALID_ARGUMENT,
-                    "%s: timeout %d ms is negative (no wait is unbounded)", who, timeout_ms);
+  if (timeout_ms < 0) return ncs_negative_timeout(who, timeout_ms);
   ncclshim_comm_state state = ncclshim_comm_state_of(comm);
   if (state != NCCLSHIM_COMM_READY)
     return ncs_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: the communicator is %s, not ready", who,

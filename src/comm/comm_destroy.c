@@ -20,10 +20,7 @@ static ncclshim_status step_failed(ncclshim_comm *comm, ncclResult_t r, const ch
 
 ncclshim_status ncclshim_comm_destroy(ncclshim_comm *comm, int timeout_ms) {
   if (comm == NULL) return NCCLSHIM_OK;
-  if (timeout_ms < 0)
-    return ncs_fail(NCCLSHIM_INVALID_ARGUMENT,
-                    "ncclshim_comm_destroy: timeout %d ms is negative (no wait is unbounded)",
-                    timeout_ms);
+  if (timeout_ms < 0) return ncs_negative_timeout("ncclshim_comm_destroy", timeout_ms);
   int64_t deadline = ncs_deadline_ns(timeout_ms);
   const ncclshim_nccl_table *t = ncclshim_nccl_functions(comm->nccl);
   ncclshim_status status;

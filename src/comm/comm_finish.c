@@ -6,9 +6,7 @@
 /* OK when the communicator is in a state that can be waited on; otherwise why not. */
 static ncclshim_status waitable(ncclshim_comm *comm, const char *who, int timeout_ms) {
   if (comm == NULL) return ncs_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: comm is NULL", who);
-  if (timeout_ms < 0)
-    return ncs_fail(NCCLSHIM_INVALID_ARGUMENT,
-                    "%s: timeout %d ms is negative (no wait is unbounded)", who, timeout_ms);
+  if (timeout_ms < 0) return ncs_negative_timeout(who, timeout_ms);
   ncclshim_comm_state state = ncs_comm_get_state(comm);
   switch (state) {
   case NCCLSHIM_COMM_INITIALIZING:

@@ -82,6 +82,9 @@ ncclshim_status ncs_comm_wait_deadline(ncclshim_comm *comm, int64_t deadline_ns,
 int64_t ncs_now_ns(void);
 /* now + timeout_ms, in ns. */
 int64_t ncs_deadline_ns(int timeout_ms);
+/* The refusal of a negative timeout (no wait of the API is unbounded): INVALID_ARGUMENT, the
+ * message naming `who` and the value. */
+ncclshim_status ncs_negative_timeout(const char *who, int timeout_ms);
 
 /* Pacing between polls (comm_time.c): back-to-back polls that yield the core while a sleep
  * would overshoot by more than 5 % of the time waited (for 2 ms at most), then sleeps of

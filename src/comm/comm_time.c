@@ -61,6 +61,11 @@ int64_t ncs_now_ns(void) {
 
 int64_t ncs_deadline_ns(int timeout_ms) { return ncs_now_ns() + (int64_t)timeout_ms * 1000000; }
 
+ncclshim_status ncs_negative_timeout(const char *who, int timeout_ms) {
+  return ncs_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: timeout %d ms is negative (no wait is unbounded)",
+                  who, timeout_ms);
+}
+
 ncs_backoff ncs_backoff_start(int64_t deadline_ns) {
   pthread_once(&spin_once, read_spin_limit);
   ncs_backoff backoff = {deadline_ns, ncs_now_ns(), FIRST_LATENESS_NS, spin_limit_ns, 0};

@@ -66,10 +66,7 @@ ncclshim_status ncs_wait_stream_until(const ncclshim_cuda *cuda, CUstream stream
 ncclshim_status ncclshim_nccl_wait(ncclshim_nccl *nccl, ncclComm_t comm, int timeout_ms) {
   nccl = ncs_comm_resolve(nccl);
   if (comm == NULL) return ncs_fail(NCCLSHIM_INVALID_ARGUMENT, "ncclshim_nccl_wait: comm is NULL");
-  if (timeout_ms < 0)
-    return ncs_fail(NCCLSHIM_INVALID_ARGUMENT,
-                    "ncclshim_nccl_wait: timeout %d ms is negative (no wait is unbounded)",
-                    timeout_ms);
+  if (timeout_ms < 0) return ncs_negative_timeout("ncclshim_nccl_wait", timeout_ms);
   ncclshim_status status = ncs_comm_usable(nccl, "ncclshim_nccl_wait");
   if (status != NCCLSHIM_OK) return status;
   ncclResult_t seen;

@@ -35,9 +35,7 @@ static ncclshim_status check_request(ncclshim_comm *comm, size_t size, int timeo
                     comm == NULL ? "comm" : "out");
   if (size == 0 || size > SIZE_MAX - ALIGNMENT)
     return ncs_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: size %zu cannot be allocated", who, size);
-  if (timeout_ms < 0)
-    return ncs_fail(NCCLSHIM_INVALID_ARGUMENT,
-                    "%s: timeout %d ms is negative (no wait is unbounded)", who, timeout_ms);
+  if (timeout_ms < 0) return ncs_negative_timeout(who, timeout_ms);
   ncclshim_comm_state state = ncclshim_comm_state_of(comm);
   if (state != NCCLSHIM_COMM_READY)
     return ncs_fail(NCCLSHIM_INVALID_ARGUMENT,

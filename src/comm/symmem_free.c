@@ -22,10 +22,7 @@ static ncclshim_status deregister(ncclshim_symmem *mem, int timeout_ms) {
 
 ncclshim_status ncclshim_symmem_free(ncclshim_symmem *mem, int timeout_ms) {
   if (mem == NULL) return NCCLSHIM_OK;
-  if (timeout_ms < 0)
-    return ncs_fail(NCCLSHIM_INVALID_ARGUMENT,
-                    "ncclshim_symmem_free: timeout %d ms is negative (no wait is unbounded)",
-                    timeout_ms);
+  if (timeout_ms < 0) return ncs_negative_timeout("ncclshim_symmem_free", timeout_ms);
   ncclshim_comm *comm = mem->comm;
   ncclshim_comm_state state = ncclshim_comm_state_of(comm);
   int gone = state == NCCLSHIM_COMM_ABORTED || state == NCCLSHIM_COMM_DESTROYED;

@@ -68,18 +68,27 @@ static ncclshim_status read_peers(const ncclshim_cuda *cuda, CUdevice device,
   return NCCLSHIM_OK;
 }
 
-static void summarise(ncclshim_cuda_device_info *d) {
+/* The yes/no facts, each read from its attribute into its field, and summed up in the two
+ * masks. */
+static void read_facts(const ncclshim_cuda *cuda, CUdevice device, ncclshim_cuda_device_info *d) {
   const struct {
+    int attribute;
+    ncclshim_cuda_fact *fact;
     uint32_t bit;
-    const ncclshim_cuda_fact *fact;
   } facts[] = {
-      {NCCLSHIM_CUDA_FACT_VMM, &d->vmm},
-      {NCCLSHIM_CUDA_FACT_POSIX_FD_HANDLE, &d->posix_fd_handle},
-      {NCCLSHIM_CUDA_FACT_FABRIC_HANDLE, &d->fabric_handle},
-      {NCCLSHIM_CUDA_FACT_MULTICAST, &d->multicast},
-      {NCCLSHIM_CUDA_FACT_GPU_DIRECT_RDMA, &d->gpu_direct_rdma},
+      {NCCLSHIM_CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, &d->vmm,
+       NCCLSHIM_CUDA_FACT_VMM},
+      {NCCLSHIM_CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
+       &d->posix_fd_handle, NCCLSHIM_CUDA_FACT_POSIX_FD_HANDLE},
+      {NCCLSHIM_CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED, &d->fabric_handle,
+       NCCLSHIM_CUDA_FACT_FABRIC_HANDLE},
+      {NCCLSHIM_CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, &d->multicast,
+       NCCLSHIM_CUDA_FACT_MULTICAST},
+      {NCCLSHIM_CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED, &d->gpu_direct_rdma,
+       NCCLSHIM_CUDA_FACT_GPU_DIRECT_RDMA},
   };
   for (size_t i = 0; i < sizeof(facts) / sizeof(facts[0]); i++) {
+    *facts[i].fact = attribute_fact(cuda, facts[i].attribute, device);
     if (facts[i].fact->support == NCCLSHIM_CUDA_SUPPORTED) d->supported |= facts[i].bit;
     if (facts[i].fact->support == NCCLSHIM_CUDA_QUERY_FAILED) d->failed |= facts[i].bit;
   }
@@ -108,18 +117,9 @@ ncclshim_status ncclshim_cuda_describe_device(const ncclshim_cuda *cuda, int ord
 
   /* With no cuDeviceGetUuid (driver < 11.4) the table's entry answers NOT_SUPPORTED. */
   d.uuid_query = fact(cuda->table.cuDeviceGetUuid(&d.uuid, device), 1);
-  d.vmm = attribute_fact(cuda, NCCLSHIM_CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
-                         device);
-  d.posix_fd_handle = attribute_fact(
-      cuda, NCCLSHIM_CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, device);
-  d.fabric_handle =
-      attribute_fact(cuda, NCCLSHIM_CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED, device);
-  d.multicast = attribute_fact(cuda, NCCLSHIM_CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, device);
-  d.gpu_direct_rdma =
-      attribute_fact(cuda, NCCLSHIM_CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED, device);
+  read_facts(cuda, device, &d);
   status = read_peers(cuda, device, &d);
   if (status != NCCLSHIM_OK) return status;
-  summarise(&d);
 
   /* Fill only the caller's part of the struct; its `size` keeps its value. */
   d.size = info->size;

@@ -1,22 +1,26 @@
 /* Stream and event helpers: one driver call each, in the caller's current context. */
 #include "cuda_helper.h"
 
-ncclshim_status ncclshim_cuda_stream_create(const ncclshim_cuda *cuda, unsigned int flags,
-                                            CUstream *stream) {
-  BEGIN(cuda);
-  NOT_NULL(stream);
-  CUstream created = NULL;
-  CALL(cuda, cuStreamCreate, (&created, flags));
-  *stream = created;
-  return NCCLSHIM_OK;
-}
+/* ncclshim_cuda_<object>_create and _destroy: the same two calls for streams and events. */
+#define CREATE_AND_DESTROY(object, type, create, destroy)                                        \
+  ncclshim_status ncclshim_cuda_##object##_create(const ncclshim_cuda *cuda, unsigned int flags, \
+                                                  type *object) {                                \
+    BEGIN(cuda);                                                                                 \
+    NOT_NULL(object);                                                                            \
+    type created = NULL;                                                                         \
+    CALL(cuda, create, (&created, flags));                                                       \
+    *object = created;                                                                           \
+    return NCCLSHIM_OK;                                                                          \
+  }                                                                                              \
+  ncclshim_status ncclshim_cuda_##object##_destroy(const ncclshim_cuda *cuda, type object) {     \
+    BEGIN(cuda);                                                                                 \
+    NOT_NULL(object);                                                                            \
+    CALL(cuda, destroy, (object));                                                               \
+    return NCCLSHIM_OK;                                                                          \
+  }
 
-ncclshim_status ncclshim_cuda_stream_destroy(const ncclshim_cuda *cuda, CUstream stream) {
-  BEGIN(cuda);
-  NOT_NULL(stream);
-  CALL(cuda, cuStreamDestroy, (stream));
-  return NCCLSHIM_OK;
-}
+CREATE_AND_DESTROY(stream, CUstream, cuStreamCreate, cuStreamDestroy)
+CREATE_AND_DESTROY(event, CUevent, cuEventCreate, cuEventDestroy)
 
 ncclshim_status ncclshim_cuda_stream_query(const ncclshim_cuda *cuda, CUstream stream, int *ready) {
   BEGIN(cuda);
@@ -39,23 +43,6 @@ ncclshim_status ncclshim_cuda_stream_wait_event(const ncclshim_cuda *cuda, CUstr
   BEGIN(cuda);
   NOT_NULL(event);
   CALL(cuda, cuStreamWaitEvent, (stream, event, NCCLSHIM_CU_EVENT_WAIT_DEFAULT));
-  return NCCLSHIM_OK;
-}
-
-ncclshim_status ncclshim_cuda_event_create(const ncclshim_cuda *cuda, unsigned int flags,
-                                           CUevent *event) {
-  BEGIN(cuda);
-  NOT_NULL(event);
-  CUevent created = NULL;
-  CALL(cuda, cuEventCreate, (&created, flags));
-  *event = created;
-  return NCCLSHIM_OK;
-}
-
-ncclshim_status ncclshim_cuda_event_destroy(const ncclshim_cuda *cuda, CUevent event) {
-  BEGIN(cuda);
-  NOT_NULL(event);
-  CALL(cuda, cuEventDestroy, (event));
   return NCCLSHIM_OK;
 }
 

@@ -66,39 +66,23 @@ static void put_escaped(ncs_out *o, const char *s) {
   }
 }
 
+/* strerror's words for the errors a file can meet, without strerror (not async-signal-safe). */
 static const char *errno_text(int e) {
-  switch (e) {
-  case ENOSPC:
-    return "no space left on device";
-  case EDQUOT:
-    return "disk quota exceeded";
-  case EFBIG:
-    return "file too large";
-  case EIO:
-    return "input/output error";
-  case EACCES:
-    return "permission denied";
-  case EPERM:
-    return "operation not permitted";
-  case EROFS:
-    return "read-only file system";
-  case EEXIST:
-    return "file exists";
-  case ELOOP:
-    return "a symbolic link";
-  case ENOENT:
-    return "no such file or directory";
-  case ENOTDIR:
-    return "not a directory";
-  case EISDIR:
-    return "is a directory";
-  case EBADF:
-    return "bad file descriptor";
-  case EMFILE:
-    return "too many open files";
-  default:
-    return "error";
-  }
+  static const struct {
+    int code;
+    const char *text;
+  } texts[] = {
+      {ENOSPC, "no space left on device"}, {EDQUOT, "disk quota exceeded"},
+      {EFBIG, "file too large"},           {EIO, "input/output error"},
+      {EACCES, "permission denied"},       {EPERM, "operation not permitted"},
+      {EROFS, "read-only file system"},    {EEXIST, "file exists"},
+      {ELOOP, "a symbolic link"},          {ENOENT, "no such file or directory"},
+      {ENOTDIR, "not a directory"},        {EISDIR, "is a directory"},
+      {EBADF, "bad file descriptor"},      {EMFILE, "too many open files"},
+  };
+  for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
+    if (texts[i].code == e) return texts[i].text;
+  return "error";
 }
 
 static void say(const char *who, const char *a, const char *b, const char *c, int error) {

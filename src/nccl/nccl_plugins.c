@@ -312,13 +312,7 @@ ncclshim_status ncclshim_nccl_plugins(const ncclshim_nccl *nccl, ncclshim_plugin
   return NCCLSHIM_OK;
 }
 
-size_t ncclshim_plugin_list_count(const ncclshim_plugin_list *list) {
-  return list ? list->count : 0;
-}
-
-const ncclshim_plugin *ncclshim_plugin_list_entry(const ncclshim_plugin_list *list, size_t index) {
-  return list && index < list->count ? &list->items[index] : NULL;
-}
+NCCLSHIM_LIST_ACCESSORS(ncclshim_plugin_list, ncclshim_plugin_list, ncclshim_plugin)
 
 int ncclshim_plugin_list_has_problem(const ncclshim_plugin_list *list) {
   for (size_t i = 0; list != NULL && i < list->count; i++) {

@@ -83,11 +83,7 @@ ncclshim_status ncclshim_nccl_list_visible(const ncclshim_nccl *chosen, ncclshim
   return NCCLSHIM_OK;
 }
 
-size_t ncclshim_nccl_list_count(const ncclshim_nccl_list *list) { return list ? list->count : 0; }
-
-const ncclshim_nccl_entry *ncclshim_nccl_list_entry(const ncclshim_nccl_list *list, size_t index) {
-  return list && index < list->count ? &list->items[index] : NULL;
-}
+NCCLSHIM_LIST_ACCESSORS(ncclshim_nccl_list, ncclshim_nccl_list, ncclshim_nccl_entry)
 
 void ncclshim_nccl_list_free(ncclshim_nccl_list *list) {
   if (list == NULL) return;

@@ -9,21 +9,18 @@
 #include "inventory.h"
 
 static const char *step_reason(ncclshim_found_via how) {
-  switch (how) {
-  case NCCLSHIM_VIA_PRELOADED:
-    return "already mapped in this process: reused before any search";
-  case NCCLSHIM_VIA_LIBRARY_PATH:
-    return "a directory of LD_LIBRARY_PATH";
-  case NCCLSHIM_VIA_ACTIVE_ENV:
-    return "the active Python or conda environment (VIRTUAL_ENV, CONDA_PREFIX, the program's "
-           "prefix)";
-  case NCCLSHIM_VIA_LD_CACHE:
-    return "registered in the ld.so cache under libnccl.so.2";
-  case NCCLSHIM_VIA_WELL_KNOWN:
-    return "a well-known place (NCCL_HOME, CUDA_HOME)";
-  default:
-    return ncclshim_found_via_name(how);
-  }
+  static const char *const reasons[] = {
+      [NCCLSHIM_VIA_PRELOADED] = "already mapped in this process: reused before any search",
+      [NCCLSHIM_VIA_LIBRARY_PATH] = "a directory of LD_LIBRARY_PATH",
+      [NCCLSHIM_VIA_ACTIVE_ENV] =
+          "the active Python or conda environment (VIRTUAL_ENV, "
+          "CONDA_PREFIX, the program's prefix)",
+      [NCCLSHIM_VIA_LD_CACHE] = "registered in the ld.so cache under libnccl.so.2",
+      [NCCLSHIM_VIA_WELL_KNOWN] = "a well-known place (NCCL_HOME, CUDA_HOME)",
+  };
+  /* The other steps need no more words than their names. */
+  if ((unsigned)how < sizeof(reasons) / sizeof(reasons[0]) && reasons[how]) return reasons[how];
+  return ncclshim_found_via_name(how);
 }
 
 int probe_candidates(probe_candidate **out, size_t *count) {

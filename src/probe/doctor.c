@@ -237,11 +237,9 @@ static void print_text(const inventory *inv, const findings *f, FILE *out) {
 static void print_json(const inventory *inv, const findings *f, FILE *out) {
   fprintf(out, "{\"doctor\": {\"problems\": %d, \"findings\": [", f->problems);
   for (size_t i = 0; i < f->count; i++) {
-    fprintf(out, "%s{\"severity\": \"%s\", \"finding\": ", i ? ", " : "",
-            severity_names[f->items[i].level]);
-    json_string(out, f->items[i].text);
-    fputs(", \"what_to_do\": ", out);
-    json_string(out, f->items[i].todo);
+    json_member(out, i ? ", {" : "{", "severity", severity_names[f->items[i].level]);
+    json_member(out, ", ", "finding", f->items[i].text);
+    json_member(out, ", ", "what_to_do", f->items[i].todo);
     fputc('}', out);
   }
   fputs("], ", out);
@@ -249,20 +247,14 @@ static void print_json(const inventory *inv, const findings *f, FILE *out) {
   fputs("}}\n", out);
 }
 
-int probe_doctor(const doctor_args *a, int json, FILE *out) {
-  inventory inv;
+int probe_doctor(const inventory *inv, int json, FILE *out) {
   findings f = {0};
-  if (inventory_gather(&inv, a->pythons, a->python_count) != 0) {
-    inventory_free(&inv);
-    return 2;
-  }
-  gather_findings(&inv, &f);
+  gather_findings(inv, &f);
   if (json)
-    print_json(&inv, &f, out);
+    print_json(inv, &f, out);
   else
-    print_text(&inv, &f, out);
+    print_text(inv, &f, out);
   int status = f.problems ? 1 : 0;
   free(f.items);
-  inventory_free(&inv);
   return status;
 }

@@ -30,7 +30,13 @@ int doctor_run(const doctor_args *a, int json, FILE *out) {
                           ? "--python goes with --explain or --doctor"
                           : NULL;
   if (wrong) return probe_usage_error("%s", wrong);
-  if (a->explain) return probe_explain(a, json, out);
-  if (a->doctor) return probe_doctor(a, json, out);
-  return -1;
+  if (!a->explain && !a->doctor) return -1;
+  /* Both modes read the same inventory: every NCCL here, and who loads which. */
+  inventory inv;
+  int status = 2;
+  if (inventory_gather(&inv, a->pythons, a->python_count) == 0)
+    status =
+        a->explain ? probe_explain(&inv, a->explain, json, out) : probe_doctor(&inv, json, out);
+  inventory_free(&inv);
+  return status;
 }

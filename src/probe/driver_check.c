@@ -11,16 +11,11 @@
 #include "probe.h"
 
 const char *probe_driver_verdict_name(probe_driver_verdict verdict) {
-  switch (verdict) {
-  case PROBE_DRIVER_OK:
-    return "ok";
-  case PROBE_DRIVER_MINOR_OLDER:
-    return "minor-older";
-  case PROBE_DRIVER_TOO_OLD:
-    return "too-old";
-  default:
-    return "unknown";
-  }
+  static const char *const names[] = {[PROBE_DRIVER_UNKNOWN] = "unknown",
+                                      [PROBE_DRIVER_OK] = "ok",
+                                      [PROBE_DRIVER_MINOR_OLDER] = "minor-older",
+                                      [PROBE_DRIVER_TOO_OLD] = "too-old"};
+  return (unsigned)verdict < sizeof(names) / sizeof(names[0]) ? names[verdict] : "unknown";
 }
 
 void probe_check_driver(probe *p) {

@@ -3,6 +3,7 @@
 
 #include <libgen.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +40,11 @@ static int has(const inventory *inv, int at, const char *symbol) {
 
 static const char *vtext(const inventory *inv, int at, char *buf, size_t size) {
   return at >= 0 ? copy_version_text(&inv->copies[at], buf, size) : "none";
+}
+
+/* The file the text says needed what was missing, "a library" when it names none. */
+static const char *required_by(const explanation *x) {
+  return x->parse.required_by[0] ? x->parse.required_by : "a library";
 }
 
 static const char *dir_of(const char *path, char *buf, size_t size) {
@@ -158,9 +164,8 @@ static void explain_glibc(const inventory *inv, explanation *x) {
       fitting = (int)i;
   free(named);
   snprintf(x->meaning, sizeof(x->meaning),
-           "%s needs glibc %d.%d or newer (%s); this host's glibc is %d.%d%s",
-           x->parse.required_by[0] ? x->parse.required_by : "a library", need / 1000, need % 1000,
-           x->parse.glibc, inv->host_glibc / 1000, inv->host_glibc % 1000,
+           "%s needs glibc %d.%d or newer (%s); this host's glibc is %d.%d%s", required_by(x),
+           need / 1000, need % 1000, x->parse.glibc, inv->host_glibc / 1000, inv->host_glibc % 1000,
            need > inv->host_glibc ? ": it cannot load here"
                                   : " (enough here: the text came from "
                                     "another host or container)");
@@ -257,44 +262,52 @@ static void explain_not_found(const inventory *inv, explanation *x) {
              "the system's libnccl2 package)");
 }
 
+/* Explained with texts this machine's facts do not change: what to do, and the meaning as
+ * printf formats it. */
+static void explain_fixed(explanation *x, const char *todo, const char *meaning, ...)
+    __attribute__((format(printf, 3, 4)));
+static void explain_fixed(explanation *x, const char *todo, const char *meaning, ...) {
+  va_list args;
+  va_start(args, meaning);
+  vsnprintf(x->meaning, sizeof(x->meaning), meaning, args);
+  va_end(args);
+  snprintf(x->todo, sizeof(x->todo), "%s", todo);
+  x->explained = 1;
+}
+
 static void explain_internal(const inventory *inv, explanation *x) {
   (void)inv;
-  snprintf(x->meaning, sizeof(x->meaning),
-           "%s is no function of NCCL's API but one of its internals (or a plugin's): a library "
-           "built against one NCCL build's insides (a net plugin, a framework's own copy) met "
-           "another build",
-           x->parse.symbol);
-  snprintf(x->todo, sizeof(x->todo),
-           "Use the NCCL build the failing library was built with (the one its package "
-           "requires), or a build of that library for this NCCL; another NCCL release is no fix");
-  x->explained = 1;
+  explain_fixed(x,
+                "Use the NCCL build the failing library was built with (the one its package "
+                "requires), or a build of that library for this NCCL; another NCCL release is no "
+                "fix",
+                "%s is no function of NCCL's API but one of its internals (or a plugin's): a "
+                "library built against one NCCL build's insides (a net plugin, a framework's own "
+                "copy) met another build",
+                x->parse.symbol);
 }
 
 static void explain_cxx(const inventory *inv, explanation *x) {
   (void)inv;
-  snprintf(x->meaning, sizeof(x->meaning),
-           "%s needs the C++ runtime's %s, which this process's libstdc++.so.6 lacks (an older "
-           "one was loaded first, often the system's): no NCCL problem, and another NCCL does "
-           "not fix it",
-           x->parse.required_by[0] ? x->parse.required_by : "a library", x->parse.glibc);
-  snprintf(x->todo, sizeof(x->todo),
-           "Load a newer libstdc++ first: in conda, install libstdcxx-ng and use the "
-           "environment's lib/; elsewhere a newer GCC runtime package, or LD_PRELOAD its "
-           "libstdc++.so.6");
-  x->explained = 1;
+  explain_fixed(x,
+                "Load a newer libstdc++ first: in conda, install libstdcxx-ng and use the "
+                "environment's lib/; elsewhere a newer GCC runtime package, or LD_PRELOAD its "
+                "libstdc++.so.6",
+                "%s needs the C++ runtime's %s, which this process's libstdc++.so.6 lacks (an "
+                "older one was loaded first, often the system's): no NCCL problem, and another "
+                "NCCL does not fix it",
+                required_by(x), x->parse.glibc);
 }
 
 static void explain_glibc_private(const inventory *inv, explanation *x) {
   (void)inv;
-  snprintf(x->meaning, sizeof(x->meaning),
-           "%s was linked against the private interface of another glibc build: two glibc "
-           "copies are mixed in one process (a container's or a conda environment's "
-           "libc.so.6 or ld.so beside the host's)",
-           x->parse.required_by[0] ? x->parse.required_by : "a library");
-  snprintf(x->todo, sizeof(x->todo),
-           "Run with one glibc: drop the LD_LIBRARY_PATH entry that holds a libc.so.6 or "
-           "ld-linux of its own, or run inside the container the library came with");
-  x->explained = 1;
+  explain_fixed(x,
+                "Run with one glibc: drop the LD_LIBRARY_PATH entry that holds a libc.so.6 or "
+                "ld-linux of its own, or run inside the container the library came with",
+                "%s was linked against the private interface of another glibc build: two glibc "
+                "copies are mixed in one process (a container's or a conda environment's "
+                "libc.so.6 or ld.so beside the host's)",
+                required_by(x));
 }
 
 static void explain_cuda(const inventory *inv, explanation *x) {
@@ -315,40 +328,23 @@ static void explain_cuda(const inventory *inv, explanation *x) {
   x->explained = 1;
 }
 
+static void explain_unknown(const inventory *inv, explanation *x) {
+  (void)inv;
+  snprintf(x->meaning, sizeof(x->meaning),
+           "cannot tell: this text names no NCCL function, glibc version, NCCL version mismatch "
+           "or missing libnccl.so.2 that ncclshim knows");
+  snprintf(x->todo, sizeof(x->todo),
+           "Give the whole error line (the dynamic loader's or NCCL's WARN line); below is every "
+           "NCCL visible here");
+}
+
+#define EXPLAINER_(id, name, explainer) explainer,
+static void (*const explainers[])(const inventory *, explanation *) = {EXPLAIN_KINDS(EXPLAINER_)};
+#undef EXPLAINER_
+
 static void explain_run(const inventory *inv, explanation *x) {
-  switch (x->parse.kind) {
-  case EXPLAIN_UNDEFINED_SYMBOL:
-    explain_symbol(inv, x);
-    break;
-  case EXPLAIN_GLIBC:
-    explain_glibc(inv, x);
-    break;
-  case EXPLAIN_VERSION_MISMATCH:
-    explain_mismatch(inv, x);
-    break;
-  case EXPLAIN_NOT_FOUND:
-    explain_not_found(inv, x);
-    break;
-  case EXPLAIN_INTERNAL_SYMBOL:
-    explain_internal(inv, x);
-    break;
-  case EXPLAIN_CXX_RUNTIME:
-    explain_cxx(inv, x);
-    break;
-  case EXPLAIN_GLIBC_PRIVATE:
-    explain_glibc_private(inv, x);
-    break;
-  case EXPLAIN_CUDA:
-    explain_cuda(inv, x);
-    break;
-  default:
-    snprintf(x->meaning, sizeof(x->meaning),
-             "cannot tell: this text names no NCCL function, glibc version, NCCL version mismatch "
-             "or missing libnccl.so.2 that ncclshim knows");
-    snprintf(x->todo, sizeof(x->todo),
-             "Give the whole error line (the dynamic loader's or NCCL's WARN line); below is every "
-             "NCCL visible here");
-  }
+  explain_kind kind = x->parse.kind;
+  explainers[(unsigned)kind < EXPLAIN_KIND_COUNT ? kind : EXPLAIN_UNKNOWN](inv, x);
 }
 
 /* The NCCL name the text gives, API function or internal one; NULL for other kinds. */
@@ -381,41 +377,31 @@ static void print_text(const inventory *inv, const explanation *x, FILE *out) {
 static void print_json(const inventory *inv, const explanation *x, const char *input, FILE *out) {
   const char *symbol = named_symbol(x);
   char since[16];
-  fputs("{\"explain\": {\"input\": ", out);
-  json_string(out, input);
-  fprintf(out,
-          ", \"kind\": \"%s\", \"explained\": %s, \"symbol\": ", explain_kind_name(x->parse.kind),
-          x->explained ? "true" : "false");
-  json_string(out, symbol);
-  fputs(", \"since\": ", out);
-  json_string(out, x->since ? ncclshim_format_version(x->since, since, sizeof(since)) : NULL);
-  fputs(", \"glibc\": ", out);
-  json_string(out, x->parse.kind == EXPLAIN_GLIBC || x->parse.kind == EXPLAIN_CXX_RUNTIME ||
-                           x->parse.kind == EXPLAIN_GLIBC_PRIVATE
-                       ? x->parse.glibc
-                       : NULL);
-  fputs(", \"meaning\": ", out);
-  json_string(out, x->meaning);
-  fputs(", \"what_to_do\": ", out);
-  json_string(out, x->todo);
+  json_member(out, "{\"explain\": {", "input", input);
+  json_member(out, ", ", "kind", explain_kind_name(x->parse.kind));
+  fprintf(out, ", \"explained\": %s", x->explained ? "true" : "false");
+  json_member(out, ", ", "symbol", symbol);
+  json_member(out, ", ", "since",
+              x->since ? ncclshim_format_version(x->since, since, sizeof(since)) : NULL);
+  json_member(out, ", ", "glibc",
+              x->parse.kind == EXPLAIN_GLIBC || x->parse.kind == EXPLAIN_CXX_RUNTIME ||
+                      x->parse.kind == EXPLAIN_GLIBC_PRIVATE
+                  ? x->parse.glibc
+                  : NULL);
+  json_member(out, ", ", "meaning", x->meaning);
+  json_member(out, ", ", "what_to_do", x->todo);
   fputs(", ", out);
   inventory_print_json(inv, symbol, out);
   fputs("}}\n", out);
 }
 
-int probe_explain(const doctor_args *a, int json, FILE *out) {
-  inventory inv;
+int probe_explain(const inventory *inv, const char *text, int json, FILE *out) {
   explanation x = {0};
-  if (inventory_gather(&inv, a->pythons, a->python_count) != 0) {
-    inventory_free(&inv);
-    return 2;
-  }
-  explain_classify(a->explain, &x.parse);
-  explain_run(&inv, &x);
+  explain_classify(text, &x.parse);
+  explain_run(inv, &x);
   if (json)
-    print_json(&inv, &x, a->explain, out);
+    print_json(inv, &x, text, out);
   else
-    print_text(&inv, &x, out);
-  inventory_free(&inv);
+    print_text(inv, &x, out);
   return x.explained ? 0 : 1;
 }

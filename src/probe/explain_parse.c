@@ -9,27 +9,12 @@
 #include "explain.h"
 #include "ncclshim/ncclshim.h"
 
+#define KIND_NAME_(id, name, explainer) name,
+static const char *const kind_names[] = {EXPLAIN_KINDS(KIND_NAME_)};
+#undef KIND_NAME_
+
 const char *explain_kind_name(explain_kind kind) {
-  switch (kind) {
-  case EXPLAIN_UNDEFINED_SYMBOL:
-    return "undefined-symbol";
-  case EXPLAIN_GLIBC:
-    return "glibc";
-  case EXPLAIN_VERSION_MISMATCH:
-    return "version-mismatch";
-  case EXPLAIN_NOT_FOUND:
-    return "not-found";
-  case EXPLAIN_INTERNAL_SYMBOL:
-    return "internal-symbol";
-  case EXPLAIN_CXX_RUNTIME:
-    return "cxx-runtime";
-  case EXPLAIN_GLIBC_PRIVATE:
-    return "glibc-private";
-  case EXPLAIN_CUDA:
-    return "cuda";
-  default:
-    return "unknown";
-  }
+  return (unsigned)kind < EXPLAIN_KIND_COUNT ? kind_names[kind] : "unknown";
 }
 
 static int contains(const char *text, const char *what) { return strstr(text, what) != NULL; }
@@ -70,21 +55,35 @@ static int cxx_runtime(const char *text, explain_parse *out) {
   return 1;
 }
 
+/* 1 when text contains one of `words` (NULL-terminated). */
+static int contains_any(const char *text, const char *const *words) {
+  for (; *words != NULL; words++)
+    if (contains(text, *words)) return 1;
+  return 0;
+}
+
 /* CUDA's own words: its error names, NCCL's "Cuda failure" and "unhandled cuda error" lines.
  * "named symbol not found" is CUDA's text for a missing kernel image or symbol in a module,
  * never a missing NCCL function. */
-static int cuda_error(const char *text) {
-  static const char *const words[] = {"Cuda failure",
-                                      "CUDA error",
-                                      "cudaError",
-                                      "CUDA_ERROR_",
-                                      "unhandled cuda error",
-                                      "named symbol not found",
-                                      "CUDA driver version is insufficient"};
-  for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
-    if (contains(text, words[i])) return 1;
-  return 0;
-}
+static const char *const cuda_words[] = {"Cuda failure",
+                                         "CUDA error",
+                                         "cudaError",
+                                         "CUDA_ERROR_",
+                                         "unhandled cuda error",
+                                         "named symbol not found",
+                                         "CUDA driver version is insufficient",
+                                         NULL};
+/* A name that was not found: the dynamic loader's, dlsym's and other loaders' words. */
+static const char *const symbol_words[] = {
+    "undefined symbol", "symbol lookup error", "not defined", "could not find symbol",
+    "symbol not found", "Symbol not found",    NULL};
+/* A library that could not be opened (beside "libnccl" in the text). */
+static const char *const open_words[] = {"cannot open shared object",
+                                         "No such file",
+                                         "not found",
+                                         "Unable to load",
+                                         "Failed to load",
+                                         NULL};
 
 static int in_function_list(const char *name) {
   for (int fn = 0; fn < NCCLSHIM_NCCL_FUNCTION_COUNT; fn++)
@@ -126,20 +125,14 @@ void explain_classify(const char *text, explain_parse *out) {
     out->kind = EXPLAIN_VERSION_MISMATCH;
     return;
   }
-  if (cuda_error(text)) {
+  if (contains_any(text, cuda_words)) {
     out->kind = EXPLAIN_CUDA;
     return;
   }
-  if ((contains(text, "undefined symbol") || contains(text, "symbol lookup error") ||
-       contains(text, "not defined") || contains(text, "could not find symbol") ||
-       contains(text, "symbol not found") || contains(text, "Symbol not found")) &&
+  if (contains_any(text, symbol_words) &&
       find_nccl_identifier(text, out->symbol, sizeof(out->symbol))) {
     out->kind = in_function_list(out->symbol) ? EXPLAIN_UNDEFINED_SYMBOL : EXPLAIN_INTERNAL_SYMBOL;
     return;
   }
-  if (contains(text, "libnccl") &&
-      (contains(text, "cannot open shared object") || contains(text, "No such file") ||
-       contains(text, "not found") || contains(text, "Unable to load") ||
-       contains(text, "Failed to load")))
-    out->kind = EXPLAIN_NOT_FOUND;
+  if (contains(text, "libnccl") && contains_any(text, open_words)) out->kind = EXPLAIN_NOT_FOUND;
 }

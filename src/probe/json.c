@@ -30,3 +30,8 @@ void json_string(FILE *out, const char *text) {
   }
   fputc('"', out);
 }
+
+void json_member(FILE *out, const char *before, const char *key, const char *text) {
+  fprintf(out, "%s\"%s\": ", before, key);
+  json_string(out, text);
+}

@@ -66,8 +66,8 @@ void inventory_print_winners_text(const inventory *inv, const char *symbol, FILE
   }
 }
 
-static void json_path_of(const inventory *inv, int at, FILE *out) {
-  json_string(out, at >= 0 ? inv->copies[at].path : NULL);
+static const char *path_of(const inventory *inv, int at) {
+  return at >= 0 ? inv->copies[at].path : NULL;
 }
 
 void inventory_print_json(const inventory *inv, const char *symbol, FILE *out) {
@@ -75,45 +75,34 @@ void inventory_print_json(const inventory *inv, const char *symbol, FILE *out) {
   fputs("\"copies\": [", out);
   for (size_t i = 0; i < inv->count; i++) {
     const nccl_copy *c = &inv->copies[i];
-    fputs(i ? ", {\"path\": " : "{\"path\": ", out);
-    json_string(out, c->path);
-    fputs(", \"version\": ", out);
-    json_string(out, c->version ? ncclshim_format_version(c->version, v, sizeof(v)) : NULL);
-    fprintf(out, ", \"version_source\": \"%s\", \"build\": ", c->version_source);
-    json_string(out, c->facts.build);
-    fputs(", \"found_via\": ", out);
-    json_string(out, c->search_rank >= 0 ? ncclshim_found_via_name(c->how) : NULL);
-    fputs(", \"python_env\": ", out);
-    json_string(out, c->env >= 0 ? inv->envs[c->env].prefix : NULL);
-    fputs(", \"glibc_need\": ", out);
-    json_string(out, c->facts.glibc_need[0] ? c->facts.glibc_need : NULL);
-    fprintf(out,
-            ", \"mapped\": %s, \"usable\": %s, \"unusable_reason\": ", c->mapped ? "true" : "false",
+    json_member(out, i ? ", {" : "{", "path", c->path);
+    json_member(out, ", ", "version",
+                c->version ? ncclshim_format_version(c->version, v, sizeof(v)) : NULL);
+    json_member(out, ", ", "version_source", c->version_source);
+    json_member(out, ", ", "build", c->facts.build);
+    json_member(out, ", ", "found_via",
+                c->search_rank >= 0 ? ncclshim_found_via_name(c->how) : NULL);
+    json_member(out, ", ", "python_env", c->env >= 0 ? inv->envs[c->env].prefix : NULL);
+    json_member(out, ", ", "glibc_need", c->facts.glibc_need[0] ? c->facts.glibc_need : NULL);
+    fprintf(out, ", \"mapped\": %s, \"usable\": %s", c->mapped ? "true" : "false",
             c->usable ? "true" : "false");
-    json_string(out, c->usable ? NULL : c->unusable);
+    json_member(out, ", ", "unusable_reason", c->usable ? NULL : c->unusable);
     if (symbol)
       fprintf(out, ", \"has_symbol\": %s", elf_facts_defines(&c->facts, symbol) ? "true" : "false");
     fputc('}', out);
   }
-  fputs("], \"plain_process\": ", out);
-  json_path_of(inv, inv->plain, out);
-  fputs(", \"plain_process_source\": ", out);
-  json_string(out, inv->plain_source);
-  fputs(", \"plain_process_error\": ", out);
-  json_string(out, inv->plain_error[0] && inv->plain < 0 ? inv->plain_error : NULL);
-  fputs(", \"ncclshim\": ", out);
-  json_path_of(inv, inv->ncclshim, out);
+  json_member(out, "], ", "plain_process", path_of(inv, inv->plain));
+  json_member(out, ", ", "plain_process_source", inv->plain_source);
+  json_member(out, ", ", "plain_process_error",
+              inv->plain_error[0] && inv->plain < 0 ? inv->plain_error : NULL);
+  json_member(out, ", ", "ncclshim", path_of(inv, inv->ncclshim));
   fputs(", \"python_envs\": [", out);
   for (size_t e = 0; e < inv->env_count; e++) {
     const py_env *env = &inv->envs[e];
-    fputs(e ? ", {\"prefix\": " : "{\"prefix\": ", out);
-    json_string(out, env->prefix);
-    fputs(", \"found_by\": ", out);
-    json_string(out, env->why);
-    fputs(", \"loads\": ", out);
-    json_path_of(inv, inventory_env_winner(inv, e), out);
-    fputs(", \"conda_lib\": ", out);
-    json_string(out, env->conda_lib);
+    json_member(out, e ? ", {" : "{", "prefix", env->prefix);
+    json_member(out, ", ", "found_by", env->why);
+    json_member(out, ", ", "loads", path_of(inv, inventory_env_winner(inv, e)));
+    json_member(out, ", ", "conda_lib", env->conda_lib);
     fputs(", \"wheel_files\": [", out);
     for (size_t w = 0; w < env->wheel_count; w++) {
       if (w) fputs(", ", out);
@@ -121,10 +110,8 @@ void inventory_print_json(const inventory *inv, const char *symbol, FILE *out) {
     }
     fputs("], \"packages\": [", out);
     for (size_t r = 0; r < env->record_count; r++) {
-      fputs(r ? ", {\"name\": " : "{\"name\": ", out);
-      json_string(out, env->records[r].name);
-      fputs(", \"version\": ", out);
-      json_string(out, env->records[r].version);
+      json_member(out, r ? ", {" : "{", "name", env->records[r].name);
+      json_member(out, ", ", "version", env->records[r].version);
       fputc('}', out);
     }
     fputs("]}", out);

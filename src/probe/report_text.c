@@ -33,20 +33,31 @@ static const ncclshim_attempt *cuda_attempt(const void *h, size_t i) {
   return ncclshim_cuda_attempt(h, i);
 }
 
+/* "NCCL: not available (why)" and 1 when the library was not loaded; 0 when it was. */
+static int print_unavailable(FILE *out, const char *library, ncclshim_status status,
+                             const char *message) {
+  if (status == NCCLSHIM_OK) return 0;
+  fprintf(out, "%s: not available (", library);
+  text_put(out, message, 0);
+  fprintf(out, ")\n");
+  return 1;
+}
+
+static void print_path(FILE *out, const char *path) {
+  fprintf(out, "  path:       ");
+  text_put(out, path, 0);
+  fputc('\n', out);
+}
+
 static void print_nccl(probe *p, FILE *out) {
   ncclshim_nccl *nccl = p->nccl;
   char version[16], need[16], why[256];
-  if (ncclshim_nccl_status(nccl) != NCCLSHIM_OK) {
-    fprintf(out, "NCCL: not available (");
-    text_put(out, ncclshim_nccl_message(nccl), 0);
-    fprintf(out, ")\n");
-  } else {
+  if (!print_unavailable(out, "NCCL", ncclshim_nccl_status(nccl), ncclshim_nccl_message(nccl))) {
     fprintf(out, "NCCL: %s",
             ncclshim_format_version(ncclshim_nccl_version(nccl), version, sizeof(version)));
     text_put(out, ncclshim_nccl_build(nccl), 0);
-    fprintf(out, "\n  path:       ");
-    text_put(out, ncclshim_nccl_path(nccl), 0);
     fputc('\n', out);
+    print_path(out, ncclshim_nccl_path(nccl));
     fprintf(out, "  found via:  %s%s\n", ncclshim_found_via_name(ncclshim_nccl_found_via(nccl)),
             ncclshim_nccl_preloaded(nccl) ? " (already loaded in this process)" : "");
     fprintf(out, "  capabilities:\n");
@@ -102,17 +113,12 @@ static void print_device(probe *p, FILE *out, const probe_device *d) {
 static void print_cuda(probe *p, FILE *out) {
   ncclshim_cuda *cuda = p->cuda;
   char version[16];
-  if (ncclshim_cuda_status(cuda) != NCCLSHIM_OK) {
-    fprintf(out, "CUDA driver: not available (");
-    text_put(out, ncclshim_cuda_message(cuda), 0);
-    fprintf(out, ")\n");
-  } else {
+  if (!print_unavailable(out, "CUDA driver", ncclshim_cuda_status(cuda),
+                         ncclshim_cuda_message(cuda))) {
     fprintf(out, "CUDA driver: %s\n",
             ncclshim_cuda_format_version(ncclshim_cuda_driver_version(cuda, NULL, NULL), version,
                                          sizeof(version)));
-    fprintf(out, "  path:       ");
-    text_put(out, ncclshim_cuda_path(cuda), 0);
-    fputc('\n', out);
+    print_path(out, ncclshim_cuda_path(cuda));
   }
   if (p->devices_skipped != NULL) {
     fprintf(out, "  devices:    %s\n", p->devices_skipped);

@@ -56,6 +56,7 @@ LAYERS = {
     # The writer (no lock, no malloc) and the recorder's state at the bottom (record_start.c
     # its only writer), the recorder below the drop-in's entry points.
     "src/dropin": ["say", "record_state", "record_id", "record_comms", "record_dump", "record_cuda",
+                   "record_hang_queue", "record_hang_thread",
                    "record_hang", "record_ring", "record_calls", "record_start", "audit_got",
                    "interpose", "checks", "audit dropin"],
     "src/probe": ["candidates explain_parse json parse_version pyenv text", "usage",

@@ -1,182 +1,75 @@
-/* The hang dump (NCCLSHIM_RECORD_HANG_MS=N): each recorded operation that is not captured
- * into a graph gets a CUDA event on its stream once it is enqueued (for a group, at
- * ncclGroupEnd, when NCCL launches it). One thread checks the oldest event; when it has not
- * completed N ms after its call, the process dumps once, reason "hang", and says so in one
- * line on stderr. It does nothing else: aborting is the program's own watchdog's decision.
- * Off (no N), nothing here runs. */
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
+/* The hang dump (NCCLSHIM_RECORD_HANG_MS=N), its enqueueing side: each recorded operation
+ * that is not captured into a graph is covered by a CUDA event on its stream, recorded once
+ * it is enqueued (for a group, at ncclGroupEnd, when NCCL launches it). The checking thread
+ * (record_hang_thread.c) dumps once, reason "hang", when the oldest event has not completed N
+ * ms after it was recorded, and says so in one line on stderr. It does nothing else: aborting
+ * is the program's own watchdog's decision. Off (no N), nothing here runs.
+ *
+ * Operations share events, as the watchdog's records do (src/comm/comm_watch_record.c):
+ * while its stream's newest event is still in the queue, an operation waits for the next
+ * event on that stream, with no driver call and no clock. The next operation that records
+ * there covers the waiting ones; when none comes, the checking thread records one for them
+ * once the newest has left the queue. The deadline runs from each event's record, so a dump
+ * is never early; it may be late for waiting operations by the time their stream's newest
+ * event took to complete, and what is stuck may be work enqueued on the stream after them.
+ * The legacy and per-thread default streams never share: the checking thread's own would
+ * be another stream. */
+#include <stdint.h>
 #include <unistd.h>
 
 #include "dropin.h"
-#include "ncclshim/cuda_abi.h"
 #include "record.h"
-#include "record_cuda.h"
 #include "record_hang.h"
-#include "record_state.h"
-#include "say.h"
+#include "record_hang_queue.h"
+#include "record_hang_thread.h"
 
-enum { SLOTS = 4096, EVENT_DISABLE_TIMING = 2, CAPTURE_MODE_THREAD_LOCAL = 1 };
-
-typedef struct pending {
-  CUevent event;
-  CUcontext ctx;
-  uint64_t since_ns; /* CLOCK_MONOTONIC at the call */
-  uint64_t index;    /* the call's place in the ring, plus one */
-  uint64_t seq;
-  int fn;
-} pending;
-
-static struct {
-  pthread_mutex_t lock;
-  pthread_cond_t wake; /* CLOCK_MONOTONIC */
-  pending queue[SLOTS];
-  size_t head, count;
-  CUevent spare[SLOTS];
-  size_t spares;
-  pid_t pid; /* the process whose thread this is: a forked child starts afresh */
-  int started, stop, fired;
-  pthread_t thread;
-} hang = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-static uint64_t now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-static void wait_until(uint64_t ns) {
-  struct timespec t = {.tv_sec = (time_t)(ns / 1000000000u), .tv_nsec = (long)(ns % 1000000000u)};
-  pthread_cond_timedwait(&hang.wake, &hang.lock, &t);
-}
-
-/* Dump, once; the line on stderr names the call and how long it has been pending. */
-static void fire(const rec_state *r, const pending *p) {
-  char note[160];
-  snprintf(note, sizeof(note), " (hang: %s #%llu not complete after %d ms)",
-           ncclshim_nccl_function_name(p->fn), (unsigned long long)p->seq, r->hang_ms);
-  ncs_rec_dump_hang(p->fn, r->hang_ms, p->index, note);
-}
-
-/* Under the lock: the oldest entry leaves the queue; a completed event is kept for reuse. */
-static void pop(int completed) {
-  pending *p = &hang.queue[hang.head];
-  if (completed && hang.spares < SLOTS) hang.spare[hang.spares++] = p->event;
-  hang.head = (hang.head + 1) % SLOTS;
-  hang.count--;
-}
-
-static void *check(void *unused) {
-  (void)unused;
-  rec_state *r = ncs_rec;
-  const rec_driver *d = ncs_rec_driver();
-  uint64_t limit = (uint64_t)r->hang_ms * 1000000u;
-  /* Completed events are taken off at this pace, so that the queue never fills up. */
-  uint64_t interval = limit / 4 < 100000000u ? limit / 4 : 100000000u;
-  CUcontext current = NULL;
-  /* Thread-local capture mode: this thread's queries never invalidate a graph capture that
-   * another thread began in global mode (torch.cuda.graph's default). */
-  int mode = CAPTURE_MODE_THREAD_LOCAL;
-  if (d->exchange_capture_mode != NULL) d->exchange_capture_mode(&mode);
-  pthread_mutex_lock(&hang.lock);
-  while (!hang.stop && !hang.fired) {
-    if (hang.count == 0) {
-      pthread_cond_wait(&hang.wake, &hang.lock);
-      continue;
-    }
-    pending p = hang.queue[hang.head];
-    pthread_mutex_unlock(&hang.lock);
-    if (p.ctx != current && d->ctx_set(p.ctx) == NCCLSHIM_CUDA_SUCCESS) current = p.ctx;
-    ncclshim_cu_result answer = d->event_query(p.event);
-    uint64_t now = now_ns();
-    pthread_mutex_lock(&hang.lock);
-    if (hang.count == 0 || hang.queue[hang.head].index != p.index) continue;
-    if (answer != NCCLSHIM_CUDA_ERROR_NOT_READY) {
-      /* Completed, or an event the driver no longer knows (its context ended): either way
-       * not a hang. */
-      pop(answer == NCCLSHIM_CUDA_SUCCESS);
-    } else if (now - p.since_ns >= limit) {
-      hang.fired = 1;
-      pthread_mutex_unlock(&hang.lock);
-      fire(r, &p);
-      pthread_mutex_lock(&hang.lock);
-    } else {
-      uint64_t due = p.since_ns + limit;
-      wait_until(due < now + interval ? due : now + interval);
-    }
-  }
-  pthread_mutex_unlock(&hang.lock);
-  return NULL;
-}
-
-/* At exit or dlclose, before the driver or this library goes: the thread ends first. */
-static void stop_checking(void) {
-  pthread_mutex_lock(&hang.lock);
-  int joinable = hang.started && hang.pid == getpid();
-  hang.stop = 1;
-  pthread_cond_signal(&hang.wake);
-  pthread_mutex_unlock(&hang.lock);
-  if (joinable) pthread_join(hang.thread, NULL);
-}
-
-/* Under the lock. A forked child has no thread and none of its parent's events. */
-static int ready(void) {
-  if (hang.started && hang.pid == getpid()) return 1;
-  if (hang.started) { /* a forked child: the parent's thread and events are not its own */
-    hang.head = hang.count = hang.spares = 0;
-    hang.fired = hang.stop = 0;
-  }
-  pthread_condattr_t attr;
-  pthread_condattr_init(&attr);
-  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-  pthread_cond_init(&hang.wake, &attr);
-  pthread_condattr_destroy(&attr);
-  hang.pid = getpid();
-  int error = pthread_create(&hang.thread, NULL, check, NULL);
-  hang.started = error == 0;
-  if (!hang.started) { /* said once; no event is recorded from now on */
-    hang.stop = 1;
-    ncs_rec_say("no hang dump: its thread could not be started", "", "", error);
-  }
-  static int registered;
-  if (hang.started && !registered) registered = atexit(stop_checking) == 0;
-  return hang.started;
+/* Under the lock: the row of a stream whose operations may share events, or NULL. */
+static ncs_hang_stream *sharing(const void *stream) {
+  if (stream == NULL || stream == NCCLSHIM_CU_STREAM_LEGACY ||
+      stream == NCCLSHIM_CU_STREAM_PER_THREAD)
+    return NULL;
+  return ncs_hang_stream_of(stream, 1);
 }
 
 static void watch(const void *stream, int fn, uint64_t index, uint64_t seq) {
   const rec_driver *d = ncs_rec_driver();
   if (d == NULL) return;
-  uint64_t since = now_ns();
-  CUevent event = NULL;
-  pthread_mutex_lock(&hang.lock);
-  if (hang.pid != getpid() && hang.started) ready(); /* forget the parent's events first */
-  int wanted = !hang.fired && !hang.stop;
-  if (wanted && hang.spares > 0) event = hang.spare[--hang.spares];
-  pthread_mutex_unlock(&hang.lock);
-  if (!wanted) return;
-  CUcontext ctx = NULL;
-  if ((event == NULL && d->event_create(&event, EVENT_DISABLE_TIMING) != NCCLSHIM_CUDA_SUCCESS) ||
-      d->ctx_get(&ctx) != NCCLSHIM_CUDA_SUCCESS ||
-      d->event_record(event, (CUstream)stream) != NCCLSHIM_CUDA_SUCCESS) {
-    if (event != NULL) d->event_destroy(event);
+  pthread_mutex_lock(&ncs_hang.lock);
+  if (ncs_hang.pid != getpid() && ncs_hang.started) ncs_hang_ready(); /* forget the parent's */
+  ncs_hang_stream *s = ncs_hang.fired || ncs_hang.stop ? NULL : sharing(stream);
+  if (s != NULL && ncs_hang_pending(s)) { /* the cheap path: wait for the stream's next event */
+    if (s->waits++ == 0) {
+      s->waiting = (ncs_hang_entry){.stream = stream, .index = index, .seq = seq, .fn = fn};
+    } else {
+      s->waiting.after++;
+    }
+    pthread_mutex_unlock(&ncs_hang.lock);
     return;
   }
-  pending p = {.event = event, .ctx = ctx, .since_ns = since, .index = index, .seq = seq, .fn = fn};
-  pthread_mutex_lock(&hang.lock);
-  if (ready()) {
-    if (hang.count == SLOTS) { /* full: the newest gives way; the oldest hold the deadline */
-      size_t last = (hang.head + SLOTS - 1) % SLOTS;
-      d->event_destroy(hang.queue[last].event);
-      hang.count--;
-    }
-    hang.queue[(hang.head + hang.count) % SLOTS] = p;
-    if (hang.count++ == 0) pthread_cond_signal(&hang.wake);
-  } else {
-    d->event_destroy(event);
+  int wanted = !ncs_hang.fired && !ncs_hang.stop;
+  ncs_hang_entry e = {.stream = stream, .index = index, .seq = seq, .fn = fn};
+  if (s != NULL && s->waits) { /* the waiting operations go under this event, first */
+    e = s->waiting;
+    e.after++;
+    s->waits = 0;
   }
-  pthread_mutex_unlock(&hang.lock);
+  pthread_mutex_unlock(&ncs_hang.lock);
+  if (!wanted || d->ctx_get(&e.ctx) != NCCLSHIM_CUDA_SUCCESS) return;
+  pthread_mutex_lock(&ncs_hang.lock);
+  CUevent event = ncs_hang_spare(e.ctx);
+  pthread_mutex_unlock(&ncs_hang.lock);
+  if (!ncs_hang_record(d, &e, event)) return;
+  pthread_mutex_lock(&ncs_hang.lock);
+  if (ncs_hang_ready()) {
+    uint64_t id = ncs_hang_push(d, &e);
+    if ((s = sharing(stream)) != NULL) {
+      s->newest = id;
+      s->ctx = e.ctx;
+    }
+  } else {
+    d->event_destroy(e.event);
+  }
+  pthread_mutex_unlock(&ncs_hang.lock);
 }
 
 /* ---- Groups: NCCL launches a group's operations at ncclGroupEnd, so each stream's event
@@ -217,4 +110,4 @@ void ncs_rec_hang_group(int fn, int succeeded) {
   group.used = 0;
 }
 
-void ncs_rec_hang_forked(void) { pthread_mutex_init(&hang.lock, NULL); }
+void ncs_rec_hang_forked(void) { pthread_mutex_init(&ncs_hang.lock, NULL); }

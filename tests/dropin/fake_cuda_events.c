@@ -3,6 +3,8 @@
  * their value (tests/dropin/cuda_job.c):
  *   FAKE_CAPTURING_STREAM  capturing into a graph (cuStreamIsCapturing says ACTIVE)
  *   FAKE_HELD_STREAM       held: an event recorded on it never completes (cuEventQuery 600)
+ *   FAKE_HELD_STREAM_2     held as well
+ *   FAKE_LATE_STREAM       held from its second event on: the first completes
  * every other stream is idle: its events complete at once. fake_cuda_events_recorded() counts
  * cuEventRecord calls, fake_cuda_events_live() the events created and not destroyed,
  * fake_cuda_events_capture_mode() the capture mode last set (-1: none). */
@@ -17,7 +19,7 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-static atomic_int recorded, live, capture_mode = -1;
+static atomic_int recorded, recorded_late, live, capture_mode = -1;
 
 EXPORT int fake_cuda_events_recorded(void) { return atomic_load(&recorded); }
 EXPORT int fake_cuda_events_live(void) { return atomic_load(&live); }
@@ -42,7 +44,7 @@ EXPORT ncclshim_cu_result cuStreamIsCapturing(CUstream stream, int *status) {
 }
 
 typedef struct fake_event {
-  _Atomic uintptr_t stream;
+  atomic_int held; /* as recorded last */
 } fake_event;
 
 EXPORT ncclshim_cu_result cuEventCreate(CUevent *event, unsigned int flags) {
@@ -60,13 +62,15 @@ EXPORT ncclshim_cu_result cuEventDestroy(CUevent event) {
 EXPORT ncclshim_cu_result cuEventDestroy_v2(CUevent event) __attribute__((alias("cuEventDestroy")));
 EXPORT ncclshim_cu_result cuEventRecord(CUevent event, CUstream stream) {
   atomic_fetch_add(&recorded, 1);
-  atomic_store(&((fake_event *)event)->stream, (uintptr_t)stream);
+  uintptr_t on = (uintptr_t)stream;
+  int held = on == FAKE_HELD_STREAM || on == FAKE_HELD_STREAM_2 ||
+             (on == FAKE_LATE_STREAM && atomic_fetch_add(&recorded_late, 1) > 0);
+  atomic_store(&((fake_event *)event)->held, held);
   return NCCLSHIM_CUDA_SUCCESS;
 }
 EXPORT ncclshim_cu_result cuEventQuery(CUevent event) {
-  return atomic_load(&((fake_event *)event)->stream) == FAKE_HELD_STREAM
-             ? NCCLSHIM_CUDA_ERROR_NOT_READY
-             : NCCLSHIM_CUDA_SUCCESS;
+  return atomic_load(&((fake_event *)event)->held) ? NCCLSHIM_CUDA_ERROR_NOT_READY
+                                                   : NCCLSHIM_CUDA_SUCCESS;
 }
 
 #define WRITTEN_cuDriverGetVersion ~, 1,

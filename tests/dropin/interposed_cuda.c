@@ -4,6 +4,10 @@
  *   interposed hang        two all-reduces on an idle stream, one on a held one, then waits
  *                          (at most 20 s) for a dump to appear in $NCCLSHIM_RECORD_DIR
  *   interposed hanggroup   the same, the held all-reduce inside ncclGroupStart/End
+ *   interposed heldburst   1000 all-reduces on a held stream, then waits for a dump
+ *   interposed alternate   200 all-reduces taking turns on two held streams, then waits
+ *   interposed lateheld    50 all-reduces on a stream whose first event completes, no later
+ *                          one, then waits; prints events_at_most_3=0|1 as well
  * The all-reduces are bound by dlsym, so that audit mode (LD_AUDIT) sees them as well.
  * It prints events_recorded=N (cuEventRecord calls) and, for the hang ones, dumped=0|1 and
  * capture_mode=M (the mode the hang thread set: 1, thread-local). */
@@ -68,6 +72,18 @@ int cuda_scenario(const char *what) {
     if (grouped) ncclGroupEnd();
     printf("dumped=%d\n", wait_for_dump());
     printf("capture_mode=%d\n", fake_says("fake_cuda_events_capture_mode"));
+  } else if (strcmp(what, "heldburst") == 0 || strcmp(what, "alternate") == 0 ||
+             strcmp(what, "lateheld") == 0) {
+    ncclComm_t comm = interposed_start(0);
+    int n = what[0] == 'h' ? 1000 : what[0] == 'a' ? 200 : 50;
+    for (int i = 0; i < n; i++)
+      all_reduce_on(comm, what[0] == 'l'            ? FAKE_LATE_STREAM
+                          : what[0] == 'a' && i % 2 ? FAKE_HELD_STREAM_2
+                                                    : FAKE_HELD_STREAM);
+    printf("dumped=%d\n", wait_for_dump());
+    /* The stream's first event, then one for those that waited behind it, and at most one
+     * more where an all-reduce came just as the checking thread took them. */
+    printf("events_at_most_3=%d\n", fake_says("fake_cuda_events_recorded") <= 3);
   } else {
     return 1;
   }

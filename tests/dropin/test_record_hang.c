@@ -1,7 +1,8 @@
 /* The recorder with a CUDA driver (the fake of fake_cuda_events.c): operations on a capturing
  * stream are marked "captured"; NCCLSHIM_RECORD_HANG_MS dumps once, reason "hang", when an
  * operation's event has not completed in time, with one line on stderr; captured operations
- * get no event, and with the setting off no event is recorded at all. */
+ * get no event, and with the setting off no event is recorded at all; operations on one
+ * stream share events. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -52,6 +53,35 @@ static const record_case test_hang_dump_audit = HANG_CASE("hang", 1);
 /* Inside a group, the event is recorded at ncclGroupEnd, when NCCL launches the work. */
 static const record_case test_hang_dump_in_group = HANG_CASE("hanggroup", 0);
 
+/* Operations share events: behind a held stream's first event, the other 999 wait for a
+ * later one and record none; the dump names the first, the oldest not complete. */
+static const record_case test_hang_burst_shares_one_event = {
+    .args = {"heldburst"},
+    .env = {"NCCLSHIM_RECORD_HANG_MS=100"},
+    .cuda = 1,
+    .values = {{"dumped", "1"}, {"events_recorded", "1"}},
+    .output = {{{WROTE, "(hang: ncclAllReduce #1 not complete after 100 ms)"}, 1}},
+};
+
+/* Each stream shares on its own: two streams taking turns, an event each. */
+static const record_case test_hang_streams_share_apart = {
+    .args = {"alternate"},
+    .env = {"NCCLSHIM_RECORD_HANG_MS=100"},
+    .cuda = 1,
+    .values = {{"dumped", "1"}, {"events_recorded", "2"}},
+    .output = {{{WROTE, "(hang: ncclAllReduce #1 not complete after 100 ms)"}, 1}},
+};
+
+/* The first event completes, the work after it does not: those that waited get an event
+ * from the checking thread (or the next all-reduce's), and the hang is found among them. */
+static const record_case test_hang_among_waiting_operations = {
+    .args = {"lateheld"},
+    .env = {"NCCLSHIM_RECORD_HANG_MS=100"},
+    .cuda = 1,
+    .values = {{"dumped", "1"}, {"events_at_most_3", "1"}},
+    .output = {{{WROTE, "(hang: ncclAllReduce #2"}, 1}},
+};
+
 static const record_case test_hang_setting_refused = {
     .args = {"captured"},
     .env = {"NCCLSHIM_RECORD_HANG_MS=soon"},
@@ -63,9 +93,15 @@ static const record_case test_hang_setting_refused = {
 
 int run_record_hang_tests(void) {
   const struct CMUnitTest tests[] = {
-      RECORD_CASE_TEST(test_captured_marked), RECORD_CASE_TEST(test_captured_get_no_event),
-      RECORD_CASE_TEST(test_hang_dump),       RECORD_CASE_TEST(test_hang_dump_in_group),
-      RECORD_CASE_TEST(test_hang_dump_audit), RECORD_CASE_TEST(test_hang_setting_refused),
+      RECORD_CASE_TEST(test_captured_marked),
+      RECORD_CASE_TEST(test_captured_get_no_event),
+      RECORD_CASE_TEST(test_hang_dump),
+      RECORD_CASE_TEST(test_hang_dump_in_group),
+      RECORD_CASE_TEST(test_hang_dump_audit),
+      RECORD_CASE_TEST(test_hang_setting_refused),
+      RECORD_CASE_TEST(test_hang_burst_shares_one_event),
+      RECORD_CASE_TEST(test_hang_streams_share_apart),
+      RECORD_CASE_TEST(test_hang_among_waiting_operations),
   };
   return cmocka_run_group_tests_name("record-hang", tests, NULL, NULL);
 }

@@ -336,8 +336,13 @@ class Communicator:
 
     # ---- teardown ----
     def close(self, timeout=None):
-        """Destroy (finalize, bounded), then abort when that failed or ran out of time.
-        Returns "destroyed" or "aborted". Idempotent."""
+        """Destroy (finalize, wait, destroy), then abort when that failed or ran out of time.
+        Returns "destroyed" or "aborted". Idempotent. timeout bounds the wait in
+        "nonblocking" mode only: on a blocking communicator (and split-blocking's child)
+        NCCL's finalize itself blocks until the communicator's work is done, and NCCL has no
+        safe way to stop a finalize in progress (its abort frees what the finalize still
+        uses). After a hang, call abort() instead; or watch the communicator: once the
+        watchdog has failed it, close() aborts at once."""
         if self._c is None:
             return "closed"
         ms = _clib.milliseconds(self.timeout if timeout is None else timeout)

@@ -1,5 +1,7 @@
 #include "support.h"
 
+#include "scenario_print.h"
+
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -39,11 +41,19 @@ int test_time_scale(void) {
 
 int64_t test_slack_ms(int64_t ms) { return ms * test_time_scale(); }
 
-char *join(const char *a, const char *b) {
+/* malloc'd "<a><separator><b>", through *out rather than a return value: valgrind.supp and
+ * sanitizer_defaults.h name join and env_entry, whose results tests keep, so each must stay a
+ * frame of the allocation's stack, which a tail call into a shared helper would drop. */
+static void joined(char **out, const char *a, char separator, const char *b) {
   size_t length = strlen(a) + strlen(b) + 2;
-  char *path = malloc(length);
-  if (path == NULL) DIE("out of memory");
-  snprintf(path, length, "%s/%s", a, b);
+  *out = malloc(length);
+  if (*out == NULL) DIE("out of memory");
+  snprintf(*out, length, "%s%c%s", a, separator, b);
+}
+
+char *join(const char *a, const char *b) {
+  char *path;
+  joined(&path, a, '/', b);
   return path;
 }
 
@@ -55,22 +65,28 @@ char *fake_path(const char *variant) {
   return join(dir, name);
 }
 
-/* Not join's code with another separator: valgrind.supp and sanitizer_defaults.h name the
- * functions whose results tests keep, and a shared helper would have to be named instead. */
 char *env_entry(const char *key, const char *value) {
-  size_t length = strlen(key) + strlen(value) + 2;
-  char *entry = malloc(length);
-  if (entry == NULL) DIE("out of memory");
-  snprintf(entry, length, "%s=%s", key, value);
+  char *entry;
+  joined(&entry, key, '=', value);
   return entry;
 }
 
-void *loaded_symbol(const char *path, const char *symbol) {
+void *symbol_if_loaded(const char *path, const char *symbol, char *why, size_t size) {
   void *handle = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
-  if (handle == NULL) DIE("%s is not loaded", path);
+  if (handle == NULL) {
+    snprintf(why, size, "%s is not loaded", path);
+    return NULL;
+  }
   void *address = dlsym(handle, symbol);
-  if (address == NULL) DIE("%s has no %s", path, symbol);
   dlclose(handle);
+  if (address == NULL) snprintf(why, size, "%s has no %s", path, symbol);
+  return address;
+}
+
+void *loaded_symbol(const char *path, const char *symbol) {
+  char why[4096 + 256];
+  void *address = symbol_if_loaded(path, symbol, why, sizeof(why));
+  if (address == NULL) DIE("%s", why);
   return address;
 }
 
@@ -111,6 +127,14 @@ void make_link(const char *target, const char *link) {
   free(dir);
   unlink(link);
   if (symlink(target, link) != 0) DIE("symlink %s: %s", link, strerror(errno));
+}
+
+char *dir_with_link(const char *parent, const char *name, const char *file, const char *target) {
+  char *dir = join(parent, name);
+  char *link = join(dir, file);
+  make_link(target, link);
+  free(link);
+  return dir;
 }
 
 void copy_file(const char *from, const char *to, size_t length, unsigned machine) {
@@ -283,4 +307,39 @@ const char *scenario_get(const scenario *s, const char *key) {
     }
   }
   return "";
+}
+
+const char *scenario_attempt(const scenario *s, const char *needle) {
+  int count = atoi(scenario_get(s, "attempts"));
+  for (int i = 0; i < count; i++) {
+    char key[32];
+    snprintf(key, sizeof(key), "attempt.%d", i);
+    const char *line = scenario_get(s, key);
+    if (strstr(line, needle) != NULL) return line;
+  }
+  return "";
+}
+
+static const scenario_option *option_named(const scenario_option *options, const char *name) {
+  for (; options->name != NULL; options++)
+    if (strcmp(options->name, name) == 0) return options;
+  return NULL;
+}
+
+int scenario_options(int argc, char **argv, const scenario_option *options) {
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--preload") == 0 && i + 1 < argc) {
+      int failed = scenario_preload(argv[++i]);
+      if (failed) return failed;
+      continue;
+    }
+    const scenario_option *option = option_named(options, argv[i]);
+    if (option == NULL || (option->value != NULL && i + 1 == argc)) {
+      fprintf(stderr, "unknown argument %s\n", argv[i]);
+      return 2;
+    }
+    if (option->value != NULL) *option->value = argv[++i];
+    if (option->given != NULL) *option->given = 1;
+  }
+  return 0;
 }

@@ -26,6 +26,8 @@ void copy_file(const char *from, const char *to, size_t length, unsigned machine
 void make_dirs(const char *path);
 /* Symlink `link` -> `target`, making the link's directory first. */
 void make_link(const char *target, const char *link);
+/* The directory `parent`/`name` (malloc'd), made, holding the symlink `file` -> `target`. */
+char *dir_with_link(const char *parent, const char *name, const char *file, const char *target);
 /* Print "<who>: <message>" to stderr and exit 99, meson's hard error: the test could not set
  * itself up, which is no verdict on the code under test. */
 _Noreturn void test_die(const char *who, const char *format, ...)
@@ -55,7 +57,9 @@ int test_time_scale(void);
  * `elapsed <= 300 + test_slack_ms(30)`. Lower bounds (never before the deadline) stay. */
 int64_t test_slack_ms(int64_t ms);
 
-/* The address of `symbol` in the already loaded library `path` (dies if either is missing). */
+/* The address of `symbol` in the already loaded library `path`, or NULL with `why` saying which
+ * of the two is missing; loaded_symbol dies instead. */
+void *symbol_if_loaded(const char *path, const char *symbol, char *why, size_t size);
 void *loaded_symbol(const char *path, const char *symbol);
 
 /* The outcome of one search, as printed by the nccl_scenario helper (key=value lines). */
@@ -85,5 +89,19 @@ int spawn_piped(const char *const *argv, const char *const *envp, pid_t *pid, in
 void collect_output(scenario *s, int fd, pid_t pid);
 /* The value of `key` in the scenario output, "" when absent (static buffer per call). */
 const char *scenario_get(const scenario *s, const char *key);
+/* The first "attempt.<i>" line of the output that contains `needle`, "" when none does. */
+const char *scenario_attempt(const scenario *s, const char *needle);
+
+/* The scenario helpers' own side (nccl/nccl_scenario.c, cuda/cuda_scenario.c): one argument
+ * each option takes, or none. */
+typedef struct scenario_option {
+  const char *name;   /* "--path" */
+  const char **value; /* gets the argument after it; NULL: the option takes none */
+  int *given;         /* set to 1 when the option is given; may be NULL */
+} scenario_option;
+/* Read the arguments against `options` (ended by a NULL name), and dlopen the file of every
+ * helper's own --preload FILE at once: 0, or the helper's exit code: 2 after printing which
+ * argument is unknown (or lacks its value) to stderr, 3 from scenario_preload. */
+int scenario_options(int argc, char **argv, const scenario_option *options);
 
 #endif

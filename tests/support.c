@@ -309,6 +309,23 @@ const char *scenario_get(const scenario *s, const char *key) {
   return "";
 }
 
+const char *scenario_mismatch(const scenario *s, ...) {
+  static char why[sizeof(s->output) + 8192];
+  const char *found = NULL;
+  va_list pairs;
+  va_start(pairs, s);
+  for (const char *key = va_arg(pairs, const char *); key != NULL && found == NULL;
+       key = va_arg(pairs, const char *)) {
+    const char *value = va_arg(pairs, const char *);
+    const char *got = scenario_get(s, key);
+    if (strcmp(got, value) == 0) continue;
+    snprintf(why, sizeof(why), "%s=%s, expected %s; output:\n%s", key, got, value, s->output);
+    found = why;
+  }
+  va_end(pairs);
+  return found;
+}
+
 const char *scenario_attempt(const scenario *s, const char *needle) {
   int count = atoi(scenario_get(s, "attempts"));
   for (int i = 0; i < count; i++) {

@@ -89,6 +89,15 @@ int spawn_piped(const char *const *argv, const char *const *envp, pid_t *pid, in
 void collect_output(scenario *s, int fd, pid_t pid);
 /* The value of `key` in the scenario output, "" when absent (static buffer per call). */
 const char *scenario_get(const scenario *s, const char *key);
+/* NULL when each key of the NULL-ended list of key, value pairs has that value in the output,
+ * else which one does not, with the output (a static buffer). */
+const char *scenario_mismatch(const scenario *s, ...);
+/* In a cmocka test: fail (at the caller's line) unless every key, value pair matches. */
+#define EXPECT_VALUES(s, ...)                                          \
+  do {                                                                 \
+    const char *mismatch_ = scenario_mismatch((s), __VA_ARGS__, NULL); \
+    if (mismatch_ != NULL) fail_msg("%s", mismatch_);                  \
+  } while (0)
 /* The first "attempt.<i>" line of the output that contains `needle`, "" when none does. */
 const char *scenario_attempt(const scenario *s, const char *needle);
 

@@ -45,19 +45,6 @@ static const scenario *search(const char *const *args, const char *const *env, c
   return &s;
 }
 
-/* Each key of the NULL-ended list of key, value pairs has that value in the output. */
-static void expect_values(const scenario *s, ...) {
-  va_list pairs;
-  va_start(pairs, s);
-  for (const char *key = va_arg(pairs, const char *); key != NULL;
-       key = va_arg(pairs, const char *)) {
-    const char *value = va_arg(pairs, const char *);
-    if (strcmp(scenario_get(s, key), value) != 0)
-      fail_msg("%s=%s, expected %s; output:\n%s", key, scenario_get(s, key), value, s->output);
-  }
-  va_end(pairs);
-}
-
 /* A real driver that the system search found anyway (the ld.so default directories of a GPU
  * host are searched even without the cache): the scenario proves nothing there. */
 static int found_real_driver(const scenario *s) {
@@ -70,7 +57,7 @@ static void test_environment_variable(void **state) {
   (void)state;
   const char *env[] = {env_entry("NCCLSHIM_CUDA_LIBRARY", cuda_fake_path("12.2")), NULL};
   const scenario *s = search(NULL, env, "OK", "environment");
-  expect_values(s, "path", cuda_fake_path("12.2"), "driver", "12020", "same_default", "1", NULL);
+  EXPECT_VALUES(s, "path", cuda_fake_path("12.2"), "driver", "12020", "same_default", "1");
 }
 
 /* A path in the variable is used alone: unusable means failure, not the next place. */
@@ -85,7 +72,7 @@ static void test_environment_variable_fails_loudly(void **state) {
   const char *stub[] = {env_entry("NCCLSHIM_CUDA_LIBRARY", cuda_fake_path("stub")),
                         env_entry("LD_LIBRARY_PATH", good_dir), NULL};
   s = search(NULL, stub, "DRIVER_UNAVAILABLE", "none");
-  expect_values(s, "stub", "1", "attempts", "1", NULL);
+  EXPECT_VALUES(s, "stub", "1", "attempts", "1");
 
   const char *relative[] = {"NCCLSHIM_CUDA_LIBRARY=libcuda.so.1", NULL};
   s = search(NULL, relative, "INVALID_ARGUMENT", "none");
@@ -98,7 +85,7 @@ static void test_already_loaded(void **state) {
   const char *args[] = {"--preload", cuda_fake_path("12.2"), NULL};
   const char *env[] = {env_entry("LD_LIBRARY_PATH", good_dir), NULL};
   const scenario *s = search(args, env, "OK", "already-loaded");
-  expect_values(s, "preloaded", "1", "path", cuda_fake_path("12.2"), "driver", "12020", NULL);
+  EXPECT_VALUES(s, "preloaded", "1", "path", cuda_fake_path("12.2"), "driver", "12020");
 }
 
 static void test_system_search(void **state) {
@@ -106,7 +93,7 @@ static void test_system_search(void **state) {
   const char *args[] = {"--init", NULL};
   const char *env[] = {env_entry("LD_LIBRARY_PATH", good_dir), NULL};
   const scenario *s = search(args, env, "OK", "system-search");
-  expect_values(s, "path", cuda_fake_path("13.0"), "preloaded", "0", "init", "OK", NULL);
+  EXPECT_VALUES(s, "path", cuda_fake_path("13.0"), "preloaded", "0", "init", "OK");
 }
 
 /* libcuda.so (the toolkit's and dev packages' name, where the stub hides) is never tried. */
@@ -126,7 +113,7 @@ static void test_stubs_directory(void **state) {
   const char *args[] = {"--call", NULL};
   const char *env[] = {env_entry("LD_LIBRARY_PATH", stubs_dir), NULL};
   const scenario *s = search(args, env, "DRIVER_UNAVAILABLE", "none");
-  expect_values(s, "stub", "1", "call_result", "3", NULL);
+  EXPECT_VALUES(s, "stub", "1", "call_result", "3");
   assert_non_null(strstr(scenario_get(s, "message"), "/cuda/lib64/stubs/libcuda.so.1"));
   assert_non_null(strstr(scenario_get(s, "message"), "stub library"));
   assert_non_null(strstr(scenario_get(s, "call_message"), "cuInit: no CUDA driver is loaded"));
@@ -140,7 +127,7 @@ static void test_no_driver(void **state) {
   if (found_real_driver(&s)) skip();
   expect(&s, "NOT_FOUND", "none");
   assert_non_null(strstr(scenario_get(&s, "message"), "libcuda.so.1 was not found"));
-  expect_values(&s, "init", "DRIVER_UNAVAILABLE", "call_result", "3", NULL);
+  EXPECT_VALUES(&s, "init", "DRIVER_UNAVAILABLE", "call_result", "3");
   assert_non_null(strstr(scenario_get(&s, "call_message"), "libcuda.so.1 was not found"));
 }
 

@@ -98,6 +98,10 @@ const char *scenario_mismatch(const scenario *s, ...);
     const char *mismatch_ = scenario_mismatch((s), __VA_ARGS__, NULL); \
     if (mismatch_ != NULL) fail_msg("%s", mismatch_);                  \
   } while (0)
+/* A cmocka case named `name` (an identifier, as cmocka_unit_test names it) that runs the
+ * table-driven `function` with *state = `row`: several named cases, one body. */
+#define TABLE_CASE(name, function, row) \
+  { #name, (function), NULL, NULL, (void *)(row) }
 /* The first "attempt.<i>" line of the output that contains `needle`, "" when none does. */
 const char *scenario_attempt(const scenario *s, const char *needle);
 

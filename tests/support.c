@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define DIE(...) test_die("test support", __VA_ARGS__)
@@ -278,6 +280,25 @@ int spawn_piped(const char *const *argv, const char *const *envp, pid_t *pid, in
   if (rc != 0) close(pipefd[0]);
   *read_fd = rc == 0 ? pipefd[0] : -1;
   return rc;
+}
+
+int reap_child(pid_t pid, int timeout_ms, int *status) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  int64_t deadline = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 + timeout_ms;
+  for (;;) {
+    pid_t done = waitpid(pid, status, WNOHANG);
+    if (done == pid) return 0;
+    if (done < 0 && errno != EINTR) return -1;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if ((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, status, 0);
+      return 1;
+    }
+    struct timespec pause = {0, 2 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+  }
 }
 
 void collect_output(scenario *s, int fd, pid_t pid) {

@@ -80,6 +80,9 @@ int test_wrapper_words(const char **words, int max);
 
 /* The same with another helper program. */
 void run_program(scenario *s, const char *program, const char *const *args, const char *const *env);
+/* Wait for the child `pid` for `timeout_ms` at most, polling, then SIGKILL and reap it: 0, or 1
+ * when it had to be killed, with its wait status in *status; -1 (errno set) if waitpid fails. */
+int reap_child(pid_t pid, int timeout_ms, int *status);
 /* Start argv[0] (found on PATH) with exactly envp, its stdout a pipe: 0 with *pid and
  * *read_fd (the pipe's read end, the caller's to close), or posix_spawnp's error (no pipe left
  * open). */

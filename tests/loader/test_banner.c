@@ -20,47 +20,38 @@ static int banner_of(const char *data, size_t length, char *tag, size_t size) {
 
 #define BANNER(text, tag) banner_of((text), sizeof(text) - 1, (tag), sizeof(tag))
 
-/* The scans of whole texts, each by the cmocka case named first: `text` (without the NUL a
- * literal ends with) must give `version` and `tag`, into a tag buffer holding junk first. */
-static const struct banner_case {
-  const char *test;
-  const char *text;
-  size_t length;
-  int version;
-  const char *tag;
-} banner_cases[] = {
-#define CASE(test, text, version, tag) \
-  { #test, (text), sizeof(text) - 1, (version), (tag) }
-    CASE(test_look_alikes_skipped,
-         "NCCL version %s\n\0NCCL version 2.100.1\0NCCL version 3.1\0"
-         "NCCL version .1.2\0NCCL version 0.0.0+x\0NCCL version 2.28.9+cuda13.0\0",
-         22809, "+cuda13.0"),
-    CASE(test_tag_only_after_plus, "NCCL version 2.29.7\n", 22907, ""),
-    CASE(test_tag_only_after_plus, "NCCL version 2.29.7a0+cuda13.0", 22907, ""), /* a suffix */
-    CASE(test_tag_only_after_plus, "NCCL version 2.28.3+cuda12.9 more", 22803, "+cuda12.9"),
-    /* Ubuntu's NCCL 2.28.3 holds the bare version in a message ahead of the banner itself. */
-    CASE(test_tagged_banner_after_a_bare_version,
-         "NCCL version 2.28.3\nxx\0NCCL version mismatch\0NCCL version 2.28.3+cuda13.0\0%s", 22803,
-         "+cuda13.0"),
-#undef CASE
-};
-
-/* Every scan of banner_cases whose case runs (its name in *state). */
-static void test_banner_cases(void **state) {
-  const char *test = *state;
-  int scanned = 0;
-  for (size_t i = 0; i < sizeof(banner_cases) / sizeof(banner_cases[0]); i++) {
-    const struct banner_case *c = &banner_cases[i];
-    if (strcmp(c->test, test) != 0) continue;
-    char tag[32] = "junk";
-    assert_int_equal(banner_of(c->text, c->length, tag, sizeof(tag)), c->version);
-    assert_string_equal(tag, c->tag);
-    scanned++;
-  }
-  assert_true(scanned > 0);
+/* The scan of a whole literal `text` (without the NUL it ends with) must give `version` and
+ * `tag`, written over the junk a tag buffer holds first. */
+static void expect_banner(const char *text, size_t length, int version, const char *tag) {
+  char found[32] = "junk";
+  assert_int_equal(banner_of(text, length, found, sizeof(found)), version);
+  assert_string_equal(found, tag);
 }
-#define BANNER_CASES(name) \
-  { #name, test_banner_cases, NULL, NULL, #name }
+#define EXPECT_BANNER(text, version, tag) expect_banner((text), sizeof(text) - 1, (version), (tag))
+
+static void test_look_alikes_skipped(void **state) {
+  (void)state;
+  EXPECT_BANNER(
+      "NCCL version %s\n\0NCCL version 2.100.1\0NCCL version 3.1\0"
+      "NCCL version .1.2\0NCCL version 0.0.0+x\0NCCL version 2.28.9+cuda13.0\0",
+      22809, "+cuda13.0");
+}
+
+static void test_tag_only_after_plus(void **state) {
+  (void)state;
+  EXPECT_BANNER("NCCL version 2.29.7\n", 22907, "");
+  EXPECT_BANNER("NCCL version 2.29.7a0+cuda13.0", 22907, ""); /* a suffix: no tag */
+  EXPECT_BANNER("NCCL version 2.28.3+cuda12.9 more", 22803, "+cuda12.9");
+}
+
+/* Ubuntu's NCCL 2.28.3 holds the bare version in a message ahead of the banner itself. */
+static void test_tagged_banner_after_a_bare_version(void **state) {
+  (void)state;
+  EXPECT_BANNER(
+      "NCCL version 2.28.3\nxx\0NCCL version mismatch\0"
+      "NCCL version 2.28.3+cuda13.0\0%s",
+      22803, "+cuda13.0");
+}
 
 static void test_bounded(void **state) {
   (void)state;
@@ -94,9 +85,9 @@ static void test_rodata_of_a_library(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      BANNER_CASES(test_look_alikes_skipped),
-      BANNER_CASES(test_tag_only_after_plus),
-      BANNER_CASES(test_tagged_banner_after_a_bare_version),
+      cmocka_unit_test(test_look_alikes_skipped),
+      cmocka_unit_test(test_tag_only_after_plus),
+      cmocka_unit_test(test_tagged_banner_after_a_bare_version),
       cmocka_unit_test(test_bounded),
       cmocka_unit_test(test_rodata_of_a_library),
   };

@@ -1,7 +1,5 @@
 #include "support.h"
 
-#include "scenario_print.h"
-
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -17,6 +15,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "scenario_print.h"
 
 #define DIE(...) test_die("test support", __VA_ARGS__)
 

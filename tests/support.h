@@ -1,5 +1,6 @@
 /* Helpers shared by the NCCL tests: where the fakes are, scratch files, and running a search
- * scenario in a fresh process with a controlled environment. */
+ * scenario in a fresh process with a controlled environment; the scenario helpers' argument
+ * reader. The macros for cmocka tests (TABLE_CASE, EXPECT_VALUES) expand where cmocka.h is. */
 #ifndef NCCLSHIM_TEST_SUPPORT_H
 #define NCCLSHIM_TEST_SUPPORT_H
 
@@ -57,6 +58,11 @@ int test_time_scale(void);
  * `elapsed <= 300 + test_slack_ms(30)`. Lower bounds (never before the deadline) stay. */
 int64_t test_slack_ms(int64_t ms);
 
+/* A cmocka case named `name` (an identifier, as cmocka_unit_test names it) that runs the
+ * table-driven `function` with *state = `row`: several named cases, one body. */
+#define TABLE_CASE(name, function, row) \
+  { #name, (function), NULL, NULL, (void *)(row) }
+
 /* The address of `symbol` in the already loaded library `path`, or NULL with `why` saying which
  * of the two is missing; loaded_symbol dies instead. */
 void *symbol_if_loaded(const char *path, const char *symbol, char *why, size_t size);
@@ -101,10 +107,6 @@ const char *scenario_mismatch(const scenario *s, ...);
     const char *mismatch_ = scenario_mismatch((s), __VA_ARGS__, NULL); \
     if (mismatch_ != NULL) fail_msg("%s", mismatch_);                  \
   } while (0)
-/* A cmocka case named `name` (an identifier, as cmocka_unit_test names it) that runs the
- * table-driven `function` with *state = `row`: several named cases, one body. */
-#define TABLE_CASE(name, function, row) \
-  { #name, (function), NULL, NULL, (void *)(row) }
 /* The first "attempt.<i>" line of the output that contains `needle`, "" when none does. */
 const char *scenario_attempt(const scenario *s, const char *needle);
 

@@ -1,6 +1,6 @@
 /* What the search scenario helpers (tests/cuda/cuda_scenario.c, tests/nccl/nccl_scenario.c)
- * share: their --preload argument and the attempt lines that support.c's run_scenario callers
- * read. Header-only: each helper is a program of its own, linked with nothing of the tests. */
+ * share: their --preload argument (read by support.c's scenario_options) and the attempt lines
+ * that support.c's run_scenario callers read. */
 #ifndef NCCLSHIM_TEST_SCENARIO_PRINT_H
 #define NCCLSHIM_TEST_SCENARIO_PRINT_H
 

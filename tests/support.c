@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -12,7 +13,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "scenario_print.h"
 
 #define DIE(...) test_die("test support", __VA_ARGS__)
 
@@ -39,11 +43,19 @@ int test_time_scale(void) {
 
 int64_t test_slack_ms(int64_t ms) { return ms * test_time_scale(); }
 
-char *join(const char *a, const char *b) {
+/* malloc'd "<a><separator><b>", through *out rather than a return value: valgrind.supp and
+ * sanitizer_defaults.h name join and env_entry, whose results tests keep, so each must stay a
+ * frame of the allocation's stack, which a tail call into a shared helper would drop. */
+static void joined(char **out, const char *a, char separator, const char *b) {
   size_t length = strlen(a) + strlen(b) + 2;
-  char *path = malloc(length);
-  if (path == NULL) DIE("out of memory");
-  snprintf(path, length, "%s/%s", a, b);
+  *out = malloc(length);
+  if (*out == NULL) DIE("out of memory");
+  snprintf(*out, length, "%s%c%s", a, separator, b);
+}
+
+char *join(const char *a, const char *b) {
+  char *path;
+  joined(&path, a, '/', b);
   return path;
 }
 
@@ -55,22 +67,28 @@ char *fake_path(const char *variant) {
   return join(dir, name);
 }
 
-/* Not join's code with another separator: valgrind.supp and sanitizer_defaults.h name the
- * functions whose results tests keep, and a shared helper would have to be named instead. */
 char *env_entry(const char *key, const char *value) {
-  size_t length = strlen(key) + strlen(value) + 2;
-  char *entry = malloc(length);
-  if (entry == NULL) DIE("out of memory");
-  snprintf(entry, length, "%s=%s", key, value);
+  char *entry;
+  joined(&entry, key, '=', value);
   return entry;
 }
 
-void *loaded_symbol(const char *path, const char *symbol) {
+void *symbol_if_loaded(const char *path, const char *symbol, char *why, size_t size) {
   void *handle = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
-  if (handle == NULL) DIE("%s is not loaded", path);
+  if (handle == NULL) {
+    snprintf(why, size, "%s is not loaded", path);
+    return NULL;
+  }
   void *address = dlsym(handle, symbol);
-  if (address == NULL) DIE("%s has no %s", path, symbol);
   dlclose(handle);
+  if (address == NULL) snprintf(why, size, "%s has no %s", path, symbol);
+  return address;
+}
+
+void *loaded_symbol(const char *path, const char *symbol) {
+  char why[4096 + 256];
+  void *address = symbol_if_loaded(path, symbol, why, sizeof(why));
+  if (address == NULL) DIE("%s", why);
   return address;
 }
 
@@ -111,6 +129,14 @@ void make_link(const char *target, const char *link) {
   free(dir);
   unlink(link);
   if (symlink(target, link) != 0) DIE("symlink %s: %s", link, strerror(errno));
+}
+
+char *dir_with_link(const char *parent, const char *name, const char *file, const char *target) {
+  char *dir = join(parent, name);
+  char *link = join(dir, file);
+  make_link(target, link);
+  free(link);
+  return dir;
 }
 
 void copy_file(const char *from, const char *to, size_t length, unsigned machine) {
@@ -256,6 +282,25 @@ int spawn_piped(const char *const *argv, const char *const *envp, pid_t *pid, in
   return rc;
 }
 
+int reap_child(pid_t pid, int timeout_ms, int *status) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  int64_t deadline = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 + timeout_ms;
+  for (;;) {
+    pid_t done = waitpid(pid, status, WNOHANG);
+    if (done == pid) return 0;
+    if (done < 0 && errno != EINTR) return -1;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if ((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, status, 0);
+      return 1;
+    }
+    struct timespec pause = {0, 2 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+  }
+}
+
 void collect_output(scenario *s, int fd, pid_t pid) {
   size_t used = 0;
   ssize_t n;
@@ -283,4 +328,56 @@ const char *scenario_get(const scenario *s, const char *key) {
     }
   }
   return "";
+}
+
+const char *scenario_mismatch(const scenario *s, ...) {
+  static char why[sizeof(s->output) + 8192];
+  const char *found = NULL;
+  va_list pairs;
+  va_start(pairs, s);
+  for (const char *key = va_arg(pairs, const char *); key != NULL && found == NULL;
+       key = va_arg(pairs, const char *)) {
+    const char *value = va_arg(pairs, const char *);
+    const char *got = scenario_get(s, key);
+    if (strcmp(got, value) == 0) continue;
+    snprintf(why, sizeof(why), "%s=%s, expected %s; output:\n%s", key, got, value, s->output);
+    found = why;
+  }
+  va_end(pairs);
+  return found;
+}
+
+const char *scenario_attempt(const scenario *s, const char *needle) {
+  int count = atoi(scenario_get(s, "attempts"));
+  for (int i = 0; i < count; i++) {
+    char key[32];
+    snprintf(key, sizeof(key), "attempt.%d", i);
+    const char *line = scenario_get(s, key);
+    if (strstr(line, needle) != NULL) return line;
+  }
+  return "";
+}
+
+static const scenario_option *option_named(const scenario_option *options, const char *name) {
+  for (; options->name != NULL; options++)
+    if (strcmp(options->name, name) == 0) return options;
+  return NULL;
+}
+
+int scenario_options(int argc, char **argv, const scenario_option *options) {
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--preload") == 0 && i + 1 < argc) {
+      int failed = scenario_preload(argv[++i]);
+      if (failed) return failed;
+      continue;
+    }
+    const scenario_option *option = option_named(options, argv[i]);
+    if (option == NULL || (option->value != NULL && i + 1 == argc)) {
+      fprintf(stderr, "unknown argument %s\n", argv[i]);
+      return 2;
+    }
+    if (option->value != NULL) *option->value = argv[++i];
+    if (option->given != NULL) *option->given = 1;
+  }
+  return 0;
 }

@@ -15,11 +15,9 @@
 static char *current;
 
 void *fake_symbol(const char *path, const char *name) {
-  void *handle = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
-  if (handle == NULL) fail_msg("%s is not loaded", path);
-  void *address = dlsym(handle, name);
-  if (address == NULL) fail_msg("%s has no %s", path, name);
-  dlclose(handle);
+  char why[4096 + 256];
+  void *address = symbol_if_loaded(path, name, why, sizeof(why));
+  if (address == NULL) fail_msg("%s", why);
   return address;
 }
 

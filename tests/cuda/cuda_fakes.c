@@ -2,9 +2,14 @@
 #include "../support.h"
 
 #include <dlfcn.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cmocka.h>
 
 #define DIE(...) test_die("cuda test support", __VA_ARGS__)
 
@@ -45,4 +50,24 @@ ncclshim_status cuda_open_fake(const char *variant, ncclshim_cuda **cuda, char *
   ncclshim_status status = ncclshim_cuda_open(&options, cuda);
   if (path != NULL) *path = fake;
   return status;
+}
+
+void expect_stub(const ncclshim_cuda *cuda, const char *text, const char *path, const char *why) {
+  assert_int_equal(ncclshim_cuda_is_stub(cuda), 1);
+  if (strstr(text, path) == NULL) fail_msg("\"%s\" does not name %s", text, path);
+  if (strstr(text, why) == NULL) fail_msg("\"%s\" lacks \"%s\"", text, why);
+}
+
+ncclshim_cuda *cuda_opened(const char *path, ncclshim_status expected) {
+  ncclshim_cuda_options options = NCCLSHIM_CUDA_OPTIONS_INIT;
+  options.path = path;
+  ncclshim_cuda *cuda = NULL;
+  assert_int_equal(ncclshim_cuda_open(&options, &cuda), expected);
+  return cuda;
+}
+
+ncclshim_cuda *cuda_fake_opened(const char *variant, ncclshim_status expected, char **path) {
+  char *fake = cuda_fake_path(variant);
+  if (path != NULL) *path = fake;
+  return cuda_opened(fake, expected);
 }

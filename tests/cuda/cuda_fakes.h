@@ -14,6 +14,13 @@ fake_cuda_control *cuda_fake_control(const char *path);
 void cuda_fake_reset(const char *path);
 /* How many times the fake's function exported as `name` was called. */
 int cuda_fake_calls(const char *path, const char *name);
+/* In a cmocka test: `cuda` is marked as a stub, and `text` (its message, or the last error)
+ * names the file `path` and says `why`. */
+void expect_stub(const ncclshim_cuda *cuda, const char *text, const char *path, const char *why);
+/* In a cmocka test: `path` opened explicitly, which must give `expected`; */
+ncclshim_cuda *cuda_opened(const char *path, ncclshim_status expected);
+/* the same with fake `variant`, whose path *path (may be NULL) gets. */
+ncclshim_cuda *cuda_fake_opened(const char *variant, ncclshim_status expected, char **path);
 /* Open fake `variant` by explicit path; *path (may be NULL) gets its path. */
 ncclshim_status cuda_open_fake(const char *variant, ncclshim_cuda **cuda, char **path);
 

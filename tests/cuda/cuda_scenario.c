@@ -2,30 +2,21 @@
  * for the search tests. Arguments: [--preload FILE] [--path FILE] [--init] [--call]. Without
  * --path it uses the default handle (twice, to check that it is one handle). */
 #include <stdio.h>
-#include <string.h>
 
 #include "ncclshim/cuda.h"
 
 #include "../scenario_print.h"
+#include "../support.h"
 
 int main(int argc, char **argv) {
   ncclshim_cuda_options options = NCCLSHIM_CUDA_OPTIONS_INIT;
   int init = 0, call = 0;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--preload") == 0 && i + 1 < argc) {
-      int failed = scenario_preload(argv[++i]);
-      if (failed) return failed;
-    } else if (strcmp(argv[i], "--path") == 0 && i + 1 < argc) {
-      options.path = argv[++i];
-    } else if (strcmp(argv[i], "--init") == 0) {
-      init = 1;
-    } else if (strcmp(argv[i], "--call") == 0) {
-      call = 1;
-    } else {
-      fprintf(stderr, "unknown argument %s\n", argv[i]);
-      return 2;
-    }
-  }
+  const scenario_option known[] = {{"--path", &options.path, NULL},
+                                   {"--init", NULL, &init},
+                                   {"--call", NULL, &call},
+                                   {NULL, NULL, NULL}};
+  int failed = scenario_options(argc, argv, known);
+  if (failed) return failed;
   ncclshim_cuda *cuda = NULL;
   if (options.path != NULL) {
     ncclshim_cuda_open(&options, &cuda);

@@ -174,18 +174,25 @@ static ncclshim_cu_result fake_cuCtxSynchronize(void) {
   return 0;
 }
 
+/* A stream's or event's zeroed object in *handle: 0, or 2 (CUDA_ERROR_OUT_OF_MEMORY). */
+#define NEW_HANDLE(handle) ((*(handle) = calloc(1, sizeof(**(handle)))) == NULL ? 2 : 0)
+
+/* The object of a stream or event freed: 0, or 400 (CUDA_ERROR_INVALID_HANDLE) for none. */
+static ncclshim_cu_result free_handle(void *object) {
+  if (object == NULL) return 400;
+  free(object);
+  return 0;
+}
+
 static ncclshim_cu_result fake_cuStreamCreate(CUstream *phStream, unsigned int flags) {
   NEED_CTX();
   if (flags > NCCLSHIM_CU_STREAM_NON_BLOCKING) return 1;
-  if ((*phStream = calloc(1, sizeof(**phStream))) == NULL) return 2;
-  return 0;
+  return NEW_HANDLE(phStream);
 }
 
 static ncclshim_cu_result fake_cuStreamDestroy(CUstream hStream) {
   NEED_CTX();
-  if (hStream == NULL) return 400;
-  free(hStream);
-  return 0;
+  return free_handle(hStream);
 }
 
 static ncclshim_cu_result fake_cuStreamSynchronize(CUstream hStream) {
@@ -228,15 +235,12 @@ static ncclshim_cu_result fake_cuThreadExchangeStreamCaptureMode(int *mode) {
 
 static ncclshim_cu_result fake_cuEventCreate(CUevent *phEvent, unsigned int flags) {
   NEED_CTX();
-  if ((*phEvent = calloc(1, sizeof(**phEvent))) == NULL) return 2;
-  return 0;
+  return NEW_HANDLE(phEvent);
 }
 
 static ncclshim_cu_result fake_cuEventDestroy(CUevent hEvent) {
   NEED_CTX();
-  if (hEvent == NULL) return 400;
-  free(hEvent);
-  return 0;
+  return free_handle(hEvent);
 }
 
 static ncclshim_cu_result fake_cuEventRecord(CUevent hEvent, CUstream hStream) {

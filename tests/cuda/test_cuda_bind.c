@@ -192,8 +192,7 @@ static void test_driver_11_2(void **state) {
 /* A function the driver is too old for: unavailable, and its entry says which driver it needs. */
 static void test_missing_function_names_the_driver_needed(void **state) {
   (void)state;
-  ncclshim_cuda *cuda;
-  assert_int_equal(cuda_open_fake("11.3", &cuda, NULL), NCCLSHIM_OK);
+  ncclshim_cuda *cuda = cuda_fake_opened("11.3", NCCLSHIM_OK, NULL);
   assert_false(ncclshim_cuda_has_function(cuda, NCCLSHIM_CUDA_FN_cuDeviceGetUuid));
   assert_true(ncclshim_cuda_has_function(cuda, NCCLSHIM_CUDA_FN_cuStreamIsCapturing));
   CUuuid uuid;
@@ -206,8 +205,7 @@ static void test_missing_function_names_the_driver_needed(void **state) {
 
 static void test_required_function_too_new(void **state) {
   (void)state;
-  ncclshim_cuda *cuda;
-  assert_int_equal(cuda_open_fake("10.2", &cuda, NULL), NCCLSHIM_VERSION_TOO_OLD);
+  ncclshim_cuda *cuda = cuda_fake_opened("10.2", NCCLSHIM_VERSION_TOO_OLD, NULL);
   const char *message = ncclshim_cuda_message(cuda);
   assert_non_null(strstr(message, "CUDA driver 10.2 lacks required functions"));
   assert_non_null(strstr(message, "cuDevicePrimaryCtxRelease (needs a CUDA driver >= 11.0)"));
@@ -219,13 +217,10 @@ static void test_required_function_too_new(void **state) {
 
 static void test_stub_fake(void **state) {
   (void)state;
-  ncclshim_cuda *cuda;
   char *path;
-  assert_int_equal(cuda_open_fake("stub", &cuda, &path), NCCLSHIM_DRIVER_UNAVAILABLE);
-  assert_int_equal(ncclshim_cuda_is_stub(cuda), 1);
+  ncclshim_cuda *cuda = cuda_fake_opened("stub", NCCLSHIM_DRIVER_UNAVAILABLE, &path);
   const char *message = ncclshim_cuda_message(cuda);
-  assert_non_null(strstr(message, path));
-  assert_non_null(strstr(message, "the CUDA toolkit's stub library"));
+  expect_stub(cuda, message, path, "the CUDA toolkit's stub library");
   assert_non_null(strstr(message, "CUDA_ERROR_STUB_LIBRARY (34)"));
   assert_int_equal(ncclshim_cuda_attempt_count(cuda), 1);
   assert_int_equal(ncclshim_cuda_attempt(cuda, 0)->result, NCCLSHIM_DRIVER_UNAVAILABLE);
@@ -234,8 +229,7 @@ static void test_stub_fake(void **state) {
 
 static void test_not_a_driver(void **state) {
   (void)state;
-  ncclshim_cuda *cuda;
-  assert_int_equal(cuda_open_fake("not-cuda", &cuda, NULL), NCCLSHIM_NOT_NCCL);
+  ncclshim_cuda *cuda = cuda_fake_opened("not-cuda", NCCLSHIM_NOT_NCCL, NULL);
   assert_non_null(strstr(ncclshim_cuda_message(cuda), "no cuDriverGetVersion: not a CUDA driver"));
   ncclshim_cuda_close(cuda);
 }
@@ -243,20 +237,15 @@ static void test_not_a_driver(void **state) {
 /* An explicit path is used alone, even with a good driver already mapped in the process. */
 static void test_explicit_path_fails_loudly(void **state) {
   (void)state;
-  ncclshim_cuda *good;
-  assert_int_equal(cuda_open_fake("13.0", &good, NULL), NCCLSHIM_OK);
-  ncclshim_cuda_options options = NCCLSHIM_CUDA_OPTIONS_INIT;
-  options.path = "/nonexistent/libcuda.so.1";
-  ncclshim_cuda *cuda = NULL;
-  assert_int_equal(ncclshim_cuda_open(&options, &cuda), NCCLSHIM_NOT_FOUND);
+  ncclshim_cuda *good = cuda_fake_opened("13.0", NCCLSHIM_OK, NULL);
+  ncclshim_cuda *cuda = cuda_opened("/nonexistent/libcuda.so.1", NCCLSHIM_NOT_FOUND);
   assert_int_equal(ncclshim_cuda_attempt_count(cuda), 1);
   assert_int_equal(ncclshim_cuda_attempt(cuda, 0)->how, NCCLSHIM_VIA_EXPLICIT);
   assert_non_null(strstr(ncclshim_cuda_message(cuda), "/nonexistent/libcuda.so.1"));
   assert_non_null(strstr(ncclshim_last_error(), "/nonexistent/libcuda.so.1"));
   ncclshim_cuda_close(cuda);
 
-  ncclshim_cuda *stub;
-  assert_int_equal(cuda_open_fake("stub", &stub, NULL), NCCLSHIM_DRIVER_UNAVAILABLE);
+  ncclshim_cuda *stub = cuda_fake_opened("stub", NCCLSHIM_DRIVER_UNAVAILABLE, NULL);
   assert_int_equal(ncclshim_cuda_attempt_count(stub), 1);
   ncclshim_cuda_close(stub);
   ncclshim_cuda_close(good);
@@ -289,10 +278,7 @@ static void assert_no_null_entry(const ncclshim_cuda_table *t) {
 
 static void test_never_null_without_driver(void **state) {
   (void)state;
-  ncclshim_cuda_options options = NCCLSHIM_CUDA_OPTIONS_INIT;
-  options.path = "/nonexistent/libcuda.so.1";
-  ncclshim_cuda *cuda;
-  assert_int_equal(ncclshim_cuda_open(&options, &cuda), NCCLSHIM_NOT_FOUND);
+  ncclshim_cuda *cuda = cuda_opened("/nonexistent/libcuda.so.1", NCCLSHIM_NOT_FOUND);
   const ncclshim_cuda_table *t = ncclshim_cuda_functions(cuda);
   assert_no_null_entry(t);
   assert_no_null_entry(ncclshim_cuda_functions(NULL));
@@ -319,8 +305,7 @@ static void test_never_null_without_driver(void **state) {
 
 static void test_never_null_with_missing_functions(void **state) {
   (void)state;
-  ncclshim_cuda *cuda;
-  assert_int_equal(cuda_open_fake("11.2", &cuda, NULL), NCCLSHIM_OK);
+  ncclshim_cuda *cuda = cuda_fake_opened("11.2", NCCLSHIM_OK, NULL);
   assert_no_null_entry(ncclshim_cuda_functions(cuda));
   ncclshim_cuda_close(cuda);
 }
@@ -334,8 +319,7 @@ static void test_result_texts(void **state) {
   assert_string_equal(ncclshim_cuda_result_name(NULL, 12345), "CUDA_ERROR_UNRECOGNIZED");
   assert_string_equal(ncclshim_cuda_result_string(NULL, 12345), "unrecognized CUDA error code");
   /* With a driver: its texts, and ncclshim's for codes it does not know. */
-  ncclshim_cuda *cuda;
-  assert_int_equal(cuda_open_fake("13.0", &cuda, NULL), NCCLSHIM_OK);
+  ncclshim_cuda *cuda = cuda_fake_opened("13.0", NCCLSHIM_OK, NULL);
   assert_string_equal(ncclshim_cuda_result_string(cuda, 600), "fake driver: device not ready");
   assert_string_equal(ncclshim_cuda_result_name(cuda, 600), "CUDA_ERROR_NOT_READY");
   assert_string_equal(ncclshim_cuda_result_string(cuda, 34), "CUDA driver is a stub library");

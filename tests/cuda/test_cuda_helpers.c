@@ -42,8 +42,7 @@ static void test_init_calls_cuinit_once(void **state) {
 
 static void test_no_device(void **state) {
   (void)state;
-  ncclshim_cuda *none;
-  assert_int_equal(cuda_open_fake("no-device", &none, NULL), NCCLSHIM_OK);
+  ncclshim_cuda *none = cuda_fake_opened("no-device", NCCLSHIM_OK, NULL);
   assert_int_equal(ncclshim_cuda_init(none), NCCLSHIM_NO_DEVICE);
   assert_contains(ncclshim_last_error(), "cuInit failed: CUDA_ERROR_NO_DEVICE (100)");
   ncclshim_cuda_close(none);
@@ -52,21 +51,17 @@ static void test_no_device(void **state) {
 /* A library that passes the version check but whose cuInit says "stub". */
 static void test_init_reports_stub(void **state) {
   (void)state;
-  ncclshim_cuda *stub;
   char *stub_path;
-  assert_int_equal(cuda_open_fake("init-stub", &stub, &stub_path), NCCLSHIM_OK);
+  ncclshim_cuda *stub = cuda_fake_opened("init-stub", NCCLSHIM_OK, &stub_path);
   assert_int_equal(ncclshim_cuda_is_stub(stub), 0);
   assert_int_equal(ncclshim_cuda_init(stub), NCCLSHIM_DRIVER_UNAVAILABLE);
-  assert_contains(ncclshim_last_error(), stub_path);
-  assert_contains(ncclshim_last_error(), "stub library");
-  assert_int_equal(ncclshim_cuda_is_stub(stub), 1);
+  expect_stub(stub, ncclshim_last_error(), stub_path, "stub library");
   ncclshim_cuda_close(stub);
 }
 
 static void test_helpers_before_init(void **state) {
   (void)state;
-  ncclshim_cuda *fresh;
-  assert_int_equal(cuda_open_fake("12.2", &fresh, NULL), NCCLSHIM_OK);
+  ncclshim_cuda *fresh = cuda_fake_opened("12.2", NCCLSHIM_OK, NULL);
   int count = -1;
   assert_int_equal(ncclshim_cuda_device_count(fresh, &count), NCCLSHIM_CUDA_ERROR);
   assert_int_equal(count, -1);
@@ -79,10 +74,7 @@ static void test_helpers_before_init(void **state) {
 
 static void test_without_driver(void **state) {
   (void)state;
-  ncclshim_cuda_options options = NCCLSHIM_CUDA_OPTIONS_INIT;
-  options.path = "/nonexistent/libcuda.so.1";
-  ncclshim_cuda *none;
-  assert_int_equal(ncclshim_cuda_open(&options, &none), NCCLSHIM_NOT_FOUND);
+  ncclshim_cuda *none = cuda_opened("/nonexistent/libcuda.so.1", NCCLSHIM_NOT_FOUND);
   CUstream stream = NULL;
   int count;
   assert_int_equal(ncclshim_cuda_init(none), NCCLSHIM_DRIVER_UNAVAILABLE);
@@ -266,8 +258,7 @@ static void test_describe_identity_failure(void **state) {
  * know yet (multicast, fabric) are unsupported, with its answer (1) kept. */
 static void test_describe_on_older_driver(void **state) {
   (void)state;
-  ncclshim_cuda *old;
-  assert_int_equal(cuda_open_fake("11.3", &old, NULL), NCCLSHIM_OK);
+  ncclshim_cuda *old = cuda_fake_opened("11.3", NCCLSHIM_OK, NULL);
   assert_int_equal(ncclshim_cuda_init(old), NCCLSHIM_OK);
   ncclshim_cuda_device_info info = NCCLSHIM_CUDA_DEVICE_INFO_INIT;
   assert_int_equal(ncclshim_cuda_describe_device(old, 0, &info), NCCLSHIM_OK);
@@ -343,7 +334,7 @@ static int child_before_init(void) {
 /* Loading alone is fork-safe: the child initialises and works. */
 static void test_fork_before_init(void **state) {
   (void)state;
-  assert_int_equal(cuda_open_fake("12.2", &loaded_only, NULL), NCCLSHIM_OK);
+  loaded_only = cuda_fake_opened("12.2", NCCLSHIM_OK, NULL);
   in_child(child_before_init);
   ncclshim_cuda_close(loaded_only);
 }

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "../support.h"
+#include "cuda_fakes.h"
 #include "ncclshim/cuda.h"
 
 /* The first /usr/local/cuda*\/lib{64,}/stubs/libcuda.so, or NULL. */
@@ -30,23 +31,17 @@ static char *find_toolkit_stub(void) {
   return NULL;
 }
 
-static ncclshim_cuda *open_path(const char *path, ncclshim_status expected) {
-  ncclshim_cuda_options options = NCCLSHIM_CUDA_OPTIONS_INIT;
-  options.path = path;
-  ncclshim_cuda *cuda = NULL;
-  assert_int_equal(ncclshim_cuda_open(&options, &cuda), expected);
+/* `path` opened explicitly, refused as a stub with the file named and `why`. */
+static ncclshim_cuda *open_stub(const char *path, const char *why) {
+  ncclshim_cuda *cuda = cuda_opened(path, NCCLSHIM_DRIVER_UNAVAILABLE);
+  printf("# %s\n", ncclshim_cuda_message(cuda));
+  expect_stub(cuda, ncclshim_cuda_message(cuda), path, why);
   return cuda;
 }
 
 static void test_toolkit_stub(void **state) {
   (void)state;
-  char *stub = find_toolkit_stub();
-  ncclshim_cuda *cuda = open_path(stub, NCCLSHIM_DRIVER_UNAVAILABLE);
-  assert_int_equal(ncclshim_cuda_is_stub(cuda), 1);
-  const char *message = ncclshim_cuda_message(cuda);
-  printf("# %s\n", message);
-  assert_non_null(strstr(message, stub));
-  assert_non_null(strstr(message, "the CUDA toolkit's stub library"));
+  ncclshim_cuda *cuda = open_stub(find_toolkit_stub(), "the CUDA toolkit's stub library");
   assert_null(ncclshim_cuda_path(cuda));
   assert_int_equal(ncclshim_cuda_functions(cuda)->cuInit(0), NCCLSHIM_CUDA_ERROR_NOT_INITIALIZED);
   ncclshim_cuda_close(cuda);
@@ -55,16 +50,9 @@ static void test_toolkit_stub(void **state) {
 /* Renamed out of its stubs/ directory, the stub gives itself away by answering 34. */
 static void test_toolkit_stub_copied_elsewhere(void **state) {
   (void)state;
-  char *stub = find_toolkit_stub();
   char *copy = join(scratch_dir(), "libcuda.so.1");
-  copy_file(stub, copy, (size_t)-1, 0);
-  ncclshim_cuda *cuda = open_path(copy, NCCLSHIM_DRIVER_UNAVAILABLE);
-  assert_int_equal(ncclshim_cuda_is_stub(cuda), 1);
-  const char *message = ncclshim_cuda_message(cuda);
-  printf("# %s\n", message);
-  assert_non_null(strstr(message, copy));
-  assert_non_null(strstr(message, "CUDA_ERROR_STUB_LIBRARY (34)"));
-  ncclshim_cuda_close(cuda);
+  copy_file(find_toolkit_stub(), copy, (size_t)-1, 0);
+  ncclshim_cuda_close(open_stub(copy, "CUDA_ERROR_STUB_LIBRARY (34)"));
 }
 
 int main(void) {

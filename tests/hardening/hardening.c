@@ -8,7 +8,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #define DIE(...) test_die("hardening", __VA_ARGS__)
@@ -61,31 +60,14 @@ int hs_helpers_run(const char *helper, char *why, size_t size) {
   return 0;
 }
 
-static long long now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int hs_in_child(int (*fn)(void *arg), void *arg, int timeout_ms) {
   fflush(NULL);
   pid_t pid = fork();
   if (pid < 0) DIE("fork: %s", strerror(errno));
   if (pid == 0) _exit(fn(arg));
-  long long deadline = now_ms() + timeout_ms;
-  int status;
-  for (;;) {
-    pid_t done = waitpid(pid, &status, WNOHANG);
-    if (done == pid) break;
-    if (done < 0) DIE("waitpid: %s", strerror(errno));
-    if (now_ms() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return -1;
-    }
-    struct timespec pause = {0, 2 * 1000 * 1000};
-    nanosleep(&pause, NULL);
-  }
+  int status, killed = reap_child(pid, timeout_ms, &status);
+  if (killed < 0) DIE("waitpid: %s", strerror(errno));
+  if (killed) return -1;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 

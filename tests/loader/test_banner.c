@@ -20,36 +20,37 @@ static int banner_of(const char *data, size_t length, char *tag, size_t size) {
 
 #define BANNER(text, tag) banner_of((text), sizeof(text) - 1, (tag), sizeof(tag))
 
+/* The scan of a whole literal `text` (without the NUL it ends with) must give `version` and
+ * `tag`, written over the junk a tag buffer holds first. */
+static void expect_banner(const char *text, size_t length, int version, const char *tag) {
+  char found[32] = "junk";
+  assert_int_equal(banner_of(text, length, found, sizeof(found)), version);
+  assert_string_equal(found, tag);
+}
+#define EXPECT_BANNER(text, version, tag) expect_banner((text), sizeof(text) - 1, (version), (tag))
+
 static void test_look_alikes_skipped(void **state) {
   (void)state;
-  char tag[32];
-  static const char data[] =
+  EXPECT_BANNER(
       "NCCL version %s\n\0NCCL version 2.100.1\0NCCL version 3.1\0"
-      "NCCL version .1.2\0NCCL version 0.0.0+x\0NCCL version 2.28.9+cuda13.0\0";
-  assert_int_equal(BANNER(data, tag), 22809);
-  assert_string_equal(tag, "+cuda13.0");
+      "NCCL version .1.2\0NCCL version 0.0.0+x\0NCCL version 2.28.9+cuda13.0\0",
+      22809, "+cuda13.0");
 }
 
 static void test_tag_only_after_plus(void **state) {
   (void)state;
-  char tag[32] = "junk";
-  assert_int_equal(BANNER("NCCL version 2.29.7\n", tag), 22907);
-  assert_string_equal(tag, "");
-  assert_int_equal(BANNER("NCCL version 2.29.7a0+cuda13.0", tag), 22907); /* a suffix: no tag */
-  assert_string_equal(tag, "");
-  assert_int_equal(BANNER("NCCL version 2.28.3+cuda12.9 more", tag), 22803);
-  assert_string_equal(tag, "+cuda12.9");
+  EXPECT_BANNER("NCCL version 2.29.7\n", 22907, "");
+  EXPECT_BANNER("NCCL version 2.29.7a0+cuda13.0", 22907, ""); /* a suffix: no tag */
+  EXPECT_BANNER("NCCL version 2.28.3+cuda12.9 more", 22803, "+cuda12.9");
 }
 
 /* Ubuntu's NCCL 2.28.3 holds the bare version in a message ahead of the banner itself. */
 static void test_tagged_banner_after_a_bare_version(void **state) {
   (void)state;
-  char tag[32] = "junk";
-  static const char data[] =
+  EXPECT_BANNER(
       "NCCL version 2.28.3\nxx\0NCCL version mismatch\0"
-      "NCCL version 2.28.3+cuda13.0\0%s";
-  assert_int_equal(BANNER(data, tag), 22803);
-  assert_string_equal(tag, "+cuda13.0");
+      "NCCL version 2.28.3+cuda13.0\0%s",
+      22803, "+cuda13.0");
 }
 
 static void test_bounded(void **state) {

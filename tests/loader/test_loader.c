@@ -201,6 +201,15 @@ static void expect_file(const ncshl_candidate *c, ncshl_step step, const char *d
   free(file);
 }
 
+/* A candidate no file stands for (NCSHL_REACH_NONE): a step's why, or a request refused. */
+static void expect_no_file(const ncshl_candidate *c, ncshl_step step, ncshl_outcome outcome,
+                           const char *reason) {
+  assert_int_equal(c->step, step);
+  assert_int_equal(c->reach, NCSHL_REACH_NONE);
+  assert_int_equal(c->outcome, outcome);
+  assert_string_equal(c->reason, reason);
+}
+
 /* ---- The steps' list --------------------------------------------------------------------- */
 
 static void test_step_list(void **state) {
@@ -242,10 +251,7 @@ static void test_list_every_step_in_order(void **state) {
   ncshl_candidates c;
   assert_int_equal(ncshl_search_list(&s, &c), 0);
   assert_int_equal(c.count, 6);
-  assert_int_equal(c.items[0].step, NCSHL_STEP_PRELOADED);
-  assert_int_equal(c.items[0].reach, NCSHL_REACH_NONE);
-  assert_int_equal(c.items[0].outcome, NCSHL_ABSENT);
-  assert_string_equal(c.items[0].reason, "not loaded in this process");
+  expect_no_file(&c.items[0], NCSHL_STEP_PRELOADED, NCSHL_ABSENT, "not loaded in this process");
   expect_file(&c.items[1], NCSHL_STEP_LIBRARY_PATH, dir_a, "LD_LIBRARY_PATH");
   expect_file(&c.items[2], NCSHL_STEP_ACTIVE_ENV, dir_b, "the test's environment");
   expect_file(&c.items[3], NCSHL_STEP_LD_CACHE, dir_c, cache);
@@ -285,10 +291,8 @@ static void test_list_overrides_end_it(void **state) {
   setenv("NCSHL_TEST_LIBRARY", "relative/lib.so", 1);
   assert_int_equal(ncshl_search_list(&s, &c), 0);
   assert_int_equal(c.count, 1);
-  assert_int_equal(c.items[0].step, NCSHL_STEP_ENVIRONMENT);
-  assert_int_equal(c.items[0].reach, NCSHL_REACH_NONE);
-  assert_int_equal(c.items[0].outcome, NCSHL_BAD_REQUEST);
-  assert_string_equal(c.items[0].reason, "NCSHL_TEST_LIBRARY must be an absolute path");
+  expect_no_file(&c.items[0], NCSHL_STEP_ENVIRONMENT, NCSHL_BAD_REQUEST,
+                 "NCSHL_TEST_LIBRARY must be an absolute path");
   ncshl_candidates_free(&c);
 
   setenv("NCSHL_TEST_LIBRARY", "", 1); /* empty means unset */

@@ -6,41 +6,29 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/resource.h>
 
 #include "ncclshim/ncclshim.h"
 
 #include "../scenario_print.h"
+#include "../support.h"
 
 int main(int argc, char **argv) {
   ncclshim_nccl_options options = NCCLSHIM_NCCL_OPTIONS_INIT;
-  int call = 0, use_default = 1, list = 0;
-  const char *mapped = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--preload") == 0 && i + 1 < argc) {
-      int failed = scenario_preload(argv[++i]);
-      if (failed) return failed;
-    } else if (strcmp(argv[i], "--path") == 0 && i + 1 < argc) {
-      options.path = argv[++i];
-      use_default = 0;
-    } else if (strcmp(argv[i], "--min") == 0 && i + 1 < argc) {
-      options.min_version = atoi(argv[++i]);
-      use_default = 0;
-    } else if (strcmp(argv[i], "--refuse") == 0) {
-      options.refuse_second_copy = 1;
-      use_default = 0;
-    } else if (strcmp(argv[i], "--mapped") == 0 && i + 1 < argc) {
-      mapped = argv[++i];
-    } else if (strcmp(argv[i], "--list") == 0) {
-      list = 1;
-    } else if (strcmp(argv[i], "--call") == 0) {
-      call = 1;
-    } else {
-      fprintf(stderr, "unknown argument %s\n", argv[i]);
-      return 2;
-    }
-  }
+  const char *min_version = NULL, *mapped = NULL;
+  int call = 0, list = 0;
+  const scenario_option known[] = {{"--path", &options.path, NULL},
+                                   {"--min", &min_version, NULL},
+                                   {"--refuse", NULL, &options.refuse_second_copy},
+                                   {"--mapped", &mapped, NULL},
+                                   {"--list", NULL, &list},
+                                   {"--call", NULL, &call},
+                                   {NULL, NULL, NULL}};
+  int failed = scenario_options(argc, argv, known);
+  if (failed) return failed;
+  if (min_version != NULL) options.min_version = atoi(min_version);
+  /* Any option given makes it an open of its own; none, the default handle. */
+  int use_default = options.path == NULL && min_version == NULL && !options.refuse_second_copy;
   ncclshim_nccl *nccl = NULL;
   if (use_default)
     nccl = ncclshim_nccl_default();

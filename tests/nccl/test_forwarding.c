@@ -20,34 +20,18 @@ static void forward_all(const char *variant, int expected_version) {
   ncclshim_nccl_close(nccl);
 }
 
-static void test_2_18(void **state) {
-  (void)state;
-  forward_all("2.18.5", 21805);
+/* Each fake release with its version, run by the case named first. */
+typedef struct release {
+  const char *variant;
+  int version;
+} release;
+
+static void test_release(void **state) {
+  const release *r = *state;
+  forward_all(r->variant, r->version);
 }
-static void test_2_21(void **state) {
-  (void)state;
-  forward_all("2.21.5", 22105);
-}
-static void test_2_27(void **state) {
-  (void)state;
-  forward_all("2.27.3", 22703);
-}
-static void test_2_28_3(void **state) {
-  (void)state;
-  forward_all("2.28.3", 22803);
-}
-static void test_2_28_9(void **state) {
-  (void)state;
-  forward_all("2.28.9", 22809);
-}
-static void test_2_29_7(void **state) {
-  (void)state;
-  forward_all("2.29.7", 22907);
-}
-static void test_2_30(void **state) {
-  (void)state;
-  forward_all("2.30.7", 23007);
-}
+#define RELEASE(name, variant, version) \
+  TABLE_CASE(name, test_release, (&(const release){(variant), (version)}))
 
 /* The capabilities each release unlocks, by version and symbols. */
 static void test_capabilities(void **state) {
@@ -145,16 +129,11 @@ static void test_two_handles(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_2_18),
-      cmocka_unit_test(test_2_21),
-      cmocka_unit_test(test_2_27),
-      cmocka_unit_test(test_2_28_3),
-      cmocka_unit_test(test_2_28_9),
-      cmocka_unit_test(test_2_29_7),
-      cmocka_unit_test(test_2_30),
-      cmocka_unit_test(test_capabilities),
-      cmocka_unit_test(test_unexpected_missing),
-      cmocka_unit_test(test_two_handles),
+      RELEASE(test_2_18, "2.18.5", 21805),       RELEASE(test_2_21, "2.21.5", 22105),
+      RELEASE(test_2_27, "2.27.3", 22703),       RELEASE(test_2_28_3, "2.28.3", 22803),
+      RELEASE(test_2_28_9, "2.28.9", 22809),     RELEASE(test_2_29_7, "2.29.7", 22907),
+      RELEASE(test_2_30, "2.30.7", 23007),       cmocka_unit_test(test_capabilities),
+      cmocka_unit_test(test_unexpected_missing), cmocka_unit_test(test_two_handles),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,18 +22,15 @@ static char *bad_dir; /* holds libnccl.so.2 -> fake missing-required */
 static int setup(void **state) {
   (void)state;
   root = scratch_dir();
-  old_dir = join(root, "old");
-  make_link(fake_path("2.21.5"), join(old_dir, "libnccl.so.2"));
-  bad_dir = join(root, "bad");
-  make_link(fake_path("missing-required"), join(bad_dir, "libnccl.so.2"));
+  old_dir = dir_with_link(root, "old", "libnccl.so.2", fake_path("2.21.5"));
+  bad_dir = dir_with_link(root, "bad", "libnccl.so.2", fake_path("missing-required"));
   return 0;
 }
 
 /* A directory `prefix` + `sub` holding libnccl.so.2 -> the fake `variant`; returns prefix. */
 static char *install(const char *name, const char *sub, const char *variant) {
   char *prefix = join(root, name);
-  char *dir = join(prefix, sub);
-  make_link(fake_path(variant), join(dir, "libnccl.so.2"));
+  free(dir_with_link(prefix, sub, "libnccl.so.2", fake_path(variant)));
   return prefix;
 }
 
@@ -47,169 +44,143 @@ static void expect_chosen(const scenario *s, const char *status, const char *via
   if (variant != NULL) assert_string_equal(scenario_get(s, "path"), fake_path(variant));
 }
 
-/* The attempt whose text contains `needle`, "" if none. */
-static const char *find_attempt(const scenario *s, const char *needle) {
-  int count = atoi(scenario_get(s, "attempts"));
-  for (int i = 0; i < count; i++) {
-    char key[32];
-    snprintf(key, sizeof(key), "attempt.%d", i);
-    const char *line = scenario_get(s, key);
-    if (strstr(line, needle) != NULL) return line;
-  }
-  return "";
+/* The last search's output, which expect_search and expect_python_chooses hand back. */
+static scenario last;
+
+/* One search with `args` and exactly `env`, which must end as expect_chosen says. */
+static const scenario *expect_search(const char *const *args, const char *const *env,
+                                     const char *status, const char *via, const char *version,
+                                     const char *variant) {
+  run_scenario(&last, args, env);
+  expect_chosen(&last, status, via, version, variant);
+  return &last;
 }
 
 static void test_no_nccl(void **state) {
   (void)state;
-  scenario s;
   const char *args[] = {"--call", NULL};
   const char *env[] = {NULL};
-  run_scenario(&s, args, env);
-  expect_chosen(&s, "NOT_FOUND", "none", "none", NULL);
-  assert_string_equal(find_attempt(&s, "already-loaded|NOT_FOUND|libnccl.so.2"),
+  const scenario *s = expect_search(args, env, "NOT_FOUND", "none", "none", NULL);
+  assert_string_equal(scenario_attempt(s, "already-loaded|NOT_FOUND|libnccl.so.2"),
                       "already-loaded|NOT_FOUND|libnccl.so.2|not loaded in this process");
-  assert_non_null(strstr(find_attempt(&s, "system-search"), "cannot open shared object file"));
+  assert_non_null(strstr(scenario_attempt(s, "system-search"), "cannot open shared object file"));
   /* Issue 31: every step leaves a line in the trail, a step with no candidate its why. */
-  assert_non_null(strstr(find_attempt(&s, "library-path|NOT_FOUND"), "LD_LIBRARY_PATH is not set"));
   assert_non_null(
-      strstr(find_attempt(&s, "active-environment|NOT_FOUND"), "no Python environment"));
+      strstr(scenario_attempt(s, "library-path|NOT_FOUND"), "LD_LIBRARY_PATH is not set"));
   assert_non_null(
-      strstr(find_attempt(&s, "well-known-place|NOT_FOUND"), "NCCL_HOME and CUDA_HOME are unset"));
-  assert_non_null(strstr(scenario_get(&s, "message"),
+      strstr(scenario_attempt(s, "active-environment|NOT_FOUND"), "no Python environment"));
+  assert_non_null(strstr(scenario_attempt(s, "well-known-place|NOT_FOUND"),
+                         "NCCL_HOME and CUDA_HOME are unset"));
+  assert_non_null(strstr(scenario_get(s, "message"),
                          "libnccl.so.2 was not found; searched: this process (already loaded), "));
-  assert_non_null(strstr(scenario_get(&s, "message"), "the ld.so cache, the system loader"));
-  assert_string_equal(scenario_get(&s, "call_result"), "5"); /* ncclInvalidUsage */
-  assert_non_null(strstr(scenario_get(&s, "call_message"), "ncclAllReduce: no NCCL is loaded"));
-  assert_non_null(strstr(scenario_get(&s, "error_string"), "invalid usage"));
+  assert_non_null(strstr(scenario_get(s, "message"), "the ld.so cache, the system loader"));
+  assert_string_equal(scenario_get(s, "call_result"), "5"); /* ncclInvalidUsage */
+  assert_non_null(strstr(scenario_get(s, "call_message"), "ncclAllReduce: no NCCL is loaded"));
+  assert_non_null(strstr(scenario_get(s, "error_string"), "invalid usage"));
 }
 
 static void test_system_search(void **state) {
   (void)state;
-  scenario s;
   const char *env[] = {env_entry("LD_LIBRARY_PATH", old_dir), NULL};
-  run_scenario(&s, NULL, env);
-  expect_chosen(&s, "OK", "library-path", "2.21.5", "2.21.5");
-  assert_string_equal(scenario_get(&s, "preloaded"), "0");
+  const scenario *s = expect_search(NULL, env, "OK", "library-path", "2.21.5", "2.21.5");
+  assert_string_equal(scenario_get(s, "preloaded"), "0");
 }
 
 static void test_environment_wins(void **state) {
   (void)state;
-  scenario s;
   const char *env[] = {env_entry("LD_LIBRARY_PATH", old_dir),
                        env_entry("NCCLSHIM_NCCL_LIBRARY", fake_path("2.28.9")), NULL};
-  run_scenario(&s, NULL, env);
-  expect_chosen(&s, "OK", "environment", "2.28.9", "2.28.9");
-  assert_string_equal(scenario_get(&s, "attempts"), "1");
+  const scenario *s = expect_search(NULL, env, "OK", "environment", "2.28.9", "2.28.9");
+  assert_string_equal(scenario_get(s, "attempts"), "1");
 }
 
 static void test_environment_fails_loud(void **state) {
   (void)state;
-  scenario s;
   const char *env[] = {env_entry("LD_LIBRARY_PATH", old_dir),
                        env_entry("NCCLSHIM_NCCL_LIBRARY", "/nonexistent/libnccl.so.2"), NULL};
-  run_scenario(&s, NULL, env);
-  expect_chosen(&s, "NOT_FOUND", "none", "none", NULL);
-  assert_string_equal(scenario_get(&s, "attempts"), "1");
-  assert_non_null(strstr(scenario_get(&s, "message"), "/nonexistent/libnccl.so.2"));
+  const scenario *s = expect_search(NULL, env, "NOT_FOUND", "none", "none", NULL);
+  assert_string_equal(scenario_get(s, "attempts"), "1");
+  assert_non_null(strstr(scenario_get(s, "message"), "/nonexistent/libnccl.so.2"));
 
   const char *broken[] = {env_entry("LD_LIBRARY_PATH", old_dir),
                           env_entry("NCCLSHIM_NCCL_LIBRARY", fake_path("missing-required")), NULL};
-  run_scenario(&s, NULL, broken);
-  expect_chosen(&s, "MISSING_SYMBOLS", "none", "none", NULL);
+  expect_search(NULL, broken, "MISSING_SYMBOLS", "none", "none", NULL);
 
   const char *relative[] = {env_entry("NCCLSHIM_NCCL_LIBRARY", "libnccl.so.2"), NULL};
-  run_scenario(&s, NULL, relative);
-  expect_chosen(&s, "INVALID_ARGUMENT", "none", "none", NULL);
-  assert_non_null(strstr(scenario_get(&s, "message"), "must be an absolute path"));
+  s = expect_search(NULL, relative, "INVALID_ARGUMENT", "none", "none", NULL);
+  assert_non_null(strstr(scenario_get(s, "message"), "must be an absolute path"));
 
   const char *empty[] = {env_entry("NCCLSHIM_NCCL_LIBRARY", ""),
                          env_entry("LD_LIBRARY_PATH", old_dir), NULL};
-  run_scenario(&s, NULL, empty); /* empty means unset */
-  expect_chosen(&s, "OK", "library-path", "2.21.5", "2.21.5");
+  expect_search(NULL, empty, "OK", "library-path", "2.21.5", "2.21.5"); /* empty means unset */
 }
 
 static void test_api_beats_environment(void **state) {
   (void)state;
-  scenario s;
   const char *args[] = {"--path", fake_path("2.28.3"), NULL};
   const char *env[] = {env_entry("NCCLSHIM_NCCL_LIBRARY", fake_path("2.28.9")), NULL};
-  run_scenario(&s, args, env);
-  expect_chosen(&s, "OK", "explicit", "2.28.3", "2.28.3");
+  expect_search(args, env, "OK", "explicit", "2.28.3", "2.28.3");
 }
 
 static void test_already_loaded(void **state) {
   (void)state;
-  scenario s;
   const char *args[] = {"--preload", fake_path("2.27.3"), NULL};
   const char *env[] = {env_entry("LD_LIBRARY_PATH", old_dir), NULL};
-  run_scenario(&s, args, env);
-  expect_chosen(&s, "OK", "already-loaded", "2.27.3", "2.27.3");
-  assert_string_equal(scenario_get(&s, "preloaded"), "1");
-  assert_non_null(strstr(find_attempt(&s, "already-loaded|OK"), "already loaded from"));
+  const scenario *s = expect_search(args, env, "OK", "already-loaded", "2.27.3", "2.27.3");
+  assert_string_equal(scenario_get(s, "preloaded"), "1");
+  assert_non_null(strstr(scenario_attempt(s, "already-loaded|OK"), "already loaded from"));
 }
 
 static void test_keeps_searching_past_old(void **state) {
   (void)state;
-  scenario s;
   char *home = install("home", "lib", "2.28.9");
   const char *args[] = {"--min", "22800", NULL};
   const char *env[] = {env_entry("LD_LIBRARY_PATH", old_dir), env_entry("NCCL_HOME", home), NULL};
-  run_scenario(&s, args, env);
-  expect_chosen(&s, "OK", "well-known-place", "2.28.9", "2.28.9");
-  assert_non_null(strstr(find_attempt(&s, "library-path|VERSION_TOO_OLD"),
+  const scenario *s = expect_search(args, env, "OK", "well-known-place", "2.28.9", "2.28.9");
+  assert_non_null(strstr(scenario_attempt(s, "library-path|VERSION_TOO_OLD"),
                          "NCCL 2.21.5 is older than the 2.28.0"));
 
   /* And past a broken one. */
   const char *broken[] = {env_entry("LD_LIBRARY_PATH", bad_dir), env_entry("NCCL_HOME", home),
                           NULL};
-  run_scenario(&s, NULL, broken);
-  expect_chosen(&s, "OK", "well-known-place", "2.28.9", "2.28.9");
-  assert_non_null(strstr(find_attempt(&s, "MISSING_SYMBOLS"), "ncclAllReduce"));
+  s = expect_search(NULL, broken, "OK", "well-known-place", "2.28.9", "2.28.9");
+  assert_non_null(strstr(scenario_attempt(s, "MISSING_SYMBOLS"), "ncclAllReduce"));
 }
 
 static void test_all_refused(void **state) {
   (void)state;
-  scenario s;
   const char *args[] = {"--min", "22800", "--call", NULL};
   const char *env[] = {env_entry("LD_LIBRARY_PATH", old_dir), NULL};
-  run_scenario(&s, args, env);
-  expect_chosen(&s, "VERSION_TOO_OLD", "none", "none", NULL);
-  assert_non_null(strstr(scenario_get(&s, "message"), "older than the 2.28.0"));
-  assert_non_null(strstr(scenario_get(&s, "call_message"), "older than the 2.28.0"));
+  const scenario *s = expect_search(args, env, "VERSION_TOO_OLD", "none", "none", NULL);
+  assert_non_null(strstr(scenario_get(s, "message"), "older than the 2.28.0"));
+  assert_non_null(strstr(scenario_get(s, "call_message"), "older than the 2.28.0"));
 }
 
 static void test_well_known_places(void **state) {
   (void)state;
-  scenario s;
   char *conda = install("conda", "lib", "2.27.3");
   const char *e1[] = {env_entry("CONDA_PREFIX", conda), NULL};
-  run_scenario(&s, NULL, e1);
-  expect_chosen(&s, "OK", "active-environment", "2.27.3", "2.27.3");
+  expect_search(NULL, e1, "OK", "active-environment", "2.27.3", "2.27.3");
 
   char *cuda = install("cuda", "lib64", "2.28.3");
   const char *e2[] = {env_entry("CUDA_HOME", cuda), NULL};
-  run_scenario(&s, NULL, e2);
-  expect_chosen(&s, "OK", "well-known-place", "2.28.3", "2.28.3");
+  expect_search(NULL, e2, "OK", "well-known-place", "2.28.3", "2.28.3");
 
   char *venv = install("venv", "lib/python3.12/site-packages/nvidia/nccl/lib", "2.30.7");
   const char *e3[] = {env_entry("VIRTUAL_ENV", venv), NULL};
-  run_scenario(&s, NULL, e3);
-  expect_chosen(&s, "OK", "active-environment", "2.30.7", "2.30.7");
+  expect_search(NULL, e3, "OK", "active-environment", "2.30.7", "2.30.7");
 
   /* The active environment (CONDA_PREFIX) comes before NCCL_HOME, a well-known place. */
   char *home = install("home2", "lib", "2.21.5");
   const char *e4[] = {env_entry("CONDA_PREFIX", conda), env_entry("NCCL_HOME", home), NULL};
-  run_scenario(&s, NULL, e4);
-  expect_chosen(&s, "OK", "active-environment", "2.27.3", "2.27.3");
+  expect_search(NULL, e4, "OK", "active-environment", "2.27.3", "2.27.3");
   const char *e4b[] = {env_entry("NCCL_HOME", home), NULL};
-  run_scenario(&s, NULL, e4b);
-  expect_chosen(&s, "OK", "well-known-place", "2.21.5", "2.21.5");
+  expect_search(NULL, e4b, "OK", "well-known-place", "2.21.5", "2.21.5");
 
   /* A relative directory is never searched. */
   const char *e5[] = {env_entry("NCCL_HOME", "home2"), NULL};
-  run_scenario(&s, NULL, e5);
-  expect_chosen(&s, "NOT_FOUND", "none", "none", NULL);
-  assert_string_equal(find_attempt(&s, "home2"), "");
+  const scenario *s = expect_search(NULL, e5, "NOT_FOUND", "none", "none", NULL);
+  assert_string_equal(scenario_attempt(s, "home2"), "");
 }
 
 /* LD_LIBRARY_PATH=<libncclshim's directory>: a symlink to the scenario helper started through
@@ -224,63 +195,58 @@ static const char *library_dir(void) {
   return entry;
 }
 
+/* The scenario helper started as `prefix`/bin/python3 (a symlink to it), as a program of that
+ * environment, must choose `version` from the active environment. */
+static const scenario *expect_python_chooses(const char *prefix, const char *version) {
+  char *program = join(prefix, "bin/python3");
+  make_link(getenv("SCENARIO"), program);
+  const char *env[] = {library_dir(), NULL};
+  run_program(&last, program, NULL, env);
+  expect_chosen(&last, "OK", "active-environment", version, NULL);
+  free(program);
+  return &last;
+}
+
 /* issue 24: a venv used without activating it (no VIRTUAL_ENV), as services and IDEs do: its
  * bin/python3 is a symlink to the base interpreter, so only the path the program was started
  * by leads to the venv's wheel. */
 static void test_unactivated_venv(void **state) {
   (void)state;
-  scenario s;
   char *venv = install("plainvenv", "lib/python3.12/site-packages/nvidia/nccl/lib", "2.28.9");
-  char *python = join(venv, "bin/python3");
-  make_link(getenv("SCENARIO"), python);
-  const char *env[] = {library_dir(), NULL};
-  run_program(&s, python, NULL, env);
-  expect_chosen(&s, "OK", "active-environment", "2.28.9", NULL);
-  assert_non_null(strstr(find_attempt(&s, "/plainvenv/lib/python3.12/site-packages/"), "|OK|"));
+  const scenario *s = expect_python_chooses(venv, "2.28.9");
+  assert_non_null(strstr(scenario_attempt(s, "/plainvenv/lib/python3.12/site-packages/"), "|OK|"));
   /* Started by its real file instead, nothing leads there. */
-  run_scenario(&s, NULL, NULL);
-  expect_chosen(&s, "NOT_FOUND", "none", "none", NULL);
-  assert_string_equal(find_attempt(&s, "plainvenv"), "");
+  s = expect_search(NULL, NULL, "NOT_FOUND", "none", "none", NULL);
+  assert_string_equal(scenario_attempt(s, "plainvenv"), "");
 }
 
 /* pip --user: ~/.local/lib/python3.N/site-packages, after the program's own environment. */
 static void test_user_site(void **state) {
   (void)state;
-  scenario s;
   char *home = install("userhome", ".local/lib/python3.11/site-packages/nvidia/nccl/lib", "2.27.3");
   const char *env[] = {env_entry("HOME", home), NULL};
-  run_scenario(&s, NULL, env);
-  expect_chosen(&s, "OK", "active-environment", "2.27.3", NULL);
-  assert_non_null(strstr(find_attempt(&s, "/userhome/.local/lib/python3.11/"), "|OK|"));
+  const scenario *s = expect_search(NULL, env, "OK", "active-environment", "2.27.3", NULL);
+  assert_non_null(strstr(scenario_attempt(s, "/userhome/.local/lib/python3.11/"), "|OK|"));
   /* PYTHONUSERBASE replaces ~/.local, as in Python. */
   char *base = install("userbase", "lib/python3.13/site-packages/nvidia/nccl/lib", "2.21.5");
   const char *env2[] = {env_entry("HOME", home), env_entry("PYTHONUSERBASE", base), NULL};
-  run_scenario(&s, NULL, env2);
-  expect_chosen(&s, "OK", "active-environment", "2.21.5", NULL);
+  expect_search(NULL, env2, "OK", "active-environment", "2.21.5", NULL);
   /* An activated venv comes first. */
   char *venv = install("venv2", "lib/python3.12/site-packages/nvidia/nccl/lib", "2.30.7");
   const char *env3[] = {env_entry("HOME", home), env_entry("VIRTUAL_ENV", venv), NULL};
-  run_scenario(&s, NULL, env3);
-  expect_chosen(&s, "OK", "active-environment", "2.30.7", "2.30.7");
+  expect_search(NULL, env3, "OK", "active-environment", "2.30.7", "2.30.7");
 }
 
 /* Debian's dist-packages under the program's prefix, after its site-packages. */
 static void test_dist_packages(void **state) {
   (void)state;
-  scenario s;
   char *prefix = install("debian", "lib/python3/dist-packages/nvidia/nccl/lib", "2.21.5");
-  char *program = join(prefix, "bin/python3");
-  make_link(getenv("SCENARIO"), program);
-  const char *env[] = {library_dir(), NULL};
-  run_program(&s, program, NULL, env);
-  expect_chosen(&s, "OK", "active-environment", "2.21.5", NULL);
-  assert_non_null(strstr(find_attempt(&s, "/debian/lib/python3/dist-packages/"), "|OK|"));
+  const scenario *s = expect_python_chooses(prefix, "2.21.5");
+  assert_non_null(strstr(scenario_attempt(s, "/debian/lib/python3/dist-packages/"), "|OK|"));
   install("debian", "lib/python3.12/dist-packages/nvidia/nccl/lib", "2.27.3");
-  run_program(&s, program, NULL, env);
-  expect_chosen(&s, "OK", "active-environment", "2.27.3", NULL);
+  expect_python_chooses(prefix, "2.27.3");
   install("debian", "lib/python3.12/site-packages/nvidia/nccl/lib", "2.28.9");
-  run_program(&s, program, NULL, env);
-  expect_chosen(&s, "OK", "active-environment", "2.28.9", NULL);
+  expect_python_chooses(prefix, "2.28.9");
 }
 
 int main(void) {

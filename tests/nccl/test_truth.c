@@ -43,6 +43,30 @@ static void expect_in(const scenario *s, const char *key, const char *needle) {
     fail_msg("%s lacks \"%s\"; output:\n%s", key, needle, s->output);
 }
 
+/* The last search's output, which search and search_in hand back. */
+static scenario last;
+
+/* One search by `program` (NULL: the scenario helper) with `args` and exactly `env`, which
+ * must end with exit 0 and `status`. */
+static const scenario *search_in(const char *program, const char *const *args,
+                                 const char *const *env, const char *status) {
+  if (program != NULL)
+    run_program(&last, program, args, env);
+  else
+    run_scenario(&last, args, env);
+  expect_status(&last, status);
+  return &last;
+}
+static const scenario *search(const char *const *args, const char *const *env, const char *status) {
+  return search_in(NULL, args, env, status);
+}
+
+/* An explicit open of `path` (--path) with an empty environment, which must end in `status`. */
+static const scenario *open_path(const char *path, const char *status) {
+  const char *args[] = {"--path", path, NULL};
+  return search(args, NULL, status);
+}
+
 /* The attempt or census line whose text contains `needle`, "" if none. */
 static const char *find_line(const scenario *s, const char *kind, const char *needle) {
   char key[64];
@@ -68,109 +92,85 @@ static char *wrapper_beside(const char *name, const char *variant) {
 static void test_wrapper_reports_the_real_nccl(void **state) {
   (void)state;
   char *a = wrapper_beside("wrap-a", "2.28.3"), *b = wrapper_beside("wrap-b", "2.28.9");
-  scenario sa, sb;
-  const char *args_a[] = {"--path", a, NULL}, *args_b[] = {"--path", b, NULL};
-  const char *env[] = {NULL};
-  run_scenario(&sa, args_a, env);
-  expect_status(&sa, "OK");
-  assert_string_equal(scenario_get(&sa, "version"), "2.28.3");
+  const scenario *s = open_path(a, "OK");
+  EXPECT_VALUES(s, "version", "2.28.3");
   /* The path is the NCCL that defines the functions, not the wrapper... */
-  assert_string_equal(scenario_get(&sa, "path"), fake_path("2.28.3"));
+  EXPECT_VALUES(s, "path", fake_path("2.28.3"));
   /* ...which the trail and the message name. */
-  expect_in(&sa, "attempt.0", "only links NCCL: its functions are defined in");
-  expect_in(&sa, "attempt.0", a);
-  expect_in(&sa, "message", "through ");
-  char *fingerprint_a = strdup(scenario_get(&sa, "fingerprint"));
-  run_scenario(&sb, args_b, env);
-  expect_status(&sb, "OK");
-  assert_string_equal(scenario_get(&sb, "path"), fake_path("2.28.9"));
+  expect_in(s, "attempt.0", "only links NCCL: its functions are defined in");
+  expect_in(s, "attempt.0", a);
+  expect_in(s, "message", "through ");
+  char *fingerprint_a = strdup(scenario_get(s, "fingerprint"));
+  s = open_path(b, "OK");
+  EXPECT_VALUES(s, "path", fake_path("2.28.9"));
   /* Two NCCLs behind two wrappers: two fingerprints. */
-  assert_string_not_equal(fingerprint_a, scenario_get(&sb, "fingerprint"));
+  assert_string_not_equal(fingerprint_a, scenario_get(s, "fingerprint"));
   free(fingerprint_a);
 }
 
 static void test_get_version_not_a_function(void **state) {
   (void)state;
-  scenario s;
-  const char *env[] = {NULL};
-  const char *data[] = {"--path", getenv("DATA_GET_VERSION"), NULL};
-  run_scenario(&s, data, env);
-  expect_status(&s, "NOT_NCCL"); /* and no SIGSEGV: exit 0 */
-  expect_in(&s, "message", "ncclGetVersion is a variable, not a function");
-  const char *tls[] = {"--path", getenv("TLS_GET_VERSION"), NULL};
-  run_scenario(&s, tls, env);
-  expect_status(&s, "NOT_NCCL");
-  expect_in(&s, "message", "thread-local");
+  const scenario *s =
+      open_path(getenv("DATA_GET_VERSION"), "NOT_NCCL"); /* and no SIGSEGV: exit 0 */
+  expect_in(s, "message", "ncclGetVersion is a variable, not a function");
+  s = open_path(getenv("TLS_GET_VERSION"), "NOT_NCCL");
+  expect_in(s, "message", "thread-local");
 }
 
 static void test_same_file_twice(void **state) {
   (void)state;
-  scenario s;
   const char *args[] = {"--preload",         fake_path("2.28.9"), "--path",
                         fake_path("2.28.9"), "--refuse",          NULL};
   const char *env[] = {NULL};
-  run_scenario(&s, args, env);
-  expect_status(&s, "OK");
-  assert_string_equal(scenario_get(&s, "via"), "explicit");
-  assert_string_equal(scenario_get(&s, "preloaded"), "1"); /* item 4: it was 0 */
-  assert_string_equal(scenario_get(&s, "census"), "1");
-  assert_null(strstr(scenario_get(&s, "message"), "WARNING"));
+  const scenario *s = search(args, env, "OK");
+  EXPECT_VALUES(s, "via", "explicit", "preloaded", "1", "census", "1"); /* preloaded: item 4 */
+  assert_null(strstr(scenario_get(s, "message"), "WARNING"));
 }
 
 static void test_different_file(void **state) {
   (void)state;
-  scenario s;
   const char *env[] = {NULL};
   const char *args[] = {"--preload", fake_path("2.28.9"), "--path", fake_path("2.28.3"), NULL};
-  run_scenario(&s, args, env);
-  expect_status(&s, "OK"); /* by default: mapped, with a warning */
-  assert_string_equal(scenario_get(&s, "census"), "2");
-  expect_in(&s, "message", "WARNING: 2 NCCLs are mapped in this process");
-  expect_in(&s, "message", fake_path("2.28.9"));
-  assert_non_null(strstr(find_line(&s, "census", "|0|1|"), fake_path("2.28.3")));
+  const scenario *s = search(args, env, "OK"); /* by default: mapped, with a warning */
+  EXPECT_VALUES(s, "census", "2");
+  expect_in(s, "message", "WARNING: 2 NCCLs are mapped in this process");
+  expect_in(s, "message", fake_path("2.28.9"));
+  assert_non_null(strstr(find_line(s, "census", "|0|1|"), fake_path("2.28.3")));
 
   /* Refused when asked, and never mapped. */
   const char *refuse[] = {
       "--preload", fake_path("2.28.9"), "--path", fake_path("2.28.3"), "--refuse",
       "--mapped",  fake_path("2.28.3"), NULL};
-  run_scenario(&s, refuse, env);
-  expect_status(&s, "SECOND_COPY");
-  expect_in(&s, "message", "another NCCL is mapped in this process (2.28.9 at");
-  assert_string_equal(scenario_get(&s, "mapped"), "0");
+  s = search(refuse, env, "SECOND_COPY");
+  expect_in(s, "message", "another NCCL is mapped in this process (2.28.9 at");
+  EXPECT_VALUES(s, "mapped", "0");
 
   /* The drop-in's way: the default handle, NCCLSHIM_NCCL_LIBRARY and the variable. */
   const char *preload[] = {"--preload", fake_path("2.28.9"), NULL};
   const char *refuse_env[] = {env_entry("NCCLSHIM_NCCL_LIBRARY", fake_path("2.28.3")),
                               "NCCLSHIM_REFUSE_SECOND_NCCL=1", NULL};
-  run_scenario(&s, preload, refuse_env);
-  expect_status(&s, "SECOND_COPY");
+  search(preload, refuse_env, "SECOND_COPY");
   const char *warn_env[] = {env_entry("NCCLSHIM_NCCL_LIBRARY", fake_path("2.28.3")), NULL};
-  run_scenario(&s, preload, warn_env);
-  expect_status(&s, "OK");
-  assert_string_equal(scenario_get(&s, "census"), "2");
+  s = search(preload, warn_env, "OK");
+  EXPECT_VALUES(s, "census", "2");
 }
 
 static void test_static_in_program(void **state) {
   (void)state;
-  scenario s;
   const char *env[] = {NULL};
   const char *program = getenv("SCENARIO_STATIC");
-  run_program(&s, program, NULL, env);
-  expect_status(&s, "OK"); /* the default search reuses the program's own NCCL */
-  assert_string_equal(scenario_get(&s, "via"), "already-loaded");
-  assert_string_equal(scenario_get(&s, "version"), "2.27.3");
-  assert_string_equal(scenario_get(&s, "census"), "1");
-  assert_non_null(strstr(scenario_get(&s, "census.0"), "2.27.3|1|1|"));
+  /* The default search reuses the program's own NCCL. */
+  const scenario *s = search_in(program, NULL, env, "OK");
+  EXPECT_VALUES(s, "via", "already-loaded", "version", "2.27.3", "census", "1");
+  assert_non_null(strstr(scenario_get(s, "census.0"), "2.27.3|1|1|"));
 
   const char *args[] = {"--path", fake_path("2.28.9"), NULL};
-  run_program(&s, program, args, env);
-  expect_status(&s, "OK");
-  assert_string_equal(scenario_get(&s, "census"), "2");
-  expect_in(&s, "message", "(linked into the program)");
+  s = search_in(program, args, env, "OK");
+  EXPECT_VALUES(s, "census", "2");
+  expect_in(s, "message", "(linked into the program)");
   const char *refuse[] = {"--path", fake_path("2.28.9"), "--refuse", NULL};
-  run_program(&s, program, refuse, env);
-  expect_status(&s, "SECOND_COPY");
-  expect_in(&s, "message", "linked into the program");
+  s = search_in(program, refuse, env, "SECOND_COPY");
+  expect_in(s, "message", "linked into the program");
 }
 
 /* A cache made by the system's ldconfig from `dirs`, or NULL without an ldconfig of this
@@ -201,16 +201,13 @@ static void test_cache_past_a_refused_copy(void **state) {
   copy_file(fake_path("2.28.9"), join(good, "libnccl.so.2"), (size_t)-1, 0);
   char *cache = make_cache("two.cache", old, good);
   if (cache == NULL) skip();
-  scenario s;
   const char *args[] = {"--min", "22800", NULL};
   const char *env[] = {env_entry("LD_LIBRARY_PATH", lp), env_entry("NCCLSHIM_LD_CACHE", cache),
                        NULL};
-  run_scenario(&s, args, env);
-  expect_status(&s, "OK");
-  assert_string_equal(scenario_get(&s, "via"), "ld-cache");
-  assert_string_equal(scenario_get(&s, "path"), join(good, "libnccl.so.2"));
-  assert_non_null(strstr(find_line(&s, "attempt", "library-path|NOT_NCCL"), "drop-in"));
-  assert_non_null(strstr(find_line(&s, "attempt", "ld-cache|VERSION_TOO_OLD"), old));
+  const scenario *s = search(args, env, "OK");
+  EXPECT_VALUES(s, "via", "ld-cache", "path", join(good, "libnccl.so.2"));
+  assert_non_null(strstr(find_line(s, "attempt", "library-path|NOT_NCCL"), "drop-in"));
+  assert_non_null(strstr(find_line(s, "attempt", "ld-cache|VERSION_TOO_OLD"), old));
 }
 
 static void test_environment_before_cache(void **state) {
@@ -223,25 +220,21 @@ static void test_environment_before_cache(void **state) {
   char *venv = join(root, "venv10");
   make_link(fake_path("2.30.7"),
             join(venv, "lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2"));
-  scenario s;
   const char *args[] = {"--list", NULL};
   const char *env[] = {env_entry("VIRTUAL_ENV", venv), env_entry("NCCLSHIM_LD_CACHE", cache), NULL};
-  run_scenario(&s, args, env);
-  expect_status(&s, "OK");
-  assert_string_equal(scenario_get(&s, "via"), "active-environment");
-  assert_string_equal(scenario_get(&s, "version"), "2.30.7");
+  const scenario *s = search(args, env, "OK");
+  EXPECT_VALUES(s, "via", "active-environment", "version", "2.30.7");
   /* Every NCCL visible: the chosen one, mapped, and the cache's, not loaded. */
-  assert_string_equal(scenario_get(&s, "list_status"), "OK");
+  EXPECT_VALUES(s, "list_status", "OK");
   /* The chosen one is named by the step that found it, as "via" (issue 24). */
   assert_non_null(
-      strstr(find_line(&s, "visible", fake_path("2.30.7")), "active-environment|2.30.7|1|1|"));
-  assert_non_null(strstr(find_line(&s, "visible", cached), "ld-cache|none|0|0|"));
+      strstr(find_line(s, "visible", fake_path("2.30.7")), "active-environment|2.30.7|1|1|"));
+  assert_non_null(strstr(find_line(s, "visible", cached), "ld-cache|none|0|0|"));
 
   const char *no_venv[] = {env_entry("NCCLSHIM_LD_CACHE", cache), NULL};
-  run_scenario(&s, args, no_venv);
-  expect_status(&s, "OK");
-  assert_string_equal(scenario_get(&s, "via"), "ld-cache");
-  assert_non_null(strstr(find_line(&s, "visible", cached), "ld-cache|2.28.9|1|1|"));
+  s = search(args, no_venv, "OK");
+  EXPECT_VALUES(s, "via", "ld-cache");
+  assert_non_null(strstr(find_line(s, "visible", cached), "ld-cache|2.28.9|1|1|"));
 }
 
 static void test_every_wheel_folder_newest_first(void **state) {
@@ -255,33 +248,25 @@ static void test_every_wheel_folder_newest_first(void **state) {
   /* Only one folder of twenty holds NCCL (the search looked at 16, in directory order). */
   make_link(fake_path("2.27.3"),
             join(venv, "lib/python3.5/site-packages/nvidia/nccl/lib/libnccl.so.2"));
-  scenario s;
   const char *env[] = {env_entry("VIRTUAL_ENV", venv), NULL};
-  run_scenario(&s, NULL, env);
-  expect_status(&s, "OK");
-  assert_string_equal(scenario_get(&s, "version"), "2.27.3");
+  const scenario *s = search(NULL, env, "OK");
+  EXPECT_VALUES(s, "version", "2.27.3");
   /* Two: the newest Python's wins (3.20 before 3.9, by version, not by name). */
   make_link(fake_path("2.21.5"),
             join(venv, "lib/python3.9/site-packages/nvidia/nccl/lib/libnccl.so.2"));
   make_link(fake_path("2.30.7"),
             join(venv, "lib/python3.20/site-packages/nvidia/nccl/lib/libnccl.so.2"));
-  run_scenario(&s, NULL, env);
-  expect_status(&s, "OK");
-  assert_string_equal(scenario_get(&s, "version"), "2.30.7");
+  s = search(NULL, env, "OK");
+  EXPECT_VALUES(s, "version", "2.30.7");
 }
 
 static void test_fingerprint_from_build_id(void **state) {
   (void)state;
-  scenario s;
-  const char *env[] = {NULL};
-  const char *args[] = {"--path", fake_path("2.28.9"), NULL};
-  run_scenario(&s, args, env);
-  expect_in(&s, "fingerprint", "nccl2.28.9-b");
-  expect_in(&s, "fingerprint", "-s");
-  const char *none[] = {"--path", getenv("FAKE_NO_BUILD_ID"), NULL};
-  run_scenario(&s, none, env);
-  expect_status(&s, "OK");
-  expect_in(&s, "fingerprint", "nccl2.28.9-q");
+  const scenario *s = open_path(fake_path("2.28.9"), "OK");
+  expect_in(s, "fingerprint", "nccl2.28.9-b");
+  expect_in(s, "fingerprint", "-s");
+  s = open_path(getenv("FAKE_NO_BUILD_ID"), "OK");
+  expect_in(s, "fingerprint", "nccl2.28.9-q");
 }
 
 /* Issue 31: without a build-id the fingerprint reads a bounded sample, whatever the size: a
@@ -292,31 +277,24 @@ static void test_fingerprint_without_build_id_is_bounded(void **state) {
   make_dirs(join(root, "sparse"));
   copy_file(getenv("FAKE_NO_BUILD_ID"), big, (size_t)-1, 0);
   assert_int_equal(truncate(big, 4LL << 30), 0);
-  scenario s;
-  const char *env[] = {NULL};
-  const char *args[] = {"--path", big, NULL};
-  run_scenario(&s, args, env);
-  expect_status(&s, "OK");
-  expect_in(&s, "fingerprint", "nccl2.28.9-q");
-  long faults = atol(scenario_get(&s, "fingerprint_faults"));
+  const scenario *s = open_path(big, "OK");
+  expect_in(s, "fingerprint", "nccl2.28.9-q");
+  long faults = atol(scenario_get(s, "fingerprint_faults"));
   if (faults > 4096) fail_msg("the fingerprint faulted %ld pages in", faults);
   unlink(big);
 }
 
 static void test_small_items(void **state) {
   (void)state;
-  scenario s;
   const char *env[] = {NULL};
   const char *preload[] = {"--preload", fake_path("2.28.9"), NULL};
-  run_scenario(&s, preload, env);
-  expect_status(&s, "OK");
-  expect_in(&s, "message", "(already-loaded)");
+  const scenario *s = search(preload, env, "OK");
+  expect_in(s, "message", "(already-loaded)");
   char max[32];
   snprintf(max, sizeof(max), "%d", INT_MAX);
   const char *too_high[] = {"--path", fake_path("2.28.9"), "--min", max, NULL};
-  run_scenario(&s, too_high, env);
-  expect_status(&s, "VERSION_TOO_OLD");
-  expect_in(&s, "message", "older than min_version 2147483647, which no NCCL 2.x meets");
+  s = search(too_high, env, "VERSION_TOO_OLD");
+  expect_in(s, "message", "older than min_version 2147483647, which no NCCL 2.x meets");
 }
 
 int main(void) {

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "gpu_faults.h"
+#include "../../support.h"
 
 /* The kill comes this long after both ranks loop; the whole case is bounded. */
 enum { KILL_AFTER_MS = 200, CASE_LIMIT_MS = 45000, EXIT_LIMIT_MS = 15000 };
@@ -146,20 +147,8 @@ static int start(const fault_case *c, const char *self, ranks *rk) {
 /* Reap `pid` within limit_ms (SIGKILL after that): its wait status, or -1 if it had to be
  * killed. */
 static int reap(pid_t pid, int limit_ms) {
-  int64_t deadline = gpu_now_ms() + limit_ms;
-  int status = 0;
-  for (;;) {
-    pid_t done = waitpid(pid, &status, WNOHANG);
-    if (done == pid) return status;
-    if (done < 0 && errno != EINTR) return -1;
-    if (gpu_now_ms() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return -1;
-    }
-    struct timespec ms = {0, 5 * 1000 * 1000};
-    nanosleep(&ms, NULL);
-  }
+  int status;
+  return reap_child(pid, limit_ms, &status) == 0 ? status : -1;
 }
 
 static void sleep_ms(int ms) {

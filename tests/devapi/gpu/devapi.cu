@@ -51,22 +51,18 @@ void fail(int rank, const char *what, long long got, long long want) {
   pthread_mutex_unlock(&print_lock);
 }
 
-#define CHECK_NCCL(rank, call)                                                            \
-  do {                                                                                    \
-    ncclResult_t r_ = (call);                                                             \
-    if (r_ != ncclSuccess) {                                                              \
-      fail(rank, #call, r_, ncclSuccess);                                                 \
-      return;                                                                             \
-    }                                                                                     \
+/* On a `call` that does not answer `ok` (of `type`): a failure named `text`, and return. */
+#define CHECK_AS(type, ok, rank, call, text) \
+  do {                                       \
+    type r_ = (call);                        \
+    if (r_ != (ok)) {                        \
+      fail(rank, text, r_, ok);              \
+      return;                                \
+    }                                        \
   } while (0)
-#define CHECK_CUDA(rank, call)                                                            \
-  do {                                                                                    \
-    cudaError_t e_ = (call);                                                              \
-    if (e_ != cudaSuccess) {                                                              \
-      fail(rank, #call, e_, cudaSuccess);                                                 \
-      return;                                                                             \
-    }                                                                                     \
-  } while (0)
+/* #call here, before NCCL(fn) expands: the failure names the call as written. */
+#define CHECK_NCCL(rank, call) CHECK_AS(ncclResult_t, ncclSuccess, rank, call, #call)
+#define CHECK_CUDA(rank, call) CHECK_AS(cudaError_t, cudaSuccess, rank, call, #call)
 
 /* The device API's host calls; through the table they take ncclshim's types, which forward
  * the same pointers and pass ncclTeam_t's three ints by value. */

@@ -65,8 +65,9 @@ void ncs_rec_end(ncs_rec_call *call, int result);
 /* Write the dump now (async-signal-safe). `why` names the trigger; `fn` (or -1) and `value`
  * detail it: the failing function and its result, the signal number. */
 void ncs_rec_dump(const char *why, int fn, int value);
-/* The hang dump (record_hang.c): the call at ring index `index` (plus one) has not completed
- * after `hang_ms`; `note` ends the "wrote ..." line. Not from a signal handler. */
-void ncs_rec_dump_hang(int fn, int hang_ms, uint64_t index, const char *note);
+/* The hang dump (record_hang_thread.c): an event that covers `calls` operations, the first
+ * at ring index `index` (plus one), has not completed after `hang_ms`; `note` ends the
+ * "wrote ..." line. Not from a signal handler. */
+void ncs_rec_dump_hang(int fn, int hang_ms, uint64_t index, uint64_t calls, const char *note);
 
 #endif

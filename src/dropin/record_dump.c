@@ -185,7 +185,7 @@ static uint64_t put_calls(ncs_out *o, const rec_state *r) {
 typedef struct trigger {
   const char *why;
   int fn, value;
-  uint64_t stuck;
+  uint64_t stuck, stuck_calls; /* the first stuck call, and how many share its event */
 } trigger;
 
 static void put_header(ncs_out *o, rec_state *r, const trigger *t) {
@@ -220,6 +220,10 @@ static void put_header(ncs_out *o, rec_state *r, const trigger *t) {
   if (t->stuck != 0) {
     ncs_out_put(o, ",\"stuck_call\":");
     ncs_out_u64(o, t->stuck - 1);
+  }
+  if (t->stuck_calls > 1) {
+    ncs_out_put(o, ",\"stuck_calls\":");
+    ncs_out_u64(o, t->stuck_calls);
   }
   put_field(o, "nccl_version", atomic_load(&r->nccl_version));
   ncs_out_put(o, ",\"capacity\":");
@@ -401,11 +405,11 @@ static void dump(const trigger *t, const char *note) {
 }
 
 void ncs_rec_dump(const char *why, int fn, int value) {
-  trigger t = {why, fn, value, 0};
+  trigger t = {why, fn, value, 0, 0};
   dump(&t, why[0] == 'e' && why[1] == 'r' ? " (a call failed)" : "");
 }
 
-void ncs_rec_dump_hang(int fn, int hang_ms, uint64_t index, const char *note) {
-  trigger t = {"hang", fn, hang_ms, index};
+void ncs_rec_dump_hang(int fn, int hang_ms, uint64_t index, uint64_t calls, const char *note) {
+  trigger t = {"hang", fn, hang_ms, index, calls};
   dump(&t, note);
 }

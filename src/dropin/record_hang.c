@@ -11,7 +11,9 @@
  * there covers the waiting ones; when none comes, the checking thread records one for them
  * once the newest has left the queue. The deadline runs from each event's record, so a dump
  * is never early; it may be late for waiting operations by the time their stream's newest
- * event took to complete, and what is stuck may be work enqueued on the stream after them.
+ * event took to complete. An event that covers several operations says which ones, and
+ * that what is stuck may be work the program enqueued there after them: the thread's event
+ * comes after whatever the stream held by then.
  * The legacy and per-thread default streams never share: the checking thread's own would
  * be another stream. */
 #include <stdint.h>
@@ -39,18 +41,21 @@ static void watch(const void *stream, int fn, uint64_t index, uint64_t seq) {
   ncs_hang_stream *s = ncs_hang.fired || ncs_hang.stop ? NULL : sharing(stream);
   if (s != NULL && ncs_hang_pending(s)) { /* the cheap path: wait for the stream's next event */
     if (s->waits++ == 0) {
-      s->waiting = (ncs_hang_entry){.stream = stream, .index = index, .seq = seq, .fn = fn};
+      s->waiting =
+          (ncs_hang_entry){.stream = stream, .index = index, .seq = seq, .last_seq = seq, .fn = fn};
     } else {
       s->waiting.after++;
+      s->waiting.last_seq = seq;
     }
     pthread_mutex_unlock(&ncs_hang.lock);
     return;
   }
   int wanted = !ncs_hang.fired && !ncs_hang.stop;
-  ncs_hang_entry e = {.stream = stream, .index = index, .seq = seq, .fn = fn};
+  ncs_hang_entry e = {.stream = stream, .index = index, .seq = seq, .last_seq = seq, .fn = fn};
   if (s != NULL && s->waits) { /* the waiting operations go under this event, first */
     e = s->waiting;
     e.after++;
+    e.last_seq = seq;
     s->waits = 0;
   }
   pthread_mutex_unlock(&ncs_hang.lock);

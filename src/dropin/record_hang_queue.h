@@ -17,10 +17,10 @@ typedef struct ncs_hang_entry {
   CUevent event;
   CUcontext ctx;
   const void *stream;
-  uint64_t since_ns; /* CLOCK_MONOTONIC once its event was recorded: the deadline starts */
-  uint64_t index;    /* the first operation's place in the ring, plus one */
-  uint64_t seq;
-  uint64_t after; /* operations after the first under this event, on its stream */
+  uint64_t since_ns;      /* CLOCK_MONOTONIC once its event was recorded: the deadline starts */
+  uint64_t index;         /* the first operation's place in the ring, plus one */
+  uint64_t seq, last_seq; /* the first operation's sequence number, and the last one's */
+  uint64_t after;         /* operations after the first under this event, on its stream */
   int fn;
 } ncs_hang_entry;
 

@@ -19,15 +19,17 @@ static void wait_until(uint64_t ns) {
   pthread_cond_timedwait(&ncs_hang.wake, &ncs_hang.lock, &t);
 }
 
-/* Dump, once; the line on stderr names the call and how long it has been pending. */
+/* Dump, once; the line on stderr names the call (or the calls) and how long it has been
+ * pending. */
 static void fire(const rec_state *r, const ncs_hang_entry *e) {
-  char note[200], others[80] = "";
+  char note[240], others[120] = "";
   if (e->after > 0)
-    snprintf(others, sizeof(others), ", or one of the %llu operations after it on its stream,",
-             (unsigned long long)e->after);
+    snprintf(others, sizeof(others),
+             " to #%llu (%llu operations under one event), or work enqueued after them,",
+             (unsigned long long)e->last_seq, (unsigned long long)e->after + 1);
   snprintf(note, sizeof(note), " (hang: %s #%llu%s not complete after %d ms)",
            ncclshim_nccl_function_name(e->fn), (unsigned long long)e->seq, others, r->hang_ms);
-  ncs_rec_dump_hang(e->fn, r->hang_ms, e->index, note);
+  ncs_rec_dump_hang(e->fn, r->hang_ms, e->index, e->after + 1, note);
 }
 
 /* Under the lock: one event for each stream's waiting operations once its newest entry has
@@ -76,32 +78,42 @@ static void *check(void *unused) {
   if (d->exchange_capture_mode != NULL) d->exchange_capture_mode(&mode);
   pthread_mutex_lock(&ncs_hang.lock);
   while (!ncs_hang.stop && !ncs_hang.fired) {
-    close_waiting(d, &current);
-    if (ncs_hang.count == 0) {
-      pthread_cond_wait(&ncs_hang.wake, &ncs_hang.lock);
-      continue;
-    }
-    ncs_hang_entry e = ncs_hang.queue[ncs_hang.head];
-    uint64_t id = ncs_hang.popped;
-    pthread_mutex_unlock(&ncs_hang.lock);
-    if (e.ctx != current && d->ctx_set(e.ctx) == NCCLSHIM_CUDA_SUCCESS) current = e.ctx;
-    ncclshim_cu_result answer = d->event_query(e.event);
-    uint64_t now = ncs_hang_now_ns();
-    pthread_mutex_lock(&ncs_hang.lock);
-    if (ncs_hang.count == 0 || ncs_hang.popped != id) continue;
-    if (answer != NCCLSHIM_CUDA_ERROR_NOT_READY) {
-      /* Completed, or an event the driver no longer knows (its context ended): either way
-       * not a hang. */
-      ncs_hang_pop(answer == NCCLSHIM_CUDA_SUCCESS);
-    } else if (now - e.since_ns >= limit) {
-      ncs_hang.fired = 1;
+    /* One pass: the completed events leave, the oldest pending one is held to its
+     * deadline, the streams whose newest event left get one for their waiting operations;
+     * then nothing until the next pass, so that operations share events meanwhile. */
+    uint64_t now = ncs_hang_now_ns(), due = now + interval;
+    while (ncs_hang.count > 0 && !ncs_hang.stop) {
+      ncs_hang_entry e = ncs_hang.queue[ncs_hang.head];
+      uint64_t id = ncs_hang.popped;
       pthread_mutex_unlock(&ncs_hang.lock);
-      fire(r, &e);
+      if (e.ctx != current && d->ctx_set(e.ctx) == NCCLSHIM_CUDA_SUCCESS) current = e.ctx;
+      ncclshim_cu_result answer = d->event_query(e.event);
+      now = ncs_hang_now_ns();
       pthread_mutex_lock(&ncs_hang.lock);
-    } else {
-      uint64_t due = e.since_ns + limit;
-      wait_until(due < now + interval ? due : now + interval);
+      if (ncs_hang.count == 0 || ncs_hang.popped != id) continue;
+      if (answer != NCCLSHIM_CUDA_ERROR_NOT_READY) {
+        /* Completed, or an event the driver no longer knows (its context ended): either
+         * way not a hang. */
+        ncs_hang_pop(answer == NCCLSHIM_CUDA_SUCCESS);
+        continue;
+      }
+      if (now - e.since_ns >= limit) {
+        ncs_hang.fired = 1;
+        pthread_mutex_unlock(&ncs_hang.lock);
+        fire(r, &e);
+        pthread_mutex_lock(&ncs_hang.lock);
+      } else if (e.since_ns + limit < due) {
+        due = e.since_ns + limit;
+      }
+      break;
     }
+    if (ncs_hang.stop || ncs_hang.fired) break;
+    close_waiting(d, &current);
+    if (ncs_hang.count == 0) { /* the first push wakes it; its pass comes an interval on */
+      pthread_cond_wait(&ncs_hang.wake, &ncs_hang.lock);
+      due = ncs_hang_now_ns() + interval;
+    }
+    if (!ncs_hang.stop) wait_until(due);
   }
   pthread_mutex_unlock(&ncs_hang.lock);
   return NULL;

@@ -8,6 +8,7 @@
  *   interposed alternate   200 all-reduces taking turns on two held streams, then waits
  *   interposed lateheld    50 all-reduces on a stream whose first event completes, no later
  *                          one, then waits; prints events_at_most_3=0|1 as well
+ *   interposed idleburst   200 all-reduces on an idle stream; prints events_at_most_3=0|1
  * The all-reduces are bound by dlsym, so that audit mode (LD_AUDIT) sees them as well.
  * It prints events_recorded=N (cuEventRecord calls) and, for the hang ones, dumped=0|1 and
  * capture_mode=M (the mode the hang thread set: 1, thread-local). */
@@ -83,6 +84,12 @@ int cuda_scenario(const char *what) {
     printf("dumped=%d\n", wait_for_dump());
     /* The stream's first event, then one for those that waited behind it, and at most one
      * more where an all-reduce came just as the checking thread took them. */
+    printf("events_at_most_3=%d\n", fake_says("fake_cuda_events_recorded") <= 3);
+  } else if (strcmp(what, "idleburst") == 0) {
+    ncclComm_t comm = interposed_start(0);
+    for (int i = 0; i < 200; i++) all_reduce_on(comm, 0x5);
+    /* Completed at once, but taken off only at the checking thread's next pass (100 ms at
+     * the case's 60 s limit): meanwhile every all-reduce waits behind the first event. */
     printf("events_at_most_3=%d\n", fake_says("fake_cuda_events_recorded") <= 3);
   } else {
     return 1;

@@ -221,7 +221,7 @@ def check_pid_reuse(tmp):
 
 def check_compare_graphs_and_hangs(tmp):
     """Captured operations are said to be captured, never "in step"; a hang dump's stuck call
-    is named, after the rank behind."""
+    is named (with those that shared its event), after the rank behind."""
     compare_dir(
         os.path.join(tmp, "captured"),
         {"ncclshim-record-a.jsonl": dump_text(process="00000000000000a1", rank=0, captured=(2, 3)),
@@ -235,6 +235,15 @@ def check_compare_graphs_and_hangs(tmp):
         {"ncclshim-record-a.jsonl": dump_text(process="00000000000000a1", rank=0, reason=hang),
          "ncclshim-record-b.jsonl": dump_text(process="00000000000000b2", rank=1)},
         1, "verdict: " + stuck)
+    shared = ('"hang","function":"ncclAllReduce","hang_ms":500,"stuck_call":2,'
+              '"stuck_calls":2')
+    compare_dir(
+        os.path.join(tmp, "hang-shared"),
+        {"ncclshim-record-a.jsonl": dump_text(process="00000000000000a1", rank=0, reason=shared),
+         "ncclshim-record-b.jsonl": dump_text(process="00000000000000b2", rank=1)},
+        1, "verdict: rank 0 (h pid 7) hung: ncclAllReduce count 4 on communicator "
+        "00000000000000c1 at seq 2 (or one of the 1 operations after it under the same event, "
+        "or work enqueued after them) has not completed after 500 ms")
     compare_dir(
         os.path.join(tmp, "hang-behind"),
         {"ncclshim-record-a.jsonl": dump_text(process="00000000000000a1", rank=0, reason=hang),

@@ -73,13 +73,23 @@ static const record_case test_hang_streams_share_apart = {
 };
 
 /* The first event completes, the work after it does not: those that waited get an event
- * from the checking thread (or the next all-reduce's), and the hang is found among them. */
+ * from the checking thread (or the next all-reduce's), and the hang is found among them,
+ * the line naming the first of them (and the last, when they shared the event). */
 static const record_case test_hang_among_waiting_operations = {
     .args = {"lateheld"},
     .env = {"NCCLSHIM_RECORD_HANG_MS=100"},
     .cuda = 1,
     .values = {{"dumped", "1"}, {"events_at_most_3", "1"}},
     .output = {{{WROTE, "(hang: ncclAllReduce #2"}, 1}},
+};
+
+/* Events that complete at once still leave the queue only at the thread's pace, so that a
+ * burst shares them: no cuEventRecord per call where the GPU keeps up. */
+static const record_case test_hang_idle_burst_shares = {
+    .args = {"idleburst"},
+    .env = {"NCCLSHIM_RECORD_HANG_MS=60000"},
+    .cuda = 1,
+    .values = {{"events_at_most_3", "1"}},
 };
 
 static const record_case test_hang_setting_refused = {
@@ -102,6 +112,7 @@ int run_record_hang_tests(void) {
       RECORD_CASE_TEST(test_hang_burst_shares_one_event),
       RECORD_CASE_TEST(test_hang_streams_share_apart),
       RECORD_CASE_TEST(test_hang_among_waiting_operations),
+      RECORD_CASE_TEST(test_hang_idle_burst_shares),
   };
   return cmocka_run_group_tests_name("record-hang", tests, NULL, NULL);
 }

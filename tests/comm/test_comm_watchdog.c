@@ -222,16 +222,11 @@ static void test_bad_arguments(void **state) {
 
 /* The enqueueing thread records as fast as it can while the watchdog fails the communicator
  * and starts the abort: under TSan this is the data-race check of the design. */
-typedef struct enqueuer {
-  ncclshim_comm *comm;
-  atomic_int enqueued;
-} enqueuer;
-
 static void *enqueue_until_failure(void *arg) {
-  enqueuer *e = arg;
+  comm_thread *e = arg;
   ncclshim_status status;
-  while ((status = all_reduce(e->comm, 128)) == NCCLSHIM_OK) atomic_fetch_add(&e->enqueued, 1);
-  return (void *)(intptr_t)(status == NCCLSHIM_TIMEOUT && atomic_load(&e->enqueued) > 0);
+  while ((status = all_reduce(e->comm, 128)) == NCCLSHIM_OK) atomic_fetch_add(&e->done, 1);
+  return (void *)(intptr_t)(status == NCCLSHIM_TIMEOUT && atomic_load(&e->done) > 0);
 }
 
 static void test_failure_while_enqueueing(void **state) {
@@ -245,13 +240,13 @@ static void test_failure_while_enqueueing(void **state) {
     ncclshim_comm *comm = fake_comm(nccl, 1);
     assert_int_equal(ncclshim_comm_watch(comm, dog, 20), NCCLSHIM_OK);
     fake_cuda_event_query(round % 2 ? NOT_READY : 0);
-    enqueuer e = {comm, 0};
+    comm_thread e = {comm, 0, 0};
     int queried = fake_cuda_events(QUERIED);
     pthread_t thread;
     assert_int_equal(pthread_create(&thread, NULL, enqueue_until_failure, &e), 0);
     if (round % 2 == 0) { /* events fire: let it run beside the watchdog's passes, then stop it */
-      WAIT_FOR(atomic_load(&e.enqueued) >= 100 && fake_cuda_events(QUERIED) - queried >= 10, 5000);
-      assert_true(atomic_load(&e.enqueued) >= 100);
+      WAIT_FOR(atomic_load(&e.done) >= 100 && fake_cuda_events(QUERIED) - queried >= 10, 5000);
+      assert_true(atomic_load(&e.done) >= 100);
       assert_true(fake_cuda_events(QUERIED) - queried >= 10);
       fake_cuda_event_query(NOT_READY);
     }

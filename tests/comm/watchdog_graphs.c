@@ -32,6 +32,12 @@ static void assert_healthy(ncclshim_comm *comm) {
   assert_int_equal(fake_count("ncclCommAbort"), 0);
 }
 
+/* The case's end: nothing failed, and the communicator destroys. */
+static void end_healthy(ncclshim_comm *comm) {
+  assert_healthy(comm);
+  finish_healthy(comm);
+}
+
 void test_capture_global_pending(void **state) {
   ncclshim_comm *comm = fixture_comm(state);
   int invalidated = fake_counter(INVALIDATED_CAPTURES);
@@ -52,8 +58,7 @@ void test_capture_global_pending(void **state) {
   fake_cuda_event_query(0);
   assert_int_equal(ncclshim_comm_record_graph(comm, S, "pending", 1), NCCLSHIM_OK);
   wait_until_done(comm, 20 * TIMEOUT_MS);
-  assert_healthy(comm);
-  finish_healthy(comm);
+  end_healthy(comm);
 }
 
 void test_capture_records_nothing(void **state) {
@@ -91,8 +96,7 @@ void test_capture_records_nothing(void **state) {
   assert_int_equal(c.events, 1);
   wait_until_done(comm, 20 * TIMEOUT_MS);
   assert_int_equal(fake_counter(RECORDS_INTO_CAPTURES), into);
-  assert_healthy(comm);
-  finish_healthy(comm);
+  end_healthy(comm);
 }
 
 /* A capture begun between a record's check and its cuEventRecord takes the event: its
@@ -111,8 +115,7 @@ static void capture_begun_during_a_record(ncclshim_comm *comm, int answer) {
   wait_until_done(comm, 20 * TIMEOUT_MS);
   assert_true(counts_of(comm).catch_ups >= 1);
   assert_int_equal(fake_counter(RECORDS_INTO_CAPTURES), into + 1);
-  assert_healthy(comm);
-  finish_healthy(comm);
+  end_healthy(comm);
 }
 
 void test_capture_begun_during_a_record(void **state) {
@@ -157,8 +160,7 @@ void test_replay_long_after_capture(void **state) {
     assert_int_equal(ncclshim_comm_record_graph(comm, S, NULL, 2), NCCLSHIM_OK);
   wait_until_done(comm, 20 * TIMEOUT_MS);
   assert_int_equal(counts_of(comm).replays, 3);
-  assert_healthy(comm);
-  finish_healthy(comm);
+  end_healthy(comm);
 }
 
 /* A burst whose first event is pending: the first operation records it, the others share
@@ -214,8 +216,7 @@ void test_group_closed_by_the_pass(void **state) {
   fake_cuda_event_query(0);
   fake_complete_all();
   wait_until_done(comm, 20 * DEADLINE_MS);
-  assert_healthy(comm);
-  finish_healthy(comm);
+  end_healthy(comm);
 }
 
 /* The same tail, but the stream starts capturing before the catch-up: the watchdog records
@@ -236,8 +237,7 @@ void test_tail_held_while_capturing(void **state) {
   fake_set_capture(S, 0, GLOBAL);
   wait_until_done(comm, 20 * TIMEOUT_MS);
   assert_true(counts_of(comm).catch_ups >= 1);
-  assert_healthy(comm);
-  finish_healthy(comm);
+  end_healthy(comm);
 }
 
 /* The per-thread default stream names another stream on the watchdog's thread: there,
@@ -251,20 +251,14 @@ void test_per_thread_stream_never_shares(void **state) {
   fake_complete_all();
   wait_until_done(comm, 20 * TIMEOUT_MS);
   assert_int_equal(counts_of(comm).catch_ups, 0);
-  assert_healthy(comm);
-  finish_healthy(comm);
+  end_healthy(comm);
 }
 
 /* Operations waiting for an event on one stream while another stream keeps the ring busy:
  * their catch-up is due once nothing of their own stream is outstanding, and their clock is
  * checked even while the other stream's events are outstanding. */
-typedef struct busy_stream {
-  ncclshim_comm *comm;
-  atomic_int stop;
-} busy_stream;
-
 static void *record_on_other(void *arg) {
-  busy_stream *b = arg;
+  comm_thread *b = arg;
   while (!atomic_load(&b->stop) && all_reduce_on(b->comm, OTHER, 4) == NCCLSHIM_OK) sleep_ms(1);
   return NULL;
 }
@@ -278,7 +272,7 @@ void test_tail_caught_up_beside_a_busy_stream(void **state) {
   assert_int_equal(all_reduce_on(comm, S, 8), NCCLSHIM_OK); /* #3 waits for the next */
   fake_stream_answer(S, NOT_READY);                         /* S hangs from #3 on */
   fake_complete_all();                                      /* #1 and #2 are done */
-  busy_stream b = {comm, 0};
+  comm_thread b = {comm, 0, 0};
   pthread_t thread;
   assert_int_equal(pthread_create(&thread, NULL, record_on_other, &b), 0);
   wait_for_failure(comm, 20 * TIMEOUT_MS);

@@ -57,6 +57,13 @@ ncclshim_watch_counts counts_of(ncclshim_comm *comm);
 void finish_healthy(ncclshim_comm *comm);
 void finish_failed(ncclshim_comm *comm);
 
+/* What a thread of the test working on a communicator has done (operations recorded), and
+ * the flag that stops it. */
+typedef struct comm_thread {
+  ncclshim_comm *comm;
+  atomic_int done, stop;
+} comm_thread;
+
 /* The capture fake's controls (fake_cuda_capture.c says what each does). */
 enum { INVALIDATED_CAPTURES = 0, RECORDS_INTO_CAPTURES = 1, GLOBAL_MODE_QUERIES = 2 };
 void fake_set_capture(CUstream stream, int status, int mode);
@@ -76,20 +83,20 @@ void fake_release_record(void);
 /* The case files' tests, each with its setup: X(test, setup). They are declared here, and
  * main (test_comm_watchdog.c's) runs them after its own, each released by
  * release_fixture. */
-#define WATCHDOG_CASE_FILE_TESTS(X)                                                         \
-  X(test_capture_global_pending, watched_2289)                                              \
-  X(test_capture_records_nothing, watched_2289)                                             \
-      X(test_capture_begun_during_a_record, watched_2289)                                   \
-          X(test_replay_hang_names_the_graph, watched_2289)                                 \
-              X(test_replay_long_after_capture, watched_2289)                               \
-                  X(test_burst_tail_caught_up, watched_long_2289)                           \
-                      X(test_group_closed_by_the_pass, watched_long_2289)                   \
-                          X(test_tail_held_while_capturing, watched_2289)                   \
-                              X(test_per_thread_stream_never_shares, watched_2289)          \
-                                  X(test_tail_caught_up_beside_a_busy_stream, watched_2289) \
-                                      X(test_callback_frees_nothing_a_record_holds, setup)  \
-                                          X(test_slow_record_delays_nothing_else, setup)    \
-                                              X(test_stop_from_the_callback_refused, setup)
+#define WATCHDOG_CASE_FILE_TESTS(X)                         \
+  X(test_capture_global_pending, watched_2289)              \
+  X(test_capture_records_nothing, watched_2289)             \
+  X(test_capture_begun_during_a_record, watched_2289)       \
+  X(test_replay_hang_names_the_graph, watched_2289)         \
+  X(test_replay_long_after_capture, watched_2289)           \
+  X(test_burst_tail_caught_up, watched_long_2289)           \
+  X(test_group_closed_by_the_pass, watched_long_2289)       \
+  X(test_tail_held_while_capturing, watched_2289)           \
+  X(test_per_thread_stream_never_shares, watched_2289)      \
+  X(test_tail_caught_up_beside_a_busy_stream, watched_2289) \
+  X(test_callback_frees_nothing_a_record_holds, setup)      \
+  X(test_slow_record_delays_nothing_else, setup)            \
+  X(test_stop_from_the_callback_refused, setup)
 #define DECLARE_WATCHDOG_TEST(test, setup) void test(void **state);
 WATCHDOG_CASE_FILE_TESTS(DECLARE_WATCHDOG_TEST)
 #undef DECLARE_WATCHDOG_TEST

@@ -327,11 +327,10 @@ static void test_split_blocking_abort_and_errors(void **state) {
   ncclshim_comm_free(comm);
   /* The split itself fails: the communicator is FAILED, the message names the split. */
   comm = split_comm(nccl);
-  fake_inject("ncclCommSplit", ncclInvalidUsage, 1);
-  assert_int_equal(ncclshim_comm_wait(comm, 1000), NCCLSHIM_NCCL_ERROR);
-  assert_message("ncclCommSplit (into a blocking child) failed: ncclInvalidUsage");
-  assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_FAILED);
-  assert_int_equal(ncclshim_comm_abort(comm, 1000), NCCLSHIM_OK);
+  static const step_failure split_fails = {
+      ncclshim_comm_wait, "ncclCommSplit", ncclInvalidUsage,
+      "ncclCommSplit (into a blocking child) failed: ncclInvalidUsage", NCCLSHIM_COMM_FAILED};
+  assert_step_fails(comm, &split_fails);
   ncclshim_comm_free(comm);
   ncclshim_nccl_close(nccl);
 }

@@ -127,7 +127,8 @@ static void test_abort_that_hangs(void **state) {
  * recording, and the oldest keeps the deadline. */
 static void test_full_pool_keeps_the_oldest(void **state) {
   (void)state;
-  ncclshim_watchdog *dog = start_every(1000); /* no pass during the burst below */
+  /* No pass during the burst below, which must fit in one interval. */
+  ncclshim_watchdog *dog = start_every(1000 * test_time_scale());
   ncclshim_nccl *nccl;
   int created = fake_cuda_events(CREATED);
   ncclshim_comm *comm = watched(&nccl, dog);

@@ -167,8 +167,8 @@ void test_replay_long_after_capture(void **state) {
  * the next one. The work stops right after the first: no record follows the others, and the
  * watchdog's catch-up event is what detects their hang. */
 void test_burst_tail_caught_up(void **state) {
-  /* A pass closes their group after 20 ms: the 5 records fit, under valgrind too. */
-  enum { DEADLINE_MS = LONG_TIMEOUT_MS };
+  /* A pass closes their group after 1/20 of the deadline: the 5 records fit. */
+  const int deadline_ms = long_timeout_ms();
   ncclshim_comm *comm = fixture_comm(state);
   int recorded = fake_cuda_events(RECORDED);
   fake_cuda_event_query(NOT_READY);
@@ -180,8 +180,8 @@ void test_burst_tail_caught_up(void **state) {
   assert_int_equal(c.outstanding, 5);
   assert_int_equal(fake_cuda_events(RECORDED) - recorded, 1);
   fake_complete_all(); /* #1 is done; #2 .. #5 never complete */
-  wait_for_failure(comm, 20 * DEADLINE_MS);
-  assert_true(now_ms() - start >= DEADLINE_MS); /* their clock started at #2's record */
+  wait_for_failure(comm, 20 * deadline_ms);
+  assert_true(now_ms() - start >= deadline_ms); /* their clock started at #2's record */
   assert_int_equal(counts_of(comm).catch_ups, 1);
   assert_non_null(strstr(callback_message, "ncclAllReduce #2 (count 8, ncclFloat32)"));
   assert_non_null(strstr(callback_message, "one event covers it and the 3 after it, to #5"));
@@ -192,7 +192,7 @@ void test_burst_tail_caught_up(void **state) {
  * 1/20 of the deadline less one interval, and the next record then records the event that
  * the whole group shares. */
 void test_group_closed_by_the_pass(void **state) {
-  enum { DEADLINE_MS = LONG_TIMEOUT_MS, CLOSE_MS = DEADLINE_MS / 20 - INTERVAL_MS };
+  const int deadline_ms = long_timeout_ms(), close_ms = deadline_ms / 20 - INTERVAL_MS;
   ncclshim_comm *comm = fixture_comm(state);
   int recorded = fake_cuda_events(RECORDED);
   fake_cuda_event_query(NOT_READY);
@@ -200,7 +200,7 @@ void test_group_closed_by_the_pass(void **state) {
   int64_t start = now_ms();
   assert_int_equal(all_reduce_on(comm, S, 8), NCCLSHIM_OK); /* #2 begins the group */
   uint64_t ops = 2;
-  while (counts_of(comm).events == 1 && now_ms() - start < 20 * DEADLINE_MS) {
+  while (counts_of(comm).events == 1 && now_ms() - start < 20 * deadline_ms) {
     sleep_ms(1); /* paces the records; the event count is the condition */
     assert_int_equal(all_reduce_on(comm, S, 8), NCCLSHIM_OK);
     ops++;
@@ -210,12 +210,12 @@ void test_group_closed_by_the_pass(void **state) {
   assert_int_equal(c.catch_ups, 0); /* a record closed it: #1's event is still pending */
   assert_int_equal(c.outstanding, ops);
   assert_int_equal(fake_cuda_events(RECORDED) - recorded, 2);
-  assert_true(now_ms() - start >= CLOSE_MS);
+  assert_true(now_ms() - start >= close_ms);
   assert_int_equal(all_reduce_on(comm, S, 8), NCCLSHIM_OK); /* a new group: shares again */
   assert_int_equal(counts_of(comm).events, 2);
   fake_cuda_event_query(0);
   fake_complete_all();
-  wait_until_done(comm, 20 * DEADLINE_MS);
+  wait_until_done(comm, 20 * deadline_ms);
   end_healthy(comm);
 }
 

@@ -11,7 +11,10 @@
 #include "comm_fixture.h"
 
 enum { NOT_READY = 600, LAUNCH_FAILED = 719, TIMEOUT_MS = 100, INTERVAL_MS = 5 };
-enum { LONG_TIMEOUT_MS = 500 }; /* for cases whose records must fit in 1/20 of it */
+/* For cases whose records must fit in 1/20 of the deadline: long_timeout_ms() is it times
+ * the runner's slowdown (test_time_scale). */
+enum { LONG_TIMEOUT_MS = 500 };
+int long_timeout_ms(void);
 enum { CREATED = 0, DESTROYED = 1, RECORDED = 2, QUERIED = 3 };
 
 /* What the callback saw. It runs on the watchdog's thread, where a cmocka assert cannot
@@ -32,7 +35,7 @@ int setup(void **state);
 /* setup, then the fixture (comm_fixture.h): a watchdog (start) and a blocking communicator
  * on a fresh 2.28.9 fake that it watches (TIMEOUT_MS). */
 int watched_2289(void **state);
-/* The same watched for LONG_TIMEOUT_MS. */
+/* The same watched for long_timeout_ms(). */
 int watched_long_2289(void **state);
 /* A watched blocking communicator (TIMEOUT_MS, or timeout_ms) on a fresh fake. */
 ncclshim_comm *watched(ncclshim_nccl **nccl, ncclshim_watchdog *dog);

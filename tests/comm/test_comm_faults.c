@@ -238,6 +238,13 @@ static void test_abort_slower_than_deadline(void **state) {
   ncclshim_nccl_close(nccl);
 }
 
+/* The watched communicator's operations not yet known complete. */
+static uint64_t outstanding(ncclshim_comm *comm) {
+  ncclshim_watch_counts counts = NCCLSHIM_WATCH_COUNTS_INIT;
+  assert_int_equal(ncclshim_comm_watch_counts(comm, &counts), NCCLSHIM_OK);
+  return counts.outstanding;
+}
+
 /* The watchdog's rank 0: all-reduces recorded and waited for as a blocking program waits
  * (until the stream is idle or the communicator failed); after `busy_after` of them the
  * work never completes, and once that one is recorded NCCL reports `loss` (ncclSuccess:
@@ -246,12 +253,12 @@ static void test_abort_slower_than_deadline(void **state) {
 static ncclshim_status watched_until_failure(ncclshim_comm *comm, int busy_after, ncclResult_t loss,
                                              int64_t *detect_ms) {
   const ncclshim_nccl_table *t = ncclshim_nccl_functions(ncclshim_comm_library(comm));
-  int queries = fake_cuda_events(3);
   for (int i = 0;; i++) {
-    /* The watchdog retires the finished ones first: it queries each fired event once, and
-     * only then may every event read as never firing. */
+    /* The watchdog retires the finished ones first (their events fire when it queries
+     * them), and only then may every event read as never firing. */
     if (i == busy_after) {
-      WAIT_FOR(fake_cuda_events(3) - queries >= busy_after, late_ms());
+      WAIT_FOR(outstanding(comm) == 0, 10 * DEADLINE_MS);
+      assert_int_equal(outstanding(comm), 0);
       fake_cuda_event_query(NOT_READY);
     }
     ncclResult_t r =

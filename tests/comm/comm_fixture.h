@@ -51,6 +51,12 @@ typedef struct step_failure {
 } step_failure;
 void assert_step_fails(ncclshim_comm *comm, const step_failure *failure);
 
+/* How many looks the watchdog has taken at READY communicators, as the fake counts them:
+ * each look reads its clock and the operations outstanding, then asks
+ * ncclCommGetAsyncError once (a test asks it only while it waits itself). Looks at one
+ * communicator come in turn: the second look counted after a moment began after it. */
+int watchdog_looks(void);
+
 void sleep_ms(int ms);
 
 /* Poll `condition` every millisecond until it holds or `limit_ms` (times the runner's

@@ -268,7 +268,14 @@ static ncclshim_status watched_until_failure(ncclshim_comm *comm, int busy_after
     if (status == NCCLSHIM_OK)
       status = ncclshim_comm_record(comm, NULL, "ncclAllReduce", 1 << 20, ncclFloat32);
     if (status != NCCLSHIM_OK) return status;
-    if (i == busy_after && loss != ncclSuccess) fake_peer_lost(0, loss);
+    if (i == busy_after && loss != ncclSuccess) {
+      /* Armed once a look began after the record (the second look from now): a look begun
+       * before it, which knew no operation, could otherwise meet the loss. */
+      int looks = watchdog_looks();
+      WAIT_FOR(watchdog_looks() - looks >= 2, 10 * DEADLINE_MS);
+      assert_true(watchdog_looks() - looks >= 2);
+      fake_peer_lost(0, loss);
+    }
     while (i >= busy_after && ncclshim_comm_state_of(comm) == NCCLSHIM_COMM_READY &&
            now_ms() - start < late_ms()) {
       struct timespec us = {0, 100000};

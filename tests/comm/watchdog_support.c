@@ -112,20 +112,18 @@ void wait_until_done(ncclshim_comm *comm, int limit_ms) {
   assert_int_equal(counts_of(comm).outstanding, 0);
 }
 
-/* Each look (a pass's inspection of a READY communicator) reads the clock, then asks
- * ncclCommGetAsyncError once, then judges; a communicator it fails is asked no more. So
- * once three more questions came, the second came from a look whose clock was read after
- * the `ms`, and the third shows that look judged it healthy. */
-static int looked_since(ncclshim_comm *comm, int asked) {
-  return fake_count("ncclCommGetAsyncError") - asked >= 3 ||
-         ncclshim_comm_state_of(comm) != NCCLSHIM_COMM_READY;
+/* A look judges after its question (watchdog_looks), and a communicator it fails is looked
+ * at no more: once three more looks came, the second began after the `ms`, and the third
+ * shows that the second judged it healthy. */
+static int looked_since(ncclshim_comm *comm, int looks) {
+  return watchdog_looks() - looks >= 3 || ncclshim_comm_state_of(comm) != NCCLSHIM_COMM_READY;
 }
 
 void outlast(ncclshim_comm *comm, int ms) {
   sleep_ms(ms);
-  int asked = fake_count("ncclCommGetAsyncError");
-  WAIT_FOR(looked_since(comm, asked), 20 * TIMEOUT_MS);
-  assert_true(looked_since(comm, asked));
+  int looks = watchdog_looks();
+  WAIT_FOR(looked_since(comm, looks), 20 * TIMEOUT_MS);
+  assert_true(looked_since(comm, looks));
 }
 
 void finish_healthy(ncclshim_comm *comm) {

@@ -57,7 +57,8 @@ static struct {
   int status, mode, on_record;
 } captures[MAX_CAPTURES];
 static CUstream block_stream;
-static int block_armed, blocked;
+static int block_armed;
+static atomic_int blocked; /* written under the lock, read by the test's polls without it */
 static atomic_int counters[3];
 static _Thread_local int thread_mode; /* CU_STREAM_CAPTURE_MODE_GLOBAL */
 
@@ -150,15 +151,11 @@ EXPORT void fake_cuda_block_next_record(CUstream stream) {
   block_armed = 1;
   pthread_mutex_unlock(&lock);
 }
-EXPORT int fake_cuda_blocked(void) {
-  pthread_mutex_lock(&lock);
-  int n = blocked;
-  pthread_mutex_unlock(&lock);
-  return n;
-}
+EXPORT int fake_cuda_blocked(void) { return atomic_load(&blocked); }
 EXPORT void fake_cuda_release_record(void) {
   pthread_mutex_lock(&lock);
-  block_armed = blocked = 0;
+  block_armed = 0;
+  atomic_store(&blocked, 0);
   pthread_cond_broadcast(&released);
   pthread_mutex_unlock(&lock);
 }
@@ -215,8 +212,8 @@ EXPORT ncclshim_cu_result cuEventRecord(CUevent event, CUstream stream) {
   pthread_mutex_lock(&lock);
   if (block_armed && block_stream == stream) {
     block_armed = 0;
-    blocked = 1;
-    while (blocked) pthread_cond_wait(&released, &lock);
+    atomic_store(&blocked, 1);
+    while (atomic_load(&blocked)) pthread_cond_wait(&released, &lock);
   }
   for (int j = 0; j < MAX_CAPTURES; j++) {
     if (captures[j].on_record && captures[j].stream == stream) { /* begun just now */

@@ -14,11 +14,10 @@
 
 #include <cmocka.h>
 
-#include "comm_fakes.h"
+#include "comm_fixture.h"
 #include "fakes/fake_nccl.h"
 #include "ncclshim/comm_query.h"
 #include "ncclshim/symmem.h"
-#include "support.h"
 
 static void gather_edit(int rank, const char *from, const char *to) {
   ((fake_nccl_edit_fn)(uintptr_t)fake_symbol(fake_current_path(), "fake_nccl_set_gather_edit"))(
@@ -44,9 +43,7 @@ static ncclshim_answer ask(ncclshim_comm *comm, ncclshim_comm_capability cap, ch
 }
 
 static void test_windows_register(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.29.7");
-  ncclshim_comm *comm = fake_comm(nccl, 0);
+  ncclshim_comm *comm = fixture_comm(state);
   assert_int_equal(ncclshim_comm_wait(comm, 1000), NCCLSHIM_OK);
   char why[256];
   assert_int_equal(ask(comm, NCCLSHIM_COMM_CAP_SYMMETRIC_WINDOWS, why, sizeof(why)),
@@ -58,14 +55,11 @@ static void test_windows_register(void **state) {
   assert_int_equal(ask(comm, NCCLSHIM_COMM_CAP_SYMMETRIC_WINDOWS, why, sizeof(why)),
                    NCCLSHIM_ANSWER_YES);
   assert_int_equal(fake_count("ncclCommWindowRegister"), 1);
-  ncclshim_comm_free(comm);
-  ncclshim_nccl_close(nccl);
 }
 
 static void test_windows_null(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.29.7");
-  ncclshim_comm *comm = fake_comm(nccl, 1);
+  ncclshim_comm *comm = fixture_comm(state);
+  ncclshim_nccl *nccl = fixture_nccl(state);
   fake_null_window(1);
   char why[256];
   assert_int_equal(ask(comm, NCCLSHIM_COMM_CAP_SYMMETRIC_WINDOWS, why, sizeof(why)),
@@ -78,37 +72,29 @@ static void test_windows_null(void **state) {
   ncclshim_symmem *mem = NULL;
   assert_int_equal(ncclshim_symmem_alloc(comm, 4096, NULL, 1000, &mem), NCCLSHIM_UNAVAILABLE);
   assert_message("symmetric windows do not register on this communicator");
-  ncclshim_comm_free(comm);
-  ncclshim_nccl_close(nccl);
 }
 
 /* An allocation that saw a NULL window answers for the trial: no registration is tried. */
 static void test_windows_cached_from_alloc(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.29.7");
-  ncclshim_comm *comm = fake_comm(nccl, 1);
+  ncclshim_comm *comm = fixture_comm(state);
   fake_null_window(1);
   ncclshim_symmem *mem = NULL;
   assert_int_equal(ncclshim_symmem_alloc(comm, 4096, NULL, 1000, &mem), NCCLSHIM_UNAVAILABLE);
   fake_null_window(0);
   assert_int_equal(ask(comm, NCCLSHIM_COMM_CAP_SYMMETRIC_WINDOWS, NULL, 0), NCCLSHIM_ANSWER_NO);
   assert_int_equal(fake_count("ncclCommWindowRegister"), 1);
-  ncclshim_comm_free(comm);
-  ncclshim_nccl_close(nccl);
 }
 
+static int blocking_2273(void **state) { return open_fixture(state, "2.27.3", 1); }
+
 static void test_library_without(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.27.3");
-  ncclshim_comm *comm = fake_comm(nccl, 1);
+  ncclshim_comm *comm = fixture_comm(state);
   char why[256];
   assert_int_equal(ask(comm, NCCLSHIM_COMM_CAP_SYMMETRIC_WINDOWS, why, sizeof(why)),
                    NCCLSHIM_ANSWER_NO);
   assert_non_null(strstr(why, "needs NCCL >= 2.28.0"));
   assert_int_equal(ask(comm, NCCLSHIM_COMM_CAP_DEVICE_API, why, sizeof(why)), NCCLSHIM_ANSWER_NO);
   assert_int_equal(fake_count("ncclCommWindowRegister"), 0);
-  ncclshim_comm_free(comm);
-  ncclshim_nccl_close(nccl);
 }
 
 static void test_properties(void **state) {
@@ -159,9 +145,7 @@ static void test_properties(void **state) {
 }
 
 static void test_has_arguments(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.29.7");
-  ncclshim_comm *comm = fake_comm(nccl, 0); /* INITIALIZING */
+  ncclshim_comm *comm = fixture_comm(state);
   ncclshim_answer answer;
   assert_int_equal(ncclshim_comm_has(comm, NCCLSHIM_COMM_CAP_DEVICE_API, 100, &answer, NULL, 0),
                    NCCLSHIM_INVALID_ARGUMENT);
@@ -177,16 +161,13 @@ static void test_has_arguments(void **state) {
                       "symmetric-windows");
   assert_int_equal(ncclshim_comm_capability_from_name("device-api"), NCCLSHIM_COMM_CAP_DEVICE_API);
   assert_int_equal(ncclshim_comm_capability_from_name("nope"), -1);
-  ncclshim_comm_free(comm);
-  ncclshim_nccl_close(nccl);
 }
 
 /* ---- Agreement ----------------------------------------------------------------------------- */
 
 static void test_agree_equal(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.29.7");
-  ncclshim_comm *comm = fake_comm(nccl, 1);
+  ncclshim_comm *comm = fixture_comm(state);
+  ncclshim_nccl *nccl = fixture_nccl(state);
   gather_edit(-1, NULL, NULL); /* every slot a copy of this rank's record */
   assert_int_equal(ncclshim_comm_agree(comm, 1000), NCCLSHIM_OK);
   assert_int_equal(fake_count("ncclAllGather"), 1);
@@ -196,14 +177,10 @@ static void test_agree_equal(void **state) {
   assert_non_null(strstr(record, "nccl=2.29.7\n"));
   assert_non_null(strstr(record, "driver=11.2\n"));
   assert_non_null(strstr(record, "@host="));
-  ncclshim_comm_free(comm);
-  ncclshim_nccl_close(nccl);
 }
 
 static void test_agree_finds_a_differing_rank(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.29.7");
-  ncclshim_comm *comm = fake_comm(nccl, 1);
+  ncclshim_comm *comm = fixture_comm(state);
   setenv("NCCL_PROTO", "Simple", 1);
   gather_edit(1, "NCCL_PROTO=Simple", "NCCL_PROTO=LL");
   assert_int_equal(ncclshim_comm_agree(comm, 1000), NCCLSHIM_UNAVAILABLE);
@@ -223,14 +200,11 @@ static void test_agree_finds_a_differing_rank(void **state) {
   assert_int_equal(ncclshim_comm_agree(comm, 1000), NCCLSHIM_OK);
   assert_int_equal(cuda_allocations(), 0);
   assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_READY);
-  ncclshim_comm_free(comm);
-  ncclshim_nccl_close(nccl);
 }
 
 static void test_agree_deadline_and_errors(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.29.7");
-  ncclshim_comm *comm = fake_comm(nccl, 0);
+  ncclshim_comm *comm = fixture_comm(state);
+  ncclshim_nccl *nccl = fixture_nccl(state);
   assert_int_equal(ncclshim_comm_agree(comm, 100), NCCLSHIM_INVALID_ARGUMENT); /* initializing */
   assert_int_equal(ncclshim_comm_wait(comm, 1000), NCCLSHIM_OK);
   fake_async(-1, ncclSuccess); /* the all-gather never finishes: a rank that never came */
@@ -245,27 +219,21 @@ static void test_agree_deadline_and_errors(void **state) {
   assert_int_equal(ncclshim_comm_agree(NULL, 10), NCCLSHIM_INVALID_ARGUMENT);
   assert_int_equal(ncclshim_nccl_agree(nccl, NULL, 2, 10), NCCLSHIM_INVALID_ARGUMENT);
   assert_int_equal(ncclshim_comm_abort(comm, 1000), NCCLSHIM_OK);
-  ncclshim_comm_free(comm);
-  ncclshim_nccl_close(nccl);
 }
 
 static void test_agree_bare_comm(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.29.7");
-  ncclshim_comm *comm = fake_comm(nccl, 1);
+  ncclshim_comm *comm = fixture_comm(state);
+  ncclshim_nccl *nccl = fixture_nccl(state);
   gather_edit(1, "nccl=2.29.7", "nccl=2.30.7");
   assert_int_equal(ncclshim_nccl_agree(nccl, ncclshim_comm_raw(comm), 2, 1000),
                    NCCLSHIM_UNAVAILABLE);
   assert_message("nccl=2.30.7, rank 0 has 2.29.7");
-  ncclshim_comm_free(comm);
-  ncclshim_nccl_close(nccl);
 }
 
 /* ---- Device-API mismatches ----------------------------------------------------------------- */
 
 static void test_devapi_explain(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.29.7");
+  ncclshim_nccl *nccl = fixture_nccl(state);
   char text[512];
   struct {
     size_t size;
@@ -292,7 +260,6 @@ static void test_devapi_explain(void **state) {
   assert_int_equal(ncclshim_nccl_check(nccl, ncclInvalidArgument, "ncclDevCommCreate"),
                    NCCLSHIM_NCCL_ERROR);
   assert_null(strstr(ncclshim_last_error(), "device API"));
-  ncclshim_nccl_close(nccl);
 }
 
 /* Every host function of the device API (the list's DEVICE rows) gets the hint, also with
@@ -302,10 +269,9 @@ static void test_devapi_explain(void **state) {
 #define DEVICE_ROW_DEVICE(name) #name,
 #define DEVICE_ROW_(name, version, policy, role, returns, n, params) DEVICE_ROW_##policy(name)
 static void test_devapi_hint_every_device_call(void **state) {
-  (void)state;
   static const char *const rows[] = {NCCLSHIM_NCCL_FUNCTIONS(DEVICE_ROW_)};
   assert_true(sizeof(rows) / sizeof(rows[0]) >= 18);
-  ncclshim_nccl *nccl = fake_open("2.29.7");
+  ncclshim_nccl *nccl = fixture_nccl(state);
   char call[96];
   for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
     assert_int_equal(ncclshim_nccl_check(nccl, ncclInvalidUsage, rows[i]), NCCLSHIM_NCCL_ERROR);
@@ -320,23 +286,25 @@ static void test_devapi_hint_every_device_call(void **state) {
     assert_int_equal(ncclshim_nccl_check(nccl, ncclInvalidUsage, others[i]), NCCLSHIM_NCCL_ERROR);
     assert_null(strstr(ncclshim_last_error(), "device API"));
   }
-  ncclshim_nccl_close(nccl);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_windows_register),
-      cmocka_unit_test(test_windows_null),
-      cmocka_unit_test(test_windows_cached_from_alloc),
-      cmocka_unit_test(test_library_without),
+      cmocka_unit_test_setup_teardown(test_windows_register, nonblocking_2297, release_fixture),
+      cmocka_unit_test_setup_teardown(test_windows_null, blocking_2297, release_fixture),
+      cmocka_unit_test_setup_teardown(test_windows_cached_from_alloc, blocking_2297,
+                                      release_fixture),
+      cmocka_unit_test_setup_teardown(test_library_without, blocking_2273, release_fixture),
       cmocka_unit_test(test_properties),
-      cmocka_unit_test(test_has_arguments),
-      cmocka_unit_test(test_agree_equal),
-      cmocka_unit_test(test_agree_finds_a_differing_rank),
-      cmocka_unit_test(test_agree_deadline_and_errors),
-      cmocka_unit_test(test_agree_bare_comm),
-      cmocka_unit_test(test_devapi_explain),
-      cmocka_unit_test(test_devapi_hint_every_device_call),
+      cmocka_unit_test_setup_teardown(test_has_arguments, nonblocking_2297, release_fixture),
+      cmocka_unit_test_setup_teardown(test_agree_equal, blocking_2297, release_fixture),
+      cmocka_unit_test_setup_teardown(test_agree_finds_a_differing_rank, blocking_2297,
+                                      release_fixture),
+      cmocka_unit_test_setup_teardown(test_agree_deadline_and_errors, nonblocking_2297,
+                                      release_fixture),
+      cmocka_unit_test_setup_teardown(test_agree_bare_comm, blocking_2297, release_fixture),
+      cmocka_unit_test_setup_teardown(test_devapi_explain, on_2297, release_fixture),
+      cmocka_unit_test_setup_teardown(test_devapi_hint_every_device_call, on_2297, release_fixture),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,9 +21,8 @@
 
 #include <cmocka.h>
 
-#include "comm_fakes.h"
+#include "comm_fixture.h"
 #include "ncclshim/symmem.h"
-#include "support.h"
 
 /* A wait must end at its deadline, never before; how soon after it (within 10 % on the GPU
  * host) is a benchmark's figure (bench/gpu/faults.sh), not a unit test's: under TSan or
@@ -46,9 +45,9 @@ static int teardown(void **state) {
   return 0;
 }
 
-/* A READY communicator, blocking or not. */
-static ncclshim_comm *ready_comm(ncclshim_nccl *nccl, int blocking) {
-  ncclshim_comm *comm = fake_comm(nccl, blocking);
+/* A READY communicator, blocking or not, on a fresh 2.28.9 fake. */
+static ncclshim_comm *ready_comm(int blocking) {
+  ncclshim_comm *comm = fake_comm(fake_open("2.28.9"), blocking);
   assert_int_equal(ncclshim_comm_wait(comm, 1000), NCCLSHIM_OK);
   assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_READY);
   return comm;
@@ -92,12 +91,19 @@ static void abort_within_deadline(ncclshim_comm *comm, int delay_ms) {
   assert_null(ncclshim_comm_raw(comm));
 }
 
+/* abort_within_deadline, then the communicator and its handle released. */
+static void abort_and_release(ncclshim_comm *comm, int delay_ms) {
+  ncclshim_nccl *nccl = ncclshim_comm_library(comm);
+  abort_within_deadline(comm, delay_ms);
+  ncclshim_comm_free(comm);
+  ncclshim_nccl_close(nccl);
+}
+
 /* Sockets: the peer's death reaches ncclCommGetAsyncError after a few polls. */
 static void test_peer_lost_reported(void **state) {
   (void)state;
   for (int blocking = 0; blocking <= 1; blocking++) {
-    ncclshim_nccl *nccl = fake_open("2.28.9");
-    ncclshim_comm *comm = ready_comm(nccl, blocking);
+    ncclshim_comm *comm = ready_comm(blocking);
     fake_peer_lost(40, ncclRemoteError);
     fake_last_error("socket closed by peer 1");
     int64_t waited = -1;
@@ -112,9 +118,7 @@ static void test_peer_lost_reported(void **state) {
     assert_null(ncclshim_comm_raw(comm));
     assert_int_equal(ncclshim_comm_destroy(comm, 100), NCCLSHIM_NCCL_ERROR);
     assert_message("only ncclshim_comm_abort can release it");
-    abort_within_deadline(comm, 50);
-    ncclshim_comm_free(comm);
-    ncclshim_nccl_close(nccl);
+    abort_and_release(comm, 50);
   }
 }
 
@@ -122,19 +126,16 @@ static void test_peer_lost_reported(void **state) {
  * communicator and the call. */
 static void test_enqueue_refused_after_loss(void **state) {
   (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
-  ncclshim_comm *comm = ready_comm(nccl, 1);
+  ncclshim_comm *comm = ready_comm(1);
   fake_inject("ncclAllReduce", ncclRemoteError, 1);
-  const ncclshim_nccl_table *t = ncclshim_nccl_functions(nccl);
+  const ncclshim_nccl_table *t = ncclshim_nccl_functions(ncclshim_comm_library(comm));
   ncclResult_t r =
       t->ncclAllReduce(NULL, NULL, 0, ncclFloat32, ncclSum, ncclshim_comm_raw(comm), NULL);
   assert_int_equal(ncclshim_comm_check(comm, r, "ncclAllReduce", DEADLINE_MS), NCCLSHIM_NCCL_ERROR);
   assert_message(
       "communicator rank 0 of 2 (ready), waiting for ncclAllReduce: ncclAllReduce "
       "failed: ncclRemoteError (6)");
-  abort_within_deadline(comm, 50);
-  ncclshim_comm_free(comm);
-  ncclshim_nccl_close(nccl);
+  abort_and_release(comm, 50);
 }
 
 /* NVLink: nothing is ever reported; the deadline is the only detector. After the abort the
@@ -142,8 +143,7 @@ static void test_enqueue_refused_after_loss(void **state) {
 static void test_peer_lost_silently(void **state) {
   (void)state;
   for (int blocking = 0; blocking <= 1; blocking++) {
-    ncclshim_nccl *nccl = fake_open("2.28.9");
-    ncclshim_comm *comm = ready_comm(nccl, blocking);
+    ncclshim_comm *comm = ready_comm(blocking);
     fake_peer_lost(0, ncclSuccess);
     int64_t waited = -1;
     assert_int_equal(loop_until_failure(comm, 5, &waited), NCCLSHIM_TIMEOUT);
@@ -153,40 +153,36 @@ static void test_peer_lost_silently(void **state) {
         "the stream's work: still running after 300 ms and the communicator reports "
         "no error");
     assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_READY);
-    abort_within_deadline(comm, 100);
-    ncclshim_comm_free(comm);
-    ncclshim_nccl_close(nccl);
+    abort_and_release(comm, 100);
   }
+}
+
+/* The init wait (DEADLINE_MS) on a communicator whose init answers ncclInProgress `polls`
+ * times (< 0: forever), then `result`: it must answer `status`; how long it took. */
+static int64_t init_wait(ncclshim_comm *comm, int polls, ncclResult_t result,
+                         ncclshim_status status) {
+  fake_async(polls, result);
+  int64_t start = now_ms();
+  assert_int_equal(ncclshim_comm_wait(comm, DEADLINE_MS), status);
+  return now_ms() - start;
 }
 
 /* A peer lost during a non-blocking init: the init wait reports it and names the init. */
 static void test_peer_lost_during_init(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
-  fake_async(5, ncclSystemError);
-  ncclshim_comm *comm = fake_comm(nccl, 0);
-  int64_t start = now_ms();
-  assert_int_equal(ncclshim_comm_wait(comm, DEADLINE_MS), NCCLSHIM_NCCL_ERROR);
-  assert_true(now_ms() - start < DEADLINE_MS);
+  ncclshim_comm *comm = fixture_comm(state);
+  assert_true(init_wait(comm, 5, ncclSystemError, NCCLSHIM_NCCL_ERROR) < DEADLINE_MS);
   assert_message(
       "communicator rank 0 of 2 (initializing, now failed), waiting for its init: "
       "the communicator (asynchronous error) failed: ncclSystemError (2)");
   assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_FAILED);
   abort_within_deadline(comm, 50);
-  ncclshim_comm_free(comm);
-  ncclshim_nccl_close(nccl);
 }
 
 /* An init that never completes (the peer died before it connected, and NCCL keeps trying):
  * TIMEOUT at its deadline, still INITIALIZING, and a slow abort ends it. */
 static void test_init_never_completes(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
-  fake_async(-1, ncclSuccess);
-  ncclshim_comm *comm = fake_comm(nccl, 0);
-  int64_t start = now_ms();
-  assert_int_equal(ncclshim_comm_wait(comm, DEADLINE_MS), NCCLSHIM_TIMEOUT);
-  int64_t waited = now_ms() - start;
+  ncclshim_comm *comm = fixture_comm(state);
+  int64_t waited = init_wait(comm, -1, ncclSuccess, NCCLSHIM_TIMEOUT);
   assert_true(waited >= DEADLINE_MS && waited <= late_ms());
   assert_message(
       "communicator rank 0 of 2 (initializing), waiting for its init: the "
@@ -196,8 +192,6 @@ static void test_init_never_completes(void **state) {
   assert_int_equal(ncclshim_comm_destroy(comm, 50), NCCLSHIM_TIMEOUT);
   assert_int_equal(fake_count("ncclCommFinalize"), 0);
   abort_within_deadline(comm, 200);
-  ncclshim_comm_free(comm);
-  ncclshim_nccl_close(nccl);
 }
 
 /* After both ranks registered a symmetric window: the buffer cannot be freed while the
@@ -205,8 +199,7 @@ static void test_init_never_completes(void **state) {
 static void test_peer_lost_with_window(void **state) {
   (void)state;
   for (int blocking = 0; blocking <= 1; blocking++) {
-    ncclshim_nccl *nccl = fake_open("2.28.9");
-    ncclshim_comm *comm = ready_comm(nccl, blocking);
+    ncclshim_comm *comm = ready_comm(blocking);
     ncclshim_symmem *mem = NULL;
     assert_int_equal(ncclshim_symmem_alloc(comm, 1 << 16, NULL, 1000, &mem), NCCLSHIM_OK);
     assert_int_equal(fake_windows(), 1);
@@ -217,6 +210,7 @@ static void test_peer_lost_with_window(void **state) {
     assert_message("the communicator is failed, so the window cannot be deregistered");
     assert_int_equal(fake_allocations(), 1);
     abort_within_deadline(comm, 50);
+    ncclshim_nccl *nccl = ncclshim_comm_library(comm);
     ncclshim_comm_free(comm); /* the buffer keeps it alive */
     assert_int_equal(ncclshim_symmem_free(mem, 100), NCCLSHIM_OK);
     assert_int_equal(fake_allocations(), 0);
@@ -229,8 +223,8 @@ static void test_peer_lost_with_window(void **state) {
  * and NCCL's abort still returns on its thread later. */
 static void test_abort_slower_than_deadline(void **state) {
   (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
-  ncclshim_comm *comm = ready_comm(nccl, 0);
+  ncclshim_comm *comm = ready_comm(0);
+  ncclshim_nccl *nccl = ncclshim_comm_library(comm);
   fake_abort_delay(2 * DEADLINE_MS);
   int64_t start = now_ms();
   assert_int_equal(ncclshim_comm_abort(comm, DEADLINE_MS), NCCLSHIM_TIMEOUT);
@@ -244,6 +238,13 @@ static void test_abort_slower_than_deadline(void **state) {
   ncclshim_nccl_close(nccl);
 }
 
+/* The watched communicator's operations not yet known complete. */
+static uint64_t outstanding(ncclshim_comm *comm) {
+  ncclshim_watch_counts counts = NCCLSHIM_WATCH_COUNTS_INIT;
+  assert_int_equal(ncclshim_comm_watch_counts(comm, &counts), NCCLSHIM_OK);
+  return counts.outstanding;
+}
+
 /* The watchdog's rank 0: all-reduces recorded and waited for as a blocking program waits
  * (until the stream is idle or the communicator failed); after `busy_after` of them the
  * work never completes, and once that one is recorded NCCL reports `loss` (ncclSuccess:
@@ -252,16 +253,14 @@ static void test_abort_slower_than_deadline(void **state) {
 static ncclshim_status watched_until_failure(ncclshim_comm *comm, int busy_after, ncclResult_t loss,
                                              int64_t *detect_ms) {
   const ncclshim_nccl_table *t = ncclshim_nccl_functions(ncclshim_comm_library(comm));
-  int queries = fake_cuda_events(3);
   for (int i = 0;; i++) {
-    /* The watchdog retires the finished ones first: it queries each fired event once, and
-     * only then may every event read as never firing. */
-    int64_t until = now_ms() + late_ms();
-    while (i == busy_after && fake_cuda_events(3) - queries < busy_after && now_ms() < until) {
-      struct timespec us = {0, 100000};
-      nanosleep(&us, NULL);
+    /* The watchdog retires the finished ones first (their events fire when it queries
+     * them), and only then may every event read as never firing. */
+    if (i == busy_after) {
+      WAIT_FOR(outstanding(comm) == 0, 10 * DEADLINE_MS);
+      assert_int_equal(outstanding(comm), 0);
+      fake_cuda_event_query(NOT_READY);
     }
-    if (i == busy_after) fake_cuda_event_query(NOT_READY);
     ncclResult_t r =
         t->ncclAllReduce(NULL, NULL, 1 << 20, ncclFloat32, ncclSum, ncclshim_comm_raw(comm), NULL);
     ncclshim_status status = ncclshim_comm_check(comm, r, "ncclAllReduce", 0);
@@ -269,7 +268,14 @@ static ncclshim_status watched_until_failure(ncclshim_comm *comm, int busy_after
     if (status == NCCLSHIM_OK)
       status = ncclshim_comm_record(comm, NULL, "ncclAllReduce", 1 << 20, ncclFloat32);
     if (status != NCCLSHIM_OK) return status;
-    if (i == busy_after && loss != ncclSuccess) fake_peer_lost(0, loss);
+    if (i == busy_after && loss != ncclSuccess) {
+      /* Armed once a look began after the record (the second look from now): a look begun
+       * before it, which knew no operation, could otherwise meet the loss. */
+      int looks = watchdog_looks();
+      WAIT_FOR(watchdog_looks() - looks >= 2, 10 * DEADLINE_MS);
+      assert_true(watchdog_looks() - looks >= 2);
+      fake_peer_lost(0, loss);
+    }
     while (i >= busy_after && ncclshim_comm_state_of(comm) == NCCLSHIM_COMM_READY &&
            now_ms() - start < late_ms()) {
       struct timespec us = {0, 100000};
@@ -299,21 +305,26 @@ static void watchdog_aborted(ncclshim_comm *comm) {
   assert_int_equal(fake_count("ncclCommFinalize") + fake_count("ncclCommDestroy"), 0);
 }
 
-static ncclshim_comm *watched_comm(ncclshim_nccl *nccl, ncclshim_watchdog **dog) {
-  ncclshim_comm *comm = fake_comm(nccl, NCCLSHIM_COMM_SPLIT_BLOCKING);
-  assert_int_equal(ncclshim_comm_wait(comm, 1000), NCCLSHIM_OK);
+/* The watchdog's cases' setup: a NCCLSHIM_COMM_SPLIT_BLOCKING communicator, READY and
+ * watched (DEADLINE_MS); their teardown makes events fire again. */
+static int watched_split(void **state) {
+  open_fixture(state, "2.28.9", NCCLSHIM_COMM_SPLIT_BLOCKING);
+  comm_fixture *f = *state;
+  assert_int_equal(ncclshim_comm_wait(f->comm, 1000), NCCLSHIM_OK);
   ncclshim_watchdog_options wo = NCCLSHIM_WATCHDOG_OPTIONS_INIT;
   wo.interval_ms = 5;
-  assert_int_equal(ncclshim_watchdog_start(&wo, dog), NCCLSHIM_OK);
-  assert_int_equal(ncclshim_comm_watch(comm, *dog, DEADLINE_MS), NCCLSHIM_OK);
-  return comm;
+  assert_int_equal(ncclshim_watchdog_start(&wo, &f->dog), NCCLSHIM_OK);
+  assert_int_equal(ncclshim_comm_watch(f->comm, f->dog, DEADLINE_MS), NCCLSHIM_OK);
+  return 0;
+}
+
+static int release_watched(void **state) {
+  fake_cuda_event_query(0);
+  return release_fixture(state);
 }
 
 static void test_watchdog_peer_lost_silently(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
-  ncclshim_watchdog *dog = NULL;
-  ncclshim_comm *comm = watched_comm(nccl, &dog);
+  ncclshim_comm *comm = fixture_comm(state);
   int64_t detected = -1;
   assert_int_equal(watched_until_failure(comm, 5, ncclSuccess, &detected), NCCLSHIM_TIMEOUT);
   /* Never before the deadline; found at all. How soon after it (within +10 % on the GPU
@@ -325,26 +336,15 @@ static void test_watchdog_peer_lost_silently(void **state) {
       "(count 1048576, ncclFloat32)");
   assert_message("past its deadline of 300 ms; the watchdog started ncclCommAbort");
   watchdog_aborted(comm);
-  ncclshim_comm_free(comm);
-  ncclshim_watchdog_stop(dog);
-  fake_cuda_event_query(0);
-  ncclshim_nccl_close(nccl);
 }
 
 static void test_watchdog_peer_lost_reported(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
-  ncclshim_watchdog *dog = NULL;
-  ncclshim_comm *comm = watched_comm(nccl, &dog);
+  ncclshim_comm *comm = fixture_comm(state);
   int64_t detected = -1;
   assert_int_equal(watched_until_failure(comm, 0, ncclRemoteError, &detected), NCCLSHIM_NCCL_ERROR);
   assert_true(detected < DEADLINE_MS);
   assert_message("ncclCommGetAsyncError reported ncclRemoteError (6) during ncclAllReduce #1");
   watchdog_aborted(comm);
-  ncclshim_comm_free(comm);
-  ncclshim_watchdog_stop(dog);
-  fake_cuda_event_query(0);
-  ncclshim_nccl_close(nccl);
 }
 
 int main(void) {
@@ -352,12 +352,15 @@ int main(void) {
       cmocka_unit_test(test_peer_lost_reported),
       cmocka_unit_test(test_peer_lost_silently),
       cmocka_unit_test(test_enqueue_refused_after_loss),
-      cmocka_unit_test(test_peer_lost_during_init),
-      cmocka_unit_test(test_init_never_completes),
+      cmocka_unit_test_setup_teardown(test_peer_lost_during_init, nonblocking_2289,
+                                      release_fixture),
+      cmocka_unit_test_setup_teardown(test_init_never_completes, nonblocking_2289, release_fixture),
       cmocka_unit_test(test_peer_lost_with_window),
       cmocka_unit_test(test_abort_slower_than_deadline),
-      cmocka_unit_test(test_watchdog_peer_lost_silently),
-      cmocka_unit_test(test_watchdog_peer_lost_reported),
+      cmocka_unit_test_setup_teardown(test_watchdog_peer_lost_silently, watched_split,
+                                      release_watched),
+      cmocka_unit_test_setup_teardown(test_watchdog_peer_lost_reported, watched_split,
+                                      release_watched),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

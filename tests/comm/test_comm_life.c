@@ -8,13 +8,11 @@
 
 #include <cmocka.h>
 
-#include "comm_fakes.h"
-#include "support.h"
+#include "comm_fixture.h"
 
 static void test_blocking_init(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
-  ncclshim_comm *comm = fake_comm(nccl, 1);
+  ncclshim_comm *comm = fixture_comm(state);
+  ncclshim_nccl *nccl = fixture_nccl(state);
   assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_READY);
   assert_non_null(ncclshim_comm_raw(comm));
   assert_ptr_equal(ncclshim_comm_library(comm), nccl);
@@ -22,33 +20,25 @@ static void test_blocking_init(void **state) {
   assert_int_equal(ncclshim_comm_size(comm), 2);
   assert_int_equal(fake_count("ncclCommInitRankConfig"), 1);
   assert_int_equal(fake_count("ncclCommInitRank"), 0);
-  ncclshim_comm_free(comm);
-  ncclshim_nccl_close(nccl);
 }
 
 /* blocking = 0 reaches NCCL through the config: the fake answers ncclInProgress then. */
 static void test_nonblocking_init_then_wait(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
+  ncclshim_comm *comm = fixture_comm(state);
   fake_async(3, ncclSuccess);
-  ncclshim_comm *comm = fake_comm(nccl, 0);
   assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_INITIALIZING);
   assert_null(ncclshim_comm_raw(comm));
   assert_int_equal(ncclshim_comm_wait(comm, 1000), NCCLSHIM_OK);
   assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_READY);
   assert_non_null(ncclshim_comm_raw(comm));
   assert_int_equal(fake_count("ncclCommGetAsyncError"), 4);
-  ncclshim_comm_free(comm);
-  ncclshim_nccl_close(nccl);
 }
 
 /* A rank that never joins: the wait times out within 10 %, the abort releases it, and every
  * later teardown call is a harmless no-op. */
 static void test_peer_never_joins(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
+  ncclshim_comm *comm = fixture_comm(state);
   fake_async(-1, ncclSuccess);
-  ncclshim_comm *comm = fake_comm(nccl, 0);
   int64_t start = now_ms();
   assert_int_equal(ncclshim_comm_wait(comm, 300), NCCLSHIM_TIMEOUT);
   int64_t elapsed = now_ms() - start;
@@ -63,16 +53,12 @@ static void test_peer_never_joins(void **state) {
   assert_int_equal(ncclshim_comm_wait(comm, 10), NCCLSHIM_INVALID_ARGUMENT);
   assert_message("the communicator is aborted");
   assert_null(ncclshim_comm_raw(comm));
-  ncclshim_comm_free(comm);
-  ncclshim_nccl_close(nccl);
 }
 
 /* An asynchronous error makes it FAILED: destroy refuses, abort releases it. */
 static void test_async_error(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
+  ncclshim_comm *comm = fixture_comm(state);
   fake_async(2, ncclSystemError);
-  ncclshim_comm *comm = fake_comm(nccl, 0);
   assert_int_equal(ncclshim_comm_wait(comm, 1000), NCCLSHIM_NCCL_ERROR);
   assert_message("asynchronous error) failed: ncclSystemError (2)");
   assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_FAILED);
@@ -83,14 +69,11 @@ static void test_async_error(void **state) {
   assert_int_equal(fake_count("ncclCommFinalize") + fake_count("ncclCommDestroy"), 0);
   assert_int_equal(ncclshim_comm_abort(comm, 1000), NCCLSHIM_OK);
   assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_ABORTED);
-  ncclshim_comm_free(comm);
-  ncclshim_nccl_close(nccl);
 }
 
 /* A failed init writes nothing into *out, nor does one that gives no communicator. */
 static void test_init_failures_leave_out_alone(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
+  ncclshim_nccl *nccl = fixture_nccl(state);
   ncclUniqueId id;
   memset(&id, 0, sizeof(id));
   ncclshim_comm *const poison = (ncclshim_comm *)&id;
@@ -105,12 +88,10 @@ static void test_init_failures_leave_out_alone(void **state) {
   assert_int_equal(ncclshim_comm_init(nccl, 2, &id, 0, NULL, &comm), NCCLSHIM_NCCL_ERROR);
   assert_message("ncclCommInitRankConfig returned ncclSuccess but no communicator");
   assert_ptr_equal(comm, poison);
-  ncclshim_nccl_close(nccl);
 }
 
 static void test_init_argument_checks(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
+  ncclshim_nccl *nccl = fixture_nccl(state);
   ncclUniqueId id;
   memset(&id, 0, sizeof(id));
   ncclshim_comm *comm = NULL;
@@ -124,14 +105,15 @@ static void test_init_argument_checks(void **state) {
   assert_int_equal(ncclshim_comm_init(nccl, 2, &id, 0, &small, &comm), NCCLSHIM_INVALID_ARGUMENT);
   assert_null(comm);
   assert_int_equal(fake_count("ncclCommInitRankConfig"), 0);
-  ncclshim_nccl_close(nccl);
 }
 
 /* Without ncclCommInitRankConfig: non-blocking is refused with both versions named, and a
  * blocking communicator comes from ncclCommInitRank. */
+static int on_no_config(void **state) { return open_fixture(state, "no-config", -1); }
+
 static void test_without_config_init(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("no-config");
+  comm_fixture *f = *state;
+  ncclshim_nccl *nccl = f->nccl;
   ncclUniqueId id;
   memset(&id, 0, sizeof(id));
   ncclshim_comm_options options = NCCLSHIM_COMM_OPTIONS_INIT;
@@ -140,11 +122,9 @@ static void test_without_config_init(void **state) {
   assert_int_equal(ncclshim_comm_init(nccl, 2, &id, 0, &options, &comm), NCCLSHIM_UNAVAILABLE);
   assert_message("needs NCCL >= 2.14.0 (nonblocking-init); the loaded NCCL is 2.28.9");
   assert_null(comm);
-  comm = fake_comm(nccl, 1);
+  comm = f->comm = fake_comm(nccl, 1);
   assert_int_equal(fake_count("ncclCommInitRank"), 1);
   assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_READY);
-  ncclshim_comm_free(comm);
-  ncclshim_nccl_close(nccl);
 }
 
 static void test_without_nccl(void **state) {
@@ -162,9 +142,7 @@ static void test_without_nccl(void **state) {
 
 /* Destroy finalizes first, then destroys, once; later calls make no NCCL call. */
 static void test_destroy_blocking(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
-  ncclshim_comm *comm = fake_comm(nccl, 1);
+  ncclshim_comm *comm = fixture_comm(state);
   assert_int_equal(ncclshim_comm_destroy(comm, 1000), NCCLSHIM_OK);
   assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_DESTROYED);
   assert_int_equal(fake_count("ncclCommFinalize"), 1);
@@ -177,17 +155,13 @@ static void test_destroy_blocking(void **state) {
   assert_int_equal(ncclshim_comm_destroy(NULL, 1000), NCCLSHIM_OK);
   assert_int_equal(ncclshim_comm_abort(NULL, 1000), NCCLSHIM_OK);
   assert_int_equal(ncclshim_comm_state_of(NULL), NCCLSHIM_COMM_DESTROYED);
-  ncclshim_comm_free(comm);
   ncclshim_comm_free(NULL);
-  ncclshim_nccl_close(nccl);
 }
 
 /* Non-blocking: finalize answers ncclInProgress; a slow finalize times out (FINALIZING), and
  * the next destroy goes on waiting without finalizing twice. */
 static void test_destroy_nonblocking(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
-  ncclshim_comm *comm = fake_comm(nccl, 0);
+  ncclshim_comm *comm = fixture_comm(state);
   assert_int_equal(ncclshim_comm_wait(comm, 1000), NCCLSHIM_OK);
   fake_async(-1, ncclSuccess);
   int64_t start = now_ms();
@@ -200,41 +174,35 @@ static void test_destroy_nonblocking(void **state) {
   assert_int_equal(fake_count("ncclCommFinalize"), 1);
   assert_int_equal(fake_count("ncclCommDestroy"), 1);
   assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_DESTROYED);
-  ncclshim_comm_free(comm);
-  ncclshim_nccl_close(nccl);
 }
 
 /* Destroy of a communicator still initializing waits for it first, within the deadline. */
 static void test_destroy_waits_for_init(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
+  ncclshim_comm *comm = fixture_comm(state);
   fake_async(3, ncclSuccess);
-  ncclshim_comm *comm = fake_comm(nccl, 0);
   assert_int_equal(ncclshim_comm_destroy(comm, 1000), NCCLSHIM_OK);
   assert_int_equal(fake_count("ncclCommDestroy"), 1);
-  ncclshim_comm_free(comm);
-  ncclshim_nccl_close(nccl);
 }
 
-static void test_destroy_step_fails(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
-  ncclshim_comm *comm = fake_comm(nccl, 1);
-  fake_inject("ncclCommFinalize", ncclInternalError, 1);
-  assert_int_equal(ncclshim_comm_destroy(comm, 1000), NCCLSHIM_NCCL_ERROR);
-  assert_message("ncclCommFinalize failed: ncclInternalError (3)");
-  assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_FAILED);
-  assert_int_equal(ncclshim_comm_abort(comm, 1000), NCCLSHIM_OK);
-  ncclshim_comm_free(comm);
-  ncclshim_nccl_close(nccl);
+/* A step of the teardown that fails (the cases test_destroy_step_fails and
+ * test_abort_returns_error): a failed finalize leaves the communicator FAILED; an abort that
+ * fails is still the end, ABORTED, and a second abort is a no-op. */
+static const step_failure finalize_fails = {
+    ncclshim_comm_destroy, "ncclCommFinalize", ncclInternalError,
+    "ncclCommFinalize failed: ncclInternalError (3)", NCCLSHIM_COMM_FAILED};
+static const step_failure abort_fails = {
+    ncclshim_comm_abort, "ncclCommAbort", ncclUnhandledCudaError,
+    "ncclCommAbort failed: ncclUnhandledCudaError (1)", NCCLSHIM_COMM_ABORTED};
+
+static void test_step_fails(void **state) {
+  comm_fixture *f = *state;
+  assert_step_fails(f->comm, f->params);
 }
 
 /* ncclCommAbort hangs: "abort timed out" within 10 %, the thread is not started twice, and
  * once NCCL's abort returns a later call sees it. */
 static void test_abort_hangs(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
-  ncclshim_comm *comm = fake_comm(nccl, 1);
+  ncclshim_comm *comm = fixture_comm(state);
   fake_abort_hang(1);
   int64_t start = now_ms();
   assert_int_equal(ncclshim_comm_abort(comm, 300), NCCLSHIM_TIMEOUT);
@@ -252,40 +220,22 @@ static void test_abort_hangs(void **state) {
   assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_ABORTED);
   assert_int_equal(fake_abort_returns(), 1);
   assert_int_equal(fake_count("ncclCommAbort"), 1);
-  ncclshim_comm_free(comm);
-  ncclshim_nccl_close(nccl);
 }
 
 /* The wrapper freed while the abort still runs: the thread keeps it alive until it returns. */
 static void test_free_during_abort(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
-  ncclshim_comm *comm = fake_comm(nccl, 1);
+  comm_fixture *f = *state;
   fake_abort_hang(1);
-  assert_int_equal(ncclshim_comm_abort(comm, 20), NCCLSHIM_TIMEOUT);
-  ncclshim_comm_free(comm);
+  assert_int_equal(ncclshim_comm_abort(f->comm, 20), NCCLSHIM_TIMEOUT);
+  ncclshim_comm_free(f->comm);
+  f->comm = NULL;
   fake_abort_hang(0);
   assert_int_equal(fake_wait_abort_returns(1, (int)test_slack_ms(2000)), 1);
-  ncclshim_nccl_close(nccl);
-}
-
-static void test_abort_returns_error(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
-  ncclshim_comm *comm = fake_comm(nccl, 1);
-  fake_inject("ncclCommAbort", ncclUnhandledCudaError, 1);
-  assert_int_equal(ncclshim_comm_abort(comm, 1000), NCCLSHIM_NCCL_ERROR);
-  assert_message("ncclCommAbort failed: ncclUnhandledCudaError (1)");
-  assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_ABORTED);
-  assert_int_equal(ncclshim_comm_abort(comm, 1000), NCCLSHIM_OK);
-  ncclshim_comm_free(comm);
-  ncclshim_nccl_close(nccl);
 }
 
 static void test_negative_timeouts(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
-  ncclshim_comm *comm = fake_comm(nccl, 1);
+  ncclshim_comm *comm = fixture_comm(state);
+  ncclshim_nccl *nccl = fixture_nccl(state);
   assert_int_equal(ncclshim_comm_wait(comm, -1), NCCLSHIM_INVALID_ARGUMENT);
   assert_int_equal(ncclshim_comm_check(comm, ncclInProgress, "x", -1), NCCLSHIM_INVALID_ARGUMENT);
   assert_int_equal(ncclshim_comm_destroy(comm, -1), NCCLSHIM_INVALID_ARGUMENT);
@@ -294,16 +244,13 @@ static void test_negative_timeouts(void **state) {
   assert_int_equal(ncclshim_comm_wait_stream(comm, NULL, NULL, -1), NCCLSHIM_INVALID_ARGUMENT);
   assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_READY);
   assert_int_equal(ncclshim_comm_wait(NULL, 10), NCCLSHIM_INVALID_ARGUMENT);
-  ncclshim_comm_free(comm);
-  ncclshim_nccl_close(nccl);
 }
 
 /* A collective's result: success at once, in progress finished by the bounded wait, an error
  * reported with its name and the communicator left usable. */
 static void test_check_collective(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
-  ncclshim_comm *comm = fake_comm(nccl, 0);
+  ncclshim_comm *comm = fixture_comm(state);
+  ncclshim_nccl *nccl = fixture_nccl(state);
   assert_int_equal(ncclshim_comm_wait(comm, 1000), NCCLSHIM_OK);
   const ncclshim_nccl_table *t = ncclshim_nccl_functions(nccl);
   ncclComm_t raw = ncclshim_comm_raw(comm);
@@ -323,14 +270,11 @@ static void test_check_collective(void **state) {
   fake_async(-1, ncclSuccess);
   assert_int_equal(ncclshim_comm_check(comm, ncclInProgress, "ncclBroadcast", 50),
                    NCCLSHIM_TIMEOUT);
-  ncclshim_comm_free(comm);
-  ncclshim_nccl_close(nccl);
 }
 
 /* Group end on non-blocking communicators waits on each, under one deadline. */
 static void test_group_end(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
+  ncclshim_nccl *nccl = fixture_nccl(state);
   ncclshim_comm *comms[2] = {fake_comm(nccl, 0), fake_comm(nccl, 0)};
   assert_int_equal(ncclshim_comm_wait(comms[0], 1000), NCCLSHIM_OK);
   assert_int_equal(ncclshim_comm_wait(comms[1], 1000), NCCLSHIM_OK);
@@ -361,15 +305,12 @@ static void test_group_end(void **state) {
   assert_int_equal(fake_count("ncclGroupEnd"), ends);
   ncclshim_comm_free(comms[0]);
   ncclshim_comm_free(comms[1]);
-  ncclshim_nccl_close(nccl);
 }
 
 /* Waiting for a stream: idle is OK; busy with an error on the communicator is that error (a
  * dead peer shows up instead of a hang); busy without one is a TIMEOUT. */
 static void test_wait_stream(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
-  ncclshim_comm *comm = fake_comm(nccl, 1);
+  ncclshim_comm *comm = fixture_comm(state);
   fake_cuda_query(0);
   assert_int_equal(ncclshim_comm_wait_stream(comm, NULL, NULL, 1000), NCCLSHIM_OK);
   fake_cuda_query(600); /* CUDA_ERROR_NOT_READY */
@@ -383,15 +324,13 @@ static void test_wait_stream(void **state) {
   assert_message("ncclRemoteError (6)");
   assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_FAILED);
   fake_cuda_query(700); /* CUDA_ERROR_ILLEGAL_ADDRESS */
-  ncclshim_comm *other = fake_comm(nccl, 1);
+  ncclshim_comm *other = fake_comm(fixture_nccl(state), 1);
   fake_async(0, ncclSuccess);
   assert_int_equal(ncclshim_comm_wait_stream(other, NULL, NULL, 1000), NCCLSHIM_CUDA_ERROR);
   assert_message("cuStreamQuery failed");
   assert_message("rank 0 of 2 (ready), waiting for the stream's work"); /* named too */
   fake_cuda_query(0);
-  ncclshim_comm_free(comm);
   ncclshim_comm_free(other);
-  ncclshim_nccl_close(nccl);
 }
 
 static void test_state_names(void **state) {
@@ -408,10 +347,9 @@ static void test_state_names(void **state) {
  * child's blocking config: the child's finalize answers ncclInProgress, and destroy must wait
  * for it (bounded) and go on to destroy both communicators, not stop at an OK. */
 static void test_destroy_split_made_nonblocking(void **state) {
-  (void)state;
+  comm_fixture *f = *state;
   setenv("NCCL_COMM_BLOCKING", "0", 1);
-  ncclshim_nccl *nccl = fake_open("2.28.9");
-  ncclshim_comm *comm = fake_comm(nccl, NCCLSHIM_COMM_SPLIT_BLOCKING);
+  ncclshim_comm *comm = f->comm = fake_comm(f->nccl, NCCLSHIM_COMM_SPLIT_BLOCKING);
   assert_int_equal(ncclshim_comm_wait(comm, 1000), NCCLSHIM_OK);
   assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_READY);
   fake_async(-1, ncclSuccess); /* the child's finalize never finishes: TIMEOUT, FINALIZING */
@@ -425,33 +363,36 @@ static void test_destroy_split_made_nonblocking(void **state) {
   assert_int_equal(fake_count("ncclCommDestroy"), 2);
   assert_int_equal(ncclshim_comm_destroy(comm, 1000), NCCLSHIM_OK);
   assert_int_equal(fake_count("ncclCommFinalize"), 2);
-  ncclshim_comm_free(comm);
-  ncclshim_nccl_close(nccl);
   unsetenv("NCCL_COMM_BLOCKING");
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_blocking_init),
-      cmocka_unit_test(test_nonblocking_init_then_wait),
-      cmocka_unit_test(test_peer_never_joins),
-      cmocka_unit_test(test_async_error),
-      cmocka_unit_test(test_init_failures_leave_out_alone),
-      cmocka_unit_test(test_init_argument_checks),
-      cmocka_unit_test(test_without_config_init),
+      cmocka_unit_test_setup_teardown(test_blocking_init, blocking_2289, release_fixture),
+      cmocka_unit_test_setup_teardown(test_nonblocking_init_then_wait, nonblocking_2289,
+                                      release_fixture),
+      cmocka_unit_test_setup_teardown(test_peer_never_joins, nonblocking_2289, release_fixture),
+      cmocka_unit_test_setup_teardown(test_async_error, nonblocking_2289, release_fixture),
+      cmocka_unit_test_setup_teardown(test_init_failures_leave_out_alone, on_2289, release_fixture),
+      cmocka_unit_test_setup_teardown(test_init_argument_checks, on_2289, release_fixture),
+      cmocka_unit_test_setup_teardown(test_without_config_init, on_no_config, release_fixture),
       cmocka_unit_test(test_without_nccl),
-      cmocka_unit_test(test_destroy_blocking),
-      cmocka_unit_test(test_destroy_nonblocking),
-      cmocka_unit_test(test_destroy_waits_for_init),
-      cmocka_unit_test(test_destroy_step_fails),
-      cmocka_unit_test(test_destroy_split_made_nonblocking),
-      cmocka_unit_test(test_abort_hangs),
-      cmocka_unit_test(test_free_during_abort),
-      cmocka_unit_test(test_abort_returns_error),
-      cmocka_unit_test(test_negative_timeouts),
-      cmocka_unit_test(test_check_collective),
-      cmocka_unit_test(test_group_end),
-      cmocka_unit_test(test_wait_stream),
+      cmocka_unit_test_setup_teardown(test_destroy_blocking, blocking_2289, release_fixture),
+      cmocka_unit_test_setup_teardown(test_destroy_nonblocking, nonblocking_2289, release_fixture),
+      cmocka_unit_test_setup_teardown(test_destroy_waits_for_init, nonblocking_2289,
+                                      release_fixture),
+      {"test_destroy_step_fails", test_step_fails, blocking_2289, release_fixture,
+       (void *)&finalize_fails},
+      cmocka_unit_test_setup_teardown(test_destroy_split_made_nonblocking, on_2289,
+                                      release_fixture),
+      cmocka_unit_test_setup_teardown(test_abort_hangs, blocking_2289, release_fixture),
+      cmocka_unit_test_setup_teardown(test_free_during_abort, blocking_2289, release_fixture),
+      {"test_abort_returns_error", test_step_fails, blocking_2289, release_fixture,
+       (void *)&abort_fails},
+      cmocka_unit_test_setup_teardown(test_negative_timeouts, blocking_2289, release_fixture),
+      cmocka_unit_test_setup_teardown(test_check_collective, nonblocking_2289, release_fixture),
+      cmocka_unit_test_setup_teardown(test_group_end, on_2289, release_fixture),
+      cmocka_unit_test_setup_teardown(test_wait_stream, blocking_2289, release_fixture),
       cmocka_unit_test(test_state_names),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

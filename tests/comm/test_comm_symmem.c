@@ -10,20 +10,17 @@
 
 #include <cmocka.h>
 
-#include "comm_fakes.h"
+#include "comm_fixture.h"
 #include "ncclshim/symmem.h"
-#include "support.h"
 
-static int setup(void **state) {
-  (void)state;
+/* The fixture's teardown, and the capture answer back to "not capturing". */
+static int teardown(void **state) {
   fake_cuda_capture(0, 0);
-  return 0;
+  return release_fixture(state);
 }
 
 static void test_alloc_and_free(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
-  ncclshim_comm *comm = fake_comm(nccl, 1);
+  ncclshim_comm *comm = fixture_comm(state);
   ncclshim_symmem *mem = NULL;
   assert_int_equal(ncclshim_symmem_alloc(comm, 5000, NULL, 1000, &mem), NCCLSHIM_OK);
   assert_non_null(mem);
@@ -40,20 +37,14 @@ static void test_alloc_and_free(void **state) {
   assert_int_equal(fake_windows(), 0);
   assert_true(fake_seq("ncclCommWindowDeregister") < fake_seq("ncclMemFree"));
   assert_int_equal(ncclshim_comm_destroy(comm, 1000), NCCLSHIM_OK);
-  ncclshim_comm_free(comm);
-  ncclshim_nccl_close(nccl);
 }
 
 static void test_exact_multiple_kept(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
-  ncclshim_comm *comm = fake_comm(nccl, 1);
+  ncclshim_comm *comm = fixture_comm(state);
   ncclshim_symmem *mem = NULL;
   assert_int_equal(ncclshim_symmem_alloc(comm, 4096, NULL, 1000, &mem), NCCLSHIM_OK);
   assert_int_equal(ncclshim_symmem_size(mem), 4096);
   assert_int_equal(ncclshim_symmem_free(mem, 1000), NCCLSHIM_OK);
-  ncclshim_comm_free(comm);
-  ncclshim_nccl_close(nccl);
 }
 
 /* An NCCL older than 2.28 is refused before anything is allocated, naming both versions. */
@@ -84,9 +75,7 @@ static void test_older_nccl_refused(void **state) {
 /* "Success with no window" is UNAVAILABLE (windows do not register here); the memory goes
  * back and *out stays untouched. */
 static void test_null_window(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
-  ncclshim_comm *comm = fake_comm(nccl, 1);
+  ncclshim_comm *comm = fixture_comm(state);
   fake_null_window(1);
   ncclshim_symmem *const poison = (ncclshim_symmem *)&poison;
   ncclshim_symmem *mem = poison;
@@ -97,14 +86,10 @@ static void test_null_window(void **state) {
   assert_ptr_equal(mem, poison);
   assert_int_equal(fake_allocations(), 0);
   assert_int_equal(fake_count("ncclCommWindowDeregister"), 0);
-  ncclshim_comm_free(comm);
-  ncclshim_nccl_close(nccl);
 }
 
 static void test_register_fails(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
-  ncclshim_comm *comm = fake_comm(nccl, 1);
+  ncclshim_comm *comm = fixture_comm(state);
   ncclshim_symmem *mem = NULL;
   fake_inject("ncclCommWindowRegister", ncclInvalidUsage, 1);
   assert_int_equal(ncclshim_symmem_alloc(comm, 4096, NULL, 1000, &mem), NCCLSHIM_NCCL_ERROR);
@@ -116,15 +101,11 @@ static void test_register_fails(void **state) {
   assert_message("ncclMemAlloc failed: ncclUnhandledCudaError (1)");
   assert_int_equal(fake_count("ncclCommWindowRegister"), 1);
   assert_null(mem);
-  ncclshim_comm_free(comm);
-  ncclshim_nccl_close(nccl);
 }
 
 /* Non-blocking: the window exists only once the communicator finishes; alloc waits for it. */
 static void test_nonblocking_registration(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
-  ncclshim_comm *comm = fake_comm(nccl, 0);
+  ncclshim_comm *comm = fixture_comm(state);
   assert_int_equal(ncclshim_comm_wait(comm, 1000), NCCLSHIM_OK);
   fake_async(3, ncclSuccess);
   ncclshim_symmem *mem = NULL;
@@ -134,8 +115,6 @@ static void test_nonblocking_registration(void **state) {
   assert_int_equal(ncclshim_symmem_free(mem, 1000), NCCLSHIM_OK);
   assert_int_equal(fake_allocations(), 0);
   assert_int_equal(fake_windows(), 0);
-  ncclshim_comm_free(comm);
-  ncclshim_nccl_close(nccl);
 }
 
 /* A registration that never finishes: TIMEOUT, the buffer left to NCCL while it may still
@@ -143,8 +122,7 @@ static void test_nonblocking_registration(void **state) {
  * returned and the wrapper is freed (valgrind and LeakSanitizer see the rest). The trial of
  * ncclshim_comm_has(SYMMETRIC_WINDOWS) the same way. */
 static void test_registration_times_out(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
+  ncclshim_nccl *nccl = fixture_nccl(state);
   for (int trial = 0; trial <= 1; trial++) {
     fake_async(0, ncclSuccess);
     ncclshim_comm *comm = fake_comm(nccl, 0);
@@ -166,13 +144,11 @@ static void test_registration_times_out(void **state) {
     ncclshim_comm_free(comm);
     assert_int_equal(fake_allocations(), 0);
   }
-  ncclshim_nccl_close(nccl);
 }
 
 /* Inside a group the window is filled at group end; complete() checks it after that. */
 static void test_in_group(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
+  ncclshim_nccl *nccl = fixture_nccl(state);
   const ncclshim_nccl_table *t = ncclshim_nccl_functions(nccl);
   for (int blocking = 1; blocking >= 0; blocking--) {
     ncclshim_comm *comm = fake_comm(nccl, blocking);
@@ -206,15 +182,13 @@ static void test_in_group(void **state) {
     assert_int_equal(fake_allocations(), 0);
     ncclshim_comm_free(comm);
   }
-  ncclshim_nccl_close(nccl);
 }
 
 /* complete() before the group ended is a misuse (INVALID_ARGUMENT), and says where the window
  * comes from; after it, a NULL window says windows do not register (UNAVAILABLE), as outside
  * a group. */
 static void test_in_group_completed_too_early(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
+  ncclshim_nccl *nccl = fixture_nccl(state);
   const ncclshim_nccl_table *t = ncclshim_nccl_functions(nccl);
   ncclshim_comm *comm = fake_comm(nccl, 1);
   ncclshim_symmem *a = NULL;
@@ -235,15 +209,12 @@ static void test_in_group_completed_too_early(void **state) {
   assert_int_equal(ncclshim_symmem_free(a, 1000), NCCLSHIM_OK);
   fake_null_window(0);
   ncclshim_comm_free(comm);
-  ncclshim_nccl_close(nccl);
 }
 
 /* A stream capturing a CUDA graph: refused before any NCCL call. A driver that cannot answer
  * skips the check; an unexpected answer is a CUDA_ERROR. */
 static void test_graph_capture(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
-  ncclshim_comm *comm = fake_comm(nccl, 1);
+  ncclshim_comm *comm = fixture_comm(state);
   ncclshim_symmem *mem = NULL;
   cudaStream_t stream = (cudaStream_t)(uintptr_t)0x5000;
   fake_cuda_capture(0, NCCLSHIM_CU_STREAM_CAPTURE_STATUS_ACTIVE);
@@ -271,14 +242,11 @@ static void test_graph_capture(void **state) {
     assert_int_equal(ncclshim_symmem_free(mem, 1000), NCCLSHIM_OK);
     mem = NULL;
   }
-  ncclshim_comm_free(comm);
-  ncclshim_nccl_close(nccl);
 }
 
 static void test_argument_checks(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
-  ncclshim_comm *comm = fake_comm(nccl, 1);
+  ncclshim_comm *comm = fixture_comm(state);
+  ncclshim_nccl *nccl = fixture_nccl(state);
   ncclshim_symmem *mem = NULL;
   assert_int_equal(ncclshim_symmem_alloc(NULL, 4096, NULL, 1000, &mem), NCCLSHIM_INVALID_ARGUMENT);
   assert_int_equal(ncclshim_symmem_alloc(comm, 4096, NULL, 1000, NULL), NCCLSHIM_INVALID_ARGUMENT);
@@ -298,36 +266,38 @@ static void test_argument_checks(void **state) {
   assert_message("the communicator is initializing; registration needs a ready one");
   assert_null(mem);
   ncclshim_comm_free(initializing);
-  ncclshim_comm_free(comm);
-  ncclshim_nccl_close(nccl);
+}
+
+/* A buffer whose free fails at NCCL's `step` (injected once): NCCL_ERROR naming it. */
+static ncclshim_symmem *free_fails(ncclshim_comm *comm, const char *step, ncclResult_t error,
+                                   const char *message) {
+  ncclshim_symmem *mem = NULL;
+  assert_int_equal(ncclshim_symmem_alloc(comm, 4096, NULL, 1000, &mem), NCCLSHIM_OK);
+  fake_inject(step, error, 1);
+  assert_int_equal(ncclshim_symmem_free(mem, 1000), NCCLSHIM_NCCL_ERROR);
+  assert_message(message);
+  return mem;
 }
 
 /* After the communicator is aborted there is nothing to deregister: only the memory goes. */
 static void test_free_after_abort(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
-  ncclshim_comm *comm = fake_comm(nccl, 1);
+  comm_fixture *f = *state;
   ncclshim_symmem *mem = NULL;
-  assert_int_equal(ncclshim_symmem_alloc(comm, 4096, NULL, 1000, &mem), NCCLSHIM_OK);
-  assert_int_equal(ncclshim_comm_abort(comm, 1000), NCCLSHIM_OK);
-  ncclshim_comm_free(comm); /* the buffer keeps what it needs */
+  assert_int_equal(ncclshim_symmem_alloc(f->comm, 4096, NULL, 1000, &mem), NCCLSHIM_OK);
+  assert_int_equal(ncclshim_comm_abort(f->comm, 1000), NCCLSHIM_OK);
+  ncclshim_comm_free(f->comm); /* the buffer keeps what it needs */
+  f->comm = NULL;
   assert_int_equal(ncclshim_symmem_free(mem, 1000), NCCLSHIM_OK);
   assert_int_equal(fake_count("ncclCommWindowDeregister"), 0);
   assert_int_equal(fake_allocations(), 0);
-  ncclshim_nccl_close(nccl);
 }
 
 /* A failed communicator still holding a window: free refuses (NCCL may use the memory) until
  * the communicator is aborted. A failed deregistration keeps everything for a retry. */
 static void test_free_refusals(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
-  ncclshim_comm *comm = fake_comm(nccl, 1);
-  ncclshim_symmem *mem = NULL;
-  assert_int_equal(ncclshim_symmem_alloc(comm, 4096, NULL, 1000, &mem), NCCLSHIM_OK);
-  fake_inject("ncclCommWindowDeregister", ncclInternalError, 1);
-  assert_int_equal(ncclshim_symmem_free(mem, 1000), NCCLSHIM_NCCL_ERROR);
-  assert_message("ncclCommWindowDeregister failed: ncclInternalError (3)");
+  ncclshim_comm *comm = fixture_comm(state);
+  ncclshim_symmem *mem = free_fails(comm, "ncclCommWindowDeregister", ncclInternalError,
+                                    "ncclCommWindowDeregister failed: ncclInternalError (3)");
   assert_int_equal(fake_allocations(), 1);
   fake_async(0, ncclRemoteError);
   assert_int_equal(ncclshim_comm_wait(comm, 100), NCCLSHIM_NCCL_ERROR);
@@ -337,40 +307,30 @@ static void test_free_refusals(void **state) {
   assert_int_equal(ncclshim_comm_abort(comm, 1000), NCCLSHIM_OK);
   assert_int_equal(ncclshim_symmem_free(mem, 1000), NCCLSHIM_OK);
   assert_int_equal(fake_allocations(), 0);
-  ncclshim_comm_free(comm);
-  ncclshim_nccl_close(nccl);
 }
 
 static void test_memfree_fails(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
-  ncclshim_comm *comm = fake_comm(nccl, 1);
-  ncclshim_symmem *mem = NULL;
-  assert_int_equal(ncclshim_symmem_alloc(comm, 4096, NULL, 1000, &mem), NCCLSHIM_OK);
-  fake_inject("ncclMemFree", ncclUnhandledCudaError, 1);
-  assert_int_equal(ncclshim_symmem_free(mem, 1000), NCCLSHIM_NCCL_ERROR);
-  assert_message("ncclMemFree failed: ncclUnhandledCudaError (1)");
+  free_fails(fixture_comm(state), "ncclMemFree", ncclUnhandledCudaError,
+             "ncclMemFree failed: ncclUnhandledCudaError (1)");
   assert_int_equal(fake_windows(), 0);
-  ncclshim_comm_free(comm);
-  ncclshim_nccl_close(nccl);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup(test_alloc_and_free, setup),
-      cmocka_unit_test_setup(test_exact_multiple_kept, setup),
-      cmocka_unit_test_setup(test_older_nccl_refused, setup),
-      cmocka_unit_test_setup(test_null_window, setup),
-      cmocka_unit_test_setup(test_register_fails, setup),
-      cmocka_unit_test_setup(test_nonblocking_registration, setup),
-      cmocka_unit_test_setup(test_registration_times_out, setup),
-      cmocka_unit_test_setup(test_in_group, setup),
-      cmocka_unit_test_setup(test_in_group_completed_too_early, setup),
-      cmocka_unit_test_setup(test_graph_capture, setup),
-      cmocka_unit_test_setup(test_argument_checks, setup),
-      cmocka_unit_test_setup(test_free_after_abort, setup),
-      cmocka_unit_test_setup(test_free_refusals, setup),
-      cmocka_unit_test_setup(test_memfree_fails, setup),
+      cmocka_unit_test_setup_teardown(test_alloc_and_free, blocking_2289, teardown),
+      cmocka_unit_test_setup_teardown(test_exact_multiple_kept, blocking_2289, teardown),
+      cmocka_unit_test(test_older_nccl_refused),
+      cmocka_unit_test_setup_teardown(test_null_window, blocking_2289, teardown),
+      cmocka_unit_test_setup_teardown(test_register_fails, blocking_2289, teardown),
+      cmocka_unit_test_setup_teardown(test_nonblocking_registration, nonblocking_2289, teardown),
+      cmocka_unit_test_setup_teardown(test_registration_times_out, on_2289, teardown),
+      cmocka_unit_test_setup_teardown(test_in_group, on_2289, teardown),
+      cmocka_unit_test_setup_teardown(test_in_group_completed_too_early, on_2289, teardown),
+      cmocka_unit_test_setup_teardown(test_graph_capture, blocking_2289, teardown),
+      cmocka_unit_test_setup_teardown(test_argument_checks, blocking_2289, teardown),
+      cmocka_unit_test_setup_teardown(test_free_after_abort, blocking_2289, teardown),
+      cmocka_unit_test_setup_teardown(test_free_refusals, blocking_2289, teardown),
+      cmocka_unit_test_setup_teardown(test_memfree_fails, blocking_2289, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,46 +10,38 @@
 
 #include <cmocka.h>
 
-#include "comm_fakes.h"
-#include "support.h"
+#include "comm_fixture.h"
 
 static struct ncclComm *const some_comm = (struct ncclComm *)&some_comm;
 
 static void test_success_at_once(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
+  ncclshim_nccl *nccl = fixture_nccl(state);
   assert_int_equal(ncclshim_nccl_wait(nccl, some_comm, 1000), NCCLSHIM_OK);
   assert_int_equal(fake_count("ncclCommGetAsyncError"), 1);
-  ncclshim_nccl_close(nccl);
 }
 
 static void test_success_after_polls(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
+  ncclshim_nccl *nccl = fixture_nccl(state);
   fake_async(5, ncclSuccess);
   assert_int_equal(ncclshim_nccl_wait(nccl, some_comm, 1000), NCCLSHIM_OK);
   assert_int_equal(fake_count("ncclCommGetAsyncError"), 6);
-  ncclshim_nccl_close(nccl);
 }
 
 static void test_async_error_after_polls(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
+  ncclshim_nccl *nccl = fixture_nccl(state);
   fake_async(3, ncclRemoteError);
   fake_last_error("peer 1 closed the connection");
   assert_int_equal(ncclshim_nccl_wait(nccl, some_comm, 1000), NCCLSHIM_NCCL_ERROR);
   assert_int_equal(fake_count("ncclCommGetAsyncError"), 4);
   assert_message("the communicator (asynchronous error) failed: ncclRemoteError (6)");
   assert_message("NCCL's last error: peer 1 closed the connection");
-  ncclshim_nccl_close(nccl);
 }
 
 /* Forever in progress: TIMEOUT within the deadline + 10 %, polling back to back only at first
  * (at most 2 ms), then sleeping between polls: neither a spin of the whole deadline (the
  * thread's CPU time stays far below it) nor a sleep of the whole deadline (many polls). */
 static void test_timeout(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
+  ncclshim_nccl *nccl = fixture_nccl(state);
   fake_async(-1, ncclSuccess);
   struct timespec cpu0, cpu1;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu0);
@@ -63,37 +55,30 @@ static void test_timeout(void **state) {
   assert_true(polls >= 100 / test_time_scale());
   int64_t cpu_ms = (cpu1.tv_sec - cpu0.tv_sec) * 1000 + (cpu1.tv_nsec - cpu0.tv_nsec) / 1000000;
   assert_true(cpu_ms < test_slack_ms(60));
-  ncclshim_nccl_close(nccl);
 }
 
 static void test_zero_timeout_polls_once(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
+  ncclshim_nccl *nccl = fixture_nccl(state);
   fake_async(-1, ncclSuccess);
   assert_int_equal(ncclshim_nccl_wait(nccl, some_comm, 0), NCCLSHIM_TIMEOUT);
   assert_int_equal(fake_count("ncclCommGetAsyncError"), 1);
   fake_async(0, ncclSuccess);
   assert_int_equal(ncclshim_nccl_wait(nccl, some_comm, 0), NCCLSHIM_OK);
-  ncclshim_nccl_close(nccl);
 }
 
 static void test_bad_arguments(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
+  ncclshim_nccl *nccl = fixture_nccl(state);
   assert_int_equal(ncclshim_nccl_wait(nccl, some_comm, -1), NCCLSHIM_INVALID_ARGUMENT);
   assert_message("no wait is unbounded");
   assert_int_equal(ncclshim_nccl_wait(nccl, NULL, 100), NCCLSHIM_INVALID_ARGUMENT);
   assert_int_equal(fake_count("ncclCommGetAsyncError"), 0);
-  ncclshim_nccl_close(nccl);
 }
 
 static void test_poll_itself_fails(void **state) {
-  (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
+  ncclshim_nccl *nccl = fixture_nccl(state);
   fake_inject("ncclCommGetAsyncError", ncclInvalidArgument, 1);
   assert_int_equal(ncclshim_nccl_wait(nccl, some_comm, 100), NCCLSHIM_NCCL_ERROR);
   assert_message("ncclCommGetAsyncError failed: ncclInvalidArgument (4)");
-  ncclshim_nccl_close(nccl);
 }
 
 static void test_without_nccl(void **state) {
@@ -108,11 +93,9 @@ static void test_without_nccl(void **state) {
 /* NULL is the default handle (the 2.28.9 fake, through NCCLSHIM_NCCL_LIBRARY). */
 static void test_default_handle(void **state) {
   (void)state;
-  ncclshim_nccl *nccl = fake_open("2.28.9");
   fake_async(2, ncclSuccess);
   assert_int_equal(ncclshim_nccl_wait(NULL, some_comm, 1000), NCCLSHIM_OK);
   assert_int_equal(fake_count("ncclCommGetAsyncError"), 3);
-  ncclshim_nccl_close(nccl);
 }
 
 /* This program as a helper: one 3 ms wait that never completes, printing how often it polled.
@@ -157,15 +140,15 @@ int main(int argc, char **argv) {
   self = argv[0];
   if (argc == 2 && strcmp(argv[1], "count-polls") == 0) return count_polls();
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_success_at_once),
-      cmocka_unit_test(test_success_after_polls),
-      cmocka_unit_test(test_async_error_after_polls),
-      cmocka_unit_test(test_timeout),
-      cmocka_unit_test(test_zero_timeout_polls_once),
-      cmocka_unit_test(test_bad_arguments),
-      cmocka_unit_test(test_poll_itself_fails),
+      cmocka_unit_test_setup_teardown(test_success_at_once, on_2289, release_fixture),
+      cmocka_unit_test_setup_teardown(test_success_after_polls, on_2289, release_fixture),
+      cmocka_unit_test_setup_teardown(test_async_error_after_polls, on_2289, release_fixture),
+      cmocka_unit_test_setup_teardown(test_timeout, on_2289, release_fixture),
+      cmocka_unit_test_setup_teardown(test_zero_timeout_polls_once, on_2289, release_fixture),
+      cmocka_unit_test_setup_teardown(test_bad_arguments, on_2289, release_fixture),
+      cmocka_unit_test_setup_teardown(test_poll_itself_fails, on_2289, release_fixture),
       cmocka_unit_test(test_without_nccl),
-      cmocka_unit_test(test_default_handle),
+      cmocka_unit_test_setup_teardown(test_default_handle, on_2289, release_fixture),
       cmocka_unit_test(test_huge_spin_limit_is_the_default),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

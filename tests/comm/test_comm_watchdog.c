@@ -23,28 +23,19 @@
 #include "watchdog_support.h"
 
 static void test_events_that_fire_never_fail(void **state) {
-  (void)state;
-  ncclshim_watchdog *dog = start();
-  ncclshim_nccl *nccl;
-  ncclshim_comm *comm = watched(&nccl, dog);
+  ncclshim_comm *comm = fixture_comm(state);
   for (int i = 0; i < 50; i++) assert_int_equal(all_reduce(comm, 256), NCCLSHIM_OK);
-  sleep_ms(3 * TIMEOUT_MS); /* well past the deadline: the events fired */
+  outlast(comm, 3 * TIMEOUT_MS); /* well past the deadline: the events fired */
   assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_READY);
   assert_true(fake_cuda_events(QUERIED) > 0); /* the watchdog did look */
   assert_int_equal(atomic_load(&callbacks), 0);
   assert_string_equal(ncclshim_comm_failure(comm), "");
   assert_int_equal(fake_count("ncclCommAbort"), 0);
   assert_int_equal(ncclshim_comm_destroy(comm, 1000), NCCLSHIM_OK);
-  ncclshim_comm_free(comm);
-  ncclshim_watchdog_stop(dog);
-  ncclshim_nccl_close(nccl);
 }
 
 static void test_event_that_never_fires(void **state) {
-  (void)state;
-  ncclshim_watchdog *dog = start();
-  ncclshim_nccl *nccl;
-  ncclshim_comm *comm = watched(&nccl, dog);
+  ncclshim_comm *comm = fixture_comm(state);
   assert_int_equal(all_reduce(comm, 64), NCCLSHIM_OK);
   assert_int_equal(all_reduce(comm, 64), NCCLSHIM_OK); /* #1 and #2 finish */
   wait_until_done(comm, 20 * TIMEOUT_MS);
@@ -66,25 +57,20 @@ static void test_event_that_never_fires(void **state) {
   assert_message("ncclAllReduce #3");
   assert_int_equal(ncclshim_comm_record(comm, NULL, "ncclBroadcast", 1, ncclInt8),
                    NCCLSHIM_TIMEOUT);
-  assert_int_equal(ncclshim_comm_wait(comm, 10000), NCCLSHIM_TIMEOUT);
-  assert_int_equal(ncclshim_comm_wait_stream(comm, NULL, NULL, 10000), NCCLSHIM_TIMEOUT);
-  assert_int_equal(ncclshim_comm_destroy(comm, 10000), NCCLSHIM_NCCL_ERROR);
-  assert_true(now_ms() - start < 5000); /* none of them waited for its timeout */
+  int timeout_ms = (int)test_slack_ms(10000);
+  assert_int_equal(ncclshim_comm_wait(comm, timeout_ms), NCCLSHIM_TIMEOUT);
+  assert_int_equal(ncclshim_comm_wait_stream(comm, NULL, NULL, timeout_ms), NCCLSHIM_TIMEOUT);
+  assert_int_equal(ncclshim_comm_destroy(comm, timeout_ms), NCCLSHIM_NCCL_ERROR);
+  assert_true(now_ms() - start < timeout_ms / 2); /* none of them waited for its timeout */
   /* The abort ran once, on the watchdog's behalf; the user's abort waits for that one. */
   assert_int_equal(ncclshim_comm_abort(comm, 5000), NCCLSHIM_OK);
   assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_ABORTED);
   assert_int_equal(fake_count("ncclCommAbort"), 1);
   assert_int_equal(atomic_load(&callbacks), 1);
-  ncclshim_comm_free(comm);
-  ncclshim_watchdog_stop(dog);
-  ncclshim_nccl_close(nccl);
 }
 
 static void test_nccl_error(void **state) {
-  (void)state;
-  ncclshim_watchdog *dog = start();
-  ncclshim_nccl *nccl;
-  ncclshim_comm *comm = watched(&nccl, dog);
+  ncclshim_comm *comm = fixture_comm(state);
   fake_cuda_event_query(NOT_READY);
   assert_int_equal(all_reduce(comm, 1024), NCCLSHIM_OK);
   fake_peer_lost(2, ncclRemoteError); /* a killed peer, reported by the transport */
@@ -96,30 +82,18 @@ static void test_nccl_error(void **state) {
   assert_message("ncclRemoteError");
   assert_int_equal(ncclshim_comm_abort(comm, 5000), NCCLSHIM_OK);
   assert_int_equal(fake_count("ncclCommAbort"), 1);
-  ncclshim_comm_free(comm);
-  ncclshim_watchdog_stop(dog);
-  ncclshim_nccl_close(nccl);
 }
 
 static void test_nccl_error_with_nothing_outstanding(void **state) {
-  (void)state;
-  ncclshim_watchdog *dog = start();
-  ncclshim_nccl *nccl;
-  ncclshim_comm *comm = watched(&nccl, dog);
+  ncclshim_comm *comm = fixture_comm(state);
   fake_peer_lost(0, ncclSystemError);
   wait_for_failure(comm, 20 * TIMEOUT_MS);
   assert_non_null(strstr(callback_message, "no recorded operation outstanding"));
   assert_int_equal(ncclshim_comm_abort(comm, 5000), NCCLSHIM_OK);
-  ncclshim_comm_free(comm);
-  ncclshim_watchdog_stop(dog);
-  ncclshim_nccl_close(nccl);
 }
 
 static void test_event_query_fails(void **state) {
-  (void)state;
-  ncclshim_watchdog *dog = start();
-  ncclshim_nccl *nccl;
-  ncclshim_comm *comm = watched(&nccl, dog);
+  ncclshim_comm *comm = fixture_comm(state);
   fake_cuda_event_query(LAUNCH_FAILED);
   assert_int_equal(all_reduce(comm, 16), NCCLSHIM_OK);
   wait_for_failure(comm, 20 * TIMEOUT_MS);
@@ -127,31 +101,25 @@ static void test_event_query_fails(void **state) {
   assert_non_null(strstr(callback_message, "cuEventQuery failed with"));
   assert_non_null(strstr(callback_message, "(719) for ncclAllReduce #1"));
   assert_int_equal(ncclshim_comm_abort(comm, 5000), NCCLSHIM_OK);
-  ncclshim_comm_free(comm);
-  ncclshim_watchdog_stop(dog);
-  ncclshim_nccl_close(nccl);
 }
 
 static void test_abort_that_hangs(void **state) {
-  (void)state;
-  ncclshim_watchdog *dog = start();
-  ncclshim_nccl *nccl;
-  ncclshim_comm *comm = watched(&nccl, dog);
+  comm_fixture *f = *state;
+  ncclshim_comm *comm = f->comm;
   fake_abort_hang(1);
   fake_cuda_event_query(NOT_READY);
   assert_int_equal(all_reduce(comm, 4), NCCLSHIM_OK);
   wait_for_failure(comm, 20 * TIMEOUT_MS);
   assert_int_equal(atomic_load(&callbacks), 1);
   int64_t start = now_ms();
-  ncclshim_watchdog_stop(dog); /* the watchdog never waits for the abort */
-  assert_true(now_ms() - start < 2000);
+  assert_int_equal(ncclshim_watchdog_stop(f->dog), NCCLSHIM_OK); /* it never waits for the abort */
+  f->dog = NULL;
+  assert_true(now_ms() - start < test_slack_ms(2000)); /* the abort hangs until released */
   assert_int_equal(ncclshim_comm_abort(comm, 50), NCCLSHIM_TIMEOUT);
   assert_int_equal(fake_abort_returns(), 0);
   fake_abort_hang(0);
   assert_int_equal(ncclshim_comm_abort(comm, 5000), NCCLSHIM_OK);
   assert_int_equal(fake_count("ncclCommAbort"), 1);
-  ncclshim_comm_free(comm);
-  ncclshim_nccl_close(nccl);
 }
 
 /* A burst longer than the pool, whose work never completes: the operations share events
@@ -159,7 +127,8 @@ static void test_abort_that_hangs(void **state) {
  * recording, and the oldest keeps the deadline. */
 static void test_full_pool_keeps_the_oldest(void **state) {
   (void)state;
-  ncclshim_watchdog *dog = start_every(1000); /* no pass during the burst below */
+  /* No pass during the burst below, which must fit in one interval. */
+  ncclshim_watchdog *dog = start_every(1000 * test_time_scale());
   ncclshim_nccl *nccl;
   int created = fake_cuda_events(CREATED);
   ncclshim_comm *comm = watched(&nccl, dog);
@@ -191,24 +160,21 @@ static void test_full_pool_keeps_the_oldest(void **state) {
 }
 
 static void test_unwatch_and_stop_release_events(void **state) {
-  (void)state;
-  ncclshim_watchdog *dog = start();
-  ncclshim_nccl *nccl;
-  ncclshim_comm *a = watched(&nccl, dog);
-  ncclshim_comm *b = fake_comm(nccl, 1);
-  assert_int_equal(ncclshim_comm_watch(b, dog, TIMEOUT_MS), NCCLSHIM_OK);
+  comm_fixture *f = *state;
+  ncclshim_comm *a = f->comm;
+  ncclshim_comm *b = fake_comm(f->nccl, 1);
+  assert_int_equal(ncclshim_comm_watch(b, f->dog, TIMEOUT_MS), NCCLSHIM_OK);
   assert_int_equal(ncclshim_comm_unwatch(a), NCCLSHIM_OK);
   assert_int_equal(ncclshim_comm_unwatch(a), NCCLSHIM_OK); /* not watched: OK */
   assert_int_equal(ncclshim_comm_record(a, NULL, "ncclAllReduce", 1, ncclFloat32),
                    NCCLSHIM_INVALID_ARGUMENT);
   assert_message("is not watched");
-  ncclshim_watchdog_stop(dog); /* b is still watched: stop releases it */
+  assert_int_equal(ncclshim_watchdog_stop(f->dog), NCCLSHIM_OK); /* b is still watched: */
+  f->dog = NULL;                                                 /* stop releases it */
   assert_int_equal(fake_cuda_events(DESTROYED), fake_cuda_events(CREATED));
   assert_int_equal(ncclshim_comm_record(b, NULL, "ncclAllReduce", 1, ncclFloat32),
                    NCCLSHIM_INVALID_ARGUMENT);
-  ncclshim_comm_free(a);
   ncclshim_comm_free(b);
-  ncclshim_nccl_close(nccl);
 }
 
 static void test_bad_arguments(void **state) {
@@ -258,11 +224,10 @@ static void test_bad_arguments(void **state) {
 /* The enqueueing thread records as fast as it can while the watchdog fails the communicator
  * and starts the abort: under TSan this is the data-race check of the design. */
 static void *enqueue_until_failure(void *arg) {
-  ncclshim_comm *comm = arg;
+  comm_thread *e = arg;
   ncclshim_status status;
-  long n = 0;
-  while ((status = all_reduce(comm, 128)) == NCCLSHIM_OK) n++;
-  return (void *)(intptr_t)(status == NCCLSHIM_TIMEOUT && n > 0);
+  while ((status = all_reduce(e->comm, 128)) == NCCLSHIM_OK) atomic_fetch_add(&e->done, 1);
+  return (void *)(intptr_t)(status == NCCLSHIM_TIMEOUT && atomic_load(&e->done) > 0);
 }
 
 static void test_failure_while_enqueueing(void **state) {
@@ -276,10 +241,12 @@ static void test_failure_while_enqueueing(void **state) {
     ncclshim_comm *comm = fake_comm(nccl, 1);
     assert_int_equal(ncclshim_comm_watch(comm, dog, 20), NCCLSHIM_OK);
     fake_cuda_event_query(round % 2 ? NOT_READY : 0);
+    comm_thread e = {comm, 0, 0};
     pthread_t thread;
-    assert_int_equal(pthread_create(&thread, NULL, enqueue_until_failure, comm), 0);
-    if (round % 2 == 0) { /* events fire: let it run, then stop it */
-      sleep_ms(30);
+    assert_int_equal(pthread_create(&thread, NULL, enqueue_until_failure, &e), 0);
+    if (round % 2 == 0) { /* events fire: let it record a while, then stop it */
+      WAIT_FOR(atomic_load(&e.done) >= 100, 5000);
+      assert_true(atomic_load(&e.done) >= 100);
       fake_cuda_event_query(NOT_READY);
     }
     void *ok = NULL;
@@ -297,22 +264,17 @@ static void test_failure_while_enqueueing(void **state) {
 /* A bounded wait running while the watchdog fails the communicator stops polling NCCL's
  * communicator (the abort may free it) and returns the watchdog's failure, early. */
 static void test_wait_meets_the_watchdog(void **state) {
-  (void)state;
-  ncclshim_watchdog *dog = start();
-  ncclshim_nccl *nccl;
-  ncclshim_comm *comm = watched(&nccl, dog);
+  ncclshim_comm *comm = fixture_comm(state);
   fake_cuda_event_query(NOT_READY);
   fake_cuda_query(NOT_READY); /* the stream stays busy */
   assert_int_equal(all_reduce(comm, 2048), NCCLSHIM_OK);
   int64_t start = now_ms();
-  assert_int_equal(ncclshim_comm_wait_stream(comm, NULL, NULL, 20 * TIMEOUT_MS), NCCLSHIM_TIMEOUT);
-  assert_true(now_ms() - start < 10 * TIMEOUT_MS); /* the watchdog's, not its own deadline */
+  int timeout_ms = (int)test_slack_ms(20 * TIMEOUT_MS);
+  assert_int_equal(ncclshim_comm_wait_stream(comm, NULL, NULL, timeout_ms), NCCLSHIM_TIMEOUT);
+  assert_true(now_ms() - start < timeout_ms / 2); /* the watchdog's, not its own deadline */
   assert_message("the watchdog failed communicator rank 0 of 2: ncclAllReduce #1");
   fake_cuda_query(0);
   assert_int_equal(ncclshim_comm_abort(comm, 5000), NCCLSHIM_OK);
-  ncclshim_comm_free(comm);
-  ncclshim_watchdog_stop(dog);
-  ncclshim_nccl_close(nccl);
 }
 
 /* NCCLSHIM_COMM_SPLIT_BLOCKING: a non-blocking init, bounded; then a blocking child for the
@@ -364,43 +326,35 @@ static void test_split_blocking_abort_and_errors(void **state) {
   ncclshim_comm_free(comm);
   /* The split itself fails: the communicator is FAILED, the message names the split. */
   comm = split_comm(nccl);
-  fake_inject("ncclCommSplit", ncclInvalidUsage, 1);
-  assert_int_equal(ncclshim_comm_wait(comm, 1000), NCCLSHIM_NCCL_ERROR);
-  assert_message("ncclCommSplit (into a blocking child) failed: ncclInvalidUsage");
-  assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_FAILED);
-  assert_int_equal(ncclshim_comm_abort(comm, 1000), NCCLSHIM_OK);
+  static const step_failure split_fails = {
+      ncclshim_comm_wait, "ncclCommSplit", ncclInvalidUsage,
+      "ncclCommSplit (into a blocking child) failed: ncclInvalidUsage", NCCLSHIM_COMM_FAILED};
+  assert_step_fails(comm, &split_fails);
   ncclshim_comm_free(comm);
   ncclshim_nccl_close(nccl);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup(test_events_that_fire_never_fail, setup),
-      cmocka_unit_test_setup(test_event_that_never_fires, setup),
-      cmocka_unit_test_setup(test_nccl_error, setup),
-      cmocka_unit_test_setup(test_nccl_error_with_nothing_outstanding, setup),
-      cmocka_unit_test_setup(test_event_query_fails, setup),
-      cmocka_unit_test_setup(test_abort_that_hangs, setup),
+      cmocka_unit_test_setup_teardown(test_events_that_fire_never_fail, watched_2289,
+                                      release_fixture),
+      cmocka_unit_test_setup_teardown(test_event_that_never_fires, watched_2289, release_fixture),
+      cmocka_unit_test_setup_teardown(test_nccl_error, watched_2289, release_fixture),
+      cmocka_unit_test_setup_teardown(test_nccl_error_with_nothing_outstanding, watched_2289,
+                                      release_fixture),
+      cmocka_unit_test_setup_teardown(test_event_query_fails, watched_2289, release_fixture),
+      cmocka_unit_test_setup_teardown(test_abort_that_hangs, watched_2289, release_fixture),
       cmocka_unit_test_setup(test_full_pool_keeps_the_oldest, setup),
-      cmocka_unit_test_setup(test_unwatch_and_stop_release_events, setup),
+      cmocka_unit_test_setup_teardown(test_unwatch_and_stop_release_events, watched_2289,
+                                      release_fixture),
       cmocka_unit_test_setup(test_bad_arguments, setup),
       cmocka_unit_test_setup(test_failure_while_enqueueing, setup),
-      cmocka_unit_test_setup(test_wait_meets_the_watchdog, setup),
+      cmocka_unit_test_setup_teardown(test_wait_meets_the_watchdog, watched_2289, release_fixture),
       cmocka_unit_test_setup(test_split_blocking, setup),
       cmocka_unit_test_setup(test_split_blocking_abort_and_errors, setup),
-      cmocka_unit_test_setup(test_capture_global_pending, setup),
-      cmocka_unit_test_setup(test_capture_records_nothing, setup),
-      cmocka_unit_test_setup(test_capture_begun_during_a_record, setup),
-      cmocka_unit_test_setup(test_replay_hang_names_the_graph, setup),
-      cmocka_unit_test_setup(test_replay_long_after_capture, setup),
-      cmocka_unit_test_setup(test_burst_tail_caught_up, setup),
-      cmocka_unit_test_setup(test_group_closed_by_the_pass, setup),
-      cmocka_unit_test_setup(test_tail_held_while_capturing, setup),
-      cmocka_unit_test_setup(test_per_thread_stream_never_shares, setup),
-      cmocka_unit_test_setup(test_tail_caught_up_beside_a_busy_stream, setup),
-      cmocka_unit_test_setup(test_callback_frees_nothing_a_record_holds, setup),
-      cmocka_unit_test_setup(test_slow_record_delays_nothing_else, setup),
-      cmocka_unit_test_setup(test_stop_from_the_callback_refused, setup),
+#define CASE_FILE_TEST(test, setup) cmocka_unit_test_setup_teardown(test, setup, release_fixture),
+      WATCHDOG_CASE_FILE_TESTS(CASE_FILE_TEST)
+#undef CASE_FILE_TEST
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,11 +32,14 @@ static void assert_healthy(ncclshim_comm *comm) {
   assert_int_equal(fake_count("ncclCommAbort"), 0);
 }
 
+/* The case's end: nothing failed, and the communicator destroys. */
+static void end_healthy(ncclshim_comm *comm) {
+  assert_healthy(comm);
+  finish_healthy(comm);
+}
+
 void test_capture_global_pending(void **state) {
-  (void)state;
-  ncclshim_watchdog *dog = start();
-  ncclshim_nccl *nccl;
-  ncclshim_comm *comm = watched(&nccl, dog);
+  ncclshim_comm *comm = fixture_comm(state);
   int invalidated = fake_counter(INVALIDATED_CAPTURES);
   int into = fake_counter(RECORDS_INTO_CAPTURES);
   fake_cuda_event_query(NOT_READY); /* pending work, recorded */
@@ -46,7 +49,7 @@ void test_capture_global_pending(void **state) {
   assert_int_equal(all_reduce_on(comm, S, 64), NCCLSHIM_OK); /* in the capture */
   int queried = fake_cuda_events(QUERIED);
   fake_complete_all(); /* the pending work finishes during the capture */
-  sleep_ms(3 * TIMEOUT_MS);
+  outlast(comm, 3 * TIMEOUT_MS);
   assert_true(fake_cuda_events(QUERIED) > queried); /* the watchdog did look */
   assert_int_equal(fake_counter(INVALIDATED_CAPTURES), invalidated);
   assert_int_equal(fake_counter(RECORDS_INTO_CAPTURES), into);
@@ -55,15 +58,11 @@ void test_capture_global_pending(void **state) {
   fake_cuda_event_query(0);
   assert_int_equal(ncclshim_comm_record_graph(comm, S, "pending", 1), NCCLSHIM_OK);
   wait_until_done(comm, 20 * TIMEOUT_MS);
-  assert_healthy(comm);
-  finish_healthy(comm, dog, nccl);
+  end_healthy(comm);
 }
 
 void test_capture_records_nothing(void **state) {
-  (void)state;
-  ncclshim_watchdog *dog = start();
-  ncclshim_nccl *nccl;
-  ncclshim_comm *comm = watched(&nccl, dog);
+  ncclshim_comm *comm = fixture_comm(state);
   int into = fake_counter(RECORDS_INTO_CAPTURES);
   fake_set_capture(S, ACTIVE, THREAD_LOCAL);
   fake_cuda_event_query(NOT_READY); /* an event recorded now would never fire */
@@ -74,7 +73,7 @@ void test_capture_records_nothing(void **state) {
   assert_int_equal(c.captured, 3);
   assert_int_equal(c.recorded, 0);
   assert_int_equal(c.outstanding, 0);
-  sleep_ms(3 * TIMEOUT_MS); /* no clock started: nothing to fail */
+  outlast(comm, 3 * TIMEOUT_MS); /* no clock started: nothing to fail */
   assert_healthy(comm);
   /* The legacy stream while another stream captures in global mode counts as capturing
    * (the driver answers 906); a stream it cannot tell about fails the record. */
@@ -97,44 +96,37 @@ void test_capture_records_nothing(void **state) {
   assert_int_equal(c.events, 1);
   wait_until_done(comm, 20 * TIMEOUT_MS);
   assert_int_equal(fake_counter(RECORDS_INTO_CAPTURES), into);
-  assert_healthy(comm);
-  finish_healthy(comm, dog, nccl);
+  end_healthy(comm);
 }
 
 /* A capture begun between a record's check and its cuEventRecord takes the event: its
  * query answers `answer`; nothing fails, and once the capture ends a catch-up records the
  * operation again, whose event fires. */
-static void capture_begun_during_a_record(int answer) {
-  ncclshim_watchdog *dog = start();
-  ncclshim_nccl *nccl;
-  ncclshim_comm *comm = watched(&nccl, dog);
+static void capture_begun_during_a_record(ncclshim_comm *comm, int answer) {
   fake_captured_answer(answer);
   fake_capture_on_record(S);
   int into = fake_counter(RECORDS_INTO_CAPTURES);
   assert_int_equal(all_reduce_on(comm, S, 16), NCCLSHIM_OK);
   assert_int_equal(fake_counter(RECORDS_INTO_CAPTURES), into + 1);
-  sleep_ms(3 * TIMEOUT_MS); /* the capture answer restarts the clock: no failure */
+  outlast(comm, 3 * TIMEOUT_MS); /* the capture answer restarts the clock: no failure */
   assert_healthy(comm);
   assert_int_equal(counts_of(comm).catch_ups, 0); /* never into the capture */
   fake_set_capture(S, 0, THREAD_LOCAL);
   wait_until_done(comm, 20 * TIMEOUT_MS);
   assert_true(counts_of(comm).catch_ups >= 1);
   assert_int_equal(fake_counter(RECORDS_INTO_CAPTURES), into + 1);
-  assert_healthy(comm);
-  finish_healthy(comm, dog, nccl);
+  end_healthy(comm);
 }
 
 void test_capture_begun_during_a_record(void **state) {
-  (void)state;
-  capture_begun_during_a_record(CAPTURED_EVENT);
-  capture_begun_during_a_record(INVALID_VALUE);
+  capture_begun_during_a_record(fixture_comm(state), CAPTURED_EVENT);
+  assert_int_equal(release_fixture(state), 0);
+  watched_2289(state); /* a fresh fixture for the second answer */
+  capture_begun_during_a_record(fixture_comm(state), INVALID_VALUE);
 }
 
 void test_replay_hang_names_the_graph(void **state) {
-  (void)state;
-  ncclshim_watchdog *dog = start();
-  ncclshim_nccl *nccl;
-  ncclshim_comm *comm = watched(&nccl, dog);
+  ncclshim_comm *comm = fixture_comm(state);
   assert_int_equal(ncclshim_comm_record_graph(comm, S, "decode", -1), NCCLSHIM_INVALID_ARGUMENT);
   assert_message("ops is -1");
   assert_int_equal(ncclshim_comm_record_graph(NULL, S, "decode", 1), NCCLSHIM_INVALID_ARGUMENT);
@@ -154,37 +146,30 @@ void test_replay_hang_names_the_graph(void **state) {
   assert_non_null(strstr(callback_message, "past its deadline of 100 ms"));
   assert_int_equal(ncclshim_comm_record_graph(comm, S, "decode", 2), NCCLSHIM_TIMEOUT);
   assert_message("replay #2 of CUDA graph");
-  finish_failed(comm, dog, nccl);
+  finish_failed(comm);
 }
 
 void test_replay_long_after_capture(void **state) {
-  (void)state;
-  ncclshim_watchdog *dog = start();
-  ncclshim_nccl *nccl;
-  ncclshim_comm *comm = watched(&nccl, dog);
+  ncclshim_comm *comm = fixture_comm(state);
   fake_set_capture(S, ACTIVE, THREAD_LOCAL);
   assert_int_equal(all_reduce_on(comm, S, 8), NCCLSHIM_OK);
   assert_int_equal(all_reduce_on(comm, S, 8), NCCLSHIM_OK);
   fake_set_capture(S, 0, THREAD_LOCAL);
-  sleep_ms(3 * TIMEOUT_MS); /* launched long after the capture */
+  outlast(comm, 3 * TIMEOUT_MS); /* launched long after the capture */
   for (int i = 0; i < 3; i++)
     assert_int_equal(ncclshim_comm_record_graph(comm, S, NULL, 2), NCCLSHIM_OK);
   wait_until_done(comm, 20 * TIMEOUT_MS);
   assert_int_equal(counts_of(comm).replays, 3);
-  assert_healthy(comm);
-  finish_healthy(comm, dog, nccl);
+  end_healthy(comm);
 }
 
 /* A burst whose first event is pending: the first operation records it, the others share
  * the next one. The work stops right after the first: no record follows the others, and the
  * watchdog's catch-up event is what detects their hang. */
 void test_burst_tail_caught_up(void **state) {
-  (void)state;
-  /* A pass closes their group after 20 ms: the 5 records fit, under valgrind too. */
-  enum { DEADLINE_MS = 500 };
-  ncclshim_watchdog *dog = start();
-  ncclshim_nccl *nccl;
-  ncclshim_comm *comm = watched_for(&nccl, dog, DEADLINE_MS);
+  /* A pass closes their group after 1/20 of the deadline: the 5 records fit. */
+  const int deadline_ms = long_timeout_ms();
+  ncclshim_comm *comm = fixture_comm(state);
   int recorded = fake_cuda_events(RECORDED);
   fake_cuda_event_query(NOT_READY);
   int64_t start = now_ms();
@@ -195,30 +180,27 @@ void test_burst_tail_caught_up(void **state) {
   assert_int_equal(c.outstanding, 5);
   assert_int_equal(fake_cuda_events(RECORDED) - recorded, 1);
   fake_complete_all(); /* #1 is done; #2 .. #5 never complete */
-  wait_for_failure(comm, 20 * DEADLINE_MS);
-  assert_true(now_ms() - start >= DEADLINE_MS); /* their clock started at #2's record */
+  wait_for_failure(comm, 20 * deadline_ms);
+  assert_true(now_ms() - start >= deadline_ms); /* their clock started at #2's record */
   assert_int_equal(counts_of(comm).catch_ups, 1);
   assert_non_null(strstr(callback_message, "ncclAllReduce #2 (count 8, ncclFloat32)"));
   assert_non_null(strstr(callback_message, "one event covers it and the 3 after it, to #5"));
-  finish_failed(comm, dog, nccl);
+  finish_failed(comm);
 }
 
 /* Records read no clock while they share: the watchdog's pass closes a group once it spans
  * 1/20 of the deadline less one interval, and the next record then records the event that
  * the whole group shares. */
 void test_group_closed_by_the_pass(void **state) {
-  (void)state;
-  enum { DEADLINE_MS = 500, CLOSE_MS = DEADLINE_MS / 20 - INTERVAL_MS };
-  ncclshim_watchdog *dog = start();
-  ncclshim_nccl *nccl;
-  ncclshim_comm *comm = watched_for(&nccl, dog, DEADLINE_MS);
+  const int deadline_ms = long_timeout_ms(), close_ms = deadline_ms / 20 - INTERVAL_MS;
+  ncclshim_comm *comm = fixture_comm(state);
   int recorded = fake_cuda_events(RECORDED);
   fake_cuda_event_query(NOT_READY);
   assert_int_equal(all_reduce_on(comm, S, 8), NCCLSHIM_OK); /* #1 records the first event */
   int64_t start = now_ms();
   assert_int_equal(all_reduce_on(comm, S, 8), NCCLSHIM_OK); /* #2 begins the group */
   uint64_t ops = 2;
-  while (counts_of(comm).events == 1 && now_ms() - start < 20 * DEADLINE_MS) {
+  while (counts_of(comm).events == 1 && now_ms() - start < 20 * deadline_ms) {
     sleep_ms(1); /* paces the records; the event count is the condition */
     assert_int_equal(all_reduce_on(comm, S, 8), NCCLSHIM_OK);
     ops++;
@@ -228,30 +210,26 @@ void test_group_closed_by_the_pass(void **state) {
   assert_int_equal(c.catch_ups, 0); /* a record closed it: #1's event is still pending */
   assert_int_equal(c.outstanding, ops);
   assert_int_equal(fake_cuda_events(RECORDED) - recorded, 2);
-  assert_true(now_ms() - start >= CLOSE_MS);
+  assert_true(now_ms() - start >= close_ms);
   assert_int_equal(all_reduce_on(comm, S, 8), NCCLSHIM_OK); /* a new group: shares again */
   assert_int_equal(counts_of(comm).events, 2);
   fake_cuda_event_query(0);
   fake_complete_all();
-  wait_until_done(comm, 20 * DEADLINE_MS);
-  assert_healthy(comm);
-  finish_healthy(comm, dog, nccl);
+  wait_until_done(comm, 20 * deadline_ms);
+  end_healthy(comm);
 }
 
 /* The same tail, but the stream starts capturing before the catch-up: the watchdog records
  * nothing into it and holds those operations' clock until the capture ends. */
 void test_tail_held_while_capturing(void **state) {
-  (void)state;
-  ncclshim_watchdog *dog = start();
-  ncclshim_nccl *nccl;
-  ncclshim_comm *comm = watched(&nccl, dog);
+  ncclshim_comm *comm = fixture_comm(state);
   int into = fake_counter(RECORDS_INTO_CAPTURES);
   int invalidated = fake_counter(INVALIDATED_CAPTURES);
   fake_cuda_event_query(NOT_READY);
   for (int i = 0; i < 3; i++) assert_int_equal(all_reduce_on(comm, S, 8), NCCLSHIM_OK);
   fake_set_capture(S, ACTIVE, GLOBAL);
   fake_complete_all(); /* the first event fires: the others wait for a catch-up */
-  sleep_ms(3 * TIMEOUT_MS);
+  outlast(comm, 3 * TIMEOUT_MS);
   assert_healthy(comm);
   assert_int_equal(fake_counter(RECORDS_INTO_CAPTURES), into);
   assert_int_equal(fake_counter(INVALIDATED_CAPTURES), invalidated);
@@ -259,17 +237,13 @@ void test_tail_held_while_capturing(void **state) {
   fake_set_capture(S, 0, GLOBAL);
   wait_until_done(comm, 20 * TIMEOUT_MS);
   assert_true(counts_of(comm).catch_ups >= 1);
-  assert_healthy(comm);
-  finish_healthy(comm, dog, nccl);
+  end_healthy(comm);
 }
 
 /* The per-thread default stream names another stream on the watchdog's thread: there,
  * every record records its own event (no catch-up could cover it). */
 void test_per_thread_stream_never_shares(void **state) {
-  (void)state;
-  ncclshim_watchdog *dog = start();
-  ncclshim_nccl *nccl;
-  ncclshim_comm *comm = watched(&nccl, dog);
+  ncclshim_comm *comm = fixture_comm(state);
   fake_cuda_event_query(NOT_READY);
   for (int i = 0; i < 3; i++)
     assert_int_equal(all_reduce_on(comm, NCCLSHIM_CU_STREAM_PER_THREAD, 8), NCCLSHIM_OK);
@@ -277,29 +251,20 @@ void test_per_thread_stream_never_shares(void **state) {
   fake_complete_all();
   wait_until_done(comm, 20 * TIMEOUT_MS);
   assert_int_equal(counts_of(comm).catch_ups, 0);
-  assert_healthy(comm);
-  finish_healthy(comm, dog, nccl);
+  end_healthy(comm);
 }
 
 /* Operations waiting for an event on one stream while another stream keeps the ring busy:
  * their catch-up is due once nothing of their own stream is outstanding, and their clock is
  * checked even while the other stream's events are outstanding. */
-typedef struct busy_stream {
-  ncclshim_comm *comm;
-  atomic_int stop;
-} busy_stream;
-
 static void *record_on_other(void *arg) {
-  busy_stream *b = arg;
+  comm_thread *b = arg;
   while (!atomic_load(&b->stop) && all_reduce_on(b->comm, OTHER, 4) == NCCLSHIM_OK) sleep_ms(1);
   return NULL;
 }
 
 void test_tail_caught_up_beside_a_busy_stream(void **state) {
-  (void)state;
-  ncclshim_watchdog *dog = start();
-  ncclshim_nccl *nccl;
-  ncclshim_comm *comm = watched(&nccl, dog);
+  ncclshim_comm *comm = fixture_comm(state);
   fake_stream_answer(OTHER, NOT_READY); /* a long operation there first */
   assert_int_equal(all_reduce_on(comm, OTHER, 4), NCCLSHIM_OK);
   fake_stream_answer(OTHER, 0); /* then OTHER's work completes as it comes */
@@ -307,12 +272,12 @@ void test_tail_caught_up_beside_a_busy_stream(void **state) {
   assert_int_equal(all_reduce_on(comm, S, 8), NCCLSHIM_OK); /* #3 waits for the next */
   fake_stream_answer(S, NOT_READY);                         /* S hangs from #3 on */
   fake_complete_all();                                      /* #1 and #2 are done */
-  busy_stream b = {comm, 0};
+  comm_thread b = {comm, 0, 0};
   pthread_t thread;
   assert_int_equal(pthread_create(&thread, NULL, record_on_other, &b), 0);
   wait_for_failure(comm, 20 * TIMEOUT_MS);
   atomic_store(&b.stop, 1);
   assert_int_equal(pthread_join(thread, NULL), 0);
   assert_non_null(strstr(callback_message, "ncclAllReduce #3 (count 8, ncclFloat32)"));
-  finish_failed(comm, dog, nccl);
+  finish_failed(comm);
 }

@@ -39,8 +39,7 @@ static void start_blocked_record(recorder *r, ncclshim_comm *comm) {
   r->status = NCCLSHIM_INVALID_ARGUMENT;
   fake_block_next_record(S);
   assert_int_equal(pthread_create(&r->thread, NULL, record_once, r), 0);
-  int64_t until = now_ms() + 5000;
-  while (!fake_blocked() && now_ms() < until) sleep_ms(1);
+  WAIT_FOR(fake_blocked(), 5000);
   assert_int_equal(fake_blocked(), 1);
 }
 
@@ -71,8 +70,7 @@ void test_callback_frees_nothing_a_record_holds(void **state) {
                      NCCLSHIM_INVALID_ARGUMENT);
     assert_message("is recorded on by another thread at the same time");
     /* The blocked record's operation passes its deadline: failed, and the callback acts. */
-    int64_t until = now_ms() + 20 * TIMEOUT_MS;
-    while (atomic_load(&callbacks) == 0 && now_ms() < until) sleep_ms(1);
+    WAIT_FOR(atomic_load(&callbacks) > 0, 20 * TIMEOUT_MS);
     assert_int_equal(atomic_load(&callbacks), 1);
     assert_int_equal(fake_blocked(), 1); /* the record is still inside the driver */
     assert_non_null(strstr(callback_message, "ncclAllReduce #1 (count 64, ncclFloat32)"));
@@ -85,7 +83,10 @@ void test_callback_frees_nothing_a_record_holds(void **state) {
     assert_int_equal(fake_cuda_events(DESTROYED) - destroyed, gone);
     assert_int_equal(ncclshim_comm_record(comm, S, "ncclAllReduce", 1, ncclFloat32),
                      NCCLSHIM_TIMEOUT); /* failed: that answer comes first */
-    finish_failed(comm, dog, nccl);
+    finish_failed(comm);
+    ncclshim_comm_free(comm);
+    assert_int_equal(ncclshim_watchdog_stop(dog), NCCLSHIM_OK);
+    ncclshim_nccl_close(nccl);
     assert_int_equal(fake_cuda_events(DESTROYED) - destroyed, pool);
   }
 }
@@ -105,14 +106,14 @@ void test_slow_record_delays_nothing_else(void **state) {
   fake_cuda_event_query(NOT_READY);
   int64_t start = now_ms();
   assert_int_equal(all_reduce_on(other, OTHER, 128), NCCLSHIM_OK);
-  int64_t until = now_ms() + 20 * TIMEOUT_MS;
-  while (ncclshim_comm_state_of(other) == NCCLSHIM_COMM_READY && now_ms() < until) sleep_ms(1);
+  WAIT_FOR(ncclshim_comm_state_of(other) != NCCLSHIM_COMM_READY, 20 * TIMEOUT_MS);
   assert_int_equal(ncclshim_comm_state_of(other), NCCLSHIM_COMM_FAILED);
-  assert_true(now_ms() - start < 10 * TIMEOUT_MS); /* on time, not after the slow record */
+  /* on time, not after the slow record (which waits until released) */
+  assert_true(now_ms() - start < test_slack_ms(10 * TIMEOUT_MS));
   assert_int_equal(fake_blocked(), 1);
   start = now_ms();
   assert_int_equal(ncclshim_watchdog_stop(dog), NCCLSHIM_OK);
-  assert_true(now_ms() - start < 10 * TIMEOUT_MS); /* it does not wait for the record */
+  assert_true(now_ms() - start < test_slack_ms(10 * TIMEOUT_MS)); /* nor waits for the record */
   assert_int_equal(fake_blocked(), 1);
   /* Unwatched by the stop: the slow one's events go once its record is done. */
   assert_int_equal(fake_cuda_events(DESTROYED) - destroyed, pool);
@@ -151,8 +152,7 @@ void test_stop_from_the_callback_refused(void **state) {
   /* Nothing stopped: the watchdog still fails the second one. */
   callback_action = NULL;
   assert_int_equal(all_reduce(second, 8), NCCLSHIM_OK);
-  int64_t until = now_ms() + 20 * TIMEOUT_MS;
-  while (atomic_load(&callbacks) < 2 && now_ms() < until) sleep_ms(1);
+  WAIT_FOR(atomic_load(&callbacks) >= 2, 20 * TIMEOUT_MS);
   assert_int_equal(atomic_load(&callbacks), 2);
   assert_int_equal(ncclshim_comm_abort(first, 5000), NCCLSHIM_OK);
   assert_int_equal(ncclshim_comm_abort(second, 5000), NCCLSHIM_OK);

@@ -4,7 +4,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cmocka.h>
 
@@ -56,6 +55,18 @@ int setup(void **state) {
   return 0;
 }
 
+static int watched_fixture(void **state, int timeout_ms) {
+  setup(state);
+  open_fixture(state, "2.28.9", 1);
+  comm_fixture *f = *state;
+  f->dog = start();
+  assert_int_equal(ncclshim_comm_watch(f->comm, f->dog, timeout_ms), NCCLSHIM_OK);
+  return 0;
+}
+int watched_2289(void **state) { return watched_fixture(state, TIMEOUT_MS); }
+int long_timeout_ms(void) { return LONG_TIMEOUT_MS * test_time_scale(); }
+int watched_long_2289(void **state) { return watched_fixture(state, long_timeout_ms()); }
+
 ncclshim_comm *watched_for(ncclshim_nccl **nccl, ncclshim_watchdog *dog, int timeout_ms) {
   *nccl = fake_open("2.28.9");
   ncclshim_comm *comm = fake_comm(*nccl, 1);
@@ -81,11 +92,9 @@ ncclshim_status all_reduce(ncclshim_comm *comm, size_t count) {
 }
 
 void wait_for_failure(ncclshim_comm *comm, int limit_ms) {
-  int64_t until = now_ms() + limit_ms;
-  while (ncclshim_comm_state_of(comm) == NCCLSHIM_COMM_READY && now_ms() < until) sleep_ms(1);
+  WAIT_FOR(ncclshim_comm_state_of(comm) != NCCLSHIM_COMM_READY, limit_ms);
   assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_FAILED);
-  until = now_ms() + limit_ms;
-  while (atomic_load(&callbacks) == 0 && now_ms() < until) sleep_ms(1);
+  WAIT_FOR(atomic_load(&callbacks) > 0, limit_ms);
   if (atomic_load(&callbacks) > 0) { /* called with the options' user, once the failure shows */
     assert_ptr_equal(callback_user, &callbacks);
     assert_int_equal(callback_state, NCCLSHIM_COMM_FAILED);
@@ -99,28 +108,29 @@ ncclshim_watch_counts counts_of(ncclshim_comm *comm) {
 }
 
 void wait_until_done(ncclshim_comm *comm, int limit_ms) {
-  int64_t until = now_ms() + limit_ms;
-  while (counts_of(comm).outstanding > 0 && now_ms() < until) sleep_ms(1);
+  WAIT_FOR(counts_of(comm).outstanding == 0, limit_ms);
   assert_int_equal(counts_of(comm).outstanding, 0);
 }
 
-void sleep_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-  nanosleep(&ts, NULL);
+/* A look judges after its question (watchdog_looks), and a communicator it fails is looked
+ * at no more: once three more looks came, the second began after the `ms`, and the third
+ * shows that the second judged it healthy. */
+static int looked_since(ncclshim_comm *comm, int looks) {
+  return watchdog_looks() - looks >= 3 || ncclshim_comm_state_of(comm) != NCCLSHIM_COMM_READY;
 }
 
-static void finish(ncclshim_comm *comm, ncclshim_watchdog *dog, ncclshim_nccl *nccl,
-                   ncclshim_status torn_down) {
-  assert_int_equal(torn_down, NCCLSHIM_OK);
-  ncclshim_comm_free(comm);
-  assert_int_equal(ncclshim_watchdog_stop(dog), NCCLSHIM_OK);
-  ncclshim_nccl_close(nccl);
+void outlast(ncclshim_comm *comm, int ms) {
+  sleep_ms(ms);
+  int looks = watchdog_looks();
+  WAIT_FOR(looked_since(comm, looks), 20 * TIMEOUT_MS);
+  assert_true(looked_since(comm, looks));
 }
-void finish_healthy(ncclshim_comm *comm, ncclshim_watchdog *dog, ncclshim_nccl *nccl) {
-  finish(comm, dog, nccl, ncclshim_comm_destroy(comm, 1000));
+
+void finish_healthy(ncclshim_comm *comm) {
+  assert_int_equal(ncclshim_comm_destroy(comm, 1000), NCCLSHIM_OK);
 }
-void finish_failed(ncclshim_comm *comm, ncclshim_watchdog *dog, ncclshim_nccl *nccl) {
-  finish(comm, dog, nccl, ncclshim_comm_abort(comm, 5000));
+void finish_failed(ncclshim_comm *comm) {
+  assert_int_equal(ncclshim_comm_abort(comm, 5000), NCCLSHIM_OK);
 }
 
 /* The capture fake's functions, found in the loaded fake libcuda. */

@@ -8,9 +8,13 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
-#include "comm_fakes.h"
+#include "comm_fixture.h"
 
 enum { NOT_READY = 600, LAUNCH_FAILED = 719, TIMEOUT_MS = 100, INTERVAL_MS = 5 };
+/* For cases whose records must fit in 1/20 of the deadline: long_timeout_ms() is it times
+ * the runner's slowdown (test_time_scale). */
+enum { LONG_TIMEOUT_MS = 500 };
+int long_timeout_ms(void);
 enum { CREATED = 0, DESTROYED = 1, RECORDED = 2, QUERIED = 3 };
 
 /* What the callback saw. It runs on the watchdog's thread, where a cmocka assert cannot
@@ -28,6 +32,11 @@ ncclshim_watchdog *start(void);
 ncclshim_watchdog *start_every(int interval_ms);
 /* Each test's setup: events fire, records succeed, nothing captures, no callback yet. */
 int setup(void **state);
+/* setup, then the fixture (comm_fixture.h): a watchdog (start) and a blocking communicator
+ * on a fresh 2.28.9 fake that it watches (TIMEOUT_MS). */
+int watched_2289(void **state);
+/* The same watched for long_timeout_ms(). */
+int watched_long_2289(void **state);
 /* A watched blocking communicator (TIMEOUT_MS, or timeout_ms) on a fresh fake. */
 ncclshim_comm *watched(ncclshim_nccl **nccl, ncclshim_watchdog *dog);
 ncclshim_comm *watched_for(ncclshim_nccl **nccl, ncclshim_watchdog *dog, int timeout_ms);
@@ -35,17 +44,28 @@ ncclshim_comm *watched_for(ncclshim_nccl **nccl, ncclshim_watchdog *dog, int tim
  * NULL stream, or on `stream`). */
 ncclshim_status all_reduce(ncclshim_comm *comm, size_t count);
 ncclshim_status all_reduce_on(ncclshim_comm *comm, CUstream stream, size_t count);
-/* Wait (bounded) until the watchdog has failed the communicator (and called back). */
+/* Wait (bounded: limit_ms times the runner's slowdown) until the watchdog has failed the
+ * communicator (and called back). */
 void wait_for_failure(ncclshim_comm *comm, int limit_ms);
-/* Wait (bounded) until the watchdog knows every recorded operation complete. */
+/* The same until the watchdog knows every recorded operation complete. */
 void wait_until_done(ncclshim_comm *comm, int limit_ms);
+/* Let `ms` pass (what a case that asserts "nothing failed past the deadline" needs), then
+ * wait (bounded) until the watchdog has looked at the communicator since: a time alone
+ * proves nothing where the watchdog's thread has not run (a loaded machine, valgrind). */
+void outlast(ncclshim_comm *comm, int ms);
 /* The watch's counts, asserted available. */
 ncclshim_watch_counts counts_of(ncclshim_comm *comm);
-void sleep_ms(int ms);
-/* Tear down the communicator (destroyed: it must be healthy; or aborted), the watchdog and
- * the handle, each asserted OK. */
-void finish_healthy(ncclshim_comm *comm, ncclshim_watchdog *dog, ncclshim_nccl *nccl);
-void finish_failed(ncclshim_comm *comm, ncclshim_watchdog *dog, ncclshim_nccl *nccl);
+/* The communicator's end, asserted OK: destroyed (it must be healthy) or aborted. The
+ * fixture's teardown releases the rest. */
+void finish_healthy(ncclshim_comm *comm);
+void finish_failed(ncclshim_comm *comm);
+
+/* What a thread of the test working on a communicator has done (operations recorded), and
+ * the flag that stops it. */
+typedef struct comm_thread {
+  ncclshim_comm *comm;
+  atomic_int done, stop;
+} comm_thread;
 
 /* The capture fake's controls (fake_cuda_capture.c says what each does). */
 enum { INVALIDATED_CAPTURES = 0, RECORDS_INTO_CAPTURES = 1, GLOBAL_MODE_QUERIES = 2 };
@@ -63,19 +83,25 @@ void fake_block_next_record(CUstream stream);
 int fake_blocked(void);
 void fake_release_record(void);
 
-/* The case files' tests (main is test_comm_watchdog.c's). */
-void test_capture_global_pending(void **state);
-void test_capture_records_nothing(void **state);
-void test_capture_begun_during_a_record(void **state);
-void test_replay_hang_names_the_graph(void **state);
-void test_replay_long_after_capture(void **state);
-void test_burst_tail_caught_up(void **state);
-void test_group_closed_by_the_pass(void **state);
-void test_tail_held_while_capturing(void **state);
-void test_per_thread_stream_never_shares(void **state);
-void test_tail_caught_up_beside_a_busy_stream(void **state);
-void test_callback_frees_nothing_a_record_holds(void **state);
-void test_slow_record_delays_nothing_else(void **state);
-void test_stop_from_the_callback_refused(void **state);
+/* The case files' tests, each with its setup: X(test, setup). They are declared here, and
+ * main (test_comm_watchdog.c's) runs them after its own, each released by
+ * release_fixture. */
+#define WATCHDOG_CASE_FILE_TESTS(X)                         \
+  X(test_capture_global_pending, watched_2289)              \
+  X(test_capture_records_nothing, watched_2289)             \
+  X(test_capture_begun_during_a_record, watched_2289)       \
+  X(test_replay_hang_names_the_graph, watched_2289)         \
+  X(test_replay_long_after_capture, watched_2289)           \
+  X(test_burst_tail_caught_up, watched_long_2289)           \
+  X(test_group_closed_by_the_pass, watched_long_2289)       \
+  X(test_tail_held_while_capturing, watched_2289)           \
+  X(test_per_thread_stream_never_shares, watched_2289)      \
+  X(test_tail_caught_up_beside_a_busy_stream, watched_2289) \
+  X(test_callback_frees_nothing_a_record_holds, setup)      \
+  X(test_slow_record_delays_nothing_else, setup)            \
+  X(test_stop_from_the_callback_refused, setup)
+#define DECLARE_WATCHDOG_TEST(test, setup) void test(void **state);
+WATCHDOG_CASE_FILE_TESTS(DECLARE_WATCHDOG_TEST)
+#undef DECLARE_WATCHDOG_TEST
 
 #endif

@@ -3,7 +3,6 @@
  * checked on the host; then the collective teardown.
  *   gpu_collectives blocking|nonblocking */
 #include <stdio.h>
-#include <string.h>
 
 #include "gpu_common.h"
 
@@ -47,15 +46,8 @@ static int work(gpu_rank *r, ncclshim_comm *comm, int blocking, CUdeviceptr send
 
 static int collectives(gpu_rank *r, void *arg) {
   int blocking = *(const int *)arg;
-  ncclshim_comm_options options = NCCLSHIM_COMM_OPTIONS_INIT;
-  options.blocking = blocking;
   ncclshim_comm *comm = NULL;
-  GPU_OK(r, ncclshim_comm_init(r->nccl, r->nranks, &r->id, r->rank, &options, &comm));
-  ncclshim_comm_state state = ncclshim_comm_state_of(comm);
-  GPU_CHECK(r, state == NCCLSHIM_COMM_READY || (!blocking && state == NCCLSHIM_COMM_INITIALIZING),
-            "state after init: %s", ncclshim_comm_state_name(state));
-  GPU_OK(r, ncclshim_comm_wait(comm, TIMEOUT_MS));
-  GPU_CHECK(r, ncclshim_comm_state_of(comm) == NCCLSHIM_COMM_READY, "ready after the wait");
+  if (gpu_ready_comm(r, blocking, TIMEOUT_MS, &comm) != GPU_PASS) return GPU_FAIL;
 
   CUdeviceptr send = 0, recv = 0, bcast = 0;
   GPU_CU(r, r->cu->cuMemAlloc(&send, COUNT * sizeof(float)));
@@ -81,11 +73,8 @@ static int collectives(gpu_rank *r, void *arg) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 2 || (strcmp(argv[1], "blocking") != 0 && strcmp(argv[1], "nonblocking") != 0)) {
-    fprintf(stderr, "usage: %s blocking|nonblocking\n", argv[0]);
-    return GPU_FAIL;
-  }
-  int blocking = strcmp(argv[1], "blocking") == 0;
+  int blocking = gpu_blocking_arg(argc, argv);
+  if (blocking < 0) return GPU_FAIL;
   int gpus = gpu_require(2);
   if (!blocking && !ncclshim_nccl_has(ncclshim_nccl_default(), NCCLSHIM_CAP_NONBLOCKING_INIT)) {
     printf("skip: this NCCL has no non-blocking communicators\n");

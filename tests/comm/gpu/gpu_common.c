@@ -110,6 +110,25 @@ int gpu_wait_child(int pid, int limit_ms, const char *what) {
   return WEXITSTATUS(status);
 }
 
+int gpu_blocking_arg(int argc, char **argv) {
+  if (argc == 2 && strcmp(argv[1], "blocking") == 0) return 1;
+  if (argc == 2 && strcmp(argv[1], "nonblocking") == 0) return 0;
+  fprintf(stderr, "usage: %s blocking|nonblocking\n", argv[0]);
+  return -1;
+}
+
+int gpu_ready_comm(gpu_rank *r, int blocking, int timeout_ms, ncclshim_comm **comm) {
+  ncclshim_comm_options options = NCCLSHIM_COMM_OPTIONS_INIT;
+  options.blocking = blocking;
+  GPU_OK(r, ncclshim_comm_init(r->nccl, r->nranks, &r->id, r->rank, &options, comm));
+  ncclshim_comm_state state = ncclshim_comm_state_of(*comm);
+  GPU_CHECK(r, state == NCCLSHIM_COMM_READY || (!blocking && state == NCCLSHIM_COMM_INITIALIZING),
+            "state after init: %s", ncclshim_comm_state_name(state));
+  GPU_OK(r, ncclshim_comm_wait(*comm, timeout_ms));
+  GPU_CHECK(r, ncclshim_comm_state_of(*comm) == NCCLSHIM_COMM_READY, "ready after the wait");
+  return GPU_PASS;
+}
+
 int gpu_read_all(int fd, void *data, size_t size) {
   for (size_t done = 0; done < size;) {
     ssize_t n = read(fd, (char *)data + done, size - done);

@@ -38,6 +38,13 @@ int gpu_open(gpu_rank *r, int device);
 typedef int (*gpu_rank_fn)(gpu_rank *r, void *arg);
 int gpu_run_ranks(int nranks, gpu_rank_fn fn, void *arg, int limit_s);
 
+/* The one argument of a test run as blocking or not ("blocking" or "nonblocking"): 1 or 0;
+ * -1 after printing the usage. */
+int gpu_blocking_arg(int argc, char **argv);
+/* Rank r's communicator, blocking or not, READY after a bounded wait (a non-blocking one may
+ * still be INITIALIZING when the init returns); GPU_FAIL printed when any step fails. */
+int gpu_ready_comm(gpu_rank *r, int blocking, int timeout_ms, ncclshim_comm **comm);
+
 /* Wait for `pid` at most limit_ms: its exit code, or -1 after killing it (printed). */
 int gpu_wait_child(int pid, int limit_ms, const char *what);
 

@@ -87,10 +87,18 @@ static int all_reduce(gpu_rank *r, ncclshim_comm *comm, CUstream s) {
   return GPU_PASS;
 }
 
+/* The work done, wait (bounded) until the watchdog has seen it done, not for a time: then
+ * nothing may have failed. */
 static int healthy(gpu_rank *r, ncclshim_comm *comm, const char *when) {
   GPU_CU(r, r->cu->cuStreamSynchronize(r->stream));
-  usleep(3 * INTERVAL_MS * 1000);
+  ncclshim_watch_counts c = NCCLSHIM_WATCH_COUNTS_INIT;
+  int64_t until = gpu_now_ms() + 2 * DEADLINE_MS + 1000;
+  while (ncclshim_comm_watch_counts(comm, &c) == NCCLSHIM_OK && c.outstanding > 0 &&
+         atomic_load(&failed_at_ms) == 0 && gpu_now_ms() < until)
+    usleep(200);
   GPU_CHECK(r, atomic_load(&failed_at_ms) == 0, "%s: failed: %s", when, failed_message);
+  GPU_CHECK(r, c.outstanding == 0, "%s: %llu operations never seen done", when,
+            (unsigned long long)c.outstanding);
   GPU_CHECK(r, ncclshim_comm_state_of(comm) == NCCLSHIM_COMM_READY, "%s: not READY", when);
   return GPU_PASS;
 }

@@ -3,7 +3,6 @@
  * made inside a group and completed after it, then deregistration and free.
  *   gpu_symmem blocking|nonblocking */
 #include <stdio.h>
-#include <string.h>
 
 #include "gpu_common.h"
 #include "ncclshim/symmem.h"
@@ -32,11 +31,8 @@ static int check_buffer(gpu_rank *r, const ncclshim_symmem *mem, const char *wha
 
 static int symmetric(gpu_rank *r, void *arg) {
   int blocking = *(const int *)arg;
-  ncclshim_comm_options options = NCCLSHIM_COMM_OPTIONS_INIT;
-  options.blocking = blocking;
   ncclshim_comm *comm = NULL;
-  GPU_OK(r, ncclshim_comm_init(r->nccl, r->nranks, &r->id, r->rank, &options, &comm));
-  GPU_OK(r, ncclshim_comm_wait(comm, TIMEOUT_MS));
+  if (gpu_ready_comm(r, blocking, TIMEOUT_MS, &comm) != GPU_PASS) return GPU_FAIL;
   size_t bytes = COUNT * sizeof(float);
 
   ncclshim_symmem *send = NULL, *recv = NULL;
@@ -77,11 +73,8 @@ static int symmetric(gpu_rank *r, void *arg) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 2 || (strcmp(argv[1], "blocking") != 0 && strcmp(argv[1], "nonblocking") != 0)) {
-    fprintf(stderr, "usage: %s blocking|nonblocking\n", argv[0]);
-    return GPU_FAIL;
-  }
-  int blocking = strcmp(argv[1], "blocking") == 0;
+  int blocking = gpu_blocking_arg(argc, argv);
+  if (blocking < 0) return GPU_FAIL;
   int gpus = gpu_require(2);
   ncclshim_nccl *nccl = ncclshim_nccl_default();
   if (!ncclshim_nccl_has(nccl, NCCLSHIM_CAP_SYMMETRIC_MEMORY)) {

@@ -17,7 +17,6 @@
  * The legacy and per-thread default streams never share: the checking thread's own would
  * be another stream. */
 #include <stdint.h>
-#include <unistd.h>
 
 #include "dropin.h"
 #include "record.h"
@@ -37,7 +36,10 @@ static void watch(const void *stream, int fn, uint64_t index, uint64_t seq) {
   const rec_driver *d = ncs_rec_driver();
   if (d == NULL) return;
   pthread_mutex_lock(&ncs_hang.lock);
-  if (ncs_hang.pid != getpid() && ncs_hang.started) ncs_hang_ready(); /* forget the parent's */
+  if (ncs_hang.forked) { /* a forked child forgets its parent's entries first */
+    ncs_hang.forked = 0;
+    if (ncs_hang.started) ncs_hang_ready();
+  }
   ncs_hang_stream *s = ncs_hang.fired || ncs_hang.stop ? NULL : sharing(stream);
   if (s != NULL && ncs_hang_pending(s)) { /* the cheap path: wait for the stream's next event */
     if (s->waits++ == 0) {
@@ -115,4 +117,9 @@ void ncs_rec_hang_group(int fn, int succeeded) {
   group.used = 0;
 }
 
-void ncs_rec_hang_forked(void) { pthread_mutex_init(&ncs_hang.lock, NULL); }
+/* From the recorder's pthread_atfork child handler: no getpid() per call (a system call)
+ * to find out. */
+void ncs_rec_hang_forked(void) {
+  pthread_mutex_init(&ncs_hang.lock, NULL);
+  ncs_hang.forked = 1;
+}

@@ -47,6 +47,7 @@ typedef struct ncs_hang_state {
   ncs_hang_stream streams[HANG_STREAMS];
   pid_t pid; /* the process whose thread this is: a forked child starts afresh */
   int started, stop, fired;
+  int forked; /* set in a forked child (pthread_atfork), until its first operation */
   pthread_t thread;
 } ncs_hang_state;
 

@@ -9,6 +9,10 @@
  *   interposed lateheld    50 all-reduces on a stream whose first event completes, no later
  *                          one, then waits; prints events_at_most_3=0|1 as well
  *   interposed idleburst   200 all-reduces on an idle stream; prints events_at_most_3=0|1
+ *   interposed forkhang    an all-reduce (the hang thread starts), then a forked child's on
+ *                          the same stream, which holds it (FAKE_LATE_STREAM) while the
+ *                          parent's event is still queued: the child's own thread must dump;
+ *                          prints child_dumped=0|1
  * The all-reduces are bound by dlsym, so that audit mode (LD_AUDIT) sees them as well.
  * It prints events_recorded=N (cuEventRecord calls) and, for the hang ones, dumped=0|1 and
  * capture_mode=M (the mode the hang thread set: 1, thread-local). */
@@ -18,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "fake_cuda_events.h"
 #include "has_dump.h"
@@ -85,6 +91,18 @@ int cuda_scenario(const char *what) {
     /* The stream's first event, then one for those that waited behind it, and at most one
      * more where an all-reduce came just as the checking thread took them. */
     printf("events_at_most_3=%d\n", fake_says("fake_cuda_events_recorded") <= 3);
+  } else if (strcmp(what, "forkhang") == 0) {
+    ncclComm_t comm = interposed_start(0);
+    all_reduce_on(comm, FAKE_LATE_STREAM);
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) {
+      all_reduce_on(comm, FAKE_LATE_STREAM);
+      _exit(wait_for_dump() ? 0 : 1);
+    }
+    int status = 0;
+    printf("child_dumped=%d\n", child > 0 && waitpid(child, &status, 0) == child &&
+                                    WIFEXITED(status) && WEXITSTATUS(status) == 0);
   } else if (strcmp(what, "idleburst") == 0) {
     ncclComm_t comm = interposed_start(0);
     for (int i = 0; i < 200; i++) all_reduce_on(comm, 0x5);

@@ -92,6 +92,16 @@ static const record_case test_hang_idle_burst_shares = {
     .values = {{"events_at_most_3", "1"}},
 };
 
+/* A forked child forgets its parent's events and thread (pthread_atfork tells it, with no
+ * getpid() per call) and dumps by a thread of its own. */
+static const record_case test_hang_dump_in_forked_child = {
+    .args = {"forkhang"},
+    .env = {"NCCLSHIM_RECORD_HANG_MS=100"},
+    .cuda = 1,
+    .values = {{"child_dumped", "1"}},
+    .output = {{{WROTE, "(hang: ncclAllReduce #2 not complete after 100 ms)"}, 1}},
+};
+
 static const record_case test_hang_setting_refused = {
     .args = {"captured"},
     .env = {"NCCLSHIM_RECORD_HANG_MS=soon"},
@@ -113,6 +123,7 @@ int run_record_hang_tests(void) {
       RECORD_CASE_TEST(test_hang_streams_share_apart),
       RECORD_CASE_TEST(test_hang_among_waiting_operations),
       RECORD_CASE_TEST(test_hang_idle_burst_shares),
+      RECORD_CASE_TEST(test_hang_dump_in_forked_child),
   };
   return cmocka_run_group_tests_name("record-hang", tests, NULL, NULL);
 }

@@ -228,22 +228,18 @@ def check_compare_graphs_and_hangs(tmp):
          "ncclshim-record-b.jsonl": dump_text(process="00000000000000b2", rank=1, captured=(2, 3))},
         3, "rank 1: seq 2-3 captured into a CUDA graph: their replays are not in the dumps")
     hang = '"hang","function":"ncclAllReduce","hang_ms":500,"stuck_call":3'
-    stuck = ("rank 0 (h pid 7) hung: ncclAllReduce count 4 on communicator 00000000000000c1 at "
-             "seq 3 has not completed after 500 ms")
-    compare_dir(
-        os.path.join(tmp, "hang"),
-        {"ncclshim-record-a.jsonl": dump_text(process="00000000000000a1", rank=0, reason=hang),
-         "ncclshim-record-b.jsonl": dump_text(process="00000000000000b2", rank=1)},
-        1, "verdict: " + stuck)
-    shared = ('"hang","function":"ncclAllReduce","hang_ms":500,"stuck_call":2,'
-              '"stuck_calls":2')
-    compare_dir(
-        os.path.join(tmp, "hang-shared"),
-        {"ncclshim-record-a.jsonl": dump_text(process="00000000000000a1", rank=0, reason=shared),
-         "ncclshim-record-b.jsonl": dump_text(process="00000000000000b2", rank=1)},
-        1, "verdict: rank 0 (h pid 7) hung: ncclAllReduce count 4 on communicator "
-        "00000000000000c1 at seq 2 (or one of the 1 operations after it under the same event, "
-        "or work enqueued after them) has not completed after 500 ms")
+    stuck = "rank 0 (h pid 7) hung: ncclAllReduce count 4 on communicator 00000000000000c1 at "
+    for name, reason, where in (
+            ("hang", hang, "seq 3"),
+            ("hang-shared", hang.replace(":3", ":2") + ',"stuck_calls":2',
+             "seq 2 (or one of the 1 operations after it under the same event, or work "
+             "enqueued after them)")):
+        compare_dir(
+            os.path.join(tmp, name),
+            {"ncclshim-record-a.jsonl": dump_text(process="00000000000000a1", rank=0,
+                                                  reason=reason),
+             "ncclshim-record-b.jsonl": dump_text(process="00000000000000b2", rank=1)},
+            1, "verdict: " + stuck + where + " has not completed after 500 ms")
     compare_dir(
         os.path.join(tmp, "hang-behind"),
         {"ncclshim-record-a.jsonl": dump_text(process="00000000000000a1", rank=0, reason=hang),

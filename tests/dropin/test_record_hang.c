@@ -53,24 +53,19 @@ static const record_case test_hang_dump_audit = HANG_CASE("hang", 1);
 /* Inside a group, the event is recorded at ncclGroupEnd, when NCCL launches the work. */
 static const record_case test_hang_dump_in_group = HANG_CASE("hanggroup", 0);
 
-/* Operations share events: behind a held stream's first event, the other 999 wait for a
- * later one and record none; the dump names the first, the oldest not complete. */
-static const record_case test_hang_burst_shares_one_event = {
-    .args = {"heldburst"},
-    .env = {"NCCLSHIM_RECORD_HANG_MS=100"},
-    .cuda = 1,
-    .values = {{"dumped", "1"}, {"events_recorded", "1"}},
-    .output = {{{WROTE, "(hang: ncclAllReduce #1 not complete after 100 ms)"}, 1}},
-};
+/* A hang found behind events that operations shared: the first all-reduce's, named alone. */
+#define SHARED_HANG_CASE(scenario, events)                                          \
+  {                                                                                 \
+    .args = {scenario}, .env = {"NCCLSHIM_RECORD_HANG_MS=100"}, .cuda = 1,          \
+    .values = {{"dumped", "1"}, {"events_recorded", events}},                       \
+    .output = {{{WROTE, "(hang: ncclAllReduce #1 not complete after 100 ms)"}, 1}}, \
+  }
 
+/* Operations share events: behind a held stream's first event, the other 999 wait for a
+ * later one and record none. */
+static const record_case test_hang_burst_shares_one_event = SHARED_HANG_CASE("heldburst", "1");
 /* Each stream shares on its own: two streams taking turns, an event each. */
-static const record_case test_hang_streams_share_apart = {
-    .args = {"alternate"},
-    .env = {"NCCLSHIM_RECORD_HANG_MS=100"},
-    .cuda = 1,
-    .values = {{"dumped", "1"}, {"events_recorded", "2"}},
-    .output = {{{WROTE, "(hang: ncclAllReduce #1 not complete after 100 ms)"}, 1}},
-};
+static const record_case test_hang_streams_share_apart = SHARED_HANG_CASE("alternate", "2");
 
 /* The first event completes, the work after it does not: those that waited get an event
  * from the checking thread (or the next all-reduce's), and the hang is found among them,

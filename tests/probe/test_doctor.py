@@ -720,7 +720,9 @@ class RealCacheInANamespace(unittest.TestCase):
     """Issue 31: with the machine's own /etc/ld.so.cache replaced (a mount namespace), the
     doctor's plain process is what the loader maps through that cache, no model of it."""
 
-    def test_the_cache_the_loader_reads(self):
+    def doctor_in_namespace(self, stale):
+        """The doctor's JSON with a cache of its own that registers a system NCCL (whose
+        files are gone when `stale`), and the path the cache registers."""
         if LDCONFIG is None or elf_machine(LDCONFIG) != elf_machine(PROBE):
             self.skipTest("no ldconfig of the probe's architecture to make a cache")
         if VALGRIND or WRAPPER:
@@ -732,16 +734,30 @@ class RealCacheInANamespace(unittest.TestCase):
             self.skipTest("an NCCL in the loader's default directories joins the test's cache")
         m = Machine(self)
         real = m.system("2.28.9", "2.28.9")
+        if stale:  # removed after the cache was made: the cache names files that are gone
+            os.unlink(os.path.join(os.path.dirname(real), "libnccl.so.2"))
+            os.unlink(real)
         cmd = [PROBE, "--doctor", "--json"]
         env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"}
         proc = in_mount_namespace(cmd, env, [(m.cache, "/etc/ld.so.cache")])
         if proc is None:
             self.skipTest("mount namespaces are not allowed here")
-        d = json.loads(proc.stdout)["doctor"]
+        return json.loads(proc.stdout)["doctor"], real
+
+    def test_the_cache_the_loader_reads(self):
+        d, real = self.doctor_in_namespace(stale=False)
         if d["plain_process"] not in (real, os.path.join(os.path.dirname(real), "libnccl.so.2")):
             # a default directory of the loader's holds an NCCL of the machine's: it is found
             # first only when the cache misses, which it does not here
             self.fail("plain process %r, the cache registers %r" % (d["plain_process"], real))
+        self.assertEqual(d["plain_process_source"], "loader")
+
+    def test_a_stale_cache(self):
+        """A cache entry whose file is gone: the loader finds nothing, and so does the doctor
+        (a model of the cache would name the registered path)."""
+        d, real = self.doctor_in_namespace(stale=True)
+        self.assertFalse(d["plain_process"], "the doctor names %r, gone since the cache was "
+                                             "made (%r)" % (d["plain_process"], real))
         self.assertEqual(d["plain_process_source"], "loader")
 
 

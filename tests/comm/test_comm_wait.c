@@ -123,17 +123,27 @@ static int polls_with(const char *spin_us) {
   return atoi(scenario_get(&s, "polls"));
 }
 
+/* The most polls of three runs: a spinning helper descheduled for most of its 3 ms (a loaded
+ * machine: about 1 run in 16 on the 2-core builders) polls barely more than a sleeping one,
+ * and a second or third run is then not. */
+static int most_polls_with(const char *spin_us) {
+  int most = 0;
+  for (int i = 0; i < 3; i++) {
+    int polls = polls_with(spin_us);
+    most = polls > most ? polls : most;
+  }
+  return most;
+}
+
 /* A value too large to be a number of ns (it overflowed the multiply, UBSan, and waits then
  * slept from the start as with 0) is "anything else": the default, back-to-back polling. */
 static void test_huge_spin_limit_is_the_default(void **state) {
   (void)state;
   int sleeping = polls_with("0");
-  int huge = polls_with("9223372036854776");
-  int too_big = polls_with("9223372036854775807");
   /* Spinning polls many times more often than sleeping from the start natively (about 100x);
    * under qemu-user and a loaded machine far less, so the margin asked for is only 2x. */
-  assert_true(huge > 2 * sleeping);
-  assert_true(too_big > 2 * sleeping);
+  assert_true(most_polls_with("9223372036854776") > 2 * sleeping);
+  assert_true(most_polls_with("9223372036854775807") > 2 * sleeping);
 }
 
 int main(int argc, char **argv) {

@@ -64,6 +64,8 @@ int dir_entries(const char *dir) {
 void run_record_case(void **state) {
   const record_case *c = *state;
   if (c->audit) SKIP_UNDER_SANITIZER();
+  const char *wrapper[8];
+  if (c->native && test_wrapper_words(wrapper, 8) > 0) skip();
   scenario s;
   const char *dir = record_run(&s, c);
   if (s.exit_code != c->exit_code)

@@ -39,6 +39,9 @@ typedef struct record_case {
   const char *env[3];
   int cuda;  /* with the fake driver of fake_cuda_events.c as the program's libcuda */
   int audit; /* the drop-in as LD_AUDIT instead of LD_PRELOAD (skipped under a sanitizer) */
+  /* Skipped under a cross build's exe_wrapper: qemu-user (7.2) aborts when a forked child of
+   * a threaded process starts a thread (qemu_plugin_vcpu_init_hook: assertion failed). */
+  int native;
   /* What run_record_case checks: the exit status; the values of keys the program printed;
    * counts of lines in its output and in its one dump (no rows: no dump is read); the
    * entries the directory holds at the end (0: not checked). */

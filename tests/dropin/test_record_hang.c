@@ -93,6 +93,7 @@ static const record_case test_hang_dump_in_forked_child = {
     .args = {"forkhang"},
     .env = {"NCCLSHIM_RECORD_HANG_MS=100"},
     .cuda = 1,
+    .native = 1,
     .values = {{"child_dumped", "1"}},
     .output = {{{WROTE, "(hang: ncclAllReduce #2 not complete after 100 ms)"}, 1}},
 };

@@ -4,8 +4,6 @@
 
 #include "record_hang_queue.h"
 
-enum { EVENT_DISABLE_TIMING = 2 };
-
 ncs_hang_state ncs_hang = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 uint64_t ncs_hang_now_ns(void) {
@@ -67,7 +65,8 @@ CUevent ncs_hang_spare(CUcontext ctx) {
 }
 
 int ncs_hang_record(const rec_driver *d, ncs_hang_entry *e, CUevent event) {
-  if ((event == NULL && d->event_create(&event, EVENT_DISABLE_TIMING) != NCCLSHIM_CUDA_SUCCESS) ||
+  if ((event == NULL &&
+       d->event_create(&event, NCCLSHIM_CU_EVENT_DISABLE_TIMING) != NCCLSHIM_CUDA_SUCCESS) ||
       d->event_record(event, (CUstream)e->stream) != NCCLSHIM_CUDA_SUCCESS) {
     if (event != NULL) d->event_destroy(event);
     return 0;

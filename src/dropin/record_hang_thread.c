@@ -12,8 +12,6 @@
 #include "record_state.h"
 #include "say.h"
 
-enum { CAPTURE_MODE_THREAD_LOCAL = 1 };
-
 static void wait_until(uint64_t ns) {
   struct timespec t = {.tv_sec = (time_t)(ns / 1000000000u), .tv_nsec = (long)(ns % 1000000000u)};
   pthread_cond_timedwait(&ncs_hang.wake, &ncs_hang.lock, &t);
@@ -74,7 +72,7 @@ static void *check(void *unused) {
   CUcontext current = NULL;
   /* Thread-local capture mode: this thread's queries never invalidate a graph capture that
    * another thread began in global mode (torch.cuda.graph's default). */
-  int mode = CAPTURE_MODE_THREAD_LOCAL;
+  int mode = NCCLSHIM_CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
   if (d->exchange_capture_mode != NULL) d->exchange_capture_mode(&mode);
   pthread_mutex_lock(&ncs_hang.lock);
   while (!ncs_hang.stop && !ncs_hang.fired) {

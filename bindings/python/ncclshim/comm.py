@@ -157,10 +157,7 @@ class Communicator:
             raise err
         self._fast = lib_.ncclshim_comm_raw(self._c)
         self._bind()
-        global _TENSOR
-        torch = sys.modules.get("torch")  # never imported here: only a torch already loaded
-        if torch is not None:
-            _TENSOR = torch.Tensor
+        _learn_torch()
 
     def _bind(self):
         get = _clib.nccl_function
@@ -436,13 +433,20 @@ def {name}(self, {params}, stream=None):
 """
 
 
+def _learn_torch():
+    """_TENSOR from a torch already loaded (never imported here): at each communicator's
+    init, and when the generic path first meets a torch tensor (torch imported later)."""
+    global _TENSOR
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        _TENSOR = torch.Tensor
+
+
 def _pair_reader(obj):
     """buffers.pair, learning torch's Tensor type for the inline fast path."""
-    global _TENSOR
     found = _pair(obj)
-    torch = sys.modules.get("torch")
-    if found is _pair_torch and torch is not None and type(obj) is torch.Tensor:
-        _TENSOR = torch.Tensor
+    if found is _pair_torch:
+        _learn_torch()
     return found
 
 

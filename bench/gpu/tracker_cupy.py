@@ -42,13 +42,14 @@ def main():
     args = parser.parse_args()
     # Python notes a handler installed before it started (the recorder's) as None.
     recorder_handler = signal.getsignal(signal.SIGUSR2) is None
-    import cupy
-    from cupy.cuda import nccl
+    try:
+        import cupy
+        from cupy.cuda import nccl
 
-    if not nccl.available:
-        print("failed=cupy.cuda.nccl is not available")
+        print("nccl_version=%d" % nccl.get_version())
+    except Exception as e:  # no CuPy, or CuPy without NCCL: say which
+        print("failed=CuPy's NCCL: %r" % e)
         return 1
-    print("nccl_version=%d" % nccl.get_version())
     comm = nccl.NcclCommunicator(1, nccl.get_unique_id(), 0)
     send = cupy.ones(COUNT, dtype=cupy.float32)
     recv = cupy.zeros(COUNT, dtype=cupy.float32)

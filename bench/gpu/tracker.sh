@@ -80,6 +80,14 @@ ended() {
   esac
 }
 
+# exit_why RC LOG: "" for exit 0, else how the program ended and its first failure line, "; ".
+exit_why() {
+  [ "$1" = 0 ] && return
+  local failed
+  failed=$(grep -m1 -E '^failed=|rror' "$2" | cut -c1-200)
+  echo "$(ended "$1")${failed:+: $failed}; "
+}
+
 # The fixed cases in order, a FAIL for each that has no row, then the graphs rows; the
 # summary's count. Exit 0 when every row is ok and the cost passed.
 finish() {
@@ -163,7 +171,7 @@ dump_env() {
 # exit 0, no dump until the program's SIGUSR2, then that one dump, listing at least MIN_CALLS
 # all-reduces. The command's last argument is added: the wait before the signal.
 no_false_dump() {
-  local name=$1 how=$2 min=$3 dir=$out/$1 why="" rc dumps calls signal_ms
+  local name=$1 how=$2 min=$3 dir=$out/$1 why rc dumps calls signal_ms
   shift 3
   rm -rf "$dir" && mkdir -p "$dir"
   env "$(dump_env "$how")" NCCLSHIM_DEBUG=1 NCCLSHIM_RECORD=1000 NCCLSHIM_RECORD_HANG_MS="$hang_ms" \
@@ -174,26 +182,31 @@ no_false_dump() {
   signal_ms=$(sed -n 's/^signal_dump_ms=//p' "$dir/run.log")
   calls=$(cat "$dir"/ncclshim-record-*.jsonl 2>/dev/null | grep -v '"kind":"header"' |
     grep -c '"function":"ncclAllReduce"')
-  [ "$rc" = 0 ] || why+="$(ended "$rc"): $(grep -m1 -E '^failed=|rror' "$dir/run.log"); "
-  grep -q '^false_dump=0$' "$dir/run.log" || why+="a dump with nothing hung; "
+  why=$(exit_why "$rc" "$dir/run.log")
   grep -q 'ncclshim recorder: wrote .*(hang' "$dir/run.log" && why+="a hang dump line on stderr; "
   grep -q '"reason":"hang"' "$dir"/ncclshim-record-*.jsonl 2>/dev/null && why+="a hang dump; "
   grep -q 'two NCCLs' "$dir/run.log" && why+="two NCCLs in the process; "
   grep -q '^wrong_sums=[1-9]' "$dir/run.log" && why+="wrong sums; "
-  if [ "$signal_ms" = none ]; then
+  grep -q '^false_dump=1$' "$dir/run.log" && why+="a dump with nothing hung; "
+  if [ -z "$signal_ms" ]; then
+    [ "$rc" = 0 ] && why+="no signal_dump_ms line; "
+  elif [ "$signal_ms" = none ]; then
     why+="SIGUSR2 had no handler: the recorder is off; "
   elif [ "$dumps" != 1 ] || ! grep -q '"reason":"signal"' "$dir"/ncclshim-record-*.jsonl ||
     [ "$calls" -lt "$min" ]; then
     why+="$dumps dumps, $calls all-reduces in the signal's dump ($min wanted: calls not seen by the drop-in?); "
   fi
   [ -n "$why" ] && tail -n 5 "$dir/run.log"
-  row "$name" "$(verdict "$why")" "$(sed -n 's/^\(rounds\|reused\|nccl_version\)=/\1 /p' "$dir/run.log" |
-    tr '\n' ' '); signal dump after ${signal_ms:-?} ms with $calls all-reduces; $(grep -m1 -o 'interposing: NCCL [^ ]* from [^ ]*\|audit mode: NCCL mapped: [^ ]*' "$dir/run.log")"
+  local rounds reused version
+  rounds=$(sed -n 's/^rounds=//p' "$dir/run.log")
+  reused=$(sed -n 's/^reused=//p' "$dir/run.log")
+  version=$(sed -n 's/^nccl_version=//p' "$dir/run.log")
+  row "$name" "$(verdict "$why")" "${rounds:-?} rounds, the destroyed stream's handle again in ${reused:-?}${version:+, NCCL $version}; signal dump after ${signal_ms:-?} ms with $calls all-reduces; $(grep -m1 -o 'interposing: NCCL [^ ]* from [^ ]*\|audit mode: NCCL mapped: [^ ;]*' "$dir/run.log")"
 }
 
 # hold_dump HOW KIND: one hang dump, in time, naming the first held all-reduce (#5).
 hold_dump() {
-  local how=$1 kind=$2 name=hold-dump-$1-$2 dir=$out/hold-dump-$1-$2 why="" rc detected line
+  local how=$1 kind=$2 name=hold-dump-$1-$2 dir=$out/hold-dump-$1-$2 why rc detected line
   local first last dumps limit
   rm -rf "$dir" && mkdir -p "$dir"
   env "$(dump_env "$how")" NCCLSHIM_RECORD=1000 NCCLSHIM_RECORD_HANG_MS="$hang_ms" \
@@ -208,15 +221,18 @@ hold_dump() {
   first=$(sed -n 's/.*(hang: ncclAllReduce #\([0-9]*\).*/\1/p' <<<"$line" | head -1)
   last=$(sed -n 's/.*(hang: ncclAllReduce #[0-9]* to #\([0-9]*\) .*/\1/p' <<<"$line" | head -1)
   last=${last:-$first}
-  [ "$rc" = 0 ] || why+="$(ended "$rc"): $(grep -m1 '^failed=' "$dir/run.log"); "
-  [ "$dumps" = 1 ] || why+="$dumps dumps; "
-  grep -q '"reason":"hang"' "$dir"/ncclshim-record-*.jsonl 2>/dev/null || why+="no hang dump; "
-  [ "$(grep -c . <<<"$line")" = 1 ] || why+="not one stderr line; "
-  [ -n "$first" ] && [ "$first" -le 5 ] && [ "$last" -ge 5 ] ||
-    why+="stderr names #${first:-?}-#${last:-?}, not #5; "
-  [ -n "$detected" ] && [ "${detected%.*}" -ge $((hang_ms - 2)) ] 2>/dev/null &&
-    [ "${detected%.*}" -lt "$limit" ] || why+="detected after ${detected:-?} ms ($hang_ms .. $limit wanted); "
-  grep -q '^gave_up=0$' "$dir/run.log" || why+="the kernel hit its own limit; "
+  why=$(exit_why "$rc" "$dir/run.log")
+  if [ -n "$detected" ]; then
+    [ "$dumps" = 1 ] || why+="$dumps dumps; "
+    grep -q '"reason":"hang"' "$dir"/ncclshim-record-*.jsonl 2>/dev/null || why+="no hang dump; "
+    [ "$(grep -c . <<<"$line")" = 1 ] || why+="not one stderr line of the hang dump; "
+    [ -n "$first" ] && [ "$first" -le 5 ] && [ "$last" -ge 5 ] ||
+      why+="stderr names #${first:-?}-#${last:-?}, not #5; "
+    [ "${detected%.*}" -ge $((hang_ms - 2)) ] 2>/dev/null && [ "${detected%.*}" -le "$limit" ] ||
+      why+="detected after $detected ms ($hang_ms .. $limit wanted); "
+    grep -q '^gave_up=1$' "$dir/run.log" && why+="the kernel hit its own limit; "
+  fi
+  [ -n "$detected" ] || [ "$rc" != 0 ] || why+="no detected_ms line; "
   [ -n "$why" ] && tail -n 5 "$dir/run.log"
   row "$name" "$(verdict "$why")" "detected after ${detected:-?} ms (limit $limit): ${line#*(}"
 }

@@ -102,6 +102,9 @@ finish() {
   local all ok
   all=$(($(wc -l <"$csv") - 1))
   ok=$(tail -n +2 "$csv" | cut -d, -f2 | grep -c '^ok$')
+  # session.sh shows a part's last 25 lines: the cases not ok and the cost verdicts last.
+  tail -n +2 "$csv" | awk -F, '$2 != "ok" {print "not ok: " $1 ": " substr($2, 1, 100)}' | head -12
+  grep -E '^(created|legacy|per-thread): ' "$out/summary.txt" | cut -c1-160
   say "tracker: $ok ok of $all cases; cost ${cost_verdict:-not run}; in $((SECONDS - start)) s"
   [ "$ok" = "$all" ] && [ "${cost_verdict:-}" = PASS ]
   exit $?

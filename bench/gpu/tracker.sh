@@ -76,7 +76,11 @@ ended() {
   0 | 1) echo "exit $1" ;;
   77) echo "skipped (no GPU)" ;;
   124 | 137) echo "timed out" ;;
-  *) if [ "$1" -gt 128 ]; then echo "died of SIG$(kill -l $(($1 - 128)) 2>/dev/null)"; else echo "exit $1"; fi ;;
+  *)
+    if [ "$1" -gt 128 ]; then echo "died of SIG$(kill -l $(($1 - 128)) 2>/dev/null)"; else
+      echo "exit $1"
+    fi
+    ;;
   esac
 }
 
@@ -145,15 +149,19 @@ nccl_dir=$(dirname "$sys_nccl")
 nccl_inc=()
 [ "$sys_include" != /usr/include ] && nccl_inc=("-I$sys_include")
 if ! part_build || [ ! -f "$dropin" ] ||
-  ! part_compile "$cuda/bin/nvcc" -arch=sm_90 -O2 bench/gpu/tracker_comm.cu -o "$bin/tracker_comm" ||
-  ! "$cuda/bin/nvcc" -arch=sm_90 -O2 "${nccl_inc[@]}" -Itests/dropin bench/gpu/tracker_nccl.cu \
+  ! part_compile "$cuda/bin/nvcc" -arch=sm_90 -O2 -Itests/dropin/gpu bench/gpu/tracker_comm.cu \
+    -o "$bin/tracker_comm" ||
+  ! "$cuda/bin/nvcc" -arch=sm_90 -O2 "${nccl_inc[@]}" -Itests/dropin -Itests/dropin/gpu \
+    bench/gpu/tracker_nccl.cu \
     -o "$bin/tracker_nccl" "-L$nccl_dir" -l:libnccl.so.2 -Xlinker -rpath -Xlinker "$nccl_dir" \
     >>"$out/build.log" 2>&1; then
   tail -20 "$out/build.log"
   fail_all "build (see build.log)"
 fi
-say "NCCLs: system $sys_nccl, pip $pip_nccl${NCCL_2297:+, 2.29.7 $NCCL_2297}; hang dump $hang_ms ms, pass $pass_ms ms"
-say "driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1); tree $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+say "NCCLs: system $sys_nccl, pip $pip_nccl${NCCL_2297:+, 2.29.7 $NCCL_2297}"
+say "hang dump $hang_ms ms, its pass $pass_ms ms; driver $(nvidia-smi \
+  --query-gpu=driver_version --format=csv,noheader | head -1); tree $(git rev-parse --short HEAD \
+  2>/dev/null || echo unknown)"
 
 # ---- the watchdog: churn and holds --------------------------------------------------------
 step "churn-watchdog, hold-watchdog"
@@ -177,7 +185,8 @@ no_false_dump() {
   local name=$1 how=$2 min=$3 dir=$out/$1 why rc dumps calls signal_ms
   shift 3
   rm -rf "$dir" && mkdir -p "$dir"
-  env "$(dump_env "$how")" NCCLSHIM_DEBUG=1 NCCLSHIM_RECORD=1000 NCCLSHIM_RECORD_HANG_MS="$hang_ms" \
+  env "$(dump_env "$how")" NCCLSHIM_DEBUG=1 NCCLSHIM_RECORD=1000 \
+    NCCLSHIM_RECORD_HANG_MS="$hang_ms" \
     NCCLSHIM_RECORD_DIR="$dir" NCCLSHIM_RECORD_SIGNAL=USR2 timeout -k 5 "$(cap 60)" \
     "$@" $((hang_ms + pass_ms + 200)) >"$dir/run.log" 2>&1
   rc=$?
@@ -197,14 +206,19 @@ no_false_dump() {
     why+="SIGUSR2 had no handler: the recorder is off; "
   elif [ "$dumps" != 1 ] || ! grep -q '"reason":"signal"' "$dir"/ncclshim-record-*.jsonl ||
     [ "$calls" -lt "$min" ]; then
-    why+="$dumps dumps, $calls all-reduces in the signal's dump ($min wanted: calls not seen by the drop-in?); "
+    why+="$dumps dumps, $calls all-reduces in the signal's dump ($min wanted:"
+    why+=" calls not seen by the drop-in?); "
   fi
   [ -n "$why" ] && tail -n 5 "$dir/run.log"
   local rounds reused version
   rounds=$(sed -n 's/^rounds=//p' "$dir/run.log")
   reused=$(sed -n 's/^reused=//p' "$dir/run.log")
   version=$(sed -n 's/^nccl_version=//p' "$dir/run.log")
-  row "$name" "$(verdict "$why")" "${rounds:-?} rounds, the destroyed stream's handle again in ${reused:-?}${version:+, NCCL $version}; signal dump after ${signal_ms:-?} ms with $calls all-reduces; $(grep -m1 -o 'interposing: NCCL [^ ]* from [^ ]*\|audit mode: NCCL mapped: [^ ;]*' "$dir/run.log")"
+  local detail="${rounds:-?} rounds, the destroyed stream's handle again in ${reused:-?}"
+  detail+="${version:+, NCCL $version}; signal dump after ${signal_ms:-?} ms with $calls"
+  detail+=" all-reduces; $(grep -m1 -o 'interposing: NCCL [^ ]* from [^ ]*\|audit mode: NCCL mapped: [^ ;]*' \
+    "$dir/run.log")"
+  row "$name" "$(verdict "$why")" "$detail"
 }
 
 # hold_dump HOW KIND: one hang dump, in time, naming the first held all-reduce (#5).
@@ -252,7 +266,8 @@ done
 # ---- cost ---------------------------------------------------------------------------------
 step cost
 NCCLSHIM_NCCL_LIBRARY=$sys_nccl timeout -k 5 "$(cap 60)" "$bin/tracker_comm" cost 20000 \
-  >"$out/cost-comm.csv" 2>"$out/cost-comm.log" || say "tracker_comm cost: $(ended $?): $(tail -1 "$out/cost-comm.log")"
+  >"$out/cost-comm.csv" 2>"$out/cost-comm.log" ||
+  say "tracker_comm cost: $(ended $?): $(tail -1 "$out/cost-comm.log")"
 on=() off=()
 for rep in 1 2 3; do
   for hang in off on; do
@@ -269,7 +284,8 @@ python3 bench/gpu/tracker_cost.py "$out/cost.csv" "$out/cost-comm.csv" --on "${o
   --off "${off[@]}" | tee -a "$out/summary.txt"
 cost_verdict=$(sed -n 's/^cost: //p' "$out/summary.txt" | tail -1)
 cost_verdict=${cost_verdict:-FAIL}
-[ -z "$(find "$out" -maxdepth 1 -name 'ncclshim-record-*')" ] || say "cost: a dump was written (see $out)"
+[ -z "$(find "$out" -maxdepth 1 -name 'ncclshim-record-*')" ] ||
+  say "cost: a dump was written (see $out)"
 
 # ---- CuPy ---------------------------------------------------------------------------------
 step "cupy-preload, cupy-audit"

@@ -6,6 +6,7 @@
 //   per-thread  the per-thread default stream (cudaStreamPerThread, CU_STREAM_PER_THREAD)
 // A held stream is released by tracker_release(), or by the kernel itself after its limit (a
 // kernel that waited forever would deadlock an abort): tracker_gave_up() then answers 1.
+// Build with -Itests/dropin/gpu.
 #ifndef NCCLSHIM_BENCH_TRACKER_COMMON_CUH
 #define NCCLSHIM_BENCH_TRACKER_COMMON_CUH
 
@@ -18,6 +19,8 @@
 
 #include <algorithm>
 #include <vector>
+
+#include "spin_kernel.cuh" /* tests/dropin/gpu: the kernel that holds a stream */
 
 enum { TRACKER_KINDS = 3 };
 static const char *const tracker_kind_names[TRACKER_KINDS] = {"created", "legacy", "per-thread"};
@@ -73,16 +76,6 @@ static inline void tracker_stream_done(int kind, cudaStream_t s) {
 static volatile int *tracker_flag;
 static int *tracker_flag_device;
 
-__global__ void tracker_spin(volatile int *flag, unsigned long long limit_ns) {
-  unsigned long long start, now;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-  do {
-    if (flag[0] != 0) return;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-  } while (now - start < limit_ns);
-  flag[1] = 1;
-}
-
 static inline cudaError_t tracker_hold_init(void) {
   cudaError_t e = cudaHostAlloc((void **)&tracker_flag, 2 * sizeof(int), cudaHostAllocMapped);
   if (e == cudaSuccess)
@@ -93,7 +86,7 @@ static inline cudaError_t tracker_hold_init(void) {
 // Holds `s` until tracker_release(), at most limit_ms.
 static inline cudaError_t tracker_hold(cudaStream_t s, int limit_ms) {
   tracker_flag[0] = tracker_flag[1] = 0;
-  tracker_spin<<<1, 1, 0, s>>>(tracker_flag_device, (unsigned long long)limit_ms * 1000000ull);
+  spin<<<1, 1, 0, s>>>(tracker_flag_device, (unsigned long long)limit_ms * 1000000ull);
   return cudaGetLastError();
 }
 

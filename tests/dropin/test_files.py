@@ -16,6 +16,8 @@
                             surrogate, a Latin-1 locale, dumps without a communicator
     test_files.py audit     audit mode (LD_AUDIT) over a Python ctypes program that binds NCCL
                             as vLLM's pynccl does: both ranks recorded, the rank behind named
+    test_files.py deepdir   a working directory deeper than PATH_MAX takes dumps (the dump
+                            signal dumps there, and the program goes on)
 
 Environment (tests/dropin/meson.build): CC, SOURCE_ROOT, DROPIN_LIBRARY, FAKE_NCCL, INTERPOSED,
 COMPARE, UNDER_NCCL, CTYPES_JOB, PYTHONPATH (tests/, for support.py). Exit status: 0 pass, 1
@@ -351,7 +353,27 @@ def check_audit(tmp):
     check(not os.listdir(quiet), "LD_PRELOAD recorded a ctypes program: %s" % os.listdir(quiet))
 
 
-CHECKS = {"alone": check_alone, "compare": check_compare, "audit": check_audit}
+def check_deepdir(tmp):
+    """The default dump directory is the working directory, opened as it is: one deeper than
+    PATH_MAX (4096) is not refused, and the dump signal dumps instead of ending the program."""
+    os.chdir(tmp)
+    try:
+        for _ in range(24):  # 24 x 201 bytes
+            os.mkdir("d" * 200)
+            os.chdir("d" * 200)
+        out = run([os.environ["INTERPOSED"], "signal"], env=clean_env(
+            LD_PRELOAD=os.environ["DROPIN_LIBRARY"], NCCLSHIM_RECORD="100",
+            NCCLSHIM_RECORD_SIGNAL="USR1"))
+        check("alive=1" in out and "ncclshim recorder: wrote " in out and
+              "NCCLSHIM_RECORD_DIR" not in out, "deep working directory: %s" % out[-500:])
+        check(any(n.startswith("ncclshim-record-") for n in os.listdir(".")),
+              "no dump in the deep working directory")
+    finally:
+        os.chdir(tmp)
+
+
+CHECKS = {"alone": check_alone, "compare": check_compare, "audit": check_audit,
+          "deepdir": check_deepdir}
 
 
 if __name__ == "__main__":

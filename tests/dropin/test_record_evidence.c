@@ -2,7 +2,6 @@
  * program's abort, the launcher's signal, exit); a vfork child, which shares its parent's
  * memory, changes nothing of the parent's recorder; LD_AUDIT with LD_PRELOAD records each
  * call once, in one dump, however it was bound; the settings' names and blanks. */
-#include <dirent.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -29,26 +28,6 @@ static const record_case test_hang_kept_by_later_dump = {
              {{HEADER_LINE, STUCK, "\"stuck_seq\":3,\"stuck_rank\":0,"}, 1}},
     .entries = 1,
 };
-
-/* Every dump in `dir`, one after the other (a few KiB each). */
-static char *all_dumps(const char *dir) {
-  size_t size = 1 << 16, used = 0;
-  char *all = calloc(1, size);
-  DIR *d = opendir(dir);
-  assert_non_null(d);
-  for (struct dirent *e; (e = readdir(d)) != NULL;) {
-    if (e->d_name[0] == '.') continue;
-    char *path = join(dir, e->d_name);
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    used += fread(all + used, 1, size - 1 - used, f);
-    fclose(f);
-    free(path);
-  }
-  closedir(d);
-  all[used] = '\0';
-  return all;
-}
 
 /* The vfork child dumps on the signal it got (a file of its own: no call, no communicator);
  * the parent's dump after it is the parent's, whole. */

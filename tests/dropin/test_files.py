@@ -355,6 +355,23 @@ def check_compare_invariants(tmp):
         "ncclshim-record-a.jsonl": dump_text(process="00000000000000a1", rank=0),
         "ncclshim-record-b.jsonl": dump_text(process="00000000000000b2", rank=1, nranks=4)}, 2,
         "verdict: unusable: communicator 00000000000000c1 has 2 ranks in ")
+    # One process lists a communicator twice (destroyed, then made again from the same unique
+    # id): the live one counts, not "two processes claim rank 0".
+    ended = ('{"kind":"comm","comm":"c-2","comm_id":"00000000000000c1","rank":0,"nranks":2,'
+             '"last_seq":1,"ended_by":"ncclCommDestroy"}\n')
+    first, rest = good.split("\n", 1)
+    compare_dir(os.path.join(tmp, "made-twice"), {
+        "ncclshim-record-a.jsonl": first + "\n" + ended + rest,
+        "ncclshim-record-b.jsonl": dump_text(process="00000000000000b2", rank=1)}, 0,
+        "verdict: every communicator in step")
+    # Two containers' processes (one host name, one pid) claim rank 1: told apart by id.
+    compare_dir(os.path.join(tmp, "claims-one-pid"), {
+        "ncclshim-record-a.jsonl": dump_text(process="00000000000000a1", rank=0, last_seq=4),
+        "ncclshim-record-b.jsonl": dump_text(process="00000000000000b2", rank=1, last_seq=3),
+        "ncclshim-record-c.jsonl": dump_text(process="00000000000000c3", rank=1, last_seq=4)},
+        2, "rank 1 (h pid 7, process 00000000000000b2) is behind on communicator "
+        "00000000000000c1 at seq 4: it stopped after seq 3, while rank 0, rank 1 (h pid 7, "
+        "process 00000000000000c3) issued seq 4")
     # CRLF line ends.
     compare_dir(os.path.join(tmp, "crlf"), {
         "ncclshim-record-a.jsonl": dump_text(process="00000000000000a1", rank=0).replace(

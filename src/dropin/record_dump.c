@@ -177,27 +177,22 @@ typedef struct writer {
 } writer;
 
 static void writer_of(rec_state *r, writer *w, int child) {
-  w->child = child;
-  w->names = 0;
   if (!child) {
-    *w = (writer){0,
-                  r->process_id,
-                  r->parent_process_id,
-                  atomic_load(&r->first),
-                  atomic_load(&r->generation),
-                  atomic_load(&r->process_rank),
-                  0,
-                  &r->name_suffix,
-                  0};
+    *w = (writer){.process_id = r->process_id,
+                  .parent_process_id = r->parent_process_id,
+                  .first = atomic_load(&r->first),
+                  .generation = atomic_load(&r->generation),
+                  .rank = atomic_load(&r->process_rank),
+                  .name_suffix = &r->name_suffix};
     return;
   }
   /* The same id for every dump of that child: its pid and start time under the key. */
-  w->process_id = ncs_rec_child_id(r);
-  w->parent_process_id = r->process_id;
-  w->first = atomic_load(&r->next);                /* none of the parent's calls */
-  w->generation = atomic_load(&r->generation) + 1; /* none of its communicators */
-  w->rank = NCCLSHIM_REC_NONE;
-  w->child_suffix = 0;
+  *w = (writer){.child = 1,
+                .process_id = ncs_rec_child_id(r),
+                .parent_process_id = r->process_id,
+                .first = atomic_load(&r->next),                /* none of the parent's calls */
+                .generation = atomic_load(&r->generation) + 1, /* none of its communicators */
+                .rank = NCCLSHIM_REC_NONE};
   w->name_suffix = &w->child_suffix;
 }
 

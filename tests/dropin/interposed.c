@@ -22,6 +22,7 @@
  *                                   issues 1
  *   interposed vfork                a vfork child (after two all-reduces) that gets the dump
  *                                   signal before it exits, then its parent dumps (SIGUSR1)
+ *   interposed vforkexit            the same, the child ending by exit() (destructors run)
  *   interposed handle N             N all-reduces through the linked names, one through dlsym
  *                                   on NCCL's own handle (as a program that dlopens it), then
  *                                   the dump signal (SIGUSR1)
@@ -286,10 +287,12 @@ static void fork_use(void) {
   raise(SIGUSR1);
 }
 
-/* The child shares its parent's memory until it exits: the dump signal's handler runs in it. */
-static void vforked(void) {
+/* The child shares its parent's memory until it exits: the dump signal's handler runs in it,
+ * or (exit) the library's destructors. */
+static void vfork_then(int by_exit) {
   all_reduces(interposed_start(0), 2);
   pid_t child = vfork();
+  if (child == 0 && by_exit) exit(0);
   if (child == 0) {
     raise(SIGUSR1);
     _exit(0);
@@ -299,6 +302,9 @@ static void vforked(void) {
   printf("child_status=%d\n", status);
   raise(SIGUSR1);
 }
+
+static void vforked(void) { vfork_then(0); }
+static void vforked_exit(void) { vfork_then(1); }
 
 static void through_handle(int n) {
   ncclComm_t comm = interposed_start(0);
@@ -338,10 +344,10 @@ static void fork_reuse(void) {
 static const struct {
   const char *name;
   void (*run)(void);
-} plain[] = {{"query", query},        {"fulldisk", full_disk},      {"fork", forked},
-             {"tworanks", two_ranks}, {"forkuse", fork_use},        {"forkreuse", fork_reuse},
-             {"vfork", vforked},      {"interrupted", interrupted}, {"actions", actions},
-             {"threads", threads}};
+} plain[] = {{"query", query},        {"fulldisk", full_disk},     {"fork", forked},
+             {"tworanks", two_ranks}, {"forkuse", fork_use},       {"forkreuse", fork_reuse},
+             {"vfork", vforked},      {"vforkexit", vforked_exit}, {"interrupted", interrupted},
+             {"actions", actions},    {"threads", threads}};
 static const struct {
   const char *name;
   void (*run)(int);

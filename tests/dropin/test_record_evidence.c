@@ -48,6 +48,20 @@ static void test_vfork_child_leaves_parent(void **state) {
   free(all);
 }
 
+/* A vfork child that ends by exit() runs the library's destructor in its parent's memory:
+ * no exit dump of its own, and the parent's dump on the signal is whole. (The loader's own
+ * state is shared too: the parent's exit finds the destructors run, and dumps no more.) */
+static const record_case test_vfork_exit_leaves_parent = {
+    .args = {"vforkexit"},
+    .env = {DUMP_ON_USR1, AT_EXIT},
+    .values = {{"child_status", "0"}},
+    .dump = {{{HEADER_LINE, "\"reason\":\"signal\"", "\"calls\":3,"}, 1},
+             {{HEADER_LINE, "\"forked\""}, 0},
+             {{COMM_LINE, "\"last_seq\":2,"}, 1},
+             {{CALL_LINE}, 3}},
+    .entries = 1,
+};
+
 /* LD_AUDIT and LD_PRELOAD together, one call bound by dlsym on NCCL's own handle: one dump,
  * every call in it, and one dump per signal. */
 static void test_audit_with_preload_one_dump(void **state) {
@@ -124,6 +138,7 @@ int run_record_evidence_tests(void) {
   const struct CMUnitTest tests[] = {
       RECORD_CASE_TEST(test_hang_kept_by_later_dump),
       cmocka_unit_test(test_vfork_child_leaves_parent),
+      RECORD_CASE_TEST(test_vfork_exit_leaves_parent),
       cmocka_unit_test(test_audit_with_preload_one_dump),
       cmocka_unit_test(test_signal_names),
       RECORD_CASE_TEST(test_hang_ms_blanks),

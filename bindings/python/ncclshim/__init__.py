@@ -129,7 +129,7 @@ def run_probe(*args: str, python_env: bool = True) -> subprocess.CompletedProces
         return subprocess.run(argv, executable=executable, capture_output=True, text=True,
                               env=env)
     except OSError as e:  # E2BIG: a text longer than the system lets a command line be
-        raise _native.ProbeUnavailable("cannot start %s: %s" % (argv[0], e.strerror or e)) \
+        raise _native.ProbeUnavailable("cannot start %s: %s" % (executable, e.strerror or e)) \
             from None
 
 

@@ -1,5 +1,6 @@
 """python -m ncclshim: the probe, --explain, --doctor, --loaded; --json for JSON."""
 import json
+import os
 import sys
 
 from . import loaded, run_probe
@@ -20,16 +21,35 @@ probe is run, or the one NCCLSHIM_PYTHON_PROBE names.
 
 def main(argv=None):
     args = list(sys.argv[1:] if argv is None else argv)
-    if args[:1] in (["-h"], ["--help"]):
-        sys.stdout.write(USAGE)
-        return 0
-    if "--help-probe" in args:
-        args = ["--help"]
     try:
-        return _run(args)
+        if args[:1] in (["-h"], ["--help"]):
+            sys.stdout.write(USAGE)
+            code = 0
+        else:
+            code = _run(["--help"] if "--help-probe" in args else args)
     except (OSError, ValueError) as e:  # the environment, or a text no command line carries
-        print("ncclshim: %s" % e, file=sys.stderr)
-        return 2
+        return _fail("ncclshim: %s" % e)
+    try:
+        sys.stdout.flush()
+    except OSError as e:  # a full disk, a closed pipe: said once, not again at exit
+        return _fail("ncclshim: cannot write the output: %s" % (e.strerror or e))
+    return code
+
+
+def _fail(line):
+    """One line on stderr, exit status 2; stdout's unwritten rest is dropped (pointed at
+    /dev/null), so that the interpreter's own flush at exit has nothing to complain of."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+    try:
+        print(line, file=sys.stderr)
+    except OSError:
+        pass
+    return 2
 
 
 def _run(args):

@@ -9,15 +9,16 @@ the collectives take it directly, or view(dtype) for a typed one).
 """
 import ctypes
 
-from . import _clib
+from . import _args, _clib
 from .buffers import Buffer, dtype_code, element_size, stream as _stream
 from .errors import NcclshimError
 
 
 class SymmetricBuffer:
     def __init__(self, comm, nbytes, stream=None):
-        out = ctypes.c_void_p()
+        nbytes = _args.integer(nbytes, "nbytes", 1, _args.SIZE_MAX)
         s = _stream(stream) if stream is not None else 0
+        out = ctypes.c_void_p()
         _clib.check(_clib.lib().ncclshim_symmem_alloc(comm._handle(), nbytes, s, comm._ms,
                                                       ctypes.byref(out)),
                     "ncclshim_symmem_alloc")
@@ -38,7 +39,7 @@ class SymmetricBuffer:
         """An ncclshim.Buffer of `count` elements (default: as many as fit) of dtype."""
         code = dtype_code(dtype)
         fit = self.nbytes // element_size(code)
-        count = fit if count is None else count
+        count = fit if count is None else _args.integer(count, "count", 0, _args.SIZE_MAX)
         if count > fit:
             raise ValueError("%d elements do not fit in %d bytes" % (count, self.nbytes))
         return Buffer(self.ptr, count, code)

@@ -15,7 +15,7 @@ import ctypes
 import sys
 import threading
 
-from . import _clib
+from . import _args, _clib
 from .errors import NcclshimError, NcclTimeout
 
 # Every watchdog not yet stopped: its ctypes callback must outlive any call the C thread may
@@ -25,6 +25,12 @@ _LIVE = set()
 
 class Watchdog:
     def __init__(self, on_failure=None, interval=0.01):
+        if on_failure is not None and not callable(on_failure):
+            raise TypeError("on_failure must be None or a callable (comm, error), not %s"
+                            % type(on_failure).__name__)
+        interval_ms = int(_args.seconds(interval, "interval") * 1000)
+        if not 1 <= interval_ms <= 60000:
+            raise ValueError("interval must be 0.001 to 60 seconds, not %r" % (interval,))
         f, lib_ = _clib.functions(), _clib.lib()
         self._comms = {}          # ncclshim_comm address -> Communicator
         self._on_failure = on_failure
@@ -34,7 +40,7 @@ class Watchdog:
         # Kept as long as the C side can call it: until stop() has joined the thread.
         self._trampoline = f.ncclshim_watchdog_callback(self._called)
         options = f.ncclshim_watchdog_options(size=ctypes.sizeof(f.ncclshim_watchdog_options),
-                                              interval_ms=max(1, int(interval * 1000)),
+                                              interval_ms=interval_ms,
                                               on_failure=self._trampoline)
         out = ctypes.c_void_p()
         _clib.check(lib_.ncclshim_watchdog_start(ctypes.byref(options), ctypes.byref(out)),

@@ -22,7 +22,11 @@ Cases (one line each in OUTDIR/summary.csv, `case,verdict,detail`):
                       interleaved call by call, host time per call (median): ratio <= 1.05
   graph-replay        a graph of 16 all_reduces captured through each, replayed
                       interleaved: replay time ratio within 1.05
-  python-work         diagnostics (always ok): ns of ncclshim's pair reader, of the
+  lean-<size>         ncclshim's all_reduce against python_lean.py's (the leanest
+                      hand-written ctypes call), in-process, interleaved call by call,
+                      host time per call (median): ratio <= 1.00 (OUTDIR/lean.csv)
+  extension           the package's C extension (_fast) is what the calls run through
+  python-work         diagnostics (always ok): ns of ncclshim's Python pair check, of the
                       pynccl-style argument building, of each torch accessor
 Timings: OUTDIR/percall.csv, OUTDIR/graph.csv."""
 import csv
@@ -46,6 +50,7 @@ except Exception as e:  # its cases then fail, naming this
     cupy, CUPY_ERROR = None, e
 from capture import captured_all_reduce
 from pynccl_style import PyNcclStyle, take_turns
+import python_lean
 
 OUT = sys.argv[1]
 START = time.monotonic()
@@ -364,14 +369,36 @@ def percall(theirs, ours_by_mode, csvw):
         note("percall-%d" % size, "FAIL: ratio > 1.05" if bad else "ok", detail)
 
 
+def lean():
+    """python_lean.py's comparison (lean.csv), one summary line per size."""
+    s = torch.cuda.Stream()
+    with ncclshim.Communicator(1, 0, ncclshim.unique_id(), timeout=20) as ours:
+        path = ncclshim._clib.lib().ncclshim_nccl_path(ncclshim._clib.nccl()).decode()
+        rows = python_lean.compare(ours, path, {torch.float32: 7}, lambda n: (
+            torch.ones(n, device="cuda"), torch.zeros(n, device="cuda")), s, s.synchronize,
+            OUT, int(os.environ.get("LEAN_REPS", "3000")))
+    for size, mo, mt in rows:
+        note("lean-%d" % size, "ok" if mo <= mt * python_lean.GOAL else
+             "FAIL: ratio > %.2f" % python_lean.GOAL,
+             "%.0f vs %.0f ns, ratio %.3f" % (mo, mt, mo / mt))
+    return "NCCL %s" % path
+
+
+def extension():
+    fast = ncclshim._clib.fast_module()
+    if fast is None or not issubclass(ncclshim.Communicator, fast.Calls):
+        raise RuntimeError("the calls run on the pure Python path: no extension loaded")
+    return fast.__file__
+
+
 def python_work():
     """Diagnostics for the percall cases (always ok): the host time of each piece of Python
     work on two 8-byte CUDA tensors, best of 5 loops of 20000, ns."""
     x, y = torch.ones(2, device="cuda"), torch.zeros(2, device="cuda")
-    pair = ncclshim.buffers.pair(x)
+    pair = ncclshim.buffers.pair
     vp = ctypes.c_void_p
     pieces = [
-        ("ncclshim generic pair reader", lambda: pair(x, y, 1, "recv")),
+        ("ncclshim Python pair check", lambda: pair(x, "send", False, y, "recv", True, 1)),
         ("pynccl-style arguments", lambda: (vp(x.data_ptr()), vp(y.data_ptr()), x.numel(),
                                             str(x.dtype), vp(0))),
         ("is_cuda", lambda: x.is_cuda), ("is_contiguous()", lambda: x.is_contiguous()),
@@ -455,6 +482,8 @@ def main():
     if ncclshim._clib.has("ncclshim_comm_record_graph"):  # from the graphs issue's merge on
         run("watchdog-graph", watchdog_graph)
     run("cost", cost)
+    run("extension", extension)
+    run("lean", lean)
     run("python-work", python_work)
     with open(os.path.join(OUT, "summary.csv"), "w", newline="") as f:
         w = csv.writer(f)

@@ -141,28 +141,37 @@ def main(argv):
 
         def tensors(n):
             return torch.ones(n, device="cuda"), torch.zeros(n, device="cuda")
-    ours = ncclshim.Communicator(1, 0, ncclshim.unique_id(), timeout=20)
-    path = ncclshim._clib.lib().ncclshim_nccl_path(ncclshim._clib.nccl()).decode()
-    theirs = Lean(path, {torch.float32: 7})
-    worst = 0.0
-    with open(os.path.join(out, "lean.csv"), "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["bytes", "ncclshim_ns", "lean_ns", "ratio"])
-        for size in SIZES:
-            x, y = tensors(max(2, size // 4))
-            t_ours, t_theirs = take_turns(ours, theirs, x, y, stream, reps, sync=sync)
-            mo, mt = statistics.median(t_ours), statistics.median(t_theirs)
-            worst = max(worst, mo / mt)
-            w.writerow([size, "%.0f" % mo, "%.0f" % mt, "%.4f" % (mo / mt)])
-            print("%9d B  ncclshim %7.0f ns  lean %7.0f ns  ratio %.3f"
-                  % (size, mo, mt, mo / mt), flush=True)
-    if sync is not None:
-        sync()
-    theirs.close()
-    ours.close()
+    with ncclshim.Communicator(1, 0, ncclshim.unique_id(), timeout=20) as ours:
+        path = ncclshim._clib.lib().ncclshim_nccl_path(ncclshim._clib.nccl()).decode()
+        rows = compare(ours, path, {torch.float32: 7}, tensors, stream, sync, out, reps)
+    worst = max(mo / mt for _, mo, mt in rows)
     print("lean: worst ratio %.3f (goal <= %.2f), %s path" % (
         worst, GOAL, "C" if ncclshim._clib.fast_module() else "pure Python"))
     return 0 if worst <= GOAL else 1
+
+
+def compare(ours, path, dtypes, tensors, stream, sync, out, reps):
+    """ours.all_reduce against Lean's on the NCCL at path, per size (tensors(n) makes the
+    pair): writes OUTDIR/lean.csv, returns [(bytes, ours' median ns, lean's)]."""
+    theirs = Lean(path, dtypes)
+    rows = []
+    try:
+        with open(os.path.join(out, "lean.csv"), "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["bytes", "ncclshim_ns", "lean_ns", "ratio"])
+            for size in SIZES:
+                x, y = tensors(max(2, size // 4))
+                t_ours, t_theirs = take_turns(ours, theirs, x, y, stream, reps, sync=sync)
+                mo, mt = statistics.median(t_ours), statistics.median(t_theirs)
+                w.writerow([size, "%.0f" % mo, "%.0f" % mt, "%.4f" % (mo / mt)])
+                print("%9d B  ncclshim %7.0f ns  lean %7.0f ns  ratio %.3f"
+                      % (size, mo, mt, mo / mt), flush=True)
+                rows.append((size, mo, mt))
+    finally:
+        if sync is not None:
+            sync()
+        theirs.close()
+    return rows
 
 
 if __name__ == "__main__":

@@ -114,14 +114,27 @@ typedef struct {
   int code;
 } View;
 
+static void replace(PyObject **slot, PyObject *value) {
+  Py_XINCREF(value);
+  Py_XDECREF(*slot);
+  *slot = value;
+}
+
+/* Whether t's type is torch.Tensor itself (a subclass may change what the accessors mean).
+ * The type is learned from the torch in sys.modules, again whenever it differs. */
+static int is_tensor(PyObject *t) {
+  if (tensor_type && (PyObject *)Py_TYPE(t) == tensor_type) return 1;
+  PyObject *torch = PyDict_GetItem(PyImport_GetModuleDict(), s_torch);
+  PyObject *type = torch ? PyObject_GetAttr(torch, s_tensor) : NULL;
+  if (!type) return 0;
+  replace(&tensor_type, type);
+  Py_DECREF(type);
+  return (PyObject *)Py_TYPE(t) == tensor_type;
+}
+
 /* A CUDA, contiguous tensor of torch's exact Tensor type whose dtype has a code. */
 static int read_tensor(PyObject *t, View *v) {
-  if (!tensor_type) {
-    PyObject *torch = PyDict_GetItem(PyImport_GetModuleDict(), s_torch);
-    tensor_type = torch ? PyObject_GetAttr(torch, s_tensor) : NULL;
-    if (!tensor_type) PyErr_Clear();
-  }
-  if (!tensor_type || (PyObject *)Py_TYPE(t) != tensor_type) return -1;
+  if (!is_tensor(t)) return -1;
   if (!is_true(PyObject_GetAttr(t, s_is_cuda)) ||
       !is_true(PyObject_CallMethodObjArgs(t, s_is_contiguous, NULL)))
     return -1;
@@ -158,7 +171,9 @@ static int read_op(PyObject *op, int code, int *out) {
   long v = 0;
   if (op && PyLong_CheckExact(op)) {
     v = PyLong_AsLong(op);
-  } else if (op && !PyLong_Check(op)) {
+  } else if (op) {
+    if (PyLong_Check(op)) /* bool, an int subclass: the Python path decides */
+      return -1;
     PyObject *known = PyDict_GetItem(op_codes, op);
     if (!known) return -1;
     v = PyLong_AsLong(known);
@@ -364,12 +379,6 @@ static PyType_Spec calls_spec = {"ncclshim._fast.Calls", sizeof(Calls), 0,
                                  Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, calls_slots};
 
 /* ---- module functions ---- */
-
-static void replace(PyObject **slot, PyObject *value) {
-  Py_XINCREF(value);
-  Py_XDECREF(*slot);
-  *slot = value;
-}
 
 static PyObject *setup(PyObject *module, PyObject *args) {
   (void)module;

@@ -23,17 +23,31 @@ def main(argv=None):
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         if args[:1] in (["-h"], ["--help"]):
-            sys.stdout.write(USAGE)
+            _write(USAGE)
             code = 0
         else:
             code = _run(["--help"] if "--help-probe" in args else args)
+        try:
+            sys.stdout.flush()
+        except OSError as e:
+            raise _Unwritable(e) from None
+    except _Unwritable as e:  # a full disk, a closed pipe: said once, not again at exit
+        return _fail("ncclshim: cannot write the output: %s" % (e.args[0].strerror or
+                                                                e.args[0]))
     except (OSError, ValueError) as e:  # the environment, or a text no command line carries
         return _fail("ncclshim: %s" % e)
-    try:
-        sys.stdout.flush()
-    except OSError as e:  # a full disk, a closed pipe: said once, not again at exit
-        return _fail("ncclshim: cannot write the output: %s" % (e.strerror or e))
     return code
+
+
+class _Unwritable(Exception):
+    """Standard output refused what was written (its OSError as the argument)."""
+
+
+def _write(text):
+    try:
+        sys.stdout.write(text)
+    except OSError as e:
+        raise _Unwritable(e) from None
 
 
 def _fail(line):
@@ -56,16 +70,16 @@ def _run(args):
     if "--loaded" in args:
         found = loaded()
         if "--json" in args:
-            print(json.dumps({"loaded": [{"path": x.path, "version": x.version,
-                                          "in_program": x.in_program} for x in found]}))
+            _write(json.dumps({"loaded": [{"path": x.path, "version": x.version,
+                                           "in_program": x.in_program} for x in found]}) + "\n")
         else:
-            print("NCCLs mapped in this interpreter: %d%s" % (len(found), "" if found else
-                                                              " (none)"))
+            _write("NCCLs mapped in this interpreter: %d%s\n" % (len(found), "" if found else
+                                                                 " (none)"))
             for x in found:
-                print("  %-9s %s" % (x.version or "unknown", x.path))
+                _write("  %-9s %s\n" % (x.version or "unknown", x.path))
         return 0
     proc = run_probe(*args)
-    sys.stdout.write(proc.stdout)
+    _write(proc.stdout)
     sys.stderr.write(proc.stderr)
     if proc.returncode < 0:  # killed by a signal: the probe could not run
         print("ncclshim: ncclshim-probe was killed by signal %d" % -proc.returncode,

@@ -21,6 +21,7 @@ import argparse
 import base64
 import hashlib
 import os
+import platform
 import posixpath
 import re
 import subprocess
@@ -38,18 +39,36 @@ INCLUDE = os.path.join(HERE, "..", "..", "include")
 TAG = "cp38-abi3"  # the extension's stable ABI: CPython 3.8 and later
 
 
-def extension(cc, python_include):
+def extension(cc, python_include, arch):
     """fast.c built as the wheel's ncclshim/_fast.abi3.so: stripped, no build path inside."""
     root = os.path.realpath(os.path.join(HERE, "..", ".."))
     with tempfile.TemporaryDirectory(prefix="ncclshim-fast-") as tmp:
         out = os.path.join(tmp, "_fast.abi3.so")
         subprocess.run(cc + ["-std=c11", "-O2", "-fPIC", "-shared", "-fvisibility=hidden",
                              "-Wall", "-Wextra", "-Werror", "-ffile-prefix-map=%s=." % root,
-                             "-I", INCLUDE, "-I", python_include, "-s",
-                             "-Wl,--build-id=none,-z,relro,-z,now,-z,noexecstack", "-o", out,
-                             os.path.join(HERE, "fast.c")], check=True)
+                             "-I", INCLUDE, "-I", python_include] +
+                       cross_config(python_include, arch, tmp) +
+                       ["-s", "-Wl,--build-id=none,-z,relro,-z,now,-z,noexecstack", "-o", out,
+                        os.path.join(HERE, "fast.c")], check=True)
         with open(out, "rb") as f:
             return f.read()
+
+
+def cross_config(python_include, arch, tmp):
+    """For another architecture's build against Debian's python3-dev, whose pyconfig.h
+    includes <ARCH-linux-gnu/python3.N/pyconfig.h> for the target: that file, pointing at
+    this machine's. Both targets are LP64 Linux: the sizes and alignments the stable ABI's
+    declarations depend on are the same. [] where nothing is needed."""
+    version = os.path.basename(os.path.normpath(python_include))
+    real = os.path.join(os.path.dirname(os.path.normpath(python_include)),
+                        sysconfig.get_config_var("MULTIARCH") or "", version, "pyconfig.h")
+    if arch == platform.machine() or not os.path.isfile(real):
+        return []
+    shim = os.path.join(tmp, "config", "%s-linux-gnu" % arch, version)
+    os.makedirs(shim)
+    with open(os.path.join(shim, "pyconfig.h"), "w") as f:
+        f.write('#include "%s"\n' % real)
+    return ["-I", os.path.join(tmp, "config")]
 
 
 METADATA = """Metadata-Version: 2.1
@@ -111,7 +130,8 @@ def main():
     import gen_functions
     cc = os.environ.get("CC", "cc").split()
     files["ncclshim/_functions.py"] = (gen_functions.generate(cc, INCLUDE).encode(), 0o644)
-    files["ncclshim/_fast.abi3.so"] = (extension(a.cc.split(), a.python_include), 0o755)
+    files["ncclshim/_fast.abi3.so"] = (extension(a.cc.split(), a.python_include, a.arch),
+                                       0o755)
     for src, name in ((a.library, library_dir(a.probe) + "/libncclshim.so.0"),
                       (a.probe, "ncclshim/bin/ncclshim-probe")):
         with open(src, "rb") as f:

@@ -33,7 +33,7 @@ import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCES = ["__init__.py", "__main__.py", "_native.py", "py.typed", "_args.py", "_clib.py",
-           "buffers.py",
+           "buffers.py", "collconfig.py",
            "comm.py", "errors.py", "symmem.py", "watchdog.py"]
 INCLUDE = os.path.join(HERE, "..", "..", "include")
 TAG = "cp38-abi3"  # the extension's stable ABI: CPython 3.8 and later

@@ -937,6 +937,113 @@ class Agreement(Live):
                 "recv": ("ncclRecv", [ap, n, code, root, raw, handle])}[kind]
 
 
+class CollConfigs(Live):
+    """On NCCL 2.32.3: config= calls the ...Config entry point with the config's address, its
+    struct of NCCL's size, magic and layout; ncclSetEncryption gets its config."""
+
+    def test_config_reaches_the_config_entry(self):
+        cfg = ncclshim.CollConfig(max_ctas=8, alg_selection="ring", profiler_tag=2 ** 64 - 1,
+                                  launch_completion_event=types.SimpleNamespace(cuda_event=0x77))
+        a, b, big = Device(0x1000, 4), Device(0x2000, 4), Device(0x3000, 16)
+        with Communicator(4, 0, ncclshim.unique_id()) as c:
+            s, raw = 9, c.raw
+            for call, want in (
+                    (lambda: c.all_reduce(a, b, op="max", stream=s, config=cfg),
+                     ("ncclAllReduceConfig", [0x1000, 0x2000, 4, 7, 2, raw, s])),
+                    (lambda: c.broadcast(a, b, root=3, stream=s, config=cfg),
+                     ("ncclBroadcastConfig", [0x1000, 0x2000, 4, 7, 3, raw, s])),
+                    (lambda: c.reduce(a, None, root=1, op="min", stream=s, config=cfg),
+                     ("ncclReduceConfig", [0x1000, 0x1000, 4, 7, 3, 1, raw, s])),
+                    (lambda: c.all_gather(a, big, stream=s, config=cfg),
+                     ("ncclAllGatherConfig", [0x1000, 0x3000, 4, 7, raw, s])),
+                    (lambda: c.reduce_scatter(big, a, stream=s, config=cfg),
+                     ("ncclReduceScatterConfig", [0x3000, 0x1000, 4, 7, 0, raw, s])),
+                    (lambda: c.all_to_all(big, Device(0x4000, 16), stream=s, config=cfg),
+                     ("ncclAlltoAllConfig", [0x3000, 0x4000, 4, 7, raw, s])),
+                    (lambda: c.gather(a, big, root=0, stream=s, config=cfg),
+                     ("ncclGatherConfig", [0x1000, 0x3000, 4, 7, 0, raw, s])),
+                    (lambda: c.scatter(big, a, root=0, stream=s, config=cfg),
+                     ("ncclScatterConfig", [0x3000, 0x1000, 4, 7, 0, raw, s]))):
+                call()
+                name, args = last_call()
+                self.assertEqual((name, args[:-1]), want)
+                self.assertEqual(args[-1], cfg.address)
+                st = ncclshim._clib.functions().STRUCTS["ncclshim_coll_config_t"].from_address(
+                    args[-1])
+                self.assertEqual((st.size, st.magic, st.version, st.maxCTAs, st.minCTAs,
+                                  st.algSelection, st.forceAlgSelection, st.userProfilerTag,
+                                  st.launchCompletionEvent),
+                                 (72, 0xcafebeef, 23203, 8, -2 ** 31, b"ring", 1, 2 ** 64 - 1,
+                                  0x77))
+            c.all_reduce(a, b, stream=s)  # without config: the plain entry, unchanged
+            self.assertEqual(last_call()[0], "ncclAllReduce")
+
+    def test_config_refused_before_nccl(self):
+        c = Communicator(1, 0, ncclshim.unique_id())
+        self.addCleanup(c.close)
+        before = collective_counts()
+        for kw, error, text in ((dict(max_ctas=2 ** 31), ValueError, "max_ctas is 2147483648"),
+                                (dict(min_ctas=-1), ValueError, "min_ctas is -1"),
+                                (dict(profiler_tag=2 ** 64), ValueError, "profiler_tag"),
+                                (dict(alg_selection=b"ring"), TypeError, "alg_selection must"),
+                                (dict(force_alg_selection=1), TypeError, "must be a bool"),
+                                (dict(launch_completion_event="e"), TypeError, "event"),
+                                (dict(launch_completion_event=types.SimpleNamespace(
+                                    cuda_event="e")), TypeError, "not an event handle")):
+            with self.assertRaisesRegex(error, text):
+                ncclshim.CollConfig(**kw)
+        with self.assertRaisesRegex(TypeError, "config must be an ncclshim.CollConfig"):
+            c.all_reduce(Device(0x1000, 4), stream=0, config={"max_ctas": 2})
+        self.assertEqual(collective_counts(), before)
+
+    def test_set_encryption(self):
+        clib, seen = ncclshim.collconfig._clib, []
+        real = clib.nccl_function("ncclSetEncryption")
+
+        def spy(address):  # the config as NCCL sees it during the call
+            st = clib.functions().STRUCTS["ncclshim_encryption_config_t"].from_address(address)
+            seen.append((st.size, st.magic, st.version, st.mode, st.psk))
+            return real(address)
+        nccl_function = clib.nccl_function
+        clib.nccl_function = lambda name: spy if name == "ncclSetEncryption" else \
+            nccl_function(name)
+        try:
+            ncclshim.set_encryption("psk", psk="secret")
+        finally:
+            clib.nccl_function = nccl_function
+        self.assertEqual(seen, [(32, 0xcafebeef, 23203, 1, b"secret")])
+        self.assertEqual(last_call()[0], "ncclSetEncryption")
+        ncclshim.set_encryption("none")
+        for args, kw, text in ((("psk",), {}, "psk is needed"), (("rsa",), {"psk": "k"}, "mode"),
+                               (("none",), {"psk": "k"}, "only there"),
+                               (("psk",), {"psk": "a\0b"}, "NUL")):
+            with self.assertRaisesRegex(ValueError, text):
+                ncclshim.set_encryption(*args, **kw)
+        self.assertEqual(count("ncclSetEncryption"), 2)
+
+
+class NoCollConfig(Live):
+    """Before NCCL 2.32.3: config= and set_encryption raise at once, naming the release."""
+
+    def test_refused_naming_the_release(self):
+        cfg = ncclshim.CollConfig(max_ctas=2)
+        with Communicator(1, 0, ncclshim.unique_id()) as c:
+            for name, call in (
+                    ("ncclAllReduceConfig", lambda: c.all_reduce(Device(1, 4), stream=0,
+                                                                 config=cfg)),
+                    ("ncclAllGatherConfig", lambda: c.all_gather(Device(1, 4), Device(2, 4),
+                                                                 stream=0, config=cfg)),
+                    ("ncclSetEncryption", lambda: ncclshim.set_encryption("none"))):
+                before = collective_counts()
+                with self.assertRaises(NcclUnavailable) as cm:
+                    call()
+                self.assertRegex(str(cm.exception), "%s came with NCCL 2.32.3; the loaded "
+                                 "NCCL 2.28.9 .* lacks it" % name)
+                self.assertEqual(collective_counts(), before)
+                self.assertEqual(count(name), 0)
+            c.all_reduce(Device(1, 4), stream=0)  # without config: as before
+
+
 class Missing(Live):
     """On NCCL 2.27.3: the collectives of 2.28.3 raise at once, naming the release."""
 

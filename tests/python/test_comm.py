@@ -26,8 +26,8 @@ FUNCTIONS, LAYOUT, FAKE_CUDA = map(os.path.abspath, sys.argv[6:9])
 FAST = os.path.abspath(sys.argv[9]) if len(sys.argv) > 9 and sys.argv[9] else None
 CHECKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "comm_checks.py")
 # comm_checks.py's classes, and the fake NCCL each runs on.
-RUNS = [("Forwarding Frameworks DLPack Lifecycle Watchdog Refusals Groups Agreement",
-         "2.28.9"),
+RUNS = [("Forwarding Frameworks DLPack Lifecycle Watchdog Refusals Groups Agreement "
+         "NoCollConfig", "2.28.9"), ("CollConfigs Forwarding", "2.32.3"),
         ("Missing", "2.27.3"), ("NoNccl", None)]
 
 
@@ -106,7 +106,7 @@ class Generated(unittest.TestCase):
 
     def test_api_covers_what_the_package_calls(self):
         used = set()
-        for module in ("_clib", "comm", "symmem", "watchdog"):
+        for module in ("_clib", "collconfig", "comm", "symmem", "watchdog"):
             with open(os.path.join(PACKAGE, "ncclshim", module + ".py")) as src:
                 used |= set(re.findall(r"\.(ncclshim_\w+)", src.read()))  # lib_.x, f.x
         typed = set(self.f.API) | set(self.f.CALLBACKS) | set(self.f.STRUCTS)

@@ -172,8 +172,9 @@ def doctor() -> dict:
 # probe's functions above need (docs/python.md, "Import time", has the numbers).
 _LAZY = {"Buffer": "buffers", "dtype_code": "buffers", "Communicator": "comm", "group": "comm",
          "unique_id": "comm", "NcclshimError": "errors", "NcclTimeout": "errors",
-         "NcclUnavailable": "errors", "SymmetricBuffer": "symmem", "Watchdog": "watchdog"}
-_SUBMODULES = {"_clib", "buffers", "comm", "errors", "symmem", "watchdog"}
+         "NcclUnavailable": "errors", "SymmetricBuffer": "symmem", "Watchdog": "watchdog",
+         "CollConfig": "collconfig", "set_encryption": "collconfig"}
+_SUBMODULES = {"_clib", "buffers", "collconfig", "comm", "errors", "symmem", "watchdog"}
 
 
 def __getattr__(name):

@@ -22,6 +22,7 @@ device memory, synchronizes nothing and copies nothing (it is captured in CUDA g
 __dlpack__ makes a (host) capsule per call; the other readers make none."""
 import ctypes
 import sys
+from typing import Any, Optional, Tuple
 
 from ._args import SIZE_MAX, integer
 from ._clib import functions
@@ -69,7 +70,7 @@ def _table():
     return _codes
 
 
-def dtype_code(d):
+def dtype_code(d: Any) -> int:
     """NCCL's ncclDataType_t for d (see the module's doc; BOOL for a bool dtype); TypeError
     for one NCCL lacks."""
     codes = _table()
@@ -90,7 +91,7 @@ def dtype_code(d):
     return code
 
 
-def element_size(code):
+def element_size(code: int) -> int:
     _table()
     return _SIZES[code]
 
@@ -112,7 +113,11 @@ class Buffer:
     communicator's GPU (or memory NCCL can reach). Immutable once made."""
     __slots__ = ("ptr", "count", "dtype")
 
-    def __init__(self, ptr, count, dtype):
+    ptr: int
+    count: int
+    dtype: int
+
+    def __init__(self, ptr: int, count: int, dtype: Any) -> None:
         ptr = integer(ptr, "Buffer: ptr", 0, SIZE_MAX)
         count = integer(count, "Buffer: count", 0, SIZE_MAX)
         code = dtype_code(dtype)
@@ -360,7 +365,8 @@ def reader(obj, name="buffer"):
     return found
 
 
-def buffer(obj, name="buffer", written=False):
+def buffer(obj: Any, name: str = "buffer",
+           written: bool = False) -> Tuple[int, int, int, Optional[str]]:
     """(ptr, count, dtype, framework) for obj; see the module's doc."""
     if obj is None:
         raise TypeError("%s buffer missing" % name)
@@ -444,7 +450,7 @@ STREAM_ATTRS = {}
 _ATTR_OF = {_read_cuda_stream: "cuda_stream", _read_cupy_stream: "ptr"}
 
 
-def stream(s, framework=None, name="stream"):
+def stream(s: Any, framework: Optional[str] = None, name: str = "stream") -> int:
     """The stream handle (int) for s; see the module's doc."""
     if s is None:
         return current(framework)

@@ -27,6 +27,7 @@ from typing import Any, List, Optional
 
 from . import _args, _clib
 from .buffers import BOOL, buffer as _buffer, pair as _pair, stream as _stream
+from .collconfig import CollConfig
 from .errors import NcclshimError
 
 MODES = {"nonblocking": 0, "blocking": 1, "split-blocking": 2}
@@ -37,9 +38,10 @@ BOOL_OPS = {0: 2, 1: 3, 2: 2, 3: 3}
 _UINT8 = 1  # ncclUint8
 _IN_PROGRESS = 7
 # Call names as bytes that live as long as the module: ncclshim_comm_record keeps the pointer.
-_NAMES = {n: n.encode() for n in (
-    "ncclAllReduce", "ncclBroadcast", "ncclReduce", "ncclAllGather", "ncclReduceScatter",
-    "ncclSend", "ncclRecv", "ncclAlltoAll", "ncclGather", "ncclScatter")}
+_COLLECTIVES = ("ncclAllReduce", "ncclBroadcast", "ncclReduce", "ncclAllGather",
+                "ncclReduceScatter", "ncclAlltoAll", "ncclGather", "ncclScatter")
+_NAMES = {n: n.encode() for n in _COLLECTIVES + tuple(c + "Config" for c in _COLLECTIVES) +
+          ("ncclSend", "ncclRecv")}
 # The collectives every NCCL since 2.7 has, bound at init (the others on first use).
 _HOT = ("ncclAllReduce", "ncclBroadcast", "ncclReduce", "ncclAllGather", "ncclReduceScatter",
         "ncclSend", "ncclRecv")
@@ -142,8 +144,8 @@ class _PyCalls:
     _fast: Optional[int]
     _watched: bool
 
-    def all_reduce(self, send: Any, recv: Any = None, op: Any = "sum",
-                   stream: Any = None) -> None:
+    def all_reduce(self, send: Any, recv: Any = None, op: Any = "sum", stream: Any = None,
+                   config: Optional[CollConfig] = None) -> None:
         """recv = reduce(send) over the ranks; recv None: in place."""
         if recv is None:
             sp, n, dt, fw = _buffer(send, "send", True)
@@ -152,12 +154,13 @@ class _PyCalls:
             sp, rp, n, dt, fw = _pair(send, "send", False, recv, "recv", True, 1)
         o, dt = _reduction(op, dt)
         s = _stream(stream, fw)
-        r = self._nccl["ncclAllReduce"](sp, rp, n, dt, o, self._fast or self._comm(), s)
+        fn, name, tail = self._entry("ncclAllReduce", config)
+        r = fn(sp, rp, n, dt, o, self._fast or self._comm(), s, *tail)
         if r or self._watched:
-            self._after(r, "ncclAllReduce", s, n, dt)
+            self._after(r, name, s, n, dt)
 
-    def broadcast(self, send: Any, recv: Any = None, root: int = 0,
-                  stream: Any = None) -> None:
+    def broadcast(self, send: Any, recv: Any = None, root: int = 0, stream: Any = None,
+                  config: Optional[CollConfig] = None) -> None:
         """recv on every rank = send of root; recv None: in place."""
         if recv is None:
             sp, n, dt, fw = _buffer(send, "send", True)
@@ -167,12 +170,13 @@ class _PyCalls:
         root = _args.rank_in(root, "root", self.nranks)
         dt = _UINT8 if dt == BOOL else dt
         s = _stream(stream, fw)
-        r = self._nccl["ncclBroadcast"](sp, rp, n, dt, root, self._fast or self._comm(), s)
+        fn, name, tail = self._entry("ncclBroadcast", config)
+        r = fn(sp, rp, n, dt, root, self._fast or self._comm(), s, *tail)
         if r or self._watched:
-            self._after(r, "ncclBroadcast", s, n, dt)
+            self._after(r, name, s, n, dt)
 
     def reduce(self, send: Any, recv: Any = None, root: int = 0, op: Any = "sum",
-               stream: Any = None) -> None:
+               stream: Any = None, config: Optional[CollConfig] = None) -> None:
         """recv on root = reduce(send) over the ranks; recv None: in place."""
         if recv is None:
             sp, n, dt, fw = _buffer(send, "send", True)
@@ -182,28 +186,32 @@ class _PyCalls:
         root = _args.rank_in(root, "root", self.nranks)
         o, dt = _reduction(op, dt)
         s = _stream(stream, fw)
-        r = self._nccl["ncclReduce"](sp, rp, n, dt, o, root, self._fast or self._comm(), s)
+        fn, name, tail = self._entry("ncclReduce", config)
+        r = fn(sp, rp, n, dt, o, root, self._fast or self._comm(), s, *tail)
         if r or self._watched:
-            self._after(r, "ncclReduce", s, n, dt)
+            self._after(r, name, s, n, dt)
 
-    def all_gather(self, send: Any, recv: Any, stream: Any = None) -> None:
+    def all_gather(self, send: Any, recv: Any, stream: Any = None,
+                   config: Optional[CollConfig] = None) -> None:
         """recv (nranks x send's count) = every rank's send, in rank order."""
         sp, rp, n, dt, fw = _pair(send, "send", False, recv, "recv", True, self.nranks)
         dt = _UINT8 if dt == BOOL else dt
         s = _stream(stream, fw)
-        r = self._nccl["ncclAllGather"](sp, rp, n, dt, self._fast or self._comm(), s)
+        fn, name, tail = self._entry("ncclAllGather", config)
+        r = fn(sp, rp, n, dt, self._fast or self._comm(), s, *tail)
         if r or self._watched:
-            self._after(r, "ncclAllGather", s, n, dt)
+            self._after(r, name, s, n, dt)
 
-    def reduce_scatter(self, send: Any, recv: Any, op: Any = "sum",
-                       stream: Any = None) -> None:
+    def reduce_scatter(self, send: Any, recv: Any, op: Any = "sum", stream: Any = None,
+                       config: Optional[CollConfig] = None) -> None:
         """recv (send's count / nranks) = this rank's block of reduce(send)."""
         rp, sp, n, dt, fw = _pair(recv, "recv", True, send, "send", False, self.nranks)
         o, dt = _reduction(op, dt)
         s = _stream(stream, fw)
-        r = self._nccl["ncclReduceScatter"](sp, rp, n, dt, o, self._fast or self._comm(), s)
+        fn, name, tail = self._entry("ncclReduceScatter", config)
+        r = fn(sp, rp, n, dt, o, self._fast or self._comm(), s, *tail)
         if r or self._watched:
-            self._after(r, "ncclReduceScatter", s, n, dt)
+            self._after(r, name, s, n, dt)
 
     def send(self, buf: Any, peer: int, stream: Any = None) -> None:
         """buf to rank peer (in a group with the matching recv)."""
@@ -225,9 +233,10 @@ class _PyCalls:
         if r or self._watched:
             self._after(r, "ncclRecv", s, n, dt)
 
-    def all_to_all(self, send: Any, recv: Any, stream: Any = None) -> None:
+    def all_to_all(self, send: Any, recv: Any, stream: Any = None,
+                   config: Optional[CollConfig] = None) -> None:
         """Block i of send goes to rank i; recv's block j comes from rank j (NCCL 2.28.3+)."""
-        fn = self._optional("ncclAlltoAll")
+        fn, name, tail = self._entry("ncclAlltoAll", config)
         sp, rp, total, dt, fw = _pair(send, "send", False, recv, "recv", True, 1)
         if total % self.nranks:
             raise ValueError("send has %d elements, not a multiple of %d ranks"
@@ -235,14 +244,15 @@ class _PyCalls:
         n = total // self.nranks
         dt = _UINT8 if dt == BOOL else dt
         s = _stream(stream, fw)
-        r = fn(sp, rp, n, dt, self._fast or self._comm(), s)
+        r = fn(sp, rp, n, dt, self._fast or self._comm(), s, *tail)
         if r or self._watched:
-            self._after(r, "ncclAlltoAll", s, n, dt)
+            self._after(r, name, s, n, dt)
 
-    def gather(self, send: Any, recv: Any = None, root: int = 0, stream: Any = None) -> None:
+    def gather(self, send: Any, recv: Any = None, root: int = 0, stream: Any = None,
+               config: Optional[CollConfig] = None) -> None:
         """recv on root (nranks x send's count) = every rank's send (NCCL 2.28.3+); recv is
         not used on the other ranks (None allowed there)."""
-        fn = self._optional("ncclGather")
+        fn, name, tail = self._entry("ncclGather", config)
         root = _args.rank_in(root, "root", self.nranks)
         if recv is not None or self.rank == root:
             sp, rp, n, dt, fw = _pair(send, "send", False, recv, "recv", True, self.nranks)
@@ -250,14 +260,15 @@ class _PyCalls:
             (sp, n, dt, fw), rp = _buffer(send, "send", False), None
         dt = _UINT8 if dt == BOOL else dt
         s = _stream(stream, fw)
-        r = fn(sp, rp, n, dt, root, self._fast or self._comm(), s)
+        r = fn(sp, rp, n, dt, root, self._fast or self._comm(), s, *tail)
         if r or self._watched:
-            self._after(r, "ncclGather", s, n, dt)
+            self._after(r, name, s, n, dt)
 
-    def scatter(self, send: Any, recv: Any, root: int = 0, stream: Any = None) -> None:
+    def scatter(self, send: Any, recv: Any, root: int = 0, stream: Any = None,
+                config: Optional[CollConfig] = None) -> None:
         """recv = block `rank` of root's send (nranks x recv's count) (NCCL 2.28.3+); send is
         not used on the other ranks (None allowed there)."""
-        fn = self._optional("ncclScatter")
+        fn, name, tail = self._entry("ncclScatter", config)
         root = _args.rank_in(root, "root", self.nranks)
         if send is not None or self.rank == root:
             rp, sp, n, dt, fw = _pair(recv, "recv", True, send, "send", False, self.nranks)
@@ -265,9 +276,21 @@ class _PyCalls:
             (rp, n, dt, fw), sp = _buffer(recv, "recv", True), None
         dt = _UINT8 if dt == BOOL else dt
         s = _stream(stream, fw)
-        r = fn(sp, rp, n, dt, root, self._fast or self._comm(), s)
+        r = fn(sp, rp, n, dt, root, self._fast or self._comm(), s, *tail)
         if r or self._watched:
-            self._after(r, "ncclScatter", s, n, dt)
+            self._after(r, name, s, n, dt)
+
+    def _entry(self, name, config):
+        """The call's NCCL function, its name and what follows the stream: the plain entry,
+        or with a CollConfig its ...Config one (where the loaded NCCL has it) and the
+        config's address."""
+        if config is None:
+            return self._nccl.get(name) or self._optional(name), name, ()
+        if not isinstance(config, CollConfig):
+            raise TypeError("config must be an ncclshim.CollConfig, not %s"
+                            % type(config).__name__)
+        name += "Config"
+        return self._optional(name), name, (config.address,)
 
 
 class _NoExtension:

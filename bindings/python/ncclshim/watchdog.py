@@ -14,6 +14,7 @@ of its own, which stops the watchdog once the callback has returned."""
 import ctypes
 import sys
 import threading
+from typing import Any, Callable, Optional
 
 from . import _args, _clib
 from .errors import NcclshimError, NcclTimeout
@@ -24,7 +25,8 @@ _LIVE = set()
 
 
 class Watchdog:
-    def __init__(self, on_failure=None, interval=0.01):
+    def __init__(self, on_failure: Optional[Callable[[Any, NcclshimError], None]] = None,
+                 interval: float = 0.01) -> None:
         if on_failure is not None and not callable(on_failure):
             raise TypeError("on_failure must be None or a callable (comm, error), not %s"
                             % type(on_failure).__name__)
@@ -68,7 +70,7 @@ class Watchdog:
             except Exception:  # never into C: report it as Python would
                 sys.excepthook(*sys.exc_info())
 
-    def stop(self):
+    def stop(self) -> None:
         """Stops and frees the watchdog (it unwatches what it still watches). From the
         callback's own thread it is deferred to another thread, and returns at once."""
         if self._dog is None:

@@ -350,6 +350,42 @@ class Frameworks(Live):
             self.assertEqual(os.path.basename(source), "comm.py")
             self.assertIn("reduce(send) over the ranks", ncclshim.comm._PyCalls.all_reduce.__doc__)
 
+    def test_torch_calls_in_every_mode_and_nccls_errors(self):
+        # The torch path (the extension's, where it loads) in the three modes, an error NCCL
+        # answers raised with everything, and a watched communicator's records.
+        t = self.torch
+        x, y = t.Tensor(0x1000, 8, t.float32), t.Tensor(0x2000, 8, t.float32)
+        for mode in ("blocking", "split-blocking", "nonblocking"):
+            with Communicator(1, 0, ncclshim.unique_id(), mode=mode) as c:
+                for _ in range(3):
+                    before = count("ncclAllReduce")
+                    c.all_reduce(x, y, op="max", stream=0x55)
+                    self.assertEqual(count("ncclAllReduce"), before + 1)
+                    if mode != "nonblocking":
+                        self.assertEqual(last_call(), ("ncclAllReduce", [
+                            0x1000, 0x2000, 8, 7, 2, c.raw, 0x55]))
+                FAKE.fake_nccl_set_last_error(b"injected")
+                FAKE.fake_nccl_inject(b"ncclAllReduce", 4, 1)
+                with self.assertRaises(NcclshimError) as cm:
+                    c.all_reduce(x, y, stream=0x55)
+                self.assertEqual((cm.exception.nccl_result, cm.exception.call,
+                                  cm.exception.last_error), (4, "ncclAllReduce", "injected"))
+                before = count("ncclSend")
+                c.send(x, peer=0, stream=1)
+                self.assertEqual(count("ncclSend"), before + 1)
+        cuda = ctypes.CDLL(os.environ["NCCLSHIM_CUDA_LIBRARY"])
+        cuda.fake_cuda_set_event_query(0)
+        with ncclshim.Watchdog(interval=0.005) as dog:
+            with Communicator(1, 0, ncclshim.unique_id()) as c:
+                c.watch(dog, timeout=5)
+                for _ in range(3):
+                    c.all_reduce(x, y, stream=0x55)
+                counts = ncclshim._clib.functions().STRUCTS["ncclshim_watch_counts"]()
+                counts.size = ctypes.sizeof(counts)
+                ncclshim._clib.check(ncclshim._clib.lib().ncclshim_comm_watch_counts(
+                    c._c, ctypes.byref(counts)), "ncclshim_comm_watch_counts")
+                self.assertEqual(counts.recorded, 3)
+
     def test_torch_pair_refusals_name_the_problem(self):
         t = self.torch
         x = t.Tensor(0x1000, 8, t.float32)

@@ -15,14 +15,13 @@ off) and prints one line per size. Exit 0 when ncclshim's call takes at most the
 time at every size (ratio <= 1.00)."""
 import csv
 import ctypes
-import gc
 import os
 import statistics
 import sys
-import time
 import types
 
 import ncclshim
+from pynccl_style import take_turns
 
 SIZES = [8, 64, 512, 4096, 32768, 262144, 2097152, 16777216, 67108864]
 GOAL = 1.00
@@ -65,31 +64,6 @@ class Lean:
         destroy(self.comm)
 
 
-def take_turns(ours, theirs, x, y, stream, reps, warmup=200, sync=None):
-    """Host ns per call of each all_reduce(x, y, stream=stream), taking turns call by call
-    (the order alternating), the garbage collector off; sync() every 8 calls."""
-    t_ours, t_theirs = [], []
-    clock = time.perf_counter_ns
-    gc.collect()
-    gc.disable()
-    try:
-        for i in range(reps + warmup):
-            if sync is not None and i % 8 == 0:
-                sync()
-            first, second = (ours, theirs) if i % 2 else (theirs, ours)
-            a = clock()
-            first.all_reduce(x, y, stream=stream)
-            b = clock()
-            second.all_reduce(x, y, stream=stream)
-            c = clock()
-            if i >= warmup:
-                t_ours.append(b - a if i % 2 else c - b)
-                t_theirs.append(c - b if i % 2 else b - a)
-    finally:
-        gc.enable()
-    return t_ours, t_theirs
-
-
 def stand_in_torch():
     """A module named torch whose Tensor's accessors are C builtins (bound int and bool
     methods), for the build machine: no Python frame in either call path's reads."""
@@ -114,6 +88,9 @@ def stand_in_torch():
     class Stream:
         def __init__(self, handle):
             self.cuda_stream = handle
+
+        def synchronize(self):
+            pass
     Stream.__module__ = "torch.cuda"
     torch.cuda = types.SimpleNamespace(Stream=Stream,
                                        current_stream=lambda: Stream(0))
@@ -129,7 +106,7 @@ def main(argv):
     if fake:
         ctypes.CDLL(os.environ["NCCLSHIM_NCCL_LIBRARY"]).fake_nccl_set_live(1)
         torch = stand_in_torch()
-        stream, sync = torch.cuda.Stream(0x5000), None
+        stream = torch.cuda.Stream(0x5000)
 
         def tensors(n):
             return torch.Tensor(0x10000, n), torch.Tensor(0x10000 + 4 * n, n)
@@ -137,20 +114,19 @@ def main(argv):
         import torch
         torch.zeros(1, device="cuda")
         stream = torch.cuda.Stream()
-        sync = stream.synchronize
 
         def tensors(n):
             return torch.ones(n, device="cuda"), torch.zeros(n, device="cuda")
     with ncclshim.Communicator(1, 0, ncclshim.unique_id(), timeout=20) as ours:
         path = ncclshim._clib.lib().ncclshim_nccl_path(ncclshim._clib.nccl()).decode()
-        rows = compare(ours, path, {torch.float32: 7}, tensors, stream, sync, out, reps)
+        rows = compare(ours, path, {torch.float32: 7}, tensors, stream, out, reps)
     worst = max(mo / mt for _, mo, mt in rows)
     print("lean: worst ratio %.3f (goal <= %.2f), %s path" % (
         worst, GOAL, "C" if ncclshim._clib.fast_module() else "pure Python"))
     return 0 if worst <= GOAL else 1
 
 
-def compare(ours, path, dtypes, tensors, stream, sync, out, reps):
+def compare(ours, path, dtypes, tensors, stream, out, reps):
     """ours.all_reduce against Lean's on the NCCL at path, per size (tensors(n) makes the
     pair): writes OUTDIR/lean.csv, returns [(bytes, ours' median ns, lean's)]."""
     theirs = Lean(path, dtypes)
@@ -161,15 +137,13 @@ def compare(ours, path, dtypes, tensors, stream, sync, out, reps):
             w.writerow(["bytes", "ncclshim_ns", "lean_ns", "ratio"])
             for size in SIZES:
                 x, y = tensors(max(2, size // 4))
-                t_ours, t_theirs = take_turns(ours, theirs, x, y, stream, reps, sync=sync)
+                t_ours, t_theirs = take_turns(ours, theirs, x, y, stream, reps, warmup=200)
                 mo, mt = statistics.median(t_ours), statistics.median(t_theirs)
                 w.writerow([size, "%.0f" % mo, "%.0f" % mt, "%.4f" % (mo / mt)])
                 print("%9d B  ncclshim %7.0f ns  lean %7.0f ns  ratio %.3f"
                       % (size, mo, mt, mo / mt), flush=True)
                 rows.append((size, mo, mt))
     finally:
-        if sync is not None:
-            sync()
         theirs.close()
     return rows
 

@@ -252,28 +252,26 @@ class _PyCalls:
                config: Optional[CollConfig] = None) -> None:
         """recv on root (nranks x send's count) = every rank's send (NCCL 2.28.3+); recv is
         not used on the other ranks (None allowed there)."""
-        fn, name, tail = self._entry("ncclGather", config)
-        root = _args.rank_in(root, "root", self.nranks)
-        if recv is not None or self.rank == root:
-            sp, rp, n, dt, fw = _pair(send, "send", False, recv, "recv", True, self.nranks)
-        else:
-            (sp, n, dt, fw), rp = _buffer(send, "send", False), None
-        dt = _UINT8 if dt == BOOL else dt
-        s = _stream(stream, fw)
-        r = fn(sp, rp, n, dt, root, self._fast or self._comm(), s, *tail)
-        if r or self._watched:
-            self._after(r, name, s, n, dt)
+        self._rooted("ncclGather", send, "send", recv, "recv", root, stream, config)
 
     def scatter(self, send: Any, recv: Any, root: int = 0, stream: Any = None,
                 config: Optional[CollConfig] = None) -> None:
         """recv = block `rank` of root's send (nranks x recv's count) (NCCL 2.28.3+); send is
         not used on the other ranks (None allowed there)."""
-        fn, name, tail = self._entry("ncclScatter", config)
+        self._rooted("ncclScatter", recv, "recv", send, "send", root, stream, config)
+
+    def _rooted(self, nccl, block, block_name, full, full_name, root, stream, config):
+        """gather and scatter: `block` holds the call's count, `full` nranks blocks of it and
+        may be None off the root; gather sends the block, scatter writes it."""
+        fn, name, tail = self._entry(nccl, config)
         root = _args.rank_in(root, "root", self.nranks)
-        if send is not None or self.rank == root:
-            rp, sp, n, dt, fw = _pair(recv, "recv", True, send, "send", False, self.nranks)
+        scatter = nccl == "ncclScatter"
+        if full is not None or self.rank == root:
+            bp, fp, n, dt, fw = _pair(block, block_name, scatter, full, full_name, not scatter,
+                                      self.nranks)
         else:
-            (rp, n, dt, fw), sp = _buffer(recv, "recv", True), None
+            (bp, n, dt, fw), fp = _buffer(block, block_name, scatter), None
+        sp, rp = (fp, bp) if scatter else (bp, fp)
         dt = _UINT8 if dt == BOOL else dt
         s = _stream(stream, fw)
         r = fn(sp, rp, n, dt, root, self._fast or self._comm(), s, *tail)

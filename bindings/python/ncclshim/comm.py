@@ -88,6 +88,15 @@ def unique_id() -> bytes:
     return ctypes.string_at(ctypes.addressof(uid), ctypes.sizeof(uid))
 
 
+def _same_count(send, recv):
+    """(send's ptr, recv's, count, dtype, framework) of a call whose two buffers hold one
+    count (recv None: in place, send written)."""
+    if recv is None:
+        sp, n, dt, fw = _buffer(send, "send", True)
+        return sp, sp, n, dt, fw
+    return _pair(send, "send", False, recv, "recv", True, 1)
+
+
 class _Group:
     """ncclGroupStart on entry; on exit ncclshim_comm_group_end, waiting (bounded) for the
     communicators that took part. Every argument is checked before ncclGroupStart, and once
@@ -147,11 +156,7 @@ class _PyCalls:
     def all_reduce(self, send: Any, recv: Any = None, op: Any = "sum", stream: Any = None,
                    config: Optional[CollConfig] = None) -> None:
         """recv = reduce(send) over the ranks; recv None: in place."""
-        if recv is None:
-            sp, n, dt, fw = _buffer(send, "send", True)
-            rp = sp
-        else:
-            sp, rp, n, dt, fw = _pair(send, "send", False, recv, "recv", True, 1)
+        sp, rp, n, dt, fw = _same_count(send, recv)
         o, dt = _reduction(op, dt)
         s = _stream(stream, fw)
         fn, name, tail = self._entry("ncclAllReduce", config)
@@ -162,11 +167,7 @@ class _PyCalls:
     def broadcast(self, send: Any, recv: Any = None, root: int = 0, stream: Any = None,
                   config: Optional[CollConfig] = None) -> None:
         """recv on every rank = send of root; recv None: in place."""
-        if recv is None:
-            sp, n, dt, fw = _buffer(send, "send", True)
-            rp = sp
-        else:
-            sp, rp, n, dt, fw = _pair(send, "send", False, recv, "recv", True, 1)
+        sp, rp, n, dt, fw = _same_count(send, recv)
         root = _args.rank_in(root, "root", self.nranks)
         dt = _UINT8 if dt == BOOL else dt
         s = _stream(stream, fw)
@@ -178,11 +179,7 @@ class _PyCalls:
     def reduce(self, send: Any, recv: Any = None, root: int = 0, op: Any = "sum",
                stream: Any = None, config: Optional[CollConfig] = None) -> None:
         """recv on root = reduce(send) over the ranks; recv None: in place."""
-        if recv is None:
-            sp, n, dt, fw = _buffer(send, "send", True)
-            rp = sp
-        else:
-            sp, rp, n, dt, fw = _pair(send, "send", False, recv, "recv", True, 1)
+        sp, rp, n, dt, fw = _same_count(send, recv)
         root = _args.rank_in(root, "root", self.nranks)
         o, dt = _reduction(op, dt)
         s = _stream(stream, fw)
@@ -215,23 +212,20 @@ class _PyCalls:
 
     def send(self, buf: Any, peer: int, stream: Any = None) -> None:
         """buf to rank peer (in a group with the matching recv)."""
-        p, n, dt, fw = _buffer(buf, "buf", False)
-        peer = _args.rank_in(peer, "peer", self.nranks)
-        dt = _UINT8 if dt == BOOL else dt
-        s = _stream(stream, fw)
-        r = self._nccl["ncclSend"](p, n, dt, peer, self._fast or self._comm(), s)
-        if r or self._watched:
-            self._after(r, "ncclSend", s, n, dt)
+        self._p2p("ncclSend", buf, False, peer, stream)
 
     def recv(self, buf: Any, peer: int, stream: Any = None) -> None:
         """buf from rank peer (in a group with the matching send)."""
-        p, n, dt, fw = _buffer(buf, "buf", True)
+        self._p2p("ncclRecv", buf, True, peer, stream)
+
+    def _p2p(self, name, buf, written, peer, stream):
+        p, n, dt, fw = _buffer(buf, "buf", written)
         peer = _args.rank_in(peer, "peer", self.nranks)
         dt = _UINT8 if dt == BOOL else dt
         s = _stream(stream, fw)
-        r = self._nccl["ncclRecv"](p, n, dt, peer, self._fast or self._comm(), s)
+        r = self._nccl[name](p, n, dt, peer, self._fast or self._comm(), s)
         if r or self._watched:
-            self._after(r, "ncclRecv", s, n, dt)
+            self._after(r, name, s, n, dt)
 
     def all_to_all(self, send: Any, recv: Any, stream: Any = None,
                    config: Optional[CollConfig] = None) -> None:

@@ -481,9 +481,9 @@ def main():
     run("watchdog", watchdog)
     if ncclshim._clib.has("ncclshim_comm_record_graph"):  # from the graphs issue's merge on
         run("watchdog-graph", watchdog_graph)
-    run("cost", cost)
     run("extension", extension)
     run("lean", lean)
+    run("cost", cost)
     run("python-work", python_work)
     with open(os.path.join(OUT, "summary.csv"), "w", newline="") as f:
         w = csv.writer(f)

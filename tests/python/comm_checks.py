@@ -296,7 +296,14 @@ class Frameworks(Live):
         self.torch.Tensor = Counted  # the exact type the communicator takes as torch's
         t = self.torch
         x, y = Counted(0x1000, 8, t.float32), Counted(0x2000, 8, t.float32)
-        stream = types.SimpleNamespace(cuda_stream=0x3131)
+
+        class Stream:  # as torch's: the handle attribute and CUDA Python's protocol
+            cuda_stream = 0x3131
+
+            def __cuda_stream__(self):
+                raise AssertionError("the protocol was called: the attribute is cheaper")
+        Stream.__module__ = "torch.cuda.streams"
+        stream = Stream()
         with Communicator(1, 0, ncclshim.unique_id()) as c:
             c.all_reduce(x, stream=stream)  # the first call finds and caches the readers
             reads.clear()

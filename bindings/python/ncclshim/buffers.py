@@ -429,17 +429,19 @@ def _read_int_stream(s, name):
 
 
 def _stream_reader(s):
-    """Only what is a stream: an int, an object with __cuda_stream__ (CUDA Python's protocol)
-    or a cuda_stream attribute (torch's streams), a CuPy stream (by its type's module)."""
+    """Only what is a stream: an int, an object with a cuda_stream attribute (torch's
+    streams), a CuPy stream (by its type's module), an object with __cuda_stream__ (CUDA
+    Python's protocol). The attributes first: torch's and CuPy's streams have the protocol
+    too, and an attribute is what the extension reads without a call."""
     cls = type(s)
     if isinstance(s, int) and not isinstance(s, bool):
         return _read_int_stream
-    if hasattr(cls, "__cuda_stream__"):
-        return _read_stream_protocol
     if hasattr(s, "cuda_stream"):
         return _read_cuda_stream
     if cls.__module__.split(".")[0] == "cupy" and hasattr(s, "ptr"):
         return _read_cupy_stream
+    if hasattr(cls, "__cuda_stream__"):
+        return _read_stream_protocol
     return None
 
 

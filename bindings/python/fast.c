@@ -202,6 +202,11 @@ static int read_rank(PyObject *value, int nranks, int *out) {
 
 static PyObject *defer(PyObject *self, int kind, PyObject *args, PyObject *kw) {
   if (PyErr_Occurred()) PyErr_Clear();
+  if (!fallbacks[kind]) {
+    PyErr_SetString(PyExc_RuntimeError,
+                    "ncclshim._fast.Calls works inside ncclshim.Communicator only");
+    return NULL;
+  }
   Py_ssize_t n = PyTuple_Size(args);
   PyObject *full = PyTuple_New(n + 1);
   if (!full) return NULL;
@@ -259,7 +264,7 @@ static PyObject *collective(PyObject *obj, int kind, PyObject *args, PyObject *k
   View a, b;
   int op = 0, root = 0;
   unsigned long long s;
-  if (!table || parse(kind, args, kw, slot)) return defer(obj, kind, args, kw);
+  if (!table || !torch_codes || parse(kind, args, kw, slot)) return defer(obj, kind, args, kw);
   /* the first buffer read holds the call's count */
   PyObject *first = spec->swapped ? slot[1] : slot[0], *second = spec->swapped ? slot[0] : slot[1];
   if (kind == SEND || kind == RECV || second == Py_None) second = NULL;

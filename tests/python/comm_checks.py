@@ -549,6 +549,22 @@ class Lifecycle(Live):
                 with self.assertRaisesRegex(NcclshimError, "no ncclshim_comm_record_graph"):
                     c.record_graph(0, "decode", 4)
 
+    def test_extension_type_alone_raises(self):
+        fast = ncclshim._clib.fast_module()
+        if fast is None:
+            self.skipTest("pure Python path")
+        c = fast.Calls()  # no Communicator around it: nothing bound, no comm
+        for call in (lambda: c.all_reduce(Device(0x1000, 4), stream=0),
+                     lambda: c.send(Device(0x1000, 4), 0, 0), lambda: c.recv(),
+                     lambda: c.reduce_scatter(Device(0x1000, 16), Device(0x2000, 4))):
+            with self.assertRaises(Exception):
+                call()
+        with self.assertRaisesRegex(ValueError, "nranks must be in"):
+            c.nranks = 0
+        with self.assertRaisesRegex(ValueError, "NULL"):
+            fast.bind(0)
+        self.assertEqual(count("ncclAllReduce") + count("ncclSend"), 0)
+
     def test_generated_module_is_the_packages(self):
         if os.environ.get("COMM_CHECKS_PACKAGED") != "1":
             self.skipTest("source tree")

@@ -162,7 +162,16 @@ def _read_torch(t, name, written):
     if not t.is_contiguous():
         raise BufferError("%s: torch tensor is not contiguous: NCCL reads it as one block; "
                           "pass t.contiguous()" % name)
-    return t.data_ptr(), t.numel(), TORCH_CODES[t.dtype], "torch"
+    return _address(t.data_ptr(), t.numel(), name) + (TORCH_CODES[t.dtype], "torch")
+
+
+def _address(ptr, count, name):
+    """(ptr, count) as a framework reported them, when both are ints C's types hold."""
+    if type(ptr) is not int or type(count) is not int or not 0 <= ptr <= SIZE_MAX or \
+            not 0 <= count <= SIZE_MAX:
+        raise ValueError("%s: the array reports pointer %r and %r elements, not two ints in "
+                         "[0, 2**64)" % (name, ptr, count))
+    return ptr, count
 
 
 _cupy_codes = _Codes()
@@ -173,7 +182,7 @@ def _read_cupy(a, name, written):
     if not contiguous:
         raise BufferError("%s: CuPy array is not C-contiguous: pass cupy.ascontiguousarray(a)"
                           % name)
-    return a.data.ptr, a.size, _cupy_codes[a.dtype], "cupy"
+    return _address(a.data.ptr, a.size, name) + (_cupy_codes[a.dtype], "cupy")
 
 
 def _field(cai, key, name, kinds, what):

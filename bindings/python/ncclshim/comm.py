@@ -305,7 +305,7 @@ class Communicator(_Fast, _PyCalls):  # type: ignore[misc, valid-type]
         self._c = None
         nranks = _args.integer(nranks, "nranks", 1, _args.INT_MAX)
         rank = _args.rank_in(rank, "rank", nranks)
-        if mode not in MODES:
+        if not isinstance(mode, str) or mode not in MODES:
             raise ValueError("mode must be one of %s, not %r" % (", ".join(MODES), mode))
         if not isinstance(uid, (bytes, bytearray)):
             raise TypeError("uid must be the bytes unique_id() returned, not %s"

@@ -9,7 +9,8 @@ Cases (one line each in OUTDIR/summary.csv, `case,verdict,detail`):
                       the three modes (all_to_all, gather, scatter where the NCCL has them)
   cupy-<collective>   the same on CuPy arrays and a CuPy stream
   dlpack              a buffer seen only through __dlpack__
-  jax-all_reduce      JAX arrays (in a process of their own)
+  jax-all_reduce      a JAX array sent into a torch tensor, in place refused (JAX arrays are
+                      read-only), in a process of their own
   cpu-refused         a CPU tensor raises BufferError before NCCL is called
   graph-capture       all_reduce captured in torch.cuda.graph, replayed on new data
   symmetric           a SymmetricBuffer all-reduced (NCCL 2.28+)
@@ -156,18 +157,23 @@ def cupy_collectives():
 
 JAX_CHECK = r"""
 import jax, jax.numpy as jnp
+import torch  # the receive buffer: a JAX array is immutable (its interface says read-only)
 import ncclshim
 x = jnp.arange(1024, dtype=jnp.float32) + 1
-y = jnp.zeros(1024, dtype=jnp.float32)
-x.block_until_ready(); y.block_until_ready()
+x.block_until_ready()
 assert "gpu" in str(x.devices()).lower() or "cuda" in str(x.devices()).lower(), x.devices()
+y = torch.zeros(1024, dtype=torch.float32, device="cuda")
 with ncclshim.Communicator(1, 0, ncclshim.unique_id(), timeout=20) as comm:
     comm.all_reduce(x, y, stream=0)  # JAX has no current stream to offer: the legacy one
-    import torch  # only to wait for the device: JAX's own waits know nothing of NCCL's work
-    torch.cuda.synchronize()
-assert bool((jax.device_get(x) == jax.device_get(y)).all()), "jax all_reduce differs"
+    torch.cuda.synchronize()  # JAX's own waits know nothing of NCCL's work
+    try:
+        comm.all_reduce(x, stream=0)  # in place: NCCL would write JAX's buffer
+        raise AssertionError("a read-only JAX array was written")
+    except BufferError as e:
+        refused = str(e)
+assert (jax.device_get(x) == y.cpu().numpy()).all(), "jax all_reduce differs"
 print("through", "__cuda_array_interface__" if hasattr(x, "__cuda_array_interface__")
-      else "__dlpack__")
+      else "__dlpack__", "| in place refused:", refused[:60])
 """
 
 

@@ -314,11 +314,22 @@ METHOD(reduce_scatter, REDUCE_SCATTER)
 METHOD(send, SEND)
 METHOD(recv, RECV)
 
-#define ENTRY(fn) \
-  { #fn, (PyCFunction)(void (*)(void))fn, METH_VARARGS | METH_KEYWORDS, NULL }
-static PyMethodDef calls_methods[] = {ENTRY(all_reduce), ENTRY(broadcast),      ENTRY(reduce),
-                                      ENTRY(all_gather), ENTRY(reduce_scatter), ENTRY(send),
-                                      ENTRY(recv),       {NULL, NULL, 0, NULL}};
+/* Each with its signature (inspect.signature reads it) and where the whole story is. */
+/* clang-format off */
+#define ENTRY(fn, params)                                                  \
+  {#fn, (PyCFunction)(void (*)(void))fn, METH_VARARGS | METH_KEYWORDS,     \
+   #fn "($self, " params ")\n--\n\nThe common case in C; every other "     \
+   "call, and the checks: comm._PyCalls." #fn "."}
+/* clang-format on */
+static PyMethodDef calls_methods[] = {
+    ENTRY(all_reduce, "send, recv=None, op='sum', stream=None, config=None"),
+    ENTRY(broadcast, "send, recv=None, root=0, stream=None, config=None"),
+    ENTRY(reduce, "send, recv=None, root=0, op='sum', stream=None, config=None"),
+    ENTRY(all_gather, "send, recv, stream=None, config=None"),
+    ENTRY(reduce_scatter, "send, recv, op='sum', stream=None, config=None"),
+    ENTRY(send, "buf, peer, stream=None"),
+    ENTRY(recv, "buf, peer, stream=None"),
+    {NULL, NULL, 0, NULL}};
 
 /* ---- the state the Python side keeps here ---- */
 

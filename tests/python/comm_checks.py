@@ -549,6 +549,15 @@ class Lifecycle(Live):
                 with self.assertRaisesRegex(NcclshimError, "no ncclshim_comm_record_graph"):
                     c.record_graph(0, "decode", 4)
 
+    def test_signatures_are_the_python_methods(self):
+        # help() and inspect show the C methods with the Python methods' parameters
+        for name in ("all_reduce", "broadcast", "reduce", "all_gather", "reduce_scatter",
+                     "send", "recv"):
+            ours, python = (inspect.signature(getattr(cls, name)).parameters.values()
+                            for cls in (Communicator, ncclshim.comm._PyCalls))
+            self.assertEqual([(p.name, p.default) for p in ours][1:],
+                             [(p.name, p.default) for p in python][1:], name)
+
     def test_extension_type_alone_raises(self):
         fast = ncclshim._clib.fast_module()
         if fast is None:

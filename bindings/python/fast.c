@@ -264,7 +264,8 @@ static PyObject *collective(PyObject *obj, int kind, PyObject *args, PyObject *k
   View a, b;
   int op = 0, root = 0;
   unsigned long long s;
-  if (!table || !torch_codes || parse(kind, args, kw, slot)) return defer(obj, kind, args, kw);
+  if (!table || !torch_codes || self->nranks < 1 || parse(kind, args, kw, slot))
+    return defer(obj, kind, args, kw);
   /* the first buffer read holds the call's count */
   PyObject *first = spec->swapped ? slot[1] : slot[0], *second = spec->swapped ? slot[0] : slot[1];
   if (kind == SEND || kind == RECV || second == Py_None) second = NULL;

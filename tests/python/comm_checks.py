@@ -562,8 +562,16 @@ class Lifecycle(Live):
         fast = ncclshim._clib.fast_module()
         if fast is None:
             self.skipTest("pure Python path")
-        c = fast.Calls()  # no Communicator around it: nothing bound, no comm
-        for call in (lambda: c.all_reduce(Device(0x1000, 4), stream=0),
+        torch = mock_torch()
+        sys.modules["torch"] = torch
+        self.addCleanup(sys.modules.pop, "torch")
+        x, big = torch.Tensor(0x1000, 4, torch.float32), torch.Tensor(0x2000, 16, torch.float32)
+        with Communicator(1, 0, ncclshim.unique_id()) as bound:  # the table bound, dtype seen
+            bound.all_reduce(x, stream=0)
+        c = fast.Calls()  # no Communicator around it: no comm, nranks 0
+        for call in (lambda: c.reduce_scatter(big, x, stream=0),
+                     lambda: c.all_gather(x, big, stream=0), lambda: c.all_reduce(x, stream=0),
+                     lambda: c.all_reduce(Device(0x1000, 4), stream=0),
                      lambda: c.send(Device(0x1000, 4), 0, 0), lambda: c.recv(),
                      lambda: c.reduce_scatter(Device(0x1000, 16), Device(0x2000, 4))):
             with self.assertRaises(Exception):
@@ -572,7 +580,7 @@ class Lifecycle(Live):
             c.nranks = 0
         with self.assertRaisesRegex(ValueError, "NULL"):
             fast.bind(0)
-        self.assertEqual(count("ncclAllReduce") + count("ncclSend"), 0)
+        self.assertEqual(count("ncclAllReduce") + count("ncclSend"), 1)  # bound's own
 
     def test_generated_module_is_the_packages(self):
         if os.environ.get("COMM_CHECKS_PACKAGED") != "1":

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# Builds the Python wheel ncclshim-<version>-py3-none-manylinux_2_17_<arch>.manylinux2014_<arch>.whl
+# Builds the Python wheel ncclshim-<version>-cp38-abi3-manylinux_2_17_<arch>.manylinux2014_<arch>.whl
 # (docs/doctor.md, "The Python package"):
 #
 #   cross/wheel.sh x86_64|aarch64 OUTDIR
 #
 # The binaries are the release archive's (cross/release.sh: stripped, glibc 2.17 baseline,
 # reproducible from SOURCE_DATE_EPOCH, default the last commit's time); the glibc policy
-# check runs again on the two that go into the wheel, libncclshim and ncclshim-probe. The
-# wheel is written by bindings/python/build_wheel.py with python3's standard library alone:
-# sorted entries, every timestamp SOURCE_DATE_EPOCH, fixed modes. Same sources and epoch,
-# same bytes. Progress goes to stderr, the wheel's path to stdout.
+# check runs again on the two that go into the wheel, libncclshim and ncclshim-probe, and on
+# the extension module build_wheel.py compiles (${tool_prefix}gcc, python3's headers: the
+# stable ABI's declarations are the same on both 64-bit targets). The wheel is written by
+# bindings/python/build_wheel.py with python3's standard library alone: sorted entries,
+# every timestamp SOURCE_DATE_EPOCH, fixed modes. Same sources and epoch, same bytes.
+# Progress goes to stderr, the wheel's path to stdout.
 set -euo pipefail
 
 arch=${1:-}
@@ -39,5 +41,12 @@ tree=$work/ncclshim-$version-linux-$arch
 lib=$tree/lib/libncclshim.so.$version probe=$tree/bin/ncclshim-probe
 READELF=${tool_prefix}readelf python3 "$src/abi/check_glibc_policy.py" --bind-now "$lib" >&2
 READELF=${tool_prefix}readelf python3 "$src/abi/check_glibc_policy.py" "$probe" >&2
-READELF=${tool_prefix}readelf python3 "$src/bindings/python/build_wheel.py" --arch "$arch" \
-  --library "$lib" --probe "$probe" --version "$version" "$out"
+wheel=$(READELF=${tool_prefix}readelf python3 "$src/bindings/python/build_wheel.py" \
+  --arch "$arch" --cc "${tool_prefix}gcc" --library "$lib" --probe "$probe" \
+  --version "$version" "$out")
+python3 -c 'import sys, zipfile
+sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read("ncclshim/_fast.abi3.so"))' \
+  "$wheel" >"$work/_fast.abi3.so"
+READELF=${tool_prefix}readelf python3 "$src/abi/check_glibc_policy.py" --bind-now \
+  "$work/_fast.abi3.so" >&2
+echo "$wheel"

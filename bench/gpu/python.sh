@@ -3,12 +3,16 @@
 # (PARTS=python), from the repository root:
 #   bash bench/gpu/python.sh
 # Runs bench/gpu/python_gpu.py in the torch venv (TORCH_PYTHON, /opt/torch/.venv/bin/python)
-# with the package of the wheel carried in build-wheel/ (unpacked, not installed: the venv is
-# left as it is) when that wheel has the communicator layer, or else the source tree's
-# package over build-gpu/ (its libncclshim and its generated _functions.py). ncclshim loads the NCCL torch has mapped (the venv's pip NCCL).
-# Writes ${OUT:-/tmp/out}/python/: summary.csv (case,verdict,detail), percall.csv, graph.csv,
-# call-path-variants.csv (bench/gpu/callpath/variants.py), run.log. Exit 0 when every case is
-# ok.
+# with the package of the wheel carried in build-wheel/, installed offline by the venv's pip
+# into a folder of its own (pip install --no-index --target: pip checks the wheel's tags
+# against this interpreter; the venv is left as it is; unpacked where the venv has no pip)
+# when that wheel has the communicator
+# layer, or else the source tree's package over build-gpu/ (its libncclshim, its generated
+# _functions.py and its extension module). ncclshim loads the NCCL torch has mapped (the
+# venv's pip NCCL).
+# Writes ${OUT:-/tmp/out}/python/: summary.csv (case,verdict,detail), percall.csv, lean.csv,
+# graph.csv, call-path-variants.csv (bench/gpu/callpath/variants.py), run.log. Exit 0 when
+# every case is ok.
 # shellcheck source=bench/gpu/part_common.sh
 source "$(dirname "$0")/part_common.sh" python
 work=$(mktemp -d /tmp/ncclshim-python-XXXXXX)
@@ -19,17 +23,27 @@ wheel=${wheels[0]}
 # A wheel made before the communicator layer has no generated module: the source tree then.
 if [ -f "$wheel" ] && "$python" -c 'import sys, zipfile
 sys.exit("ncclshim/_functions.py" not in zipfile.ZipFile(sys.argv[1]).namelist())' "$wheel"; then
-  "$python" -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' \
-    "$wheel" "$work/pkg" || exit 1
-  chmod -R u+x "$work/pkg/ncclshim/bin"
+  if "$python" -m pip --version >/dev/null 2>&1; then
+    "$python" -m pip install --no-index --no-deps --disable-pip-version-check -q \
+      --target "$work/pkg" "$wheel" || exit 1
+    how="pip install --no-index --target"
+  else  # a venv made without pip: the wheel unpacked as pip would lay it out
+    "$python" -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' \
+      "$wheel" "$work/pkg" || exit 1
+    chmod -R u+x "$work/pkg/ncclshim/bin" "$work/pkg/ncclshim/_fast.abi3.so"
+    how="unpacked: this venv has no pip"
+  fi
   export PYTHONPATH=$work/pkg:$PWD/bench/gpu
-  echo "package: $(basename "$wheel") (unpacked)"
+  echo "package: $(basename "$wheel") ($how)"
 else
   [ -f build-gpu/bindings/python/_functions.py ] || ninja -C build-gpu >/dev/null || exit 1
   export PYTHONPATH=$PWD/bindings/python:$PWD/bench/gpu
   export NCCLSHIM_PYTHON_LIBRARY=$PWD/build-gpu/src/libncclshim.so.0
   export NCCLSHIM_PYTHON_PROBE=$PWD/build-gpu/src/probe/ncclshim-probe
   export NCCLSHIM_PYTHON_FUNCTIONS=$PWD/build-gpu/bindings/python/_functions.py
+  if [ -f build-gpu/bindings/python/_fast.abi3.so ]; then
+    export NCCLSHIM_PYTHON_FAST=$PWD/build-gpu/bindings/python/_fast.abi3.so
+  fi
   echo "package: source tree over build-gpu/"
 fi
 unset NCCLSHIM_NCCL_LIBRARY

@@ -9,7 +9,8 @@ Cases (one line each in OUTDIR/summary.csv, `case,verdict,detail`):
                       the three modes (all_to_all, gather, scatter where the NCCL has them)
   cupy-<collective>   the same on CuPy arrays and a CuPy stream
   dlpack              a buffer seen only through __dlpack__
-  jax-all_reduce      JAX arrays (in a process of their own)
+  jax-all_reduce      a JAX array sent into a torch tensor, in place refused (JAX arrays are
+                      read-only), in a process of their own
   cpu-refused         a CPU tensor raises BufferError before NCCL is called
   graph-capture       all_reduce captured in torch.cuda.graph, replayed on new data
   symmetric           a SymmetricBuffer all-reduced (NCCL 2.28+)
@@ -22,7 +23,11 @@ Cases (one line each in OUTDIR/summary.csv, `case,verdict,detail`):
                       interleaved call by call, host time per call (median): ratio <= 1.05
   graph-replay        a graph of 16 all_reduces captured through each, replayed
                       interleaved: replay time ratio within 1.05
-  python-work         diagnostics (always ok): ns of ncclshim's pair reader, of the
+  lean-<size>         ncclshim's all_reduce against python_lean.py's (the leanest
+                      hand-written ctypes call), in-process, interleaved call by call,
+                      host time per call (median): ratio <= 1.00 (OUTDIR/lean.csv)
+  extension           the package's C extension (_fast) is what the calls run through
+  python-work         diagnostics (always ok): ns of ncclshim's Python pair check, of the
                       pynccl-style argument building, of each torch accessor
 Timings: OUTDIR/percall.csv, OUTDIR/graph.csv."""
 import csv
@@ -46,6 +51,7 @@ except Exception as e:  # its cases then fail, naming this
     cupy, CUPY_ERROR = None, e
 from capture import captured_all_reduce
 from pynccl_style import PyNcclStyle, take_turns
+import python_lean
 
 OUT = sys.argv[1]
 START = time.monotonic()
@@ -151,18 +157,23 @@ def cupy_collectives():
 
 JAX_CHECK = r"""
 import jax, jax.numpy as jnp
+import torch  # the receive buffer: a JAX array is immutable (its interface says read-only)
 import ncclshim
 x = jnp.arange(1024, dtype=jnp.float32) + 1
-y = jnp.zeros(1024, dtype=jnp.float32)
-x.block_until_ready(); y.block_until_ready()
+x.block_until_ready()
 assert "gpu" in str(x.devices()).lower() or "cuda" in str(x.devices()).lower(), x.devices()
+y = torch.zeros(1024, dtype=torch.float32, device="cuda")
 with ncclshim.Communicator(1, 0, ncclshim.unique_id(), timeout=20) as comm:
     comm.all_reduce(x, y, stream=0)  # JAX has no current stream to offer: the legacy one
-    import torch  # only to wait for the device: JAX's own waits know nothing of NCCL's work
-    torch.cuda.synchronize()
-assert bool((jax.device_get(x) == jax.device_get(y)).all()), "jax all_reduce differs"
+    torch.cuda.synchronize()  # JAX's own waits know nothing of NCCL's work
+    try:
+        comm.all_reduce(x, stream=0)  # in place: NCCL would write JAX's buffer
+        raise AssertionError("a read-only JAX array was written")
+    except BufferError as e:
+        refused = str(e)
+assert (jax.device_get(x) == y.cpu().numpy()).all(), "jax all_reduce differs"
 print("through", "__cuda_array_interface__" if hasattr(x, "__cuda_array_interface__")
-      else "__dlpack__")
+      else "__dlpack__", "| in place refused:", refused[:60])
 """
 
 
@@ -364,14 +375,36 @@ def percall(theirs, ours_by_mode, csvw):
         note("percall-%d" % size, "FAIL: ratio > 1.05" if bad else "ok", detail)
 
 
+def lean():
+    """python_lean.py's comparison (lean.csv), one summary line per size."""
+    s = torch.cuda.Stream()
+    with ncclshim.Communicator(1, 0, ncclshim.unique_id(), timeout=20) as ours:
+        path = ncclshim._clib.lib().ncclshim_nccl_path(ncclshim._clib.nccl()).decode()
+        rows = python_lean.compare(ours, path, {torch.float32: 7}, lambda n: (
+            torch.ones(n, device="cuda"), torch.zeros(n, device="cuda")), s, OUT,
+            int(os.environ.get("LEAN_REPS", "3000")))
+    for size, mo, mt in rows:
+        note("lean-%d" % size, "ok" if mo <= mt * python_lean.GOAL else
+             "FAIL: ratio > %.2f" % python_lean.GOAL,
+             "%.0f vs %.0f ns, ratio %.3f" % (mo, mt, mo / mt))
+    return "NCCL %s" % path
+
+
+def extension():
+    fast = ncclshim._clib.fast_module()
+    if fast is None or not issubclass(ncclshim.Communicator, fast.Calls):
+        raise RuntimeError("the calls run on the pure Python path: no extension loaded")
+    return fast.__file__
+
+
 def python_work():
     """Diagnostics for the percall cases (always ok): the host time of each piece of Python
     work on two 8-byte CUDA tensors, best of 5 loops of 20000, ns."""
     x, y = torch.ones(2, device="cuda"), torch.zeros(2, device="cuda")
-    pair = ncclshim.buffers.pair(x)
+    pair = ncclshim.buffers.pair
     vp = ctypes.c_void_p
     pieces = [
-        ("ncclshim generic pair reader", lambda: pair(x, y, 1, "recv")),
+        ("ncclshim Python pair check", lambda: pair(x, "send", False, y, "recv", True, 1)),
         ("pynccl-style arguments", lambda: (vp(x.data_ptr()), vp(y.data_ptr()), x.numel(),
                                             str(x.dtype), vp(0))),
         ("is_cuda", lambda: x.is_cuda), ("is_contiguous()", lambda: x.is_contiguous()),
@@ -454,6 +487,8 @@ def main():
     run("watchdog", watchdog)
     if ncclshim._clib.has("ncclshim_comm_record_graph"):  # from the graphs issue's merge on
         run("watchdog-graph", watchdog_graph)
+    run("extension", extension)
+    run("lean", lean)
     run("cost", cost)
     run("python-work", python_work)
     with open(os.path.join(OUT, "summary.csv"), "w", newline="") as f:

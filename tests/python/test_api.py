@@ -201,12 +201,25 @@ class CommandLineProblems(unittest.TestCase):
 
     def test_texts_no_command_line_carries(self):
         full = package_env()
-        for text, words in (("'x' * (1 << 20)", "cannot start"), ("'a\\0b'", "NUL byte")):
+        for text, words in (("'x' * (1 << 20)", "cannot start %s:" % PROBE),
+                            ("'a\\0b'", "NUL byte")):
             code = ("import sys; from ncclshim.__main__ import main; "
                     "sys.exit(main(['--explain', %s]))" % text)
             proc = subprocess.run([sys.executable, "-c", code], env=full, capture_output=True,
                                   text=True)
-            self.assert_environment_problem(proc, words)
+            self.assert_environment_problem(proc, words)  # the probe, not the interpreter
+            self.assertNotIn(sys.executable, proc.stderr)
+
+    def test_output_that_cannot_be_written(self):
+        if not os.path.exists("/dev/full"):
+            self.skipTest("no /dev/full")
+        for args in (["--no-devices", "--library", fake("2.28.9")], ["--help"]):
+            with open("/dev/full", "w") as full:
+                proc = subprocess.run([sys.executable, "-m", "ncclshim", *args], stdout=full,
+                                      stderr=subprocess.PIPE, text=True,
+                                      env=package_env(NCCLSHIM_PYTHON_PROBE=PROBE))
+            self.assert_environment_problem(proc, "cannot write the output")
+            self.assertEqual(len(proc.stderr.strip().splitlines()), 1, proc.stderr)
 
     def test_probe_exit_codes_kept(self):
         self.assertEqual(self.run_module("--bogus").returncode, 2)

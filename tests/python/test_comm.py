@@ -3,7 +3,10 @@
 ctypes module against C (struct layouts from struct_layout, the lists' names and values from
 libncclshim), then comm_checks.py's classes in a child interpreter, with the package from the
 source tree and as the wheel installed offline into a fresh venv.
-   test_comm.py PACKAGE_DIR LIBNCCLSHIM PROBE FAKE_DIR SANITIZE FUNCTIONS LAYOUT FAKE_CUDA"""
+Each run twice: with the extension module (_fast) and on the pure Python path
+(NCCLSHIM_PYTHON_PURE=1); comm_checks.py checks that it runs on the path it was given.
+   test_comm.py PACKAGE_DIR LIBNCCLSHIM PROBE FAKE_DIR SANITIZE FUNCTIONS LAYOUT FAKE_CUDA FAST
+FAST: the build's _fast.abi3.so, or '' where this build makes none (the pure path only)."""
 import csv
 import ctypes
 import importlib.util
@@ -20,9 +23,11 @@ from common import (PACKAGE, LIBRARY, PROBE, VERSION, fake, child_env, package_e
                     skip_if_needed)
 
 FUNCTIONS, LAYOUT, FAKE_CUDA = map(os.path.abspath, sys.argv[6:9])
+FAST = os.path.abspath(sys.argv[9]) if len(sys.argv) > 9 and sys.argv[9] else None
 CHECKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "comm_checks.py")
 # comm_checks.py's classes, and the fake NCCL each runs on.
-RUNS = [("Forwarding Frameworks DLPack Lifecycle Watchdog", "2.28.9"),
+RUNS = [("Forwarding Frameworks DLPack Lifecycle Watchdog Refusals Groups Agreement "
+         "NoCollConfig", "2.28.9"), ("CollConfigs Forwarding", "2.32.3"),
         ("Missing", "2.27.3"), ("NoNccl", None)]
 
 
@@ -101,7 +106,7 @@ class Generated(unittest.TestCase):
 
     def test_api_covers_what_the_package_calls(self):
         used = set()
-        for module in ("_clib", "comm", "symmem", "watchdog"):
+        for module in ("_clib", "collconfig", "comm", "symmem", "watchdog"):
             with open(os.path.join(PACKAGE, "ncclshim", module + ".py")) as src:
                 used |= set(re.findall(r"\.(ncclshim_\w+)", src.read()))  # lib_.x, f.x
         typed = set(self.f.API) | set(self.f.CALLBACKS) | set(self.f.STRUCTS)
@@ -151,22 +156,31 @@ class Generator(unittest.TestCase):
         self.assertNotIn("skipped_t", m.structs)  # a struct nobody needs is left out
 
 
-def run_checks(python, env, packaged):
-    for classes, variant in RUNS:
-        full = dict(env, NCCLSHIM_CUDA_LIBRARY=FAKE_CUDA,
-                    NCCLSHIM_NCCL_LIBRARY=fake(variant) if variant else "/nonexistent/libnccl.so.2",
-                    COMM_CHECKS_PACKAGED="1" if packaged else "0")
-        proc = subprocess.run([python, CHECKS] + classes.split(), env=full, capture_output=True,
-                              text=True, timeout=120)
-        if proc.returncode != 0:
-            raise AssertionError("comm_checks.py %s on %s failed:\n%s%s"
-                                 % (classes, variant, proc.stdout, proc.stderr))
-        print(proc.stderr.strip().splitlines()[-1], "(%s, %s)" % (classes, variant))
+def run_checks(python, env, packaged, fast):
+    """comm_checks.py's RUNS with the extension (fast: its environment; None: none there)
+    and on the pure Python path."""
+    paths = [("pure", {"NCCLSHIM_PYTHON_PURE": "1"})]
+    if fast is not None:
+        paths.insert(0, ("fast", fast))
+    for path, path_env in paths:
+        for classes, variant in RUNS:
+            full = dict(env, NCCLSHIM_CUDA_LIBRARY=FAKE_CUDA, COMM_CHECKS_PATH=path,
+                        NCCLSHIM_NCCL_LIBRARY=fake(variant) if variant else
+                        "/nonexistent/libnccl.so.2",
+                        COMM_CHECKS_PACKAGED="1" if packaged else "0", **path_env)
+            proc = subprocess.run([python, CHECKS] + classes.split(), env=full,
+                                  capture_output=True, text=True, timeout=120)
+            if proc.returncode != 0:
+                raise AssertionError("comm_checks.py %s on %s (%s path) failed:\n%s%s"
+                                     % (classes, variant, path, proc.stdout, proc.stderr))
+            print(proc.stderr.strip().splitlines()[-1],
+                  "(%s, %s, %s)" % (classes, variant, path))
 
 
 class SourceTree(unittest.TestCase):
     def test_checks(self):
-        run_checks(sys.executable, package_env(NCCLSHIM_PYTHON_FUNCTIONS=FUNCTIONS), False)
+        run_checks(sys.executable, package_env(NCCLSHIM_PYTHON_FUNCTIONS=FUNCTIONS), False,
+                   {"NCCLSHIM_PYTHON_FAST": FAST} if FAST else None)
 
 
 class LazyLayer(unittest.TestCase):
@@ -178,7 +192,7 @@ class LazyLayer(unittest.TestCase):
                 "assert not [m for m in layer if m in sys.modules], sys.modules.keys()\n"
                 "from ncclshim import Communicator, NcclshimError\n"
                 "assert all(m in sys.modules for m in layer)\n"
-                "assert ncclshim.buffers.PAIRS is not None and ncclshim._clib.OK == 0\n"
+                "assert ncclshim.buffers.READERS is not None and ncclshim._clib.OK == 0\n"
                 "assert set(ncclshim.__all__) <= set(dir(ncclshim))\n"
                 "try:\n    ncclshim.nonexistent\nexcept AttributeError as e:\n"
                 "    print(e)\n")
@@ -207,7 +221,8 @@ class GpuScriptDryRun(unittest.TestCase):
             text=True, timeout=240, env=package_env(
                 PYTHONPATH=os.pathsep.join([os.path.join(here, "gpu_mock"), PACKAGE, bench]),
                 NCCLSHIM_PYTHON_FUNCTIONS=FUNCTIONS, NCCLSHIM_NCCL_LIBRARY=fake("2.28.9"),
-                NCCLSHIM_CUDA_LIBRARY=FAKE_CUDA, **env))
+                NCCLSHIM_CUDA_LIBRARY=FAKE_CUDA,
+                **({"NCCLSHIM_PYTHON_FAST": FAST} if FAST else {}), **env))
         with open(os.path.join(out, "summary.csv")) as f:
             rows = list(csv.reader(f))[1:]
         self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)  # the mocked cases
@@ -220,13 +235,16 @@ class GpuScriptDryRun(unittest.TestCase):
             if mocked:
                 self.assertRegex(verdict, "^FAIL: .*" + mocked[0], case)
                 continue
-            if case.startswith("percall-") or case == "graph-replay":  # timing on mocks
+            if case.startswith(("percall-", "lean-")) or case == "graph-replay":  # mocks
                 self.assertRegex(verdict, r"^(ok|FAIL: ratio|FAIL: replay)", case)
+            elif case == "extension" and not FAST:
+                self.assertRegex(verdict, "^FAIL: .*pure Python path", case)
             else:
                 self.assertEqual(verdict, "ok", (case, detail, proc.stdout[-2000:]))
         self.assertIn("flag host pointer (UVA)", cases["watchdog"][1])
         self.assertIn("kernel NVRTC", cases["watchdog"][1])
         self.assertEqual(len([c for c in cases if c.startswith("percall-")]), 9)
+        self.assertEqual(len([c for c in cases if c.startswith("lean-")]), 9)
         self.assertIn("cost", cases)
 
 
@@ -245,7 +263,7 @@ class InstalledWheel(unittest.TestCase):
         python = os.path.join(venv, "bin", "python")
         subprocess.run([python, "-m", "pip", "install", "--no-index", "--no-deps", "-q",
                         "--disable-pip-version-check", wheel], check=True, capture_output=True)
-        run_checks(python, child_env(), True)  # the venv's own package, not a source tree
+        run_checks(python, child_env(), True, {})  # the venv's own package and extension
 
 
 if __name__ == "__main__":

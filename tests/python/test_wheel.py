@@ -42,7 +42,7 @@ class Wheel(unittest.TestCase):
 
     def test_name_and_reproducible(self):
         self.assertEqual(os.path.basename(self.wheel),
-                         "ncclshim-{0}-py3-none-manylinux_2_17_{1}.manylinux2014_{1}.whl"
+                         "ncclshim-{0}-cp38-abi3-manylinux_2_17_{1}.manylinux2014_{1}.whl"
                          .format(VERSION, platform.machine()))
         again = build(os.path.join(self.root, "b"))
         with open(self.wheel, "rb") as a, open(again, "rb") as b:
@@ -64,7 +64,17 @@ class Wheel(unittest.TestCase):
             self.assertEqual((probe.external_attr >> 16) & 0o777, 0o755)
             wheel = z.read(DIST_INFO + "WHEEL").decode()
             self.assertIn("Root-Is-Purelib: false", wheel)
-            self.assertIn("Tag: py3-none-manylinux2014_%s" % platform.machine(), wheel)
+            self.assertIn("Tag: cp38-abi3-manylinux2014_%s" % platform.machine(), wheel)
+            # the extension: one stable-ABI binary that links no library (not libpython)
+            fast = z.getinfo("ncclshim/_fast.abi3.so")
+            self.assertEqual((fast.external_attr >> 16) & 0o777, 0o755)
+            path = os.path.join(self.root, "_fast.abi3.so")
+            with open(path, "wb") as f:
+                f.write(z.read(fast))
+            dynamic = subprocess.run(["readelf", "-d", "--dyn-syms", path], check=True,
+                                     capture_output=True, text=True).stdout
+            self.assertNotIn("(NEEDED)", dynamic)
+            self.assertIn("PyInit__fast", dynamic)
             for line in z.read(DIST_INFO + "RECORD").decode().splitlines():
                 name, digest, size = line.split(",")
                 if name.endswith("/RECORD"):
@@ -103,6 +113,14 @@ class Wheel(unittest.TestCase):
         self.assertEqual(run.returncode, 0, run.stderr)
         self.assertTrue(run.stdout.startswith(venv), run.stdout)  # the installed package
         self.assertIn("[(%r, '2.28.3')]" % os.path.realpath(fake("2.28.3")), run.stdout)
+        code = ("import sys, ncclshim\n"  # nothing loaded by the import, the extension with it
+                "maps = open('/proc/self/maps').read()\n"
+                "print('ncclshim._fast' in sys.modules, 'libncclshim' in maps,\n"
+                "      'libnccl.so' in maps, 'ncclshim.comm' in sys.modules)\n"
+                "print(ncclshim._clib.fast_module() is not None)\n")
+        run = subprocess.run([python, "-c", code], env=env, capture_output=True, text=True,
+                             cwd=self.root)
+        self.assertEqual(run.stdout.split(), ["False"] * 4 + ["True"], run.stderr)
         run = subprocess.run([os.path.join(venv, "bin", "ncclshim"), "--doctor", "--json"],
                              env=env, capture_output=True, text=True)
         self.assertIn(run.returncode, (0, 1), run.stderr)

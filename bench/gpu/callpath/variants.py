@@ -1,8 +1,8 @@
 """The Python cost of an all_reduce call path, in variants, against noop7.c (a C function of
 ncclAllReduce's signature that does nothing): no NCCL and no GPU work, only Python, torch's
 accessors and ctypes. It is how the communicator's inline path was chosen (docs/python.md,
-"What a call costs"). "pair reader frame" calls the package's own pair reader for torch
-tensors (ncclshim.buffers.pair). bench/gpu/python.sh runs it in the torch venv, with the
+"What a call costs"). "pair reader frame" calls the package's own checked pair reader (the
+pure Python path's, ncclshim.buffers.pair). bench/gpu/python.sh runs it in the torch venv, with the
 package on PYTHONPATH:
 
     gcc -O2 -shared -fPIC -o /tmp/libnoop7.so bench/gpu/callpath/noop7.c
@@ -46,10 +46,11 @@ class Ours:
     def __init__(self, fn, stream_type):
         self.fn, self.comm = fn, 1
         self.streams = {stream_type: operator.attrgetter("cuda_stream"), int: int}
-        self.pairs = {torch.Tensor: ncclshim.buffers.pair(torch.zeros(1))}  # the package's
+        self.pairs = {torch.Tensor: ncclshim.buffers.pair}  # the package's
 
     def with_pair_reader(self, send, recv, op="sum", stream=None):
-        sp, rp, n, dt, fw = self.pairs.get(type(send))(send, recv, 1, "recv")
+        sp, rp, n, dt, fw = self.pairs.get(type(send))(send, "send", False, recv, "recv", True,
+                                                       1)
         s = self.streams[type(stream)](stream)
         o = op if type(op) is int else OPS[op]
         if self.fn(sp, rp, n, dt, o, self.comm, s):

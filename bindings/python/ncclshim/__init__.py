@@ -129,7 +129,7 @@ def run_probe(*args: str, python_env: bool = True) -> subprocess.CompletedProces
         return subprocess.run(argv, executable=executable, capture_output=True, text=True,
                               env=env)
     except OSError as e:  # E2BIG: a text longer than the system lets a command line be
-        raise _native.ProbeUnavailable("cannot start %s: %s" % (argv[0], e.strerror or e)) \
+        raise _native.ProbeUnavailable("cannot start %s: %s" % (executable, e.strerror or e)) \
             from None
 
 
@@ -172,8 +172,9 @@ def doctor() -> dict:
 # probe's functions above need (docs/python.md, "Import time", has the numbers).
 _LAZY = {"Buffer": "buffers", "dtype_code": "buffers", "Communicator": "comm", "group": "comm",
          "unique_id": "comm", "NcclshimError": "errors", "NcclTimeout": "errors",
-         "NcclUnavailable": "errors", "SymmetricBuffer": "symmem", "Watchdog": "watchdog"}
-_SUBMODULES = {"_clib", "buffers", "comm", "errors", "symmem", "watchdog"}
+         "NcclUnavailable": "errors", "SymmetricBuffer": "symmem", "Watchdog": "watchdog",
+         "CollConfig": "collconfig", "set_encryption": "collconfig"}
+_SUBMODULES = {"_clib", "buffers", "collconfig", "comm", "errors", "symmem", "watchdog"}
 
 
 def __getattr__(name):

@@ -5,11 +5,12 @@ The generated module (_functions.py) lies in the package of a wheel; a source tr
 build's copy with NCCLSHIM_PYTHON_FUNCTIONS (meson writes it as
 build/bindings/python/_functions.py). Nothing here runs at import: the first use loads."""
 import ctypes
+import importlib.machinery
 import importlib.util
 import os
 import sys
 
-from . import _native
+from . import _args, _native
 from .errors import NcclshimError, NcclTimeout, NcclUnavailable
 
 OK, INVALID_ARGUMENT, UNAVAILABLE, NCCL_ERROR, TIMEOUT = 0, 8, 10, 14, 15
@@ -142,8 +143,52 @@ def check(status, call, raw_comm=None):
         raise error(status, call, raw_comm)
 
 
-def milliseconds(seconds):
-    """A timeout in seconds as the C side's int milliseconds; negative refused."""
-    if seconds is None or seconds < 0:
-        raise ValueError("a timeout is a number of seconds >= 0 (no wait is unbounded)")
-    return min(int(seconds * 1000), 2 ** 31 - 1)
+def fast_module():
+    """The package's extension module (_fast: the collectives' call path in C, against the
+    stable ABI), or None where it cannot load: not built (a source tree names the build's
+    with NCCLSHIM_PYTHON_FAST), another interpreter, or NCCLSHIM_PYTHON_PURE=1."""
+    if "fast" not in _state:
+        mod = None
+        if os.environ.get("NCCLSHIM_PYTHON_PURE") != "1":
+            try:
+                from . import _fast as mod
+            except ImportError:
+                path = os.environ.get("NCCLSHIM_PYTHON_FAST")
+                if path:
+                    try:
+                        loader = importlib.machinery.ExtensionFileLoader("ncclshim._fast",
+                                                                         path)
+                        spec = importlib.util.spec_from_file_location("ncclshim._fast", path,
+                                                                      loader=loader)
+                        mod = importlib.util.module_from_spec(spec)
+                        loader.exec_module(mod)
+                        sys.modules["ncclshim._fast"] = mod
+                    except (ImportError, OSError):
+                        mod = None
+        _state["fast"] = mod
+    return _state["fast"]
+
+
+def fast_calls(fallback, ops):
+    """The extension's Calls type, its fast path handing every other call to `fallback`'s
+    methods (comm._PyCalls), reading the reductions seen in `ops`; None without the
+    extension."""
+    mod = fast_module()
+    if mod is None:
+        return None
+    from . import buffers
+    mod.setup(fallback, buffers.TORCH_CODES, ops, buffers.STREAM_ATTRS, buffers.current)
+    return mod.Calls
+
+
+def bind_fast():
+    """Hands the extension the loaded NCCL's function table (once NCCL is loaded)."""
+    mod = fast_module()
+    if mod is not None and not _state.get("fast_bound"):
+        mod.bind(lib().ncclshim_nccl_functions(nccl()))
+        _state["fast_bound"] = True
+
+
+def milliseconds(seconds, name="timeout"):
+    """A timeout in seconds as the C side's int milliseconds (_args.milliseconds)."""
+    return _args.milliseconds(seconds, name)

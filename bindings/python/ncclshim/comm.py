@@ -13,59 +13,71 @@ Modes (docs/python.md has what each detects):
     "split-blocking"  bounded init, then blocking collectives (NCCL 2.18.1+): the default;
                       watch() adds per-operation deadlines without per-call waits.
 Every wait has a bound (timeout, seconds). A collective the loaded NCCL lacks raises
-NcclUnavailable at once, naming the release that brought it. The call path allocates no
-device memory, synchronizes nothing and copies nothing, so it can be captured in a CUDA graph."""
-import ctypes
-import linecache
-import sys
+NcclUnavailable at once, naming the release that brought it. Every argument is checked
+before NCCL is called. The call path allocates no device memory, synchronizes nothing and
+copies nothing, so it can be captured in a CUDA graph.
 
-from . import _clib
-from .buffers import PAIRS as _P, READERS as _R, STREAMS as _S, current as _current, \
-    pair as _pair, _pair_torch, reader as _reader, stream as _stream
-from .buffers import TORCH_CODES as _TORCH_CODES, _pair_any  # noqa: F401 (_PAIR_CALL's)
+The collectives are written out in _PyCalls below. Where the package's extension module
+(_fast, C against the stable ABI) loads, Communicator also derives from its Calls type,
+whose methods of the same names take the common case (torch tensors, int or known stream
+types, the reductions by name or number) in C, and hand any other call, unchanged, to the
+method here: the checks and their messages exist once, here."""
+import ctypes
+from typing import Any, List, Optional
+
+from . import _args, _clib
+from .buffers import BOOL, buffer as _buffer, pair as _pair, stream as _stream
+from .collconfig import CollConfig
 from .errors import NcclshimError
 
 MODES = {"nonblocking": 0, "blocking": 1, "split-blocking": 2}
 _OPS = {"sum": 0, "prod": 1, "max": 2, "min": 3, "avg": 4}
-
-
-class _Ops(dict):
-    """Every spelling of a reduction seen (str, torch's ReduceOp, ...), read on the call
-    path; one not seen yet goes through _op, which refuses an unknown one."""
-
-    def __missing__(self, op):
-        return _op(op)
-
-
-_OPC = _Ops(_OPS)
+# bool arrays (one byte, 0 or 1, sent as ncclUint8) reduce as torch reduces them: SUM is MAX
+# (any), PROD is MIN (all); AVG and NCCL's custom reductions have no bool meaning.
+BOOL_OPS = {0: 2, 1: 3, 2: 2, 3: 3}
+_UINT8 = 1  # ncclUint8
 _IN_PROGRESS = 7
 # Call names as bytes that live as long as the module: ncclshim_comm_record keeps the pointer.
-_NAMES = {n: n.encode() for n in (
-    "ncclAllReduce", "ncclBroadcast", "ncclReduce", "ncclAllGather", "ncclReduceScatter",
-    "ncclSend", "ncclRecv", "ncclAlltoAll", "ncclGather", "ncclScatter")}
+_COLLECTIVES = ("ncclAllReduce", "ncclBroadcast", "ncclReduce", "ncclAllGather",
+                "ncclReduceScatter", "ncclAlltoAll", "ncclGather", "ncclScatter")
+_NAMES = {n: n.encode() for n in _COLLECTIVES + tuple(c + "Config" for c in _COLLECTIVES) +
+          ("ncclSend", "ncclRecv")}
+# The collectives every NCCL since 2.7 has, bound at init (the others on first use).
+_HOT = ("ncclAllReduce", "ncclBroadcast", "ncclReduce", "ncclAllGather", "ncclReduceScatter",
+        "ncclSend", "ncclRecv")
+OPC = dict(_OPS)  # every spelling of a reduction seen (str, torch's ReduceOp, ...) -> code
 
 
 def _op(op):
-    if type(op) is int:
-        return op
-    code = dict.get(_OPC, op)
+    """ncclRedOp_t for op: a name, torch's ReduceOp member, or an int in C's int range."""
+    if isinstance(op, int):
+        return _args.integer(op, "op", 0, _args.INT_MAX)
+    try:
+        code = OPC.get(op)
+    except TypeError:  # unhashable
+        code = None
     if code is None:
         name = str(op).rsplit(".", 1)[-1].lower()  # "sum", torch's ReduceOp.SUM, "ncclSum"
         code = _OPS.get(name[4:] if name.startswith("nccl") else name)
         if code is None:
-            raise ValueError("unknown reduction %r: sum, prod, max, min, avg or an "
+            raise ValueError("op %r is not a reduction: sum, prod, max, min, avg or an "
                              "ncclRedOp_t" % (op,))
-        _OPC[op] = code
+        OPC[op] = code
     return code
 
 
-def _in_place(buf):
-    """A pair reader's answer for one buffer that is both send and recv."""
-    p, n, dt, fw = (_R.get(type(buf)) or _reader(buf))(buf)
-    return p, p, n, dt, fw
+def _reduction(op, dt):
+    """(ncclRedOp_t, ncclDataType_t) NCCL gets for op on dtype dt (BOOL: ncclUint8)."""
+    o = _op(op)
+    if dt != BOOL:
+        return o, dt
+    if o not in BOOL_OPS:
+        raise ValueError("op %r is not defined on bool buffers (torch refuses it too): sum, "
+                         "prod, max or min" % (op,))
+    return BOOL_OPS[o], _UINT8
 
 
-def unique_id():
+def unique_id() -> bytes:
     """ncclGetUniqueId, as the 128 bytes every rank passes to Communicator."""
     f = _clib.functions()
     uid = f.ncclUniqueId()
@@ -76,14 +88,31 @@ def unique_id():
     return ctypes.string_at(ctypes.addressof(uid), ctypes.sizeof(uid))
 
 
+def _same_count(send, recv):
+    """(send's ptr, recv's, count, dtype, framework) of a call whose two buffers hold one
+    count (recv None: in place, send written)."""
+    if recv is None:
+        sp, n, dt, fw = _buffer(send, "send", True)
+        return sp, sp, n, dt, fw
+    return _pair(send, "send", False, recv, "recv", True, 1)
+
+
 class _Group:
     """ncclGroupStart on entry; on exit ncclshim_comm_group_end, waiting (bounded) for the
-    communicators that took part."""
+    communicators that took part. Every argument is checked before ncclGroupStart, and once
+    it has run the group is ended whatever raises (a communicator closed inside the group
+    takes no part in the wait)."""
 
     def __init__(self, comms, timeout):
-        self.comms, self.timeout = comms, timeout
+        for i, c in enumerate(comms):
+            if not isinstance(c, Communicator):
+                raise TypeError("group: argument %d is a %s, not a Communicator"
+                                % (i + 1, type(c).__name__))
+        self.comms, self.ms = comms, _args.milliseconds(timeout)
 
     def __enter__(self):
+        for c in self.comms:
+            c._handle()  # a closed one raises here, before ncclGroupStart
         r = _clib.nccl_function("ncclGroupStart")()
         if r != 0:
             _clib.check(_clib.lib().ncclshim_nccl_check(_clib.nccl(), r, b"ncclGroupStart"),
@@ -95,51 +124,206 @@ class _Group:
     def __exit__(self, kind, value, tb):
         for c in self.comms:
             c._groups -= 1
-        handles = (ctypes.c_void_p * max(1, len(self.comms)))(
-            *[c._handle() for c in self.comms])
-        status = _clib.lib().ncclshim_comm_group_end(None, handles, len(self.comms),
-                                                     _clib.milliseconds(self.timeout))
+        live = [c for c in self.comms if c._c is not None]
+        handles = (ctypes.c_void_p * max(1, len(live)))(*[c._c for c in live])
+        status = _clib.lib().ncclshim_comm_group_end(None, handles, len(live), self.ms)
         pending = [(c, c._pending) for c in self.comms if not c._groups and c._pending]
         for c, _ in pending:
             c._pending = []
         if kind is None:
             _clib.check(status, "ncclGroupEnd")
             for c, ops in pending:  # NCCL enqueued them at the group's end: mark them now
-                for op in ops:
-                    c._record(*op)
+                if c._c is not None:
+                    for op in ops:
+                        c._record(*op)
         return False
 
 
-def group(*comms, timeout=60.0):
+def group(*comms: "Communicator", timeout: float = 60.0) -> _Group:
     """ncclGroupStart/End as a context manager over these communicators (each waited for,
     all within one timeout, when non-blocking)."""
     return _Group(list(comms), timeout)
 
 
-class Communicator:
+class _PyCalls:
+    """The collectives, checked and called through ctypes: the whole call path where the
+    extension does not load, and every call the extension's fast path does not take."""
+    nranks: int
+    rank: int
+    _fast: Optional[int]
+    _watched: bool
+
+    def all_reduce(self, send: Any, recv: Any = None, op: Any = "sum", stream: Any = None,
+                   config: Optional[CollConfig] = None) -> None:
+        """recv = reduce(send) over the ranks; recv None: in place."""
+        sp, rp, n, dt, fw = _same_count(send, recv)
+        o, dt = _reduction(op, dt)
+        s = _stream(stream, fw)
+        fn, name, tail = self._entry("ncclAllReduce", config)
+        r = fn(sp, rp, n, dt, o, self._fast or self._comm(), s, *tail)
+        if r or self._watched:
+            self._after(r, name, s, n, dt)
+
+    def broadcast(self, send: Any, recv: Any = None, root: int = 0, stream: Any = None,
+                  config: Optional[CollConfig] = None) -> None:
+        """recv on every rank = send of root; recv None: in place."""
+        sp, rp, n, dt, fw = _same_count(send, recv)
+        root = _args.rank_in(root, "root", self.nranks)
+        dt = _UINT8 if dt == BOOL else dt
+        s = _stream(stream, fw)
+        fn, name, tail = self._entry("ncclBroadcast", config)
+        r = fn(sp, rp, n, dt, root, self._fast or self._comm(), s, *tail)
+        if r or self._watched:
+            self._after(r, name, s, n, dt)
+
+    def reduce(self, send: Any, recv: Any = None, root: int = 0, op: Any = "sum",
+               stream: Any = None, config: Optional[CollConfig] = None) -> None:
+        """recv on root = reduce(send) over the ranks; recv None: in place."""
+        sp, rp, n, dt, fw = _same_count(send, recv)
+        root = _args.rank_in(root, "root", self.nranks)
+        o, dt = _reduction(op, dt)
+        s = _stream(stream, fw)
+        fn, name, tail = self._entry("ncclReduce", config)
+        r = fn(sp, rp, n, dt, o, root, self._fast or self._comm(), s, *tail)
+        if r or self._watched:
+            self._after(r, name, s, n, dt)
+
+    def all_gather(self, send: Any, recv: Any, stream: Any = None,
+                   config: Optional[CollConfig] = None) -> None:
+        """recv (nranks x send's count) = every rank's send, in rank order."""
+        sp, rp, n, dt, fw = _pair(send, "send", False, recv, "recv", True, self.nranks)
+        dt = _UINT8 if dt == BOOL else dt
+        s = _stream(stream, fw)
+        fn, name, tail = self._entry("ncclAllGather", config)
+        r = fn(sp, rp, n, dt, self._fast or self._comm(), s, *tail)
+        if r or self._watched:
+            self._after(r, name, s, n, dt)
+
+    def reduce_scatter(self, send: Any, recv: Any, op: Any = "sum", stream: Any = None,
+                       config: Optional[CollConfig] = None) -> None:
+        """recv (send's count / nranks) = this rank's block of reduce(send)."""
+        rp, sp, n, dt, fw = _pair(recv, "recv", True, send, "send", False, self.nranks)
+        o, dt = _reduction(op, dt)
+        s = _stream(stream, fw)
+        fn, name, tail = self._entry("ncclReduceScatter", config)
+        r = fn(sp, rp, n, dt, o, self._fast or self._comm(), s, *tail)
+        if r or self._watched:
+            self._after(r, name, s, n, dt)
+
+    def send(self, buf: Any, peer: int, stream: Any = None) -> None:
+        """buf to rank peer (in a group with the matching recv)."""
+        self._p2p("ncclSend", buf, False, peer, stream)
+
+    def recv(self, buf: Any, peer: int, stream: Any = None) -> None:
+        """buf from rank peer (in a group with the matching send)."""
+        self._p2p("ncclRecv", buf, True, peer, stream)
+
+    def _p2p(self, name, buf, written, peer, stream):
+        p, n, dt, fw = _buffer(buf, "buf", written)
+        peer = _args.rank_in(peer, "peer", self.nranks)
+        dt = _UINT8 if dt == BOOL else dt
+        s = _stream(stream, fw)
+        r = self._nccl[name](p, n, dt, peer, self._fast or self._comm(), s)
+        if r or self._watched:
+            self._after(r, name, s, n, dt)
+
+    def all_to_all(self, send: Any, recv: Any, stream: Any = None,
+                   config: Optional[CollConfig] = None) -> None:
+        """Block i of send goes to rank i; recv's block j comes from rank j (NCCL 2.28.3+)."""
+        fn, name, tail = self._entry("ncclAlltoAll", config)
+        sp, rp, total, dt, fw = _pair(send, "send", False, recv, "recv", True, 1)
+        if total % self.nranks:
+            raise ValueError("send has %d elements, not a multiple of %d ranks"
+                             % (total, self.nranks))
+        n = total // self.nranks
+        dt = _UINT8 if dt == BOOL else dt
+        s = _stream(stream, fw)
+        r = fn(sp, rp, n, dt, self._fast or self._comm(), s, *tail)
+        if r or self._watched:
+            self._after(r, name, s, n, dt)
+
+    def gather(self, send: Any, recv: Any = None, root: int = 0, stream: Any = None,
+               config: Optional[CollConfig] = None) -> None:
+        """recv on root (nranks x send's count) = every rank's send (NCCL 2.28.3+); recv is
+        not used on the other ranks (None allowed there)."""
+        self._rooted("ncclGather", send, "send", recv, "recv", root, stream, config)
+
+    def scatter(self, send: Any, recv: Any, root: int = 0, stream: Any = None,
+                config: Optional[CollConfig] = None) -> None:
+        """recv = block `rank` of root's send (nranks x recv's count) (NCCL 2.28.3+); send is
+        not used on the other ranks (None allowed there)."""
+        self._rooted("ncclScatter", recv, "recv", send, "send", root, stream, config)
+
+    def _rooted(self, nccl, block, block_name, full, full_name, root, stream, config):
+        """gather and scatter: `block` holds the call's count, `full` nranks blocks of it and
+        may be None off the root; gather sends the block, scatter writes it."""
+        fn, name, tail = self._entry(nccl, config)
+        root = _args.rank_in(root, "root", self.nranks)
+        scatter = nccl == "ncclScatter"
+        if full is not None or self.rank == root:
+            bp, fp, n, dt, fw = _pair(block, block_name, scatter, full, full_name, not scatter,
+                                      self.nranks)
+        else:
+            (bp, n, dt, fw), fp = _buffer(block, block_name, scatter), None
+        sp, rp = (fp, bp) if scatter else (bp, fp)
+        dt = _UINT8 if dt == BOOL else dt
+        s = _stream(stream, fw)
+        r = fn(sp, rp, n, dt, root, self._fast or self._comm(), s, *tail)
+        if r or self._watched:
+            self._after(r, name, s, n, dt)
+
+    def _entry(self, name, config):
+        """The call's NCCL function, its name and what follows the stream: the plain entry,
+        or with a CollConfig its ...Config one (where the loaded NCCL has it) and the
+        config's address."""
+        if config is None:
+            return self._nccl.get(name) or self._optional(name), name, ()
+        if not isinstance(config, CollConfig):
+            raise TypeError("config must be an ncclshim.CollConfig, not %s"
+                            % type(config).__name__)
+        name += "Config"
+        return self._optional(name), name, (config.address,)
+
+
+class _NoExtension:
+    """Communicator's first base where the extension does not load: nothing."""
+
+
+# The extension's Calls type (its fast path hands other calls to _PyCalls' methods), or
+# _NoExtension.
+_Fast = _clib.fast_calls(_PyCalls, OPC) or _NoExtension
+
+
+class Communicator(_Fast, _PyCalls):  # type: ignore[misc, valid-type]
     """Rank `rank` of an `nranks`-rank communicator made from `uid` (unique_id()'s bytes), on
     the calling thread's current CUDA device. timeout (seconds) bounds every wait: the init
     (except in "blocking" mode, where NCCL waits by itself), non-blocking operations, group
     ends, close() and abort()."""
 
-    def __init__(self, nranks, rank, uid, mode="split-blocking", timeout=60.0):
-        if mode not in MODES:
-            raise ValueError("mode must be one of %s" % ", ".join(MODES))
+    def __init__(self, nranks: int, rank: int, uid: bytes, mode: str = "split-blocking",
+                 timeout: float = 60.0) -> None:
+        self._c = None
+        nranks = _args.integer(nranks, "nranks", 1, _args.INT_MAX)
+        rank = _args.rank_in(rank, "rank", nranks)
+        if not isinstance(mode, str) or mode not in MODES:
+            raise ValueError("mode must be one of %s, not %r" % (", ".join(MODES), mode))
         if not isinstance(uid, (bytes, bytearray)):
-            raise TypeError("uid must be the bytes unique_id() returned")
+            raise TypeError("uid must be the bytes unique_id() returned, not %s"
+                            % type(uid).__name__)
+        self._ms = _args.milliseconds(timeout)
         lib_, f = _clib.lib(), _clib.functions()
         if len(uid) != ctypes.sizeof(f.ncclUniqueId):
             raise ValueError("uid has %d bytes; a unique id has %d"
                              % (len(uid), ctypes.sizeof(f.ncclUniqueId)))
         _clib.require_nccl()
+        _clib.bind_fast()
         self.nranks, self.rank, self.mode, self.timeout = nranks, rank, mode, timeout
-        self._ms = _clib.milliseconds(timeout)
-        self._c = None
         self._fast = None  # the ncclComm_t while ready and unwatched: no C call to get it
         self._watched = False
         self._groups = 0
-        self._pending = []  # operations to record with the watchdog when the group ends
+        self._pending: List[Any] = []  # operations to record with the watchdog at group end
         self._fns = {}
+        self._nccl = {name: _clib.nccl_function(name) for name in _HOT}
         ident = f.ncclUniqueId.from_buffer_copy(bytes(uid))
         options = f.ncclshim_comm_options(size=ctypes.sizeof(f.ncclshim_comm_options),
                                           blocking=MODES[mode])
@@ -156,18 +340,6 @@ class Communicator:
             self.abort()
             raise err
         self._fast = lib_.ncclshim_comm_raw(self._c)
-        self._bind()
-        _learn_torch()
-
-    def _bind(self):
-        get = _clib.nccl_function
-        self._allreduce = get("ncclAllReduce")
-        self._broadcast = get("ncclBroadcast")
-        self._reduce = get("ncclReduce")
-        self._allgather = get("ncclAllGather")
-        self._reducescatter = get("ncclReduceScatter")
-        self._send = get("ncclSend")
-        self._recv = get("ncclRecv")
 
     def _optional(self, name):
         fn = self._fns.get(name)
@@ -182,7 +354,7 @@ class Communicator:
         return self._c
 
     @property
-    def state(self):
+    def state(self) -> str:
         """"ready", "failed", "aborted", ... (ncclshim_comm_state_name); "closed"."""
         if self._c is None:
             return "closed"
@@ -190,7 +362,7 @@ class Communicator:
         return lib_.ncclshim_comm_state_name(lib_.ncclshim_comm_state_of(self._c)).decode()
 
     @property
-    def raw(self):
+    def raw(self) -> Optional[int]:
         """The ncclComm_t (int) while ready, for calls ncclshim does not wrap; None else."""
         return _clib.lib().ncclshim_comm_raw(self._c) if self._c else None
 
@@ -230,109 +402,52 @@ class Communicator:
         if status != _clib.OK:
             raise _clib.error(status, "ncclshim_comm_record(%s)" % name)
 
-    # ---- collectives ----
-    # The call path: all_reduce, broadcast, reduce, all_gather and reduce_scatter are made
-    # from _PAIR_CALL below (two torch tensors are checked inline, with no Python frame of
-    # their own); any other buffers through their type's cached pair reader; the stream and
-    # the reduction through dicts, the cached ncclComm_t, one ctypes call; anything else only
-    # when NCCL answered other than success, or a watchdog watches.
-    # tests/python/comm_checks.py (Frameworks) counts it.
-
-    def send(self, buf, peer, stream=None):
-        self._p2p(self._send, "ncclSend", buf, peer, stream)
-
-    def recv(self, buf, peer, stream=None):
-        self._p2p(self._recv, "ncclRecv", buf, peer, stream)
-
-    def _p2p(self, fn, nccl, buf, peer, stream):
-        p, n, dt, fw = (_R.get(type(buf)) or _reader(buf))(buf)
-        s = _current(fw) if stream is None else _S[type(stream)](stream)
-        r = fn(p, n, dt, peer, self._fast or self._comm(), s)
-        if r or self._watched:
-            self._after(r, nccl, s, n, dt)
-
-    def all_to_all(self, send, recv, stream=None):
-        """Block i of send goes to rank i; recv's block j comes from rank j (NCCL 2.28.3+)."""
-        fn = self._optional("ncclAlltoAll")
-        sp, rp, total, dt, fw = (_P.get(type(send)) or _pair(send))(send, recv, 1, "recv")
-        n = self._per_rank(total, "send")
-        s = _current(fw) if stream is None else _S[type(stream)](stream)
-        r = fn(sp, rp, n, dt, self._fast or self._comm(), s)
-        if r or self._watched:
-            self._after(r, "ncclAlltoAll", s, n, dt)
-
-    def gather(self, send, recv=None, root=0, stream=None):
-        """recv on root (nranks x send's count) = every rank's send (NCCL 2.28.3+); recv is
-        not used on the other ranks (None allowed there)."""
-        self._rooted("ncclGather", send, recv, "recv", root, stream)
-
-    def scatter(self, send, recv, root=0, stream=None):
-        """recv = block `rank` of root's send (nranks x recv's count) (NCCL 2.28.3+); send is
-        not used on the other ranks (None allowed there)."""
-        self._rooted("ncclScatter", recv, send, "send", root, stream)
-
-    def _rooted(self, nccl, block, full, what, root, stream):
-        """gather and scatter: `block` holds the call's count, `full` (named `what`) nranks
-        blocks of it, and may be None off the root; gather sends the block, scatter the full."""
-        fn = self._optional(nccl)
-        if full is not None or self.rank == root:
-            bp, fp, n, dt, fw = (_P.get(type(block)) or _pair(block))(block, full, self.nranks,
-                                                                      what)
-        else:
-            (bp, n, dt, fw), fp = (_R.get(type(block)) or _reader(block))(block), None
-        s = _current(fw) if stream is None else _S[type(stream)](stream)
-        sp, rp = (bp, fp) if nccl == "ncclGather" else (fp, bp)
-        r = fn(sp, rp, n, dt, root, self._fast or self._comm(), s)
-        if r or self._watched:
-            self._after(r, nccl, s, n, dt)
-
-    def _per_rank(self, total, what):
-        if total % self.nranks:
-            raise ValueError("%s has %d elements, not a multiple of %d ranks"
-                             % (what, total, self.nranks))
-        return total // self.nranks
-
-    def group(self):
+    def group(self) -> _Group:
         """ncclGroupStart/End around calls on this communicator (ncclshim.group for several)."""
         return _Group([self], self.timeout)
 
     # ---- watchdog, symmetric memory ----
-    def watch(self, dog, timeout):
+    def watch(self, dog: Any, timeout: float) -> None:
         """Watch this (ready) communicator with a Watchdog: each operation recorded after a
         collective gets `timeout` seconds; past it the watchdog fails and aborts the
         communicator and calls its callback."""
-        _clib.check(_clib.lib().ncclshim_comm_watch(self._handle(), dog._handle(),
-                                                    max(1, _clib.milliseconds(timeout))),
+        from .watchdog import Watchdog
+        if not isinstance(dog, Watchdog):
+            raise TypeError("dog must be a Watchdog, not %s" % type(dog).__name__)
+        ms = max(1, _args.milliseconds(timeout))
+        _clib.check(_clib.lib().ncclshim_comm_watch(self._handle(), dog._handle(), ms),
                     "ncclshim_comm_watch")
         dog._comms[self._c] = self
         self._dog = dog
         self._watched, self._fast = True, None
 
-    def unwatch(self):
+    def unwatch(self) -> None:
         if self._watched:
             self._watched = False
             _clib.check(_clib.lib().ncclshim_comm_unwatch(self._c), "ncclshim_comm_unwatch")
             self._fast = _clib.lib().ncclshim_comm_raw(self._c)
 
-    def record_graph(self, stream, label, ops):
+    def record_graph(self, stream: Any, label: str, ops: int) -> None:
         """Record a CUDA graph's replay on `stream` with the watchdog: `ops` operations under
         `label` (ncclshim_comm_record_graph, where this libncclshim has it)."""
+        label = _args.text(label, "label")
+        ops = _args.integer(ops, "ops", 1, _args.INT_MAX)
+        s = _stream(stream)
         if not _clib.has("ncclshim_comm_record_graph"):
             raise NcclshimError("this libncclshim has no ncclshim_comm_record_graph",
                                 call="ncclshim_comm_record_graph",
                                 status=_clib.UNAVAILABLE, status_name="UNAVAILABLE")
-        status = _clib.lib().ncclshim_comm_record_graph(self._handle(), _stream(stream),
-                                                        label.encode(), ops)
+        status = _clib.lib().ncclshim_comm_record_graph(self._handle(), s, label.encode(), ops)
         _clib.check(status, "ncclshim_comm_record_graph")
 
-    def symmetric(self, nbytes, stream=None):
+    def symmetric(self, nbytes: int, stream: Any = None) -> Any:
         """A SymmetricBuffer of at least nbytes, registered as a symmetric window (collective:
         every rank calls it with the same size; NCCL 2.28+)."""
         from .symmem import SymmetricBuffer
         return SymmetricBuffer(self, nbytes, stream)
 
     # ---- teardown ----
-    def close(self, timeout=None):
+    def close(self, timeout: Optional[float] = None) -> str:
         """Destroy (finalize, wait, destroy), then abort when that failed or ran out of time.
         Returns "destroyed" or "aborted". Idempotent. timeout bounds the wait in
         "nonblocking" mode only: on a blocking communicator (and split-blocking's child)
@@ -342,7 +457,7 @@ class Communicator:
         watchdog has failed it, close() aborts at once."""
         if self._c is None:
             return "closed"
-        ms = _clib.milliseconds(self.timeout if timeout is None else timeout)
+        ms = _args.milliseconds(self.timeout if timeout is None else timeout)
         lib_ = _clib.lib()
         self._fast, self._watched = None, False
         if lib_.ncclshim_comm_destroy(self._c, ms) == _clib.OK:
@@ -350,12 +465,12 @@ class Communicator:
             return "destroyed"
         return self.abort(timeout)
 
-    def abort(self, timeout=None):
+    def abort(self, timeout: Optional[float] = None) -> str:
         """ncclCommAbort on its own thread, bounded; the communicator is released. Raises
         NcclTimeout when NCCL's abort itself hangs (its thread is left running)."""
         if self._c is None:
             return "closed"
-        ms = _clib.milliseconds(self.timeout if timeout is None else timeout)
+        ms = _args.milliseconds(self.timeout if timeout is None else timeout)
         self._fast, self._watched = None, False
         status = _clib.lib().ncclshim_comm_abort(self._c, ms)
         if status == _clib.TIMEOUT:
@@ -370,10 +485,10 @@ class Communicator:
             dog._comms.pop(c, None)
         _clib.lib().ncclshim_comm_free(c)
 
-    def __enter__(self):
+    def __enter__(self) -> "Communicator":
         return self
 
-    def __exit__(self, kind, value, tb):
+    def __exit__(self, kind, value, tb) -> bool:
         if kind is None:
             self.close()
         else:
@@ -387,88 +502,6 @@ class Communicator:
             except Exception:
                 pass
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<ncclshim.Communicator rank %d of %d, %s, %s>" % (self.rank, self.nranks,
                                                                   self.mode, self.state)
-
-
-class _NoTensorYet:
-    """_TENSOR until torch is seen: no object has this type."""
-
-
-_TENSOR = _NoTensorYet  # torch.Tensor once seen: the type the inline fast path takes
-
-# One method per row, from _PAIR_CALL: (name, parameters before stream, NCCL function,
-# bound attribute, the buffer whose count is the call's, the other, how many times it
-# holds that count, the arguments between the datatype and the comm, docstring).
-_PAIR_CALLS = [
-    ("all_reduce", 'send, recv=None, op="sum"', "ncclAllReduce", "_allreduce", "send", "recv",
-     "1", "o, ", "recv = reduce(send) over the ranks; recv None: in place."),
-    ("broadcast", "send, recv=None, root=0", "ncclBroadcast", "_broadcast", "send", "recv", "1",
-     "root, ", "recv on every rank = send of root; recv None: in place."),
-    ("reduce", 'send, recv=None, root=0, op="sum"', "ncclReduce", "_reduce", "send", "recv",
-     "1", "o, root, ", "recv on root = reduce(send) over the ranks; recv None: in place."),
-    ("all_gather", "send, recv", "ncclAllGather", "_allgather", "send", "recv", "self.nranks",
-     "", "recv (nranks x send's count) = every rank's send, in rank order."),
-    ("reduce_scatter", 'send, recv, op="sum"', "ncclReduceScatter", "_reducescatter", "recv",
-     "send", "self.nranks", "o, ",
-     "recv (send's count / nranks) = this rank's block of reduce(send)."),
-]
-# {a}: the buffer whose count is the call's, {b}: the other (None: in place, where allowed).
-_PAIR_CALL = """\
-def {name}(self, {params}, stream=None):
-    if type({a}) is _TENSOR and type({b}) is _TENSOR:
-        d, n = {a}.dtype, {a}.numel()
-        if {a}.is_cuda and {b}.is_cuda and d is {b}.dtype and {a}.is_contiguous() and \\
-                {b}.is_contiguous() and {b}.numel() == n * {scale}:
-            {a}_p, {b}_p, dt, fw = {a}.data_ptr(), {b}.data_ptr(), _TORCH_CODES[d], "torch"
-        else:  # _pair_any says what is wrong
-            {a}_p, {b}_p, n, dt, fw = _pair_any({a}, {b}, {scale}, "{b}")
-    else:
-        {a}_p, {b}_p, n, dt, fw = {generic}
-    s = _current(fw) if stream is None else _S[type(stream)](stream)
-    {op_line}r = self.{attr}(send_p, recv_p, n, dt, {middle}self._fast or self._comm(), s)
-    if r or self._watched:
-        self._after(r, "{nccl}", s, n, dt)
-"""
-
-
-def _learn_torch():
-    """_TENSOR from a torch already loaded (never imported here): at each communicator's
-    init, and when the generic path first meets a torch tensor (torch imported later)."""
-    global _TENSOR
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        _TENSOR = torch.Tensor
-
-
-def _pair_reader(obj):
-    """buffers.pair, learning torch's Tensor type for the inline fast path."""
-    found = _pair(obj)
-    if found is _pair_torch:
-        _learn_torch()
-    return found
-
-
-def _define_pair_calls():
-    for name, params, nccl, attr, a, b, scale, middle, doc in _PAIR_CALLS:
-        generic = '(_P.get(type({a})) or _pair_reader({a}))({a}, {b}, {scale}, "{b}")'.format(
-            a=a, b=b, scale=scale)
-        if "=None" in params:
-            generic = "_in_place({a}) if {b} is None else {g}".format(a=a, b=b, g=generic)
-        text = _PAIR_CALL.format(name=name, params=params, nccl=nccl, attr=attr, a=a, b=b,
-                                 scale=scale, middle=middle, generic=generic,
-                                 op_line="o = op if type(op) is int else _OPC[op]\n    "
-                                 if "op=" in params else "")
-        # A file name inside the package (so that profilers count the frame as the
-        # package's), with its text in linecache (so that tracebacks show the line).
-        filename = "%s<%s>" % (__file__, name)
-        linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
-        space = {}
-        exec(compile(text, filename, "exec"), globals(), space)
-        method = space[name]
-        method.__doc__, method.__qualname__ = doc, "Communicator." + name
-        setattr(Communicator, name, method)
-
-
-_define_pair_calls()

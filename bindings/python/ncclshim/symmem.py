@@ -8,16 +8,18 @@ the collectives take it directly, or view(dtype) for a typed one).
         comm.all_reduce(x)
 """
 import ctypes
+from typing import Any, Optional
 
-from . import _clib
+from . import _args, _clib
 from .buffers import Buffer, dtype_code, element_size, stream as _stream
 from .errors import NcclshimError
 
 
 class SymmetricBuffer:
-    def __init__(self, comm, nbytes, stream=None):
-        out = ctypes.c_void_p()
+    def __init__(self, comm: Any, nbytes: int, stream: Any = None) -> None:
+        nbytes = _args.integer(nbytes, "nbytes", 1, _args.SIZE_MAX)
         s = _stream(stream) if stream is not None else 0
+        out = ctypes.c_void_p()
         _clib.check(_clib.lib().ncclshim_symmem_alloc(comm._handle(), nbytes, s, comm._ms,
                                                       ctypes.byref(out)),
                     "ncclshim_symmem_alloc")
@@ -34,16 +36,16 @@ class SymmetricBuffer:
         return {"shape": (self.nbytes,), "typestr": "|u1", "data": (self.ptr, False),
                 "version": 3, "strides": None}
 
-    def view(self, dtype, count=None):
+    def view(self, dtype: Any, count: Optional[int] = None) -> Buffer:
         """An ncclshim.Buffer of `count` elements (default: as many as fit) of dtype."""
         code = dtype_code(dtype)
         fit = self.nbytes // element_size(code)
-        count = fit if count is None else count
+        count = fit if count is None else _args.integer(count, "count", 0, _args.SIZE_MAX)
         if count > fit:
             raise ValueError("%d elements do not fit in %d bytes" % (count, self.nbytes))
         return Buffer(self.ptr, count, code)
 
-    def close(self, timeout=None):
+    def close(self, timeout: Optional[float] = None) -> None:
         """Deregister (collective, bounded) and free. Idempotent."""
         if self._mem is None:
             return

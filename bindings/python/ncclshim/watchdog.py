@@ -14,8 +14,9 @@ of its own, which stops the watchdog once the callback has returned."""
 import ctypes
 import sys
 import threading
+from typing import Any, Callable, Optional
 
-from . import _clib
+from . import _args, _clib
 from .errors import NcclshimError, NcclTimeout
 
 # Every watchdog not yet stopped: its ctypes callback must outlive any call the C thread may
@@ -24,7 +25,14 @@ _LIVE = set()
 
 
 class Watchdog:
-    def __init__(self, on_failure=None, interval=0.01):
+    def __init__(self, on_failure: Optional[Callable[[Any, NcclshimError], None]] = None,
+                 interval: float = 0.01) -> None:
+        if on_failure is not None and not callable(on_failure):
+            raise TypeError("on_failure must be None or a callable (comm, error), not %s"
+                            % type(on_failure).__name__)
+        interval_ms = int(_args.seconds(interval, "interval") * 1000)
+        if not 1 <= interval_ms <= 60000:
+            raise ValueError("interval must be 0.001 to 60 seconds, not %r" % (interval,))
         f, lib_ = _clib.functions(), _clib.lib()
         self._comms = {}          # ncclshim_comm address -> Communicator
         self._on_failure = on_failure
@@ -34,7 +42,7 @@ class Watchdog:
         # Kept as long as the C side can call it: until stop() has joined the thread.
         self._trampoline = f.ncclshim_watchdog_callback(self._called)
         options = f.ncclshim_watchdog_options(size=ctypes.sizeof(f.ncclshim_watchdog_options),
-                                              interval_ms=max(1, int(interval * 1000)),
+                                              interval_ms=interval_ms,
                                               on_failure=self._trampoline)
         out = ctypes.c_void_p()
         _clib.check(lib_.ncclshim_watchdog_start(ctypes.byref(options), ctypes.byref(out)),
@@ -62,7 +70,7 @@ class Watchdog:
             except Exception:  # never into C: report it as Python would
                 sys.excepthook(*sys.exc_info())
 
-    def stop(self):
+    def stop(self) -> None:
         """Stops and frees the watchdog (it unwatches what it still watches). From the
         callback's own thread it is deferred to another thread, and returns at once."""
         if self._dog is None:

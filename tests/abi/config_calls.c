@@ -2,12 +2,16 @@
  * alone: it calls ncclAllReduceConfig with a per-collective config and ncclSetEncryption.
  *   fake  (NCCLSHIM_NCCL_LIBRARY names a fake of that release, switched live): both calls
  *         succeed and the fake received each struct as the header's initializer made it
+ *   recorded (the fake, with the drop-in's recorder on: NCCLSHIM_RECORD, NCCLSHIM_RECORD_DIR
+ *         an empty directory): a ...Config collective is numbered among the plain ones on
+ *         its communicator, its dump line carries the config's algorithm and profiler tag
  *   older (whatever NCCL the search finds: the machine's, older than 2.32.3): both calls
  *         answer ncclInvalidArgument and ncclGetLastError says which release brought them;
  *         exit 77 when no NCCL is found or it is 2.32.3 or newer
  * Prints one line per check and PASS or FAIL. */
 #include <nccl.h>
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -69,6 +73,71 @@ static int on_fake(void) {
   return failures;
 }
 
+/* The dump's line for `function`, in the one dump file of `dir` (static storage; "" if none). */
+static const char *dump_line(const char *dir, const char *function) {
+  static char text[1 << 16], line[4096];
+  DIR *d = opendir(dir);
+  struct dirent *entry;
+  char path[4096] = "";
+  while (d != NULL && (entry = readdir(d)) != NULL)
+    if (strstr(entry->d_name, ".jsonl") != NULL)
+      snprintf(path, sizeof(path), "%s/%s", dir, entry->d_name);
+  if (d != NULL) closedir(d);
+  FILE *f = path[0] ? fopen(path, "r") : NULL;
+  size_t n = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+  if (f) fclose(f);
+  text[n] = '\0';
+  char needle[128];
+  snprintf(needle, sizeof(needle), "\"function\":\"%s\"", function);
+  const char *at = strstr(text, needle);
+  line[0] = '\0';
+  if (at != NULL) {
+    const char *start = at, *end = strchr(at, '\n');
+    while (start > text && start[-1] != '\n') start--;
+    size_t len = end ? (size_t)(end - start) : strlen(start);
+    snprintf(line, sizeof(line), "%.*s", (int)(len < sizeof(line) - 1 ? len : sizeof(line) - 1),
+             start);
+  }
+  return line;
+}
+
+static int on_fake_recorded(void) {
+  const char *path = getenv("NCCLSHIM_NCCL_LIBRARY"), *dir = getenv("NCCLSHIM_RECORD_DIR");
+  void *fake = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+  int version = 0;
+  ncclGetVersion(&version); /* loads the fake */
+  fake = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+  FAKE_FN(fake, "fake_nccl_set_live", fake_nccl_int_fn)(1);
+  ncclUniqueId id;
+  memset(&id, 7, sizeof(id));
+  ncclComm_t comm = NULL;
+  expect(ncclCommInitRank(&comm, 1, id, 0) == ncclSuccess && comm != NULL, "a communicator");
+  ncclCollConfig_t config = NCCL_COLLCONFIG_INITIALIZER;
+  config.algSelection = "allreduce=ring,allgather=nvls"; /* longer than the record keeps */
+  config.userProfilerTag = 4242;
+  expect(ncclAllReduce(NULL, NULL, 1, ncclFloat, ncclSum, comm, NULL) == ncclSuccess, "seq 1");
+  expect(ncclAllReduceConfig(NULL, NULL, 2, ncclFloat, ncclSum, comm, NULL, &config) == ncclSuccess,
+         "seq 2, with a config");
+  expect(ncclBroadcastConfig(NULL, NULL, 3, ncclFloat, 0, comm, NULL, NULL) == ncclSuccess,
+         "seq 3, config NULL");
+  /* A failing call dumps the ring. */
+  FAKE_FN(fake, "fake_nccl_inject", fake_nccl_inject_fn)("ncclAllReduce", ncclSystemError, 1);
+  expect(ncclAllReduce(NULL, NULL, 4, ncclFloat, ncclSum, comm, NULL) == ncclSystemError,
+         "seq 4 fails: a dump");
+  const char *line = dump_line(dir, "ncclAllReduceConfig");
+  printf("     %s\n", line);
+  expect(strstr(line, "\"seq\":2,") != NULL && strstr(line, "\"coll\":2,") != NULL,
+         "the ...Config call is numbered among the plain ones");
+  expect(strstr(line, "\"count\":2,") != NULL && strstr(line, "\"op_name\":\"ncclSum\"") != NULL,
+         "with the plain call's fields");
+  expect(strstr(line, "\"alg\":\"allreduce=ring,\",\"profiler_tag\":4242") != NULL,
+         "and the config's algorithm (its first 15 bytes) and profiler tag");
+  line = dump_line(dir, "ncclBroadcastConfig");
+  expect(strstr(line, "\"seq\":3,") != NULL && strstr(line, "\"alg\"") == NULL,
+         "a NULL config: numbered, no config fields");
+  return failures;
+}
+
 static int on_older(void) {
   int version = 0;
   if (ncclGetVersion(&version) != ncclSuccess) {
@@ -94,11 +163,15 @@ static int on_older(void) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 2 || (strcmp(argv[1], "fake") != 0 && strcmp(argv[1], "older") != 0)) {
-    fprintf(stderr, "usage: %s fake|older\n", argv[0]);
+  const char *mode = argc == 2 ? argv[1] : "";
+  int result = strcmp(mode, "fake") == 0       ? on_fake()
+               : strcmp(mode, "recorded") == 0 ? on_fake_recorded()
+               : strcmp(mode, "older") == 0    ? on_older()
+                                               : -1;
+  if (result < 0) {
+    fprintf(stderr, "usage: %s fake|recorded|older\n", argv[0]);
     return 2;
   }
-  int result = strcmp(argv[1], "fake") == 0 ? on_fake() : on_older();
   if (result != 77) printf("%s\n", result ? "FAIL" : "PASS");
   return result == 77 ? 77 : result ? 1 : 0;
 }

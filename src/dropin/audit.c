@@ -31,6 +31,14 @@
  * wrappers call them. */
 static ncclshim_nccl_table bound;
 static const ncclshim_nccl_table *recording;
+static int wrapper_handed_out;
+
+/* A drop-in in the program's namespace (LD_PRELOAD, or linked) records the calls made
+ * through it: the auditor's recorder then hands over to it, so that each call is recorded
+ * once, in one dump, and one recorder catches the signals. A binding to NCCL that only the
+ * auditor sees (dlsym on NCCL's handle, ctypes) is given the drop-in's function of that
+ * name, which records it and forwards it. */
+static const struct link_map *dropin;
 
 #define FUNCTION_(name, version, policy, role, returns, n, params) \
   {#name, offsetof(ncclshim_nccl_table, name)},
@@ -105,23 +113,44 @@ EXPORT unsigned int la_version(unsigned int version) {
 }
 
 /* Bindings from every object are seen; bindings to an NCCL only are. */
+/* Bindings to NCCL are changed: to the recorder's wrappers, or to the drop-in's functions. */
+static int redirecting(void) { return recording != NULL || dropin != NULL; }
+
+/* A drop-in mapped in the program's namespace before the auditor handed out any wrapper: the
+ * auditor's recorder turns off (its signal actions given back) and the drop-in's records. */
+static void hand_over(const struct link_map *map, Lmid_t lmid) {
+  if (recording == NULL || dropin != NULL || wrapper_handed_out || lmid != LM_ID_BASE ||
+      ncshl_dynamic_lookup(map->l_ld, map->l_addr, NCCLSHIM_DROPIN_MARKER_NAME) == NULL)
+    return;
+  dropin = map;
+  recording = NULL;
+  ncs_rec_hand_over();
+  if (ncs_debug_enabled())
+    ncs_rec_say("audit mode: the drop-in in the program's namespace records: ", name_of(map),
+                "; NCCL's functions bound by dlsym or ctypes are bound to it", 0);
+}
+
 EXPORT unsigned int la_objopen(struct link_map *map, Lmid_t lmid, uintptr_t *cookie) {
   /* The cookie is the link map, with bit 0 set for an ncclshim loader's (maps are aligned). */
   *cookie = (uintptr_t)map | (uintptr_t)is_ncclshim(map);
-  if (*cookie & 1) return 0;
+  if (*cookie & 1) {
+    hand_over(map, lmid);
+    return 0;
+  }
   if (recording != NULL && ncs_rec_cuda_objopen(map)) return LA_FLG_BINDFROM;
   if (!is_nccl(map)) {
     if (recording != NULL && lmid == LM_ID_BASE) note_libc(map);
-    if (recording != NULL && lmid == LM_ID_BASE && pending_count < PENDING_MAX)
+    if (redirecting() && lmid == LM_ID_BASE && pending_count < PENDING_MAX)
       pending[pending_count++] = map;
-    else if (recording != NULL && lmid == LM_ID_BASE)
+    else if (redirecting() && lmid == LM_ID_BASE)
       pending_overflow = 1;
     return LA_FLG_BINDFROM;
   }
   if (nccl_count == 0) {
     if (ncs_debug_enabled())
       ncs_rec_say("audit mode: NCCL mapped: ", name_of(map),
-                  recording == NULL ? "; the recorder is off"
+                  dropin != NULL      ? "; its calls are recorded by the drop-in"
+                  : recording == NULL ? "; the recorder is off"
                   : NCCLSHIM_AUDIT_SEES_GOT
                       ? "; its functions are recorded however they are bound (dlsym, "
                         "ctypes, PLT, GOT)"
@@ -145,6 +174,7 @@ EXPORT unsigned int la_objopen(struct link_map *map, Lmid_t lmid, uintptr_t *coo
 }
 
 EXPORT unsigned int la_objclose(uintptr_t *cookie) {
+  if ((*cookie & ~(uintptr_t)1) == (uintptr_t)dropin) dropin = NULL;
   for (size_t i = 0; i < pending_count; i++)
     if ((uintptr_t)pending[i] == *cookie) pending[i] = pending[--pending_count];
   for (size_t i = 0; i < nccl_count; i++) {
@@ -163,41 +193,51 @@ static int index_of(const char *name) {
   return -1;
 }
 
+/* What a binding of function i to the first NCCL's `real` gets instead: the recorder's
+ * wrapper, or the drop-in's function once the auditor handed over; 0 to leave it. */
+static uintptr_t target_of(int i, uintptr_t real) {
+  if (dropin != NULL) {
+    const ElfW(Sym) *own = ncshl_dynamic_lookup(dropin->l_ld, dropin->l_addr, functions[i].name);
+    return own != NULL && ELF64_ST_TYPE(own->st_info) == STT_FUNC ? dropin->l_addr + own->st_value
+                                                                  : 0;
+  }
+  if (recording == NULL) return 0;
+  memcpy((char *)&bound + functions[i].offset, &real, sizeof(real));
+  uintptr_t wrapper;
+  memcpy(&wrapper, (const char *)recording + functions[i].offset, sizeof(wrapper));
+  wrapper_handed_out = 1;
+  return wrapper;
+}
+
 /* glibc shows a binding to an NCCL (LA_FLG_BINDTO) from any object, dlsym's included: one
  * from an ncclshim loader is left as it is. */
 static uintptr_t redirect(const ElfW(Sym) * sym, const uintptr_t *refcook, const uintptr_t *defcook,
                           const char *symname) {
-  uintptr_t real = sym->st_value;
+  uintptr_t real = sym->st_value, target;
   int i;
-  if (recording == NULL || nccl_count == 0 || (*refcook & 1) || *defcook != nccls[0].map ||
-      (i = index_of(symname)) < 0 || ELF64_ST_TYPE(sym->st_info) != STT_FUNC)
+  if (nccl_count == 0 || (*refcook & 1) || *defcook != nccls[0].map ||
+      (i = index_of(symname)) < 0 || ELF64_ST_TYPE(sym->st_info) != STT_FUNC ||
+      (target = target_of(i, real)) == 0)
     return real;
-  char *slot = (char *)&bound + functions[i].offset;
-  memcpy(slot, &real, sizeof(real));
-  uintptr_t wrapper;
-  memcpy(&wrapper, (const char *)recording + functions[i].offset, sizeof(wrapper));
-  return wrapper;
+  return target;
 }
 
 /* A GOT slot bound to an NCCL name that holds the first NCCL's function: its wrapper. */
 static uintptr_t got_target(const char *name, uintptr_t value) {
   int i;
-  if (recording == NULL || nccl_count == 0 || (i = index_of(name)) < 0) return 0;
+  if (nccl_count == 0 || (i = index_of(name)) < 0) return 0;
   const struct link_map *nccl = (const struct link_map *)nccls[0].map;
   const ElfW(Sym) *sym = ncshl_dynamic_lookup(nccl->l_ld, nccl->l_addr, name);
   if (sym == NULL || ELF64_ST_TYPE(sym->st_info) != STT_FUNC ||
       value != nccl->l_addr + sym->st_value)
     return 0;
-  memcpy((char *)&bound + functions[i].offset, &value, sizeof(value));
-  uintptr_t wrapper;
-  memcpy(&wrapper, (const char *)recording + functions[i].offset, sizeof(wrapper));
-  return wrapper;
+  return target_of(i, value);
 }
 
 EXPORT void la_activity(uintptr_t *cookie, unsigned int flag) {
   (void)cookie;
   if (flag != LA_ACT_CONSISTENT) return;
-  if (recording != NULL && nccl_count > 0) {
+  if (redirecting() && nccl_count > 0) {
     if (pending_overflow && pending_count > 0) {
       const struct link_map *m = pending[0];
       while (m->l_prev != NULL) m = m->l_prev;

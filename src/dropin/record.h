@@ -57,6 +57,9 @@ const ncclshim_nccl_table *ncs_rec_audit_table(const ncclshim_nccl_table *real);
  * recorder is turned off (signal actions restored) and says so on stderr. */
 int ncs_rec_attach(int nccl_version);
 void ncs_rec_no_nccl(void);
+/* Audit mode, a drop-in in the program's namespace: this recorder turns off quietly (signal
+ * actions given back) and leaves the recording to that one. */
+void ncs_rec_hand_over(void);
 /* "the last N calls; dumps to PATTERN on ..." for the debug line. */
 void ncs_rec_describe(char *text, size_t size);
 

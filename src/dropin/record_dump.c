@@ -154,32 +154,70 @@ static void put_comm(ncs_out *o, const rec_state *r, const ncs_rec_comm *c) {
   ncs_out_put(o, "}\n");
 }
 
+/* A consistent copy of the call at ring index i, with its result; 0 when the slot holds
+ * another call now, or is being rewritten. */
+static int copy_entry(rec_state *r, uint64_t i, rec_entry *copy, int *result) {
+  rec_entry *e = &r->entries[i & r->mask];
+  uint64_t tag = atomic_load_explicit(&e->tag, memory_order_acquire);
+  memcpy((char *)copy + offsetof(rec_entry, fn), (char *)e + offsetof(rec_entry, fn),
+         sizeof(*copy) - offsetof(rec_entry, fn));
+  *result = atomic_load_explicit(&e->result, memory_order_relaxed);
+  /* The copy must be done before the tag is read again: a release RMW (adding nothing)
+   * orders it, where a fence would too but ThreadSanitizer does not model fences. Dumps
+   * are rare, so the write to the slot's line costs nothing that matters. */
+  return tag == i + 1 && atomic_fetch_add_explicit(&e->tag, 0, memory_order_acq_rel) == tag;
+}
+
+/* Who writes a dump. The recorder's own process writes through the state; a child that the
+ * fork handler did not reach (a vfork child, which shares its parent's memory until it
+ * execs; a fork in audit mode before the first recorded call) gets an identity computed
+ * here, never stored: nothing of the parent's recorder changes. */
+typedef struct writer {
+  int child;
+  uint64_t process_id, parent_process_id, first;
+  unsigned generation;
+  int rank;
+  uint64_t names;        /* the child's temporary names drawn (the parent's count is r's) */
+  uint64_t *name_suffix; /* r's, or the child's own below */
+  uint64_t child_suffix;
+} writer;
+
+static void writer_of(rec_state *r, writer *w, int child) {
+  if (!child) {
+    *w = (writer){.process_id = r->process_id,
+                  .parent_process_id = r->parent_process_id,
+                  .first = atomic_load(&r->first),
+                  .generation = atomic_load(&r->generation),
+                  .rank = atomic_load(&r->process_rank),
+                  .name_suffix = &r->name_suffix};
+    return;
+  }
+  /* The same id for every dump of that child: its pid and start time under the key. */
+  *w = (writer){.child = 1,
+                .process_id = ncs_rec_child_id(r),
+                .parent_process_id = r->process_id,
+                .first = atomic_load(&r->next),                /* none of the parent's calls */
+                .generation = atomic_load(&r->generation) + 1, /* none of its communicators */
+                .rank = NCCLSHIM_REC_NONE};
+  w->name_suffix = &w->child_suffix;
+}
+
 /* Every communicator alive, and the last ones to end (record_state.h). */
-static void put_comms(ncs_out *o, rec_state *r) {
+static void put_comms(ncs_out *o, rec_state *r, const writer *w) {
   for (const ncs_rec_comm *c = atomic_load_explicit(&r->all, memory_order_acquire); c != NULL;
        c = c->all_next)
-    if (atomic_load(&c->id) != 0 && atomic_load(&c->generation) == atomic_load(&r->generation))
-      put_comm(o, r, c);
+    if (atomic_load(&c->id) != 0 && atomic_load(&c->generation) == w->generation) put_comm(o, r, c);
 }
 
 /* The oldest call still in the ring first; a slot being rewritten is left out. */
-static uint64_t put_calls(ncs_out *o, const rec_state *r) {
-  uint64_t end = atomic_load(&((rec_state *)r)->next), written = 0;
+static uint64_t put_calls(ncs_out *o, rec_state *r, const writer *w) {
+  uint64_t end = atomic_load(&r->next), written = 0;
   uint64_t begin = end > r->capacity ? end - r->capacity : 0;
-  uint64_t first = atomic_load(&((rec_state *)r)->first);
-  if (begin < first) begin = first;
+  if (begin < w->first) begin = w->first;
   for (uint64_t i = begin; i < end; i++) {
-    rec_entry *e = &r->entries[i & r->mask];
-    uint64_t tag = atomic_load_explicit(&e->tag, memory_order_acquire);
     rec_entry copy;
-    memcpy((char *)&copy + offsetof(rec_entry, fn), (char *)e + offsetof(rec_entry, fn),
-           sizeof(copy) - offsetof(rec_entry, fn));
-    int result = atomic_load_explicit(&e->result, memory_order_relaxed);
-    /* The copy must be done before the tag is read again: a release RMW (adding nothing)
-     * orders it, where a fence would too but ThreadSanitizer does not model fences. Dumps
-     * are rare, so the write to the slot's line costs nothing that matters. */
-    if (tag != i + 1 || atomic_fetch_add_explicit(&e->tag, 0, memory_order_acq_rel) != tag)
-      continue;
+    int result;
+    if (!copy_entry(r, i, &copy, &result)) continue;
     put_call(o, r, i, &copy, result);
     written++;
   }
@@ -194,7 +232,32 @@ typedef struct trigger {
   uint64_t stuck, stuck_calls; /* the first stuck call, and how many share its event */
 } trigger;
 
-static void put_header(ncs_out *o, rec_state *r, const trigger *t) {
+/* The hang's evidence: in the hang dump, and kept in every later dump of the process. */
+static void put_hang(ncs_out *o, const rec_hang_seen *h, int is_hang) {
+  if (h->stuck == 0) return;
+  if (!is_hang) put_field(o, "hang_ms", h->hang_ms); /* the hang dump's own value says it */
+  ncs_out_put(o, ",\"stuck_call\":");
+  ncs_out_u64(o, h->stuck - 1);
+  if (h->stuck_calls > 1) {
+    ncs_out_put(o, ",\"stuck_calls\":");
+    ncs_out_u64(o, h->stuck_calls);
+  }
+  ncs_out_put(o, ",\"stuck_function\":");
+  put_string(o, ncclshim_nccl_function_name(h->fn));
+  if (h->comm_id > 1) {
+    ncs_out_put(o, ",\"stuck_comm_id\":\"");
+    ncs_out_hex(o, h->comm_id, 16);
+    ncs_out_put(o, "\"");
+  }
+  if (h->seq != 0) {
+    ncs_out_put(o, ",\"stuck_seq\":");
+    ncs_out_u64(o, h->seq);
+  }
+  put_field(o, "stuck_rank", h->rank);
+}
+
+static void put_header(ncs_out *o, rec_state *r, const writer *w, const trigger *t,
+                       const rec_hang_seen *hang) {
   struct timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
   ncs_out_put(o, "{\"kind\":\"header\",\"format\":\"ncclshim-record/2\",\"host\":");
@@ -202,16 +265,16 @@ static void put_header(ncs_out *o, rec_state *r, const trigger *t) {
   ncs_out_put(o, ",\"pid\":");
   ncs_out_u64(o, (uint64_t)getpid());
   ncs_out_put(o, ",\"process\":\"");
-  ncs_out_hex(o, r->process_id, 16);
+  ncs_out_hex(o, w->process_id, 16);
   ncs_out_put(o, "\"");
-  if (r->parent_process_id != 0) {
+  if (w->parent_process_id != 0) {
     ncs_out_put(o, ",\"forked\":true,\"parent_process\":\"");
-    ncs_out_hex(o, r->parent_process_id, 16);
+    ncs_out_hex(o, w->parent_process_id, 16);
     ncs_out_put(o, "\"");
   }
   ncs_out_put(o, ",\"boot_id\":");
   put_string(o, r->boot_id);
-  put_field(o, "rank", atomic_load(&r->process_rank));
+  put_field(o, "rank", w->rank);
   ncs_out_put(o, ",\"reason\":");
   put_string(o, t->why);
   if (t->fn >= 0) {
@@ -223,47 +286,56 @@ static void put_header(ncs_out *o, rec_state *r, const trigger *t) {
             : t->stuck != 0               ? "hang_ms"
                                           : "result",
             t->value);
-  if (t->stuck != 0) {
-    ncs_out_put(o, ",\"stuck_call\":");
-    ncs_out_u64(o, t->stuck - 1);
-  }
-  if (t->stuck_calls > 1) {
-    ncs_out_put(o, ",\"stuck_calls\":");
-    ncs_out_u64(o, t->stuck_calls);
-  }
+  put_hang(o, hang, t->stuck != 0);
   put_field(o, "nccl_version", atomic_load(&r->nccl_version));
   ncs_out_put(o, ",\"capacity\":");
   ncs_out_u64(o, r->capacity);
   ncs_out_put(o, ",\"calls\":");
-  ncs_out_u64(o, atomic_load(&r->next) - atomic_load(&r->first));
+  ncs_out_u64(o, atomic_load(&r->next) - w->first);
   ncs_out_put(o, ",\"suppressed_dumps\":");
-  ncs_out_u64(o, atomic_exchange(&r->suppressed, 0));
+  ncs_out_u64(o, w->child ? 0 : atomic_exchange(&r->suppressed, 0));
   ncs_out_put(o, ",\"time_ns\":");
   ncs_out_u64(o, (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec);
   ncs_out_put(o, "}\n");
 }
 
+/* A hang dump's trigger, noted for the later dumps: the stuck call's communicator, sequence
+ * number and rank read from the ring while it still holds the call. */
+static void note_hang(rec_state *r, const trigger *t, rec_hang_seen *h) {
+  *h = (rec_hang_seen){.stuck = t->stuck,
+                       .stuck_calls = t->stuck_calls,
+                       .fn = t->fn,
+                       .hang_ms = t->value,
+                       .rank = NCCLSHIM_REC_NONE};
+  rec_entry copy;
+  int result;
+  if (copy_entry(r, t->stuck - 1, &copy, &result)) {
+    h->seq = copy.seq;
+    h->comm_id = copy.comm_id;
+    h->rank = copy.rank;
+  }
+}
+
 /* ncclshim-record-HOST-PID-rankR-PROCESS.jsonl ("-norank" before any communicator), in the
  * dump directory; PROCESS is the first 8 hex digits of the process id. Once that name could
  * not be taken, -SUFFIX (16 random hex digits) before ".jsonl". */
-static void file_name(ncs_out *o, rec_state *r) {
+static void file_name(ncs_out *o, const rec_state *r, const writer *w) {
   o->used = 0;
   ncs_out_put(o, "ncclshim-record-");
   ncs_out_put(o, r->host);
   ncs_out_put(o, "-");
   ncs_out_u64(o, (uint64_t)getpid());
-  int rank = atomic_load(&r->process_rank);
-  if (rank == NCCLSHIM_REC_NONE) {
+  if (w->rank == NCCLSHIM_REC_NONE) {
     ncs_out_put(o, "-norank-");
   } else {
     ncs_out_put(o, "-rank");
-    ncs_out_int(o, rank);
+    ncs_out_int(o, w->rank);
     ncs_out_put(o, "-");
   }
-  ncs_out_hex(o, r->process_id >> 32, 8);
-  if (r->name_suffix != 0) {
+  ncs_out_hex(o, w->process_id >> 32, 8);
+  if (*w->name_suffix != 0) {
     ncs_out_put(o, "-");
-    ncs_out_hex(o, r->name_suffix, 16);
+    ncs_out_hex(o, *w->name_suffix, 16);
   }
   ncs_out_put(o, ".jsonl");
   ncs_out_end(o);
@@ -271,10 +343,14 @@ static void file_name(ncs_out *o, rec_state *r) {
 
 /* .ncclshim-record-XXXXXXXXXXXXXXXX.tmp: not guessable by another user (keyed hash of a
  * counter), and not matched by the compare command's pattern. */
-static void temp_name(ncs_out *o, rec_state *r) {
+static uint64_t next_name(rec_state *r, writer *w) {
+  return w->child ? w->names++ : atomic_fetch_add(&r->names, 1);
+}
+
+static void temp_name(ncs_out *o, rec_state *r, writer *w) {
   o->used = 0;
   ncs_out_put(o, ".ncclshim-record-");
-  ncs_out_hex(o, ncs_rec_hash(r, atomic_fetch_add(&r->names, 1) ^ ((uint64_t)getpid() << 40)), 16);
+  ncs_out_hex(o, ncs_rec_hash(r, next_name(r, w) ^ ((uint64_t)getpid() << 40)), 16);
   ncs_out_put(o, ".tmp");
   ncs_out_end(o);
 }
@@ -288,9 +364,9 @@ static int same_dir(const rec_state *r) {
 }
 
 /* The temporary file, created new (never an existing file, link or FIFO), not blocking. */
-static int create_temp(rec_state *r, ncs_out *temp) {
+static int create_temp(rec_state *r, writer *w, ncs_out *temp) {
   for (int attempt = 0; attempt < 8; attempt++) {
-    temp_name(temp, r);
+    temp_name(temp, r, w);
     int fd = openat(r->dir_fd, temp->buf,
                     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
     if (fd >= 0) {
@@ -308,15 +384,14 @@ static int create_temp(rec_state *r, ncs_out *temp) {
 /* The temporary file renamed to the dump's name. A name that cannot be taken because
  * something else holds it (another user's file planted in a sticky directory, a directory)
  * gives way to one with a random suffix, kept for the later dumps; `path` is the name used. */
-static int rename_dump(rec_state *r, const ncs_out *temp, ncs_out *path) {
+static int rename_dump(rec_state *r, writer *w, const ncs_out *temp, ncs_out *path) {
   for (int attempt = 0; attempt < 4; attempt++) {
     if (renameat(r->dir_fd, temp->buf, r->dir_fd, path->buf) == 0) return 1;
     if (errno != EEXIST && errno != EISDIR && errno != EPERM && errno != EACCES &&
         errno != ENOTEMPTY && errno != EBUSY)
       return 0;
-    r->name_suffix =
-        ncs_rec_hash(r, atomic_fetch_add(&r->names, 1) ^ ((uint64_t)getpid() << 20)) | 1;
-    file_name(path, r);
+    *w->name_suffix = ncs_rec_hash(r, next_name(r, w) ^ ((uint64_t)getpid() << 20)) | 1;
+    file_name(path, r, w);
   }
   return 0;
 }
@@ -368,36 +443,38 @@ static void dump(const trigger *t, const char *note) {
   sigset_t all, before;
   sigfillset(&all);
   sigprocmask(SIG_BLOCK, &all, &before);
-  if (!take_turn(r)) {
+  /* A child not reached by the fork handler has one thread, and takes no turn: the flag is
+   * its parent's (a vfork child's), or a copy that another thread may have left set. */
+  int child = getpid() != r->pid;
+  if (!child && !take_turn(r)) {
     ncs_rec_say("no dump (", t->why, "): another dump did not finish within 10 s", 0);
     sigprocmask(SIG_SETMASK, &before, NULL);
     errno = saved_errno;
     return;
   }
-  /* A fork whose handler did not run (the audit library's own libc has its own fork
-   * handlers): this is a child, with none of the parent's calls or communicators. */
-  if (getpid() != r->pid) {
-    ncs_rec_forked(r);
-    ncs_rec_thread_forked();
-  }
+  writer w;
+  writer_of(r, &w, child);
+  rec_hang_seen child_hang = {0};
+  rec_hang_seen *hang = child ? &child_hang : &r->hang;
+  if (t->stuck != 0) note_hang(r, t, hang);
   ncs_out path, temp;
-  file_name(&path, r);
+  file_name(&path, r, &w);
   int fd = -1;
   if (!same_dir(r)) {
     ncs_rec_say("no dump: the descriptor of ", r->dir, " was closed or replaced by the program", 0);
-  } else if ((fd = create_temp(r, &temp)) < 0) {
+  } else if ((fd = create_temp(r, &w, &temp)) < 0) {
     ncs_rec_say("cannot create a dump in ", r->dir, "", errno);
   } else {
     ncs_out o = {.fd = fd};
-    put_header(&o, r, t);
-    put_comms(&o, r);
-    put_calls(&o, r);
+    put_header(&o, r, &w, t, hang);
+    put_comms(&o, r, &w);
+    put_calls(&o, r, &w);
     ncs_out_flush(&o);
     if (close(fd) != 0 && o.error == 0 && errno != EINTR) o.error = errno;
     if (o.error != 0) {
       unlinkat(r->dir_fd, temp.buf, 0);
       ncs_rec_say("cannot write a dump in ", r->dir, " (the previous dump is kept)", o.error);
-    } else if (!rename_dump(r, &temp, &path)) {
+    } else if (!rename_dump(r, &w, &temp, &path)) {
       int error = errno;
       unlinkat(r->dir_fd, temp.buf, 0);
       ncs_rec_say("cannot rename the dump to ", path.buf, "", error);
@@ -405,7 +482,7 @@ static void dump(const trigger *t, const char *note) {
       say_written(r, &path, note);
     }
   }
-  atomic_flag_clear(&r->busy);
+  if (!w.child) atomic_flag_clear(&r->busy);
   sigprocmask(SIG_SETMASK, &before, NULL);
   errno = saved_errno;
 }

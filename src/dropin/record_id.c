@@ -122,6 +122,11 @@ void ncs_rec_identity(rec_state *r) {
   r->host[i] = '\0';
 }
 
+uint64_t ncs_rec_child_id(const rec_state *r) {
+  return ncs_rec_hash(r,
+                      r->process_id ^ ncs_rec_hash(r, start_time() ^ ((uint64_t)getpid() << 40)));
+}
+
 void ncs_rec_forked(rec_state *r) {
   r->parent_process_id = r->process_id;
   r->process_id = new_process_id(r);
@@ -129,4 +134,5 @@ void ncs_rec_forked(rec_state *r) {
   atomic_store(&r->first, atomic_load(&r->next));
   atomic_store(&r->process_rank, NCCLSHIM_REC_NONE);
   atomic_fetch_add(&r->generation, 1);
+  r->hang.stuck = 0; /* the parent's hang is not the child's */
 }

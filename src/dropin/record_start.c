@@ -38,10 +38,28 @@ static void refuse(const char *variable, const char *value, const char *why) {
   ncs_rec_say(head, value, tail, 0);
 }
 
-/* "USR1", "SIGUSR1" or a number, named or not, then checked the same way; 0 when unusable:
+/* "USR1", "SIGUSR1", "RTMIN+2", "SIGRTMAX-1" or a number, named or not, then checked the
+ * same way; 0 when unusable:
  * one that cannot be caught, one raised by faults, SIGABRT (always dumped on), SIGCHLD (sent
  * whenever a child ends), and the real-time signals glibc keeps for itself (below SIGRTMIN:
  * sigaction refuses them, so a kill of one would end the process with no dump). */
+/* RTMIN, RTMIN+n, RTMAX, RTMAX-n (glibc's run-time bounds, as kill -l names them); 0 when
+ * not one of those, -1 when one out of range. */
+static long parse_realtime(const char *name) {
+  int from_min = strncasecmp(name, "RTMIN", 5) == 0, from_max = strncasecmp(name, "RTMAX", 5) == 0;
+  if (!from_min && !from_max) return 0;
+  const char *rest = name + 5;
+  long offset = 0;
+  if (*rest != '\0') {
+    if (*rest != (from_min ? '+' : '-') || rest[1] < '0' || rest[1] > '9') return -1;
+    char *end;
+    errno = 0;
+    offset = strtol(rest + 1, &end, 10);
+    if (errno != 0 || *end != '\0' || offset > SIGRTMAX - SIGRTMIN) return -1;
+  }
+  return from_min ? SIGRTMIN + offset : SIGRTMAX - offset;
+}
+
 static int parse_signal(const char *text) {
   static const struct {
     const char *name;
@@ -53,11 +71,13 @@ static int parse_signal(const char *text) {
                {"CONT", SIGCONT}, {"STOP", SIGSTOP},     {"TSTP", SIGTSTP},   {"TTIN", SIGTTIN},
                {"TTOU", SIGTTOU}, {"URG", SIGURG},       {"XCPU", SIGXCPU},   {"XFSZ", SIGXFSZ},
                {"PROF", SIGPROF}, {"VTALRM", SIGVTALRM}, {"WINCH", SIGWINCH}, {"IO", SIGIO},
-               {"POLL", SIGPOLL}, {"PWR", SIGPWR},       {"SYS", SIGSYS}};
+               {"POLL", SIGPOLL}, {"PWR", SIGPWR},       {"SYS", SIGSYS},     {"STKFLT", SIGSTKFLT},
+               {"IOT", SIGIOT},   {"CLD", SIGCHLD},      {"UNUSED", SIGSYS}};
   const char *name = strncasecmp(text, "SIG", 3) == 0 ? text + 3 : text;
   long number = 0;
   for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && number == 0; i++)
     if (strcasecmp(name, names[i].name) == 0) number = names[i].number;
+  if (number == 0) number = parse_realtime(name);
   if (number == 0) {
     char *end;
     errno = 0;
@@ -120,7 +140,7 @@ static void uninstall(int which, int signo) {
   installed[which] = 0;
 }
 
-/* NCCLSHIM_RECORD's value without the blanks around it (' 5' and '5 ' are 5). */
+/* A setting's value without the blanks around it (' 5' and '5 ' are 5). */
 static void trimmed(const char *value, char *text, size_t size) {
   while (isspace((unsigned char)*value)) value++;
   snprintf(text, size, "%s", value);
@@ -128,17 +148,27 @@ static void trimmed(const char *value, char *text, size_t size) {
     text[n - 1] = '\0';
 }
 
-/* The dump directory, opened once: dumps are created relative to it. */
+/* The dump directory refused: NCCLSHIM_RECORD_DIR's value, or the working directory when it
+ * is unset (not a variable that was never set). */
+static void refuse_dir(int is_set, const char *dir, int error) {
+  if (is_set)
+    refuse("NCCLSHIM_RECORD_DIR", dir, error == ENOTDIR ? "not a directory" : strerror(error));
+  else
+    ncs_rec_say("NCCLSHIM_RECORD_DIR is unset and the working directory cannot take dumps", "",
+                "; the recorder stays off", error);
+}
+
+/* The dump directory, opened once: dumps are created relative to it. It is opened as given
+ * (the working directory, unset), so that one deeper than PATH_MAX is usable too; its full
+ * name is only for messages. */
 static int open_dir(rec_state *r) {
-  const char *dir = secure_getenv("NCCLSHIM_RECORD_DIR");
-  if (dir == NULL || dir[0] == '\0') dir = ".";
-  char resolved[PATH_MAX];
-  int fd = -1;
+  const char *given = secure_getenv("NCCLSHIM_RECORD_DIR");
+  int is_set = given != NULL && given[0] != '\0';
+  const char *dir = is_set ? given : ".";
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   struct stat st;
-  if (realpath(dir, resolved) == NULL ||
-      (fd = open(resolved, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || fstat(fd, &st) != 0 ||
-      access(resolved, W_OK) != 0) {
-    refuse("NCCLSHIM_RECORD_DIR", dir, errno == ENOTDIR ? "not a directory" : strerror(errno));
+  if (fd < 0 || fstat(fd, &st) != 0 || faccessat(fd, ".", W_OK, 0) != 0) {
+    refuse_dir(is_set, dir, errno);
     if (fd >= 0) close(fd);
     return 0;
   }
@@ -148,7 +178,7 @@ static int open_dir(rec_state *r) {
   snprintf(probe, sizeof(probe), ".ncclshim-record-check-%d.tmp", (int)getpid());
   int made = openat(fd, probe, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (made < 0 && errno != EEXIST) {
-    refuse("NCCLSHIM_RECORD_DIR", dir, strerror(errno));
+    refuse_dir(is_set, dir, errno);
     close(fd);
     return 0;
   }
@@ -159,19 +189,29 @@ static int open_dir(rec_state *r) {
   r->dir_fd = fd;
   r->dir_dev = st.st_dev;
   r->dir_ino = st.st_ino;
-  snprintf(r->dir, sizeof(r->dir), "%s", resolved);
+  char resolved[PATH_MAX];
+  if (realpath(dir, resolved) != NULL)
+    snprintf(r->dir, sizeof(r->dir), "%s", resolved);
+  else /* a name longer than PATH_MAX: said as given */
+    snprintf(r->dir, sizeof(r->dir), "%s", is_set ? dir : "(the working directory)");
   return 1;
 }
 
-/* NCCLSHIM_RECORD_HANG_MS: 0 when unset, -1 when refused. */
+/* NCCLSHIM_RECORD_HANG_MS: 0 when unset or blank, -1 when refused; blanks around the number
+ * are ignored, as NCCLSHIM_RECORD's are. */
 static int parse_hang_ms(void) {
-  const char *text = secure_getenv("NCCLSHIM_RECORD_HANG_MS");
-  if (text == NULL || text[0] == '\0') return 0;
+  const char *value = secure_getenv("NCCLSHIM_RECORD_HANG_MS");
+  if (value == NULL) return 0;
+  char text[64];
+  trimmed(value, text, sizeof(text));
+  if (text[0] == '\0') return 0;
   char *end;
   errno = 0;
   long ms = strtol(text, &end, 10);
-  if (errno == 0 && end != text && *end == '\0' && ms >= 1 && ms <= MAX_HANG_MS) return (int)ms;
-  refuse("NCCLSHIM_RECORD_HANG_MS", text, "not a number of milliseconds from 1 to 86400000");
+  if (errno == 0 && end != text && *end == '\0' && ms >= 1 && ms <= MAX_HANG_MS &&
+      strlen(value) < sizeof(text))
+    return (int)ms;
+  refuse("NCCLSHIM_RECORD_HANG_MS", value, "not a number of milliseconds from 1 to 86400000");
   return -1;
 }
 
@@ -265,14 +305,21 @@ const ncclshim_nccl_table *ncs_rec_audit_table(const ncclshim_nccl_table *real) 
   return ncs_rec != NULL ? ncs_rec_table(real) : NULL;
 }
 
-void ncs_rec_no_nccl(void) {
+/* Off: the signals get their previous actions back. */
+static int turn_off(void) {
   rec_state *r = ncs_rec;
-  if (r == NULL) return;
+  if (r == NULL) return 0;
   if (r->signal != 0) uninstall(0, r->signal);
   uninstall(1, SIGABRT);
   ncs_rec = NULL; /* the state stays allocated: a handler may still be reading it */
-  ncs_rec_say("no usable NCCL", "", ": the recorder is off", 0);
+  return 1;
 }
+
+void ncs_rec_no_nccl(void) {
+  if (turn_off()) ncs_rec_say("no usable NCCL", "", ": the recorder is off", 0);
+}
+
+void ncs_rec_hand_over(void) { turn_off(); }
 
 void ncs_rec_describe(char *text, size_t size) {
   const rec_state *r = ncs_rec;
@@ -299,7 +346,9 @@ void ncs_rec_describe(char *text, size_t size) {
  * get their previous actions back: a handler left behind a dlclose would be unmapped code. */
 __attribute__((destructor)) static void dump_at_exit(void) {
   rec_state *r = ncs_rec;
-  if (r == NULL) return;
+  /* A child the fork handler did not reach (a vfork child that calls exit()) shares or copies
+   * its parent's state: it recorded none of those calls, and changes nothing. */
+  if (r == NULL || getpid() != r->pid) return;
   if (r->at_exit && atomic_load(&r->next) > atomic_load(&r->first))
     ncs_rec_dump("exit", -1, NCCLSHIM_REC_NONE);
   if (r->signal != 0) uninstall(0, r->signal);

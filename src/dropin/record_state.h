@@ -52,6 +52,15 @@ struct ncs_rec_comm {
 
 enum { REC_ENDED_KEPT = 64 };
 
+/* A hang dump's evidence, kept for every later dump of the process: the program's watchdog
+ * (ncclCommAbort, abort()) or the launcher's SIGTERM dumps again after it, and that dump
+ * must still name the stuck call. stuck 0: no hang seen. Written and read under `busy`. */
+typedef struct rec_hang_seen {
+  uint64_t stuck, stuck_calls; /* as the hang dump's trigger (record_dump.c) */
+  uint64_t seq, comm_id;       /* the stuck call's, 0 when it was no longer in the ring */
+  int fn, hang_ms, rank;
+} rec_hang_seen;
+
 /* Open addressing on the ncclComm_t, linear probing, deletion by backward shift (no
  * tombstones). Lookups take no lock: one that misses during a concurrent change retries under
  * the lock. Grown (doubled) by the writer when half full; an old table is kept, never freed,
@@ -80,6 +89,7 @@ typedef struct rec_state {
   _Atomic uint32_t global_dumped; /* error dumps for calls without a communicator */
   _Atomic uint64_t suppressed;    /* error dumps skipped by the rate limit since the last dump */
   atomic_flag busy;               /* a dump is being written */
+  rec_hang_seen hang;
 
   _Atomic int process_rank; /* rank in the first communicator made from a unique id */
   _Atomic int nccl_version;
@@ -132,6 +142,10 @@ void ncs_rec_comms_reset(rec_state *r);
  * process id (and generation, and no calls yet) in a forked child. */
 void ncs_rec_identity(rec_state *r);
 void ncs_rec_forked(rec_state *r);
+/* The id of a child that the fork handler did not reach (a vfork child, sharing its parent's
+ * memory): computed from its pid and start time, the same at each of its dumps, stored
+ * nowhere. */
+uint64_t ncs_rec_child_id(const rec_state *r);
 
 /* A keyed 64-bit hash (SipHash-2-4 of one word): what a dump writes for a pointer. */
 uint64_t ncs_rec_hash(const rec_state *r, uint64_t value);

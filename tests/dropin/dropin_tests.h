@@ -9,6 +9,7 @@ int run_recorder_tests(void);
 int run_record_safety_tests(void);
 int run_record_hang_tests(void);
 int run_record_shapes_tests(void);
+int run_record_evidence_tests(void);
 
 /* run_program, with the program's stderr (what it writes before its main() merges it into
  * stdout) added at the end of its output. */

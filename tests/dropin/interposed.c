@@ -20,6 +20,12 @@
  *                                   issues 3 all-reduces, rank 1 2 (its second of another
  *                                   count); each splits (color 7, key its rank), each child
  *                                   issues 1
+ *   interposed vfork                a vfork child (after two all-reduces) that gets the dump
+ *                                   signal before it exits, then its parent dumps (SIGUSR1)
+ *   interposed vforkexit            the same, the child ending by exit() (destructors run)
+ *   interposed handle N             N all-reduces through the linked names, one through dlsym
+ *                                   on NCCL's own handle (as a program that dlopens it), then
+ *                                   the dump signal (SIGUSR1)
  *   interposed forkuse              a child forked after two all-reduces issues a third on its
  *                                   parent's communicator; both dump (SIGUSR1)
  *   interposed forkreuse            two children forked in turn with the same pid (in a PID
@@ -281,6 +287,41 @@ static void fork_use(void) {
   raise(SIGUSR1);
 }
 
+/* The child shares its parent's memory until it exits: the dump signal's handler runs in it,
+ * or (exit) the library's destructors. */
+static void vfork_then(int by_exit) {
+  all_reduces(interposed_start(0), 2);
+  pid_t child = vfork();
+  if (child == 0 && by_exit) exit(0);
+  if (child == 0) {
+    raise(SIGUSR1);
+    _exit(0);
+  }
+  int status = -1;
+  waitpid(child, &status, 0);
+  printf("child_status=%d\n", status);
+  raise(SIGUSR1);
+}
+
+static void vforked(void) { vfork_then(0); }
+static void vforked_exit(void) { vfork_then(1); }
+
+static void through_handle(int n) {
+  ncclComm_t comm = interposed_start(0);
+  all_reduces(comm, n);
+  void *nccl = dlopen("libnccl.so.2", RTLD_NOW | RTLD_NOLOAD);
+  ncclResult_t (*all_reduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
+                             cudaStream_t) =
+      nccl == NULL
+          ? NULL
+          : (ncclResult_t(*)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
+                             cudaStream_t))(uintptr_t)dlsym(nccl, "ncclAllReduce");
+  printf("handle_result=%d\n",
+         all_reduce == NULL ? -1
+                            : (int)all_reduce(NULL, NULL, 1024, ncclFloat32, ncclSum, comm, NULL));
+  raise(SIGUSR1);
+}
+
 static void fork_reuse(void) {
   all_reduces(interposed_start(0), 2);
   for (int i = 0; i < 2; i++) {
@@ -303,19 +344,15 @@ static void fork_reuse(void) {
 static const struct {
   const char *name;
   void (*run)(void);
-} plain[] = {{"query", query},
-             {"fulldisk", full_disk},
-             {"fork", forked},
-             {"tworanks", two_ranks},
-             {"forkuse", fork_use},
-             {"forkreuse", fork_reuse},
-             {"interrupted", interrupted},
-             {"actions", actions},
-             {"threads", threads}};
+} plain[] = {{"query", query},        {"fulldisk", full_disk},     {"fork", forked},
+             {"tworanks", two_ranks}, {"forkuse", fork_use},       {"forkreuse", fork_reuse},
+             {"vfork", vforked},      {"vforkexit", vforked_exit}, {"interrupted", interrupted},
+             {"actions", actions},    {"threads", threads}};
 static const struct {
   const char *name;
   void (*run)(int);
-} of_number[] = {{"nocolor", nocolor}, {"errors", errors}, {"many", many}};
+} of_number[] = {
+    {"nocolor", nocolor}, {"errors", errors}, {"many", many}, {"handle", through_handle}};
 
 static int more(int argc, char **argv) {
   const char *what = argv[1];

@@ -3,6 +3,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +60,25 @@ int dir_entries(const char *dir) {
   for (struct dirent *e; (e = readdir(d)) != NULL;) n += e->d_name[0] != '.' || e->d_name[1] > '.';
   closedir(d);
   return n;
+}
+
+char *all_dumps(const char *dir) {
+  size_t size = 1 << 16, used = 0;
+  char *all = calloc(1, size);
+  DIR *d = opendir(dir);
+  assert_non_null(d);
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    if (e->d_name[0] == '.') continue;
+    char *path = join(dir, e->d_name);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    used += fread(all + used, 1, size - 1 - used, f);
+    fclose(f);
+    free(path);
+  }
+  closedir(d);
+  all[used] = '\0';
+  return all;
 }
 
 void run_record_case(void **state) {

@@ -58,6 +58,9 @@ const char *record_run(scenario *s, const record_case *c);
 /* Every count of `rows` (up to the first without needles) holds in `text`; a failure shows
  * the row and `text`. */
 void expect_lines(const char *text, const line_count *rows, size_t size);
+/* Every file of `dir` but those named with a leading dot, one after the other (malloc'd; at
+ * most 64 KiB in all, a few dumps). */
+char *all_dumps(const char *dir);
 /* Entries of `dir` other than . and .. */
 int dir_entries(const char *dir);
 /* The cmocka test of a record_case (its initial state): run it and check all it says. */

@@ -193,5 +193,5 @@ int main(int argc, char **argv) {
   };
   int failed = cmocka_run_group_tests_name("dropin", tests, NULL, NULL);
   return failed | run_interpose_tests() | run_recorder_tests() | run_record_safety_tests() |
-         run_record_hang_tests() | run_record_shapes_tests();
+         run_record_hang_tests() | run_record_shapes_tests() | run_record_evidence_tests();
 }

@@ -16,6 +16,8 @@
                             surrogate, a Latin-1 locale, dumps without a communicator
     test_files.py audit     audit mode (LD_AUDIT) over a Python ctypes program that binds NCCL
                             as vLLM's pynccl does: both ranks recorded, the rank behind named
+    test_files.py deepdir   a working directory deeper than PATH_MAX takes dumps (the dump
+                            signal dumps there, and the program goes on)
 
 Environment (tests/dropin/meson.build): CC, SOURCE_ROOT, DROPIN_LIBRARY, FAKE_NCCL, INTERPOSED,
 COMPARE, UNDER_NCCL, CTYPES_JOB, PYTHONPATH (tests/, for support.py). Exit status: 0 pass, 1
@@ -111,6 +113,7 @@ def check_compare(tmp):
     check(proc.returncode == 2 and "ncclshim-record-x-1-rank0.jsonl:2: not JSON" in proc.stderr,
           "broken dump: %d %s" % (proc.returncode, proc.stderr))
     check_compare_hostile(tmp)
+    check_compare_invariants(tmp)
     check_compare_graphs_and_hangs(tmp)
     check_compare_shapes(tmp)
     check_compare_p2p(tmp)
@@ -240,6 +243,34 @@ def check_compare_graphs_and_hangs(tmp):
                                                   reason=reason),
              "ncclshim-record-b.jsonl": dump_text(process="00000000000000b2", rank=1)},
             1, "verdict: " + stuck + where + " has not completed after 500 ms")
+    # A later dump of the process (the watchdog's abort, a launcher's SIGTERM) keeps the hang's
+    # finding in its header; the stuck call named even once the ring no longer holds it.
+    kept = ('"signal","signal":15,"hang_ms":500,"stuck_call":3,"stuck_function":"ncclAllReduce",'
+            '"stuck_comm_id":"00000000000000c1","stuck_seq":3,"stuck_rank":0')
+    later = dump_text(process="00000000000000a1", rank=0, reason=kept)
+    evicted = "\n".join(line for line in later.splitlines() if '"index":3,' not in line) + "\n"
+    bare = dump_text(process="00000000000000a1", rank=0, reason=hang)
+    bare = "\n".join(line for line in bare.splitlines() if '"index":3,' not in line) + "\n"
+    rank1 = dump_text(process="00000000000000b2", rank=1)
+    for name, dump, said in (
+            ("hang-kept", later, stuck + "seq 3 has not completed after 500 ms; found by the "
+             "hang dump, kept in the later signal dump"),
+            ("hang-evicted", evicted, "rank 0 (h pid 7) hung: ncclAllReduce on communicator "
+             "00000000000000c1 at seq 3 (the call itself no longer in the dump's ring) has not "
+             "completed after 500 ms"),
+            ("hang-evicted-bare", bare, "pid 7 (h pid 7) hung: ncclAllReduce (the call no "
+             "longer in the dump's ring, which does not say its communicator or sequence "
+             "number) has not completed after 500 ms")):
+        compare_dir(os.path.join(tmp, name), {"ncclshim-record-a.jsonl": dump,
+                                              "ncclshim-record-b.jsonl": rank1},
+                    1, "verdict: " + said)
+    # A newer dump of the process that does not carry the finding (an older recorder's): the
+    # hang dump's file is read for it.
+    compare_dir(os.path.join(tmp, "hang-then-plain"), {
+        "ncclshim-record-a.jsonl": dump_text(process="00000000000000a1", rank=0, reason=hang),
+        "ncclshim-record-a2.jsonl": dump_text(process="00000000000000a1", rank=0).replace(
+            '"time_ns":1', '"time_ns":2'),
+        "ncclshim-record-b.jsonl": rank1}, 1, "verdict: " + stuck + "seq 3 has not completed")
     compare_dir(
         os.path.join(tmp, "hang-behind"),
         {"ncclshim-record-a.jsonl": dump_text(process="00000000000000a1", rank=0, reason=hang),
@@ -251,7 +282,7 @@ def dump_text(host="h", pid=7, process="00000000000000a1", rank=0, last_seq=3, n
               comm_id="00000000000000c1", reason='"signal"', captured=()):
     lines = ['{"kind":"header","format":"ncclshim-record/2","host":"%s","pid":%d,"process":"%s",'
              '"rank":%d,"reason":%s,"calls":%d,"time_ns":1}' % (host, pid, process, rank, reason,
-                                                                last_seq),
+                                                                last_seq + 1),
              '{"kind":"comm","comm":"c-1","comm_id":"%s","rank":%d,"nranks":%d,"last_seq":%d}' % (
                  comm_id, rank, nranks, last_seq)]
     for seq in range(1, last_seq + 1):
@@ -275,6 +306,97 @@ def compare_dir(directory, files, expect, needle):
           "%s: exit %d, expected %d" % (directory, proc.returncode, expect))
     check("Traceback" not in out, "%s: a traceback" % directory)
     check(needle in out, "%s: no %r" % (directory, needle))
+    return out
+
+
+def check_compare_invariants(tmp):
+    """A dump that breaks the format's invariants is named as malformed (exit 2), never folded
+    into "in step"; CRLF line ends are read; control characters are printed escaped."""
+    good = dump_text()
+    call2 = [line for line in good.splitlines() if '"seq":2,' in line][0]
+    call3 = [line for line in good.splitlines() if '"seq":3,' in line][0]
+    broken = {
+        "duplicate-seq": (good.replace(call3, call3.replace('"seq":3', '"seq":2')),
+                          "seq 2 of communicator 00000000000000c1 after seq 2"),
+        "decreasing-seq": (good.replace(call2 + "\n" + call3, call3.replace(
+            '"index":3', '"index":2') + "\n" + call2.replace('"index":2', '"index":3')),
+            "seq 2 of communicator 00000000000000c1 after seq 3"),
+        "duplicate-index": (good.replace(call3, call3.replace('"index":3', '"index":2')),
+                            "call index 2 after index 2"),
+        "duplicate-key": (good.replace('"pid":7', '"pid":7,"pid":8'),
+                          "the key 'pid' twice in one object"),
+        "stuck-calls-0": (good.replace('"reason":"signal"', '"reason":"hang","hang_ms":5,'
+                                       '"stuck_call":2,"stuck_calls":0'),
+                          "'stuck_calls' 0 out of range"),
+        "stuck-calls-huge": (good.replace('"reason":"signal"', '"reason":"hang","hang_ms":5,'
+                                          '"stuck_call":2,"stuck_calls":1000000'),
+                             "'stuck_calls' 1000000 out of range (1 to the 4 calls"),
+        "stuck-call-past": (good.replace('"reason":"signal"', '"reason":"hang","hang_ms":5,'
+                                         '"stuck_call":1000000'),
+                            "'stuck_call' 1000000 out of range"),
+        "stuck-without-hang-ms": (good.replace('"reason":"signal"', '"reason":"signal",'
+                                               '"stuck_call":2'), "without 'hang_ms'"),
+        "hang-without-stuck": (good.replace('"reason":"signal"', '"reason":"hang","hang_ms":5'),
+                               "a hang dump without 'stuck_call'"),
+        "carriage-return": (good.replace("\n", "\r"), "a carriage return inside a line"),
+    }
+    for case, (content, needle) in broken.items():
+        compare_dir(os.path.join(tmp, case), {"ncclshim-record-a.jsonl": content}, 2, needle)
+    # A communicator made again at one address from one id starts again at seq 1: read.
+    again = good + "\n".join(line.replace('"index":%d' % i, '"index":%d' % (i + 3))
+                             for i, line in enumerate((call2, call3), 2)).replace(
+        '"seq":2', '"seq":1').replace('"seq":3', '"seq":2') + "\n"
+    compare_dir(os.path.join(tmp, "made-again"), {
+        "ncclshim-record-a.jsonl": again.replace('"calls":4', '"calls":6'),
+        "ncclshim-record-b.jsonl": dump_text(process="00000000000000b2", rank=1)}, 0,
+        "verdict: every communicator in step")
+    # One communicator, two sizes: two jobs' dumps, or a broken one.
+    compare_dir(os.path.join(tmp, "two-sizes"), {
+        "ncclshim-record-a.jsonl": dump_text(process="00000000000000a1", rank=0),
+        "ncclshim-record-b.jsonl": dump_text(process="00000000000000b2", rank=1, nranks=4)}, 2,
+        "verdict: unusable: communicator 00000000000000c1 has 2 ranks in ")
+    # One process lists a communicator twice (destroyed, then made again from the same unique
+    # id): the live one counts, not "two processes claim rank 0".
+    ended = ('{"kind":"comm","comm":"c-2","comm_id":"00000000000000c1","rank":0,"nranks":2,'
+             '"last_seq":1,"ended_by":"ncclCommDestroy"}\n')
+    first, rest = good.split("\n", 1)
+    compare_dir(os.path.join(tmp, "made-twice"), {
+        "ncclshim-record-a.jsonl": first + "\n" + ended + rest,
+        "ncclshim-record-b.jsonl": dump_text(process="00000000000000b2", rank=1)}, 0,
+        "verdict: every communicator in step")
+    # Two containers' processes (one host name, one pid) claim rank 1: told apart by id.
+    compare_dir(os.path.join(tmp, "claims-one-pid"), {
+        "ncclshim-record-a.jsonl": dump_text(process="00000000000000a1", rank=0, last_seq=4),
+        "ncclshim-record-b.jsonl": dump_text(process="00000000000000b2", rank=1, last_seq=3),
+        "ncclshim-record-c.jsonl": dump_text(process="00000000000000c3", rank=1, last_seq=4)},
+        2, "rank 1 (h pid 7, process 00000000000000b2) is behind on communicator "
+        "00000000000000c1 at seq 4: it stopped after seq 3, while rank 0, rank 1 (h pid 7, "
+        "process 00000000000000c3) issued seq 4")
+    # CRLF line ends.
+    compare_dir(os.path.join(tmp, "crlf"), {
+        "ncclshim-record-a.jsonl": dump_text(process="00000000000000a1", rank=0).replace(
+            "\n", "\r\n"),
+        "ncclshim-record-b.jsonl": dump_text(process="00000000000000b2", rank=1)}, 0,
+        "verdict: every communicator in step")
+    # Control characters from a dump's texts and from a path are escaped.
+    title = "\x1b]0;owned\x07"
+    job = os.path.join(tmp, "controls")
+    compare_dir(job, {
+        "ncclshim-record-%s.jsonl" % title: dump_text(process="00000000000000a1", rank=0,
+                                                      host="h\\u001b]0;x\\u0007\\u009b"),
+        "ncclshim-record-b.jsonl": dump_text(process="00000000000000b2", rank=1, last_seq=2)}, 1,
+        "rank 0 (h\\x1b]0;x\\x07\\x9b pid 7)")
+    proc = subprocess.run([sys.executable, os.environ["COMPARE"], job], capture_output=True,
+                          env=clean_env())
+    check(not re.search(rb"[\x00-\x09\x0b-\x1f\x7f]|\xc2[\x80-\x9f]", proc.stdout + proc.stderr)
+          and b"record-\\x1b]0;owned\\x07.jsonl" in proc.stdout,
+          "control characters printed raw: %r" % proc.stdout[-400:])
+    with open(os.path.join(job, "ncclshim-record-\x1b[2J\x07.jsonl"), "w") as f:
+        f.write('{"kind":"header","format":"ncclshim-record/2","host":"\\u001b[2J",')
+    proc = subprocess.run([sys.executable, os.environ["COMPARE"], job], capture_output=True,
+                          env=clean_env())
+    check(proc.returncode == 2 and b"\x1b" not in proc.stderr and b"\x07" not in proc.stderr,
+          "an error message printed control characters raw: %r" % proc.stderr)
 
 
 def check_compare_hostile(tmp):
@@ -320,13 +442,17 @@ def check_compare_hostile(tmp):
                                                         last_seq=3)},
         1, "verdict: rank 1 is behind on communicator 00000000000000c1 at seq 4")
     # Two processes claim rank 1 (a fork, or two jobs in one directory): no pick, exit 2.
-    compare_dir(
+    out = compare_dir(
         os.path.join(tmp, "claims"),
         {"ncclshim-record-a.jsonl": dump_text(process="00000000000000a1", rank=0, last_seq=4),
          "ncclshim-record-b.jsonl": dump_text(process="00000000000000b2", rank=1, last_seq=3),
          "ncclshim-record-c.jsonl": dump_text(process="00000000000000c3", rank=1, last_seq=4,
                                               pid=8)},
         2, "verdict: unusable: two processes claim rank 1 of communicator 00000000000000c1")
+    # The claimants are told apart by host and pid: never "rank 1 ... while rank 1 issued".
+    check("  rank 1 (h pid 7) is behind on communicator 00000000000000c1 at seq 4: it stopped "
+          "after seq 3, while rank 0, rank 1 (h pid 8) issued seq 4" in out,
+          "two claimants of rank 1 not told apart")
 
 
 def check_audit(tmp):
@@ -351,7 +477,27 @@ def check_audit(tmp):
     check(not os.listdir(quiet), "LD_PRELOAD recorded a ctypes program: %s" % os.listdir(quiet))
 
 
-CHECKS = {"alone": check_alone, "compare": check_compare, "audit": check_audit}
+def check_deepdir(tmp):
+    """The default dump directory is the working directory, opened as it is: one deeper than
+    PATH_MAX (4096) is not refused, and the dump signal dumps instead of ending the program."""
+    os.chdir(tmp)
+    try:
+        for _ in range(24):  # 24 x 201 bytes
+            os.mkdir("d" * 200)
+            os.chdir("d" * 200)
+        out = run([os.environ["INTERPOSED"], "signal"], env=clean_env(
+            LD_PRELOAD=os.environ["DROPIN_LIBRARY"], NCCLSHIM_RECORD="100",
+            NCCLSHIM_RECORD_SIGNAL="USR1"))
+        check("alive=1" in out and "ncclshim recorder: wrote " in out and
+              "NCCLSHIM_RECORD_DIR" not in out, "deep working directory: %s" % out[-500:])
+        check(any(n.startswith("ncclshim-record-") for n in os.listdir(".")),
+              "no dump in the deep working directory")
+    finally:
+        os.chdir(tmp)
+
+
+CHECKS = {"alone": check_alone, "compare": check_compare, "audit": check_audit,
+          "deepdir": check_deepdir}
 
 
 if __name__ == "__main__":

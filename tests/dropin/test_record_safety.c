@@ -98,23 +98,13 @@ static void test_fork(void **state) {
   assert_int_equal(dump_count(dir), 2);
   const line_count wrote[] = {{{WROTE, "-rank0-"}, 1}, {{WROTE, "-norank-"}, 1}};
   EXPECT_LINES(s.output, wrote);
-  char all[1 << 15] = "";
-  DIR *d = opendir(dir);
-  for (struct dirent *e; (e = readdir(d)) != NULL;) {
-    if (e->d_name[0] == '.') continue;
-    char *path = join(dir, e->d_name);
-    FILE *f = fopen(path, "r");
-    size_t used = strlen(all);
-    all[used + fread(all + used, 1, sizeof(all) - 1 - used, f)] = '\0';
-    fclose(f);
-    free(path);
-  }
-  closedir(d);
+  char *all = all_dumps(dir);
   const line_count rows[] = {{{HEADER_LINE, "\"forked\":true,\"parent_process\":"}, 1},
                              {{HEADER_LINE, "\"forked\"", "\"calls\":0,"}, 1},
                              {{COMM_LINE}, 1}, /* the parent's only */
                              {{CALL_LINE}, 3}};
   EXPECT_LINES(all, rows);
+  free(all);
 }
 
 static char *comm_line_id(const char *dump, int nth) {

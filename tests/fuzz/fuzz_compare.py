@@ -4,7 +4,10 @@ million generated inputs (nine in ten a single line, the rest whole dumps), muta
 ones (bytes flipped, cut, repeated, inserted; values replaced by other types, huge numbers,
 Infinity, NaN, deep nesting, non-UTF-8), called in this process. Every line must give a record
 or ValueError, every dump a dump or BadDump, never another exception; dumps that parse are
-compared, which must give an exit status of 0, 1 or 2; no call may take more than a second.
+compared, which must give an exit status of 0, 1 or 2 and lines that, as printed, hold no
+control character; no call may take more than a second. Valid dumps carry a hang's fields at
+times (stuck_call and the rest), and mutations give keys twice, CR line ends and control
+characters, which the reader must name or escape.
 
     fuzz_compare.py COMPARE [INPUTS] [SEED]     exit 0 pass, 1 fail
 """
@@ -16,8 +19,10 @@ import time
 import traceback
 
 HEADER = (b'{"kind":"header","format":"ncclshim-record/2","host":"h","pid":%d,'
-          b'"process":"%016x","rank":%d,"reason":"signal","signal":10,"capacity":100,'
+          b'"process":"%016x","rank":%d,"reason":"signal","signal":10,%s"capacity":100,'
           b'"calls":%d,"suppressed_dumps":0,"time_ns":%d}')
+HANG = (b'"hang_ms":500,"stuck_call":%d,"stuck_calls":%d,"stuck_function":"ncclAllReduce",'
+        b'"stuck_comm_id":"00000000000000c1","stuck_seq":%d,"stuck_rank":%d,')
 COMM = (b'{"kind":"comm","comm":"c-00000000000000aa","comm_id":"00000000000000c1","rank":%d,'
         b'"nranks":2,"last_seq":%d,"created_by":"ncclCommInitRank","async_error":0}')
 CALL = (b'{"kind":"call","index":%d,"function":"ncclAllReduce","comm":"c-00000000000000aa",'
@@ -27,14 +32,21 @@ CALL = (b'{"kind":"call","index":%d,"function":"ncclAllReduce","comm":"c-0000000
 TOKENS = [b"0", b"-1", b"1e309", b"Infinity", b"-Infinity", b"NaN", b'"7"', b"true", b"null",
           b"[]", b"{}", b"18446744073709551616", b"9" * 30, b"1.5", b'"\\ud800"', b'"\\u0000"',
           b"[" * 50 + b"]" * 50, b"{\"a\":" * 30 + b"1" + b"}" * 30, b"\xff\xfe", b"\"kind\"",
-          b",", b":", b"}", b"{", b"\"", b"\\", b"\n", b" " * 10]
+          b",", b":", b"}", b"{", b"\"", b"\\", b"\n", b" " * 10, b"\r", b"\r\n",
+          b'"\\u001b]0;x\\u0007"', b'"\\u009b"', b'"\\u202e"', b"\x1b", b"\xc2\x9b",
+          b"0", b"1", b"1000000"]
 KEYS = [b'"kind"', b'"format"', b'"pid"', b'"process"', b'"rank"', b'"nranks"', b'"last_seq"',
-        b'"seq"', b'"comm_id"', b'"function"', b'"index"', b'"calls"', b'"state"', b'"result"']
+        b'"seq"', b'"comm_id"', b'"function"', b'"index"', b'"calls"', b'"state"', b'"result"',
+        b'"host"', b'"hang_ms"', b'"stuck_call"', b'"stuck_calls"', b'"stuck_seq"',
+        b'"stuck_rank"', b'"stuck_comm_id"', b'"stuck_function"', b'"reason"']
 
 
 def valid(rng):
     rank, last = rng.randrange(2), rng.randrange(0, 6)
-    lines = [HEADER % (rng.randrange(1 << 16), rng.getrandbits(64), rank, last, rng.randrange(9)),
+    # A hang's finding (kept in a later dump's header) on one of the calls, at times.
+    hang = HANG % (last, 1, last, rank) if last and rng.random() < 0.3 else b""
+    lines = [HEADER % (rng.randrange(1 << 16), rng.getrandbits(64), rank, hang, last + 1,
+                       rng.randrange(9)),
              COMM % (rank, last)]
     for seq in range(1, last + 1):
         pending = seq == last and rng.random() < 0.3
@@ -70,6 +82,12 @@ def mutate_line(rng, line):
         return line[:j] + line[i:j] * (2 + int(r() * 3)) + line[j:]
     if choice == 6:  # truncate
         return line[:i]
+    if choice == 7 and r() < 0.5:  # a key given twice
+        colon = line.find(b":", i)
+        start = line.rfind(b",", 0, colon) if colon > 0 else -1
+        end = line.find(b",", colon)
+        if start > 0 and end > colon:
+            return line[:end] + line[start:end] + line[end:]
     return line  # unchanged
 
 
@@ -98,7 +116,12 @@ def check_dumps(compare, rng, parsed):
         return lines, None
     dumps = parsed[:]
     del parsed[:]
-    return lines, compare.compare(dumps)[1]
+    out, status = compare.compare(dumps)
+    for line in out:
+        shown = compare.escape(line)
+        if any(ord(c) < 0x20 or 0x7f <= ord(c) < 0xa0 for c in shown):
+            raise AssertionError("a control character printed: %r" % shown)
+    return lines, status
 
 
 def main():

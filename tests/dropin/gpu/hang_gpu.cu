@@ -13,6 +13,8 @@
 // Build: nvcc -arch=sm_90 -shared -Xcompiler -fPIC hang_gpu.cu -o libhang_gpu.so
 #include <cuda_runtime.h>
 
+#include "spin_kernel.cuh"
+
 #define HD_COUNT (1 << 20)
 
 static cudaStream_t stream;
@@ -20,16 +22,6 @@ static float *send_buf, *recv_buf;
 static volatile int *flag_host;  // [0] release, [1] gave up
 static int *flag_device;
 static cudaGraph_t graph;
-
-__global__ void spin(volatile int *flag, unsigned long long limit_ns) {
-  unsigned long long start, now;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-  do {
-    if (flag[0] != 0) return;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-  } while (now - start < limit_ns);
-  flag[1] = 1;
-}
 
 extern "C" int hd_init(void) {
   int count = 0;

@@ -28,6 +28,7 @@
 #define REC_ROLE_peer ~, PEER
 #define REC_ROLE_stream ~, STREAM
 #define REC_ROLE_asyncError ~, ASYNC
+#define REC_ROLE_config ~, CONFIG
 #define REC_NOTE(type, name) \
   NCCLSHIM_PP_CAT(REC_NOTE_, NCCLSHIM_PP_SELECT(REC_ROLE_##name, NONE))(name)
 
@@ -60,6 +61,10 @@
 #define REC_NOTE_STREAM(name)         \
   rec_.stream = (const void *)(name); \
   rec_.is_op = 1;
+/* Only the ...Config collectives' ncclCollConfig_t: ncclCommInitRankConfig's is an ncclConfig_t.
+ * Read once NCCL accepted the call (record_ring.c), never before. */
+#define REC_NOTE_CONFIG(name) \
+  rec_.coll_config = _Generic((name), const ncclshim_coll_config_t * : (name), default : NULL);
 #define REC_NOTE_ASYNC(name) \
   rec_.async_out = _Generic((name), ncclResult_t * : (name), default : (ncclResult_t *)0);
 

@@ -116,6 +116,12 @@ static void put_call(ncs_out *o, const rec_state *r, uint64_t index, const rec_e
   put_field(o, "root", e->root);
   put_field(o, "peer", e->peer);
   if (e->seq != 0) put_pointer(o, r, "stream", "s-", e->stream);
+  if (e->has_config) {
+    ncs_out_put(o, ",\"alg\":");
+    put_string(o, e->alg);
+    ncs_out_put(o, ",\"profiler_tag\":");
+    ncs_out_u64(o, e->profiler_tag);
+  }
   if (e->captured) ncs_out_put(o, ",\"captured\":true");
   put_field(o, "thread", e->thread);
   ncs_out_put(o, ",\"start_ns\":");

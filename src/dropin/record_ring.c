@@ -1,5 +1,6 @@
 /* Recording one call: the per-thread nesting guard, the communicators' identities and
  * sequence numbers, the lock-free ring, and when a call's outcome asks for a dump. */
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -121,6 +122,7 @@ static void publish(ncs_rec_call *call, int result) {
   e->comm = (uintptr_t)call->comm;
   e->stream = (uintptr_t)call->stream;
   e->start_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+  e->has_config = 0;
   atomic_store_explicit(&e->tag, index + 1, memory_order_release);
   call->index = index + 1;
   call->seq = seq;
@@ -189,6 +191,31 @@ static void made_or_ended(ncs_rec_call *call) {
     ncs_rec_end_comm(call->comm, call->fn);
 }
 
+/* The config of a ...Config collective NCCL accepted (so it has read the struct, and so may
+ * we: never before the call, where a bad pointer would be ours to crash on). The entry is
+ * rewritten under its tag, as publish writes it, unless the ring has moved past it. */
+static void note_config(const ncs_rec_call *call) {
+  rec_entry *e = slot_of(call->index - 1);
+  uint64_t mine = call->index;
+  if (!atomic_compare_exchange_strong_explicit(&e->tag, &mine, 0, memory_order_acquire,
+                                               memory_order_relaxed))
+    return;
+  atomic_thread_fence(memory_order_release);
+  const ncclshim_coll_config_t *config = call->coll_config;
+  size_t size = config->size;
+  const char *alg = size >= offsetof(ncclshim_coll_config_t, algSelection) + sizeof(char *)
+                        ? config->algSelection
+                        : NULL;
+  e->profiler_tag = size >= offsetof(ncclshim_coll_config_t, userProfilerTag) + sizeof(uint64_t)
+                        ? config->userProfilerTag
+                        : 0;
+  size_t n = alg != NULL ? strnlen(alg, sizeof(e->alg) - 1) : 0;
+  memcpy(e->alg, alg != NULL ? alg : "", n);
+  e->alg[n] = '\0';
+  e->has_config = 1;
+  atomic_store_explicit(&e->tag, call->index, memory_order_release);
+}
+
 void ncs_rec_end(ncs_rec_call *call, int result) {
   ncs_rec_here.depth--;
   if (call->skip) return;
@@ -199,6 +226,7 @@ void ncs_rec_end(ncs_rec_call *call, int result) {
   }
   int succeeded = result == ncclSuccess || result == ncclInProgress;
   if (succeeded) made_or_ended(call);
+  if (succeeded && call->coll_config != NULL && call->index != 0) note_config(call);
   if (ncs_rec->hang_ms != 0) {
     if (call->is_op && succeeded && !call->captured && call->index != 0)
       ncs_rec_hang_op(call->stream, call->fn, call->index, call->seq);

@@ -26,6 +26,11 @@ typedef struct rec_entry {
   uint64_t comm_id;
   uintptr_t comm, stream; /* raw in memory; a dump writes keyed hashes, never addresses */
   uint64_t start_ns;      /* wall clock at the kernel tick's resolution (CLOCK_REALTIME_COARSE) */
+  /* A ...Config collective's config, once NCCL accepted it: its userProfilerTag and the start
+   * of its algSelection (cut to fit, "" when it has none); has_config 0 otherwise. */
+  int32_t has_config;
+  uint64_t profiler_tag;
+  char alg[16];
 } rec_entry;
 
 /* A communicator seen by the recorder. Records are never freed, only recycled (a reader that

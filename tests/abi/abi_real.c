@@ -31,7 +31,12 @@
 
 /* The layout size of each nccl.h generation (facts §6.2). */
 static long long expected_config_size(int v) {
-  return v >= 23003 ? 96 : v >= 22902 ? 88 : v >= 22800 ? 80 : v >= 22700 ? 72 : 48;
+  return v >= 23203   ? 120
+         : v >= 23003 ? 96
+         : v >= 22902 ? 88
+         : v >= 22800 ? 80
+         : v >= 22700 ? 72
+                      : 48;
 }
 
 #define CONFIG_OFFSET(f) {"ncclConfig_t." #f, (long long)offsetof(ncclConfig_t, f)},
@@ -52,34 +57,71 @@ static const abi_value real[] = {
 #if NCCL_VERSION_CODE >= 22700
                         CONFIG_OFFSET(commName) CONFIG_OFFSET(collnetEnable) CONFIG_OFFSET(
                             CTAPolicy) CONFIG_OFFSET(shrinkShare) CONFIG_OFFSET(nvlsCTAs)
-                            ABI_VALUE(NCCL_CTA_POLICY_DEFAULT) ABI_VALUE(NCCL_CTA_POLICY_EFFICIENCY)
-                                ABI_VALUE(NCCL_WIN_DEFAULT) ABI_VALUE(NCCL_WIN_COLL_SYMMETRIC)
-                                    ABI_VALUE(NCCL_SHRINK_DEFAULT) ABI_VALUE(NCCL_SHRINK_ABORT)
+                            ABI_VALUE(NCCL_CTA_POLICY_DEFAULT) ABI_VALUE(
+                                NCCL_CTA_POLICY_EFFICIENCY) ABI_VALUE(NCCL_WIN_DEFAULT)
+                                ABI_VALUE(NCCL_WIN_COLL_SYMMETRIC) ABI_VALUE(
+                                    NCCL_SHRINK_DEFAULT) ABI_VALUE(NCCL_SHRINK_ABORT)
 #endif
 #if NCCL_VERSION_CODE >= 22800
-                                        CONFIG_OFFSET(nChannelsPerNetPeer) CONFIG_OFFSET(
-                                            nvlinkCentricSched) ABI_VALUE(NCCL_CTA_POLICY_ZERO)
-                                            ABI_VALUE(NCCL_WIN_REQUIRED_ALIGNMENT)
+                                    CONFIG_OFFSET(nChannelsPerNetPeer) CONFIG_OFFSET(
+                                        nvlinkCentricSched) ABI_VALUE(NCCL_CTA_POLICY_ZERO)
+                                        ABI_VALUE(NCCL_WIN_REQUIRED_ALIGNMENT)
 #endif
 #if NCCL_VERSION_CODE >= 22807
-                                                ABI_VALUE(NCCL_REVOKE_DEFAULT)
+                                            ABI_VALUE(NCCL_REVOKE_DEFAULT)
 #endif
 #if NCCL_VERSION_CODE >= 22902
-                                                    CONFIG_OFFSET(graphUsageMode)
-                                                        CONFIG_OFFSET(numRmaCtx)
+                                                CONFIG_OFFSET(graphUsageMode) CONFIG_OFFSET(
+                                                    numRmaCtx)
 #endif
 #if NCCL_VERSION_CODE >= 22907
-                                                            ABI_VALUE(NCCL_WIN_STRICT_ORDERING)
+                                                    ABI_VALUE(NCCL_WIN_STRICT_ORDERING)
 #endif
 #if NCCL_VERSION_CODE >= 23003
-                                                                ABI_VALUE(ncclTimeout)
-                                                                    CONFIG_OFFSET(maxP2pPeers)
+                                                        ABI_VALUE(ncclTimeout) CONFIG_OFFSET(
+                                                            maxP2pPeers)
 #endif
 #if NCCL_VERSION_CODE >= 23007
-                                                                        CONFIG_OFFSET(
-                                                                            graphStreamOrdering)
+                                                            CONFIG_OFFSET(graphStreamOrdering)
+#endif
+#if NCCL_VERSION_CODE >= 23203
+                                                                CONFIG_OFFSET(launchOrderImplicit)
+                                                                    CONFIG_OFFSET(numRmaSig)
+                                                                        CONFIG_OFFSET(rmaEagerInit)
+                                                                            CONFIG_OFFSET(
+                                                                                hostCftMode)
+                                                                                CONFIG_OFFSET(
+                                                                                    nvlsHostMode)
+                                                                                    ABI_FROM_2_32_3(
+                                                                                        ABI_VALUE,
+                                                                                        ABI_SIZE,
+                                                                                        ABI_OFFSET)
 #endif
 };
+
+#if NCCL_VERSION_CODE >= 23203
+static ABI_DEFINE_INITIALIZERS(initializers_real)
+
+    /* Each of the real header's initializer values against ncclshim's, by name. */
+    static int check_initializers(void) {
+  abi_value real_init[ABI_MAX_INITIALIZER_VALUES], ours_init[ABI_MAX_INITIALIZER_VALUES];
+  int n = initializers_real(real_init), m = abi_initializers_ours(ours_init), failures = 0;
+  for (int i = 0; i < n; i++) {
+    const abi_value *match = NULL;
+    for (int j = 0; j < m; j++)
+      if (strcmp(ours_init[j].name, real_init[i].name) == 0) match = &ours_init[j];
+    if (match == NULL || match->value != real_init[i].value) {
+      printf("MISMATCH %s: real %lld, ncclshim %lld%s\n", real_init[i].name, real_init[i].value,
+             match ? match->value : 0, match ? "" : " (missing)");
+      failures++;
+    }
+  }
+  printf("%d initializer values compared\n", n);
+  return failures;
+}
+#else
+static int check_initializers(void) { return 0; }
+#endif
 
 int ABI_CHECK_VALUES(void) {
   int failures = 0;
@@ -103,6 +145,7 @@ int ABI_CHECK_VALUES(void) {
       failures++;
     }
   }
+  failures += check_initializers();
   /* In this translation unit the real types are in force: ncclshim's private layout must
    * agree with them on every shared offset. */
   if (sizeof(ncclConfig_t) > sizeof(struct ncclshim_nccl_config) ||

@@ -13,10 +13,12 @@ functions. Nothing here knows a release by name, so a release added later is che
   corpus.py generate --rows ROWS --release DIR --out H -- CXX...
       H: the declared functions that ncclshim's list has, with their declared types, for the
       signature check (abi_signatures.cc) and the address program (addresses.cc)
-  corpus.py coverage --rows ROWS --release DIR --declared-later TXT [--corpus ROOT] -- CXX...
+  corpus.py coverage --rows ROWS --release DIR --declared-later TXT [--corpus ROOT]... -- CXX...
       the test: every declared function is in the list with the right first version, and
       every row the release's version should have is declared (on some platform: the
-      headers are read once as usual and once per NCCL_OS_* macro they test)
+      headers are read once as usual and once per NCCL_OS_* macro they test; the device
+      API's rows only where the release has nccl_device.h); the roots together give the
+      release's predecessor
 
 ROWS is the output of tests/abi/list_rows (NAME FIRST_VERSION POLICY per line). CXX is the
 C++ compiler command with the include flags for the release (cuda_runtime.h etc.)."""
@@ -261,7 +263,8 @@ def coverage(args, cxx):
     plain, _ = declared_in(cxx, args.release, every_platform=True)
     previous = None
     if args.corpus:
-        older = [r for r in releases(args.corpus) if r[2] < code]
+        older = sorted((r for root in args.corpus for r in releases(root) if r[2] < code),
+                       key=lambda r: r[2])
         previous = older[-1] if older else None
     problems = []
     for name in plain:
@@ -272,7 +275,10 @@ def coverage(args, cxx):
         if first > code:
             problems.append("%s is declared by %s but listed from %s"
                             % (name, fmt(code), fmt(first)))
+    device_headers = has_device(args.release)
     for name, (first, policy) in sorted(rows.items()):
+        if policy == "DEVICE" and not device_headers:
+            continue  # a release held without its nccl_device.h declares none of them
         if max(first, later.get(name, 0)) <= code and name not in plain:
             problems.append("%s is listed from %s but %s does not declare it" %
                             (name, fmt(first), fmt(code)))
@@ -319,7 +325,7 @@ def main():
     p = sub.add_parser("coverage")
     p.add_argument("--rows", required=True)
     p.add_argument("--release", required=True)
-    p.add_argument("--corpus")
+    p.add_argument("--corpus", action="append", default=[])
     p.add_argument("--declared-later", required=True)
     args = parser.parse_args(argv)
     if args.command == "releases":

@@ -68,6 +68,27 @@ class Json(unittest.TestCase):
         self.assertFalse(doc["cuda"]["found"])
         self.assertEqual(doc["cuda"]["devices"], [])
 
+    def test_nccl_2_32_capabilities(self):
+        new = ["coll-config", "launch-event", "encryption", "nvls-host-mode", "cft"]
+        code, doc, _ = probe_json("--library", fake("2.32.3"))
+        self.assertEqual(code, 0)
+        self.assertEqual(doc["nccl"]["version"], "2.32.3")
+        for cap in new:
+            self.assertIn(cap, doc["nccl"]["capabilities"])
+        self.assertEqual(doc["nccl"]["newer_than_loaded"], [])
+        _, older, _ = probe_json("--library", fake("2.30.7"))
+        for cap in new:
+            self.assertNotIn(cap, older["nccl"]["capabilities"])
+        self.assertIn("ncclAllReduceConfig", older["nccl"]["newer_than_loaded"])
+        self.assertIn("ncclSetEncryption", older["nccl"]["newer_than_loaded"])
+        code, text, _ = probe("--library", fake("2.32.3"), "--require", "coll-config",
+                              "--require", "encryption")
+        self.assertEqual(code, 0, text)
+        self.assertIn("coll-config", text)
+        code, text, _ = probe("--library", fake("2.30.7"), "--require", "coll-config")
+        self.assertNotEqual(code, 0, text)
+        self.assertIn("2.32.3", text)
+
     def test_verify_hashes_the_bytes(self):
         code, doc, _ = probe_json("--verify", "--library", fake("2.28.9"))
         self.assertEqual(code, 0)

@@ -9,6 +9,7 @@
 #include "elf_check.h"
 #include "ld_cache.h"
 #include "library_path.h"
+#include "load_blocks.h"
 #include "objects.h"
 
 enum { REASON_SIZE = 1024, SUMMARY_SIZE = 2048 };
@@ -291,6 +292,14 @@ static ncshl_verdict try_file(run *r, const char *path, ncshl_step step) {
     if (refusal != 0)
       return record(r, path, step, (ncshl_verdict){NCSHL_REFUSED, refusal}, reason, 0);
   }
+  char blocking[REASON_SIZE / 2];
+  if (!preloaded && ncshl_file_load_blocks(path, r->search->ld_cache, blocking, sizeof(blocking))) {
+    snprintf(reason, sizeof(reason),
+             "loading it would open %s, which is not a regular file (a FIFO or a terminal): the "
+             "dynamic loader would wait forever, so it is not loaded",
+             blocking);
+    return record(r, path, step, (ncshl_verdict){NCSHL_UNLOADABLE, 0}, reason, 0);
+  }
   void *handle = ncshl_open(path, 0, reason, sizeof(reason));
   if (handle == NULL) return record(r, path, step, (ncshl_verdict){NCSHL_UNLOADABLE, 0}, reason, 0);
   return offer(r, handle, path, step, preloaded);
@@ -311,10 +320,10 @@ static ncshl_verdict try_candidate(run *r, const ncshl_candidate *c) {
     if (handle != NULL) return offer(r, handle, c->path, c->step, 1);
     return record(r, c->path, c->step, absent, "the program cannot be opened", 0);
   case NCSHL_REACH_NAME:
-    if (ncshl_blocking_file(c->path, blocking, sizeof(blocking))) {
+    if (ncshl_name_load_blocks(c->path, r->search->ld_cache, blocking, sizeof(blocking))) {
       snprintf(reason, sizeof(reason),
-               "%s is not a regular file (a FIFO or a device): the dynamic loader would block "
-               "opening it, so its own search is not run",
+               "its search would open %s, which is not a regular file (a FIFO or a terminal): the "
+               "dynamic loader would wait forever, so its own search is not run",
                blocking);
       return record(r, c->path, c->step, (ncshl_verdict){NCSHL_UNLOADABLE, 0}, reason, 1);
     }

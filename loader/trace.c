@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "elf_check.h"
-#include "library_path.h"
+#include "blocking.h"
 
 extern char **environ;
 
@@ -364,10 +364,11 @@ void ncshl_trace(const char *soname, int inhibit_cache, int limit_ms, ncshl_trac
              "this program has no dynamic loader to ask (a static program)");
     return;
   }
-  if (ncshl_blocking_file(soname, r->path, sizeof(r->path))) {
+  if (ncshl_search_blocks(soname, r->path, sizeof(r->path))) {
     r->outcome = NCSHL_TRACE_FAILS;
     snprintf(r->message, sizeof(r->message),
-             "%s is not a regular file (a FIFO or a device): the dynamic loader blocks opening it",
+             "%s is not a regular file (a FIFO or a terminal): the dynamic loader waits forever "
+             "opening or reading it",
              r->path);
     return;
   }

@@ -761,6 +761,63 @@ class RealCacheInANamespace(unittest.TestCase):
         self.assertEqual(d["plain_process_source"], "loader")
 
 
+class TheDoctorsOwnLimits(unittest.TestCase):
+    """Where the doctor cannot run the dynamic loader as a plain process would (a setuid probe,
+    whose child was in secure mode; /proc hidden, where its stub's /proc/self/fd path is
+    gone), that is the doctor's limit, never "a plain process fails to load libnccl.so.2":
+    it asks the loader another way, or says it could not ask."""
+
+    def setUp(self):
+        if os.geteuid() != 0 or VALGRIND or WRAPPER or sanitized(PROBE):
+            self.skipTest("runs the probe itself as root (setuid, mount namespaces)")
+        self.root = os.path.realpath(tempfile.mkdtemp(prefix="ncclshim-limits-"))
+        self.addCleanup(shutil.rmtree, self.root)
+        os.chmod(self.root, 0o755)
+
+    def check(self, proc):
+        self.assertEqual(proc.returncode in (0, 1), True, proc.stderr)
+        d = json.loads(proc.stdout)["doctor"]
+        wrong = [f for f in d["findings"] if "a plain process fails" in f["finding"]]
+        self.assertFalse(wrong, "%s\n%s" % (wrong, d["plain_process_error"]))
+        self.assertIn(d["plain_process_source"], ("loader", "unknown: the dynamic loader could "
+                                                  "not be asked"))
+
+    def test_setuid_probe(self):
+        setpriv = shutil.which("setpriv")
+        probe = os.path.join(self.root, "ncclshim-probe")
+        with open(PROBE, "rb") as f:
+            data = f.read()
+        at = data.find(b"$ORIGIN/..")
+        if setpriv is None or at < 0:
+            self.skipTest("needs setpriv and a probe whose RUNPATH is $ORIGIN/..")
+        end = data.index(b"\0", at)
+        if len(self.root) > end - at:
+            self.skipTest("the scratch path does not fit in the probe's RUNPATH")
+        # A secure process ignores $ORIGIN: the RUNPATH becomes the scratch directory itself.
+        data = data[:at] + self.root.encode().ljust(end - at, b"\0") + data[end:]
+        with open(probe, "wb") as f:
+            f.write(data)
+        shutil.copy(os.path.join(os.path.dirname(PROBE), "..", "libncclshim.so.0"), self.root)
+        os.chmod(probe, 0o4755)
+        proc = subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
+                               probe, "--doctor", "--json"], capture_output=True,
+                              universal_newlines=True, timeout=60 * TIMEOUT_MULTIPLIER,
+                              env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"})
+        self.check(proc)
+
+    def test_proc_hidden(self):
+        script = 'mount -t tmpfs none /proc && exec "$@"'
+        lib_dir = os.path.realpath(os.path.join(os.path.dirname(PROBE), ".."))
+        proc = subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", PROBE, "--doctor",
+                               "--json"], capture_output=True, universal_newlines=True,
+                              timeout=60 * TIMEOUT_MULTIPLIER,
+                              env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent",
+                                   "LD_LIBRARY_PATH": lib_dir})
+        if proc.returncode != 0 and not proc.stdout:
+            self.skipTest("no private mount namespace here: " + proc.stderr.strip())
+        self.check(proc)
+
+
 class Documentation(unittest.TestCase):
     """Every key --explain and --doctor write is in the man page and docs/reference.md."""
 

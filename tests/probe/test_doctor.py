@@ -425,6 +425,39 @@ class OtherTexts(OneVenv):
         self.assertTrue(any(s == "error" and "cannot serve as NCCL" in t
                             for s, t in severities(doc["doctor"])))
 
+    def test_broken_wheel_file_gets_no_export(self):
+        """A truncated wheel file beside a usable NCCL a plain process maps: the file is to be
+        replaced, never put first on LD_LIBRARY_PATH."""
+        m = Machine(self)
+        venv = m.venv("venv")
+        path = wheel_file(venv)
+        os.makedirs(os.path.dirname(path))
+        with open(fake("2.28.9"), "rb") as f:
+            data = f.read()
+        with open(path, "wb") as f:
+            f.write(data[:200])
+        other = put_nccl(fake("2.28.9"), os.path.join(m.root, "other"))
+        _, doc, _ = run_json("--doctor", env=m.env(VIRTUAL_ENV=venv,
+                                                   LD_LIBRARY_PATH=os.path.dirname(other)))
+        advice = [f["what_to_do"] for f in doc["doctor"]["findings"]
+                  if os.path.dirname(path) in f["what_to_do"] and "export" in f["what_to_do"]]
+        self.assertFalse(advice, severities(doc["doctor"]))
+
+    def test_export_quoted_for_the_shell(self):
+        """The export line of a path holding ' runs as written in a POSIX shell, as printed in
+        the text report."""
+        m = Machine(self)
+        venv = m.venv("it's venv", fake("2.28.9"))
+        code, out, _ = run_probe("--explain", "libnccl.so.2: cannot open shared object file",
+                                 env=m.env(VIRTUAL_ENV=venv))
+        line = re.search(r"export (LD_LIBRARY_PATH=.*?\}\")", out)
+        self.assertTrue(line, out)
+        proc = subprocess.run(["sh", "-c", "export %s; printf %%s \"$LD_LIBRARY_PATH\""
+                               % line.group(1)], capture_output=True, universal_newlines=True,
+                              env={})
+        self.assertEqual((proc.returncode, proc.stdout),
+                         (0, os.path.dirname(wheel_file(venv))), proc.stderr)
+
     def test_user_site_and_dist_packages(self):
         """pip --user's site and Debian's dist-packages are environments too."""
         m = Machine(self)
@@ -507,6 +540,44 @@ class OtherTexts(OneVenv):
         env = [e for e in doc["doctor"]["python_envs"] if e["prefix"] == conda]
         self.assertEqual([(e["found_by"], e["loads"]) for e in env], [("CONDA_PREFIX", file)])
         self.assertEqual(copy_of(doc["doctor"], file)["found_via"], "active-environment")
+
+    def test_conda_lib_is_not_a_wheel(self):
+        """The conda environment's lib/ copy against another one a plain process maps: the
+        warning names lib/, not a wheel."""
+        m = Machine(self)
+        conda = os.path.join(m.root, "conda")
+        os.makedirs(os.path.join(conda, "conda-meta"))
+        file = put_nccl(fake("2.27.3"), os.path.join(conda, "lib"))
+        other = put_nccl(fake("2.28.9"), os.path.join(m.root, "other"))
+        _, doc, _ = run_json("--doctor", env=m.env(CONDA_PREFIX=conda,
+                                                   LD_LIBRARY_PATH=os.path.dirname(other)))
+        fight = [t for s, t in severities(doc["doctor"]) if "two NCCLs will fight" in t]
+        self.assertEqual(len(fight), 1, severities(doc["doctor"]))
+        self.assertIn("loads %s (" % file, fight[0])
+        self.assertIn("from the conda environment's lib/", fight[0])
+        self.assertNotIn("wheel", fight[0])
+
+    def test_plugin_info_line(self):
+        """NCCL's routine INFO line for a net plugin it did not find is no missing NCCL."""
+        x = self.explain("node1:1:1 [0] NCCL INFO NET/Plugin: Plugin load (libnccl-net.so) "
+                         "returned 2 : libnccl-net.so: cannot open shared object file: No such "
+                         "file or directory")
+        self.assertEqual(x["kind"], "plugin-absent")
+        self.assertIn("routine", x["meaning"])
+        self.assertNotIn("libnccl.so.2", x["meaning"])
+
+    def test_banner_newer_than_the_functions(self):
+        """A banner naming a later release than the file's functions: the file lacks what
+        that release has, and the doctor says the banner is false."""
+        m = Machine(self)
+        lib = put_nccl(fake("b2.28.3-cuda12.9"), os.path.join(m.root, "lib"))
+        replace_in_file(self, lib, b"NCCL version 2.28.3+", b"NCCL version 2.29.7+")
+        code, doc, _ = run_json("--doctor", env=m.env(LD_LIBRARY_PATH=os.path.dirname(lib)))
+        false = [t for s, t in severities(doc["doctor"])
+                 if s == "warning" and "banner is false" in t]
+        self.assertEqual(len(false), 1, severities(doc["doctor"]))
+        self.assertIn("says NCCL 2.29.7, but it lacks", false[0])
+        self.assertEqual(code, 1)
 
     def test_usage(self):
         for args in (["--explain"], ["--python"]):
@@ -632,6 +703,18 @@ class AskTheLoader(unittest.TestCase):
         code, d = self.doctor(LD_LIBRARY_PATH=self.lib)
         self.assertIsNone(d["plain_process"])
         self.assertTrue(any(f["severity"] == "error" for f in d["findings"]), severities(d))
+
+    def test_devices_are_what_the_loader_says(self):
+        """/dev/zero and /dev/null answer at once: the loader reads them and says why it
+        stops, which is what the doctor says (not that opening them blocks)."""
+        for device, words in (("/dev/zero", "invalid ELF header"),
+                              ("/dev/null", "file too short")):
+            lib = os.path.join(self.lib, "libnccl.so.2")
+            if os.path.lexists(lib):
+                os.unlink(lib)
+            os.symlink(device, lib)
+            code, d = self.doctor(LD_LIBRARY_PATH=self.lib)
+            self.assert_loader_fails_on(lib, d, words)
 
     def test_fifo(self):
         os.mkfifo(os.path.join(self.lib, "libnccl.so.2"))

@@ -38,7 +38,7 @@ PUBLIC_TARGET = "ncclshim"
 # folder -> its files (without .c), bottom layer first; one string per layer.
 LAYERS = {
     "compat": ["glibc_start"],
-    "loader": ["elf_check list objects outcome",
+    "loader": ["elf_check hwcaps list objects outcome",
                "blocking dl elf_file ld_cache library_path python_places", "load_blocks",
                "elf_banner search trace", "locate"],
     "src": ["status", "handle"],

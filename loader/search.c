@@ -1,12 +1,15 @@
 #include "search.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "dl.h"
 #include "elf_check.h"
+#include "hwcaps.h"
 #include "ld_cache.h"
 #include "library_path.h"
 #include "load_blocks.h"
@@ -40,16 +43,36 @@ static int add_dirs(const ncshl_search *s, ncshl_step step, ncshl_places_fn plac
   if (rc == 0 && dirs.count == 0)
     rc = add(out, s->soname, step, NCSHL_REACH_NONE, NCSHL_ABSENT,
              dirs.none ? dirs.none : "no directory to look in");
+  const char *levels[4];
+  size_t level_count = ncshl_hwcaps_levels(levels, sizeof(levels) / sizeof(levels[0]));
   for (size_t i = 0; i < dirs.count && rc == 0; i++) {
-    size_t length = strlen(dirs.items[i].path) + strlen(s->soname) + 2;
-    char *path = malloc(length);
-    if (path == NULL) {
-      rc = -1;
-      break;
+    /* The loader takes <dir>/glibc-hwcaps/<level>/<soname> first, for each level this CPU
+     * reaches: so does the search, where there is such a file. */
+    for (size_t l = 0; l <= level_count && rc == 0; l++) {
+      char path[PATH_MAX], why[REASON_SIZE];
+      struct stat st;
+      if (l < level_count) {
+        if (snprintf(path, sizeof(path), "%s/glibc-hwcaps/%s/%s", dirs.items[i].path, levels[l],
+                     s->soname) >= (int)sizeof(path) ||
+            lstat(path, &st) != 0)
+          continue;
+        snprintf(why, sizeof(why),
+                 "%s, its glibc-hwcaps/%s (the loader's first choice there on "
+                 "this CPU)",
+                 dirs.items[i].why, levels[l]);
+        rc = add(out, path, step, NCSHL_REACH_FILE, NCSHL_OK, why);
+        continue;
+      }
+      size_t length = strlen(dirs.items[i].path) + strlen(s->soname) + 2;
+      char *file = malloc(length);
+      if (file == NULL) {
+        rc = -1;
+        break;
+      }
+      snprintf(file, length, "%s/%s", dirs.items[i].path, s->soname);
+      rc = add(out, file, step, NCSHL_REACH_FILE, NCSHL_OK, dirs.items[i].why);
+      free(file);
     }
-    snprintf(path, length, "%s/%s", dirs.items[i].path, s->soname);
-    rc = add(out, path, step, NCSHL_REACH_FILE, NCSHL_OK, dirs.items[i].why);
-    free(path);
   }
   ncshl_list_free(&dirs);
   return rc;

@@ -16,7 +16,7 @@ import tempfile
 import unittest
 
 from probe_files import (TIMEOUT_MULTIPLIER, VALGRIND, WRAPPER, ProbeRunner, elf_machine,
-                         run_tests, sanitized)
+                         interpreter, run_tests, sanitized)
 
 PROBE, FAKE_DIR, HIDE_AUDIT, CUDA_FAKE_DIR, MAN_PAGE, REFERENCE, DROPIN = map(os.path.abspath,
                                                                               sys.argv[1:8])
@@ -231,7 +231,8 @@ class SystemOlderThanWheel(OneVenv):
 
 class UnactivatedVenv(OneVenv):
     """A venv's program started by its path without VIRTUAL_ENV (services, IDEs): its bin/
-    entry is a symlink to a program elsewhere, so /proc/self/exe misses the venv."""
+    entry is a symlink to a program elsewhere, so /proc/self/exe misses the venv. (The venv
+    has no pyvenv.cfg unless a test writes one.)"""
     SYSTEM = ("b2.28.3-cuda12.9", "2.28.3")
     WHEEL = fake("b2.29.7-cuda13.0")
     RECORDS = [("nvidia-nccl-cu13", "2.29.7")]
@@ -271,8 +272,19 @@ class UnactivatedVenv(OneVenv):
     def test_search_takes_the_venv_wheel(self):
         if WRAPPER or VALGRIND:
             self.skipTest("needs the program started by its own path")
+        with open(os.path.join(self.venv, "pyvenv.cfg"), "w") as f:
+            f.write("home = /usr/bin\n")
         _, doc, _ = run_json("--doctor", env=self.env, program=self.program)
         self.assertEqual(doc["doctor"]["ncclshim"], self.file)
+
+    def test_symlink_in_a_prefix_that_is_no_venv(self):
+        """Without pyvenv.cfg, Python follows its program's symlink and imports from the
+        prefix the link leads to: the prefix the link sits in says nothing of it."""
+        if WRAPPER or VALGRIND:
+            self.skipTest("needs the program started by its own path")
+        _, doc, _ = run_json("--doctor", env=self.env, program=self.program)
+        self.assertNotEqual(doc["doctor"]["ncclshim"], self.file)
+        self.assertEqual(doc["doctor"]["ncclshim"], self.system)
 
 
 class Glibc(unittest.TestCase):
@@ -703,6 +715,22 @@ class AskTheLoader(unittest.TestCase):
         code, d = self.doctor(LD_LIBRARY_PATH=self.lib)
         self.assertIsNone(d["plain_process"])
         self.assertTrue(any(f["severity"] == "error" for f in d["findings"]), severities(d))
+
+    @needs_the_loader
+    def test_glibc_hwcaps_copy(self):
+        """A copy in a glibc-hwcaps subdirectory this CPU reaches is what the loader maps, and
+        so what ncclshim's search takes."""
+        said = subprocess.run([interpreter(PROBE), "--help"], stdout=subprocess.PIPE,
+                              universal_newlines=True).stdout
+        levels = re.findall(r"^\s+(\S+) \(supported, searched\)", said.split(
+            "Subdirectories of glibc-hwcaps")[-1].split("Legacy")[0], re.M)
+        if not levels:
+            self.skipTest("this CPU and loader search no glibc-hwcaps subdirectory")
+        put_nccl(fake("2.28.3"), self.lib)
+        hw = put_nccl(fake("2.28.9"), os.path.join(self.lib, "glibc-hwcaps", levels[-1]))
+        code, d = self.doctor(LD_LIBRARY_PATH=self.lib)
+        self.assertEqual((d["plain_process"], d["ncclshim"]), (hw, hw))
+        self.assertFalse([f for f in d["findings"] if f["severity"] != "info"], severities(d))
 
     def test_devices_are_what_the_loader_says(self):
         """/dev/zero and /dev/null answer at once: the loader reads them and says why it

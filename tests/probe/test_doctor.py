@@ -722,12 +722,18 @@ class AskTheLoader(unittest.TestCase):
         so what ncclshim's search takes."""
         said = subprocess.run([interpreter(PROBE), "--help"], stdout=subprocess.PIPE,
                               universal_newlines=True).stdout
-        levels = re.findall(r"^\s+(\S+) \(supported, searched\)", said.split(
-            "Subdirectories of glibc-hwcaps")[-1].split("Legacy")[0], re.M)
-        if not levels:
+        # Every level the loader knows, in its order, and whether it searches it here.
+        levels = re.findall(r"^  (\S+)(.*)$", said.split("Subdirectories of glibc-hwcaps")[-1]
+                            .split("Legacy")[0], re.M)
+        searched = [name for name, note in levels if "searched" in note]
+        if not searched:
             self.skipTest("this CPU and loader search no glibc-hwcaps subdirectory")
-        put_nccl(fake("2.28.3"), self.lib)
-        hw = put_nccl(fake("2.28.9"), os.path.join(self.lib, "glibc-hwcaps", levels[-1]))
+        put_nccl(fake("2.27.3"), self.lib)
+        # A copy in each level, the ones the loader skips here too: it takes the first one
+        # it searches, and so must ncclshim.
+        copies = {name: put_nccl(fake(v), os.path.join(self.lib, "glibc-hwcaps", name))
+                  for (name, _), v in zip(levels, ("2.28.9", "2.28.7", "2.28.3", "2.27.5"))}
+        hw = copies[searched[0]]
         code, d = self.doctor(LD_LIBRARY_PATH=self.lib)
         self.assertEqual((d["plain_process"], d["ncclshim"]), (hw, hw))
         self.assertFalse([f for f in d["findings"] if f["severity"] != "info"], severities(d))

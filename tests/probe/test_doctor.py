@@ -422,7 +422,8 @@ class OtherTexts(OneVenv):
         _, doc, _ = run_json("--explain", text, env=self.env)
         self.assertEqual(doc["explain"]["input"], text)
 
-    def test_broken_wheel_file(self):
+    def broken_wheel(self):
+        """A machine with a venv whose wheel file is truncated: (machine, venv, file)."""
         m = Machine(self)
         venv = m.venv("venv")
         path = wheel_file(venv)
@@ -431,6 +432,10 @@ class OtherTexts(OneVenv):
             data = f.read()
         with open(path, "wb") as f:
             f.write(data[:200])  # truncated
+        return m, venv, path
+
+    def test_broken_wheel_file(self):
+        m, venv, path = self.broken_wheel()
         code, doc, _ = run_json("--doctor", env=m.env(VIRTUAL_ENV=venv))
         self.assertEqual(code, 1)
         self.assertFalse(copy_of(doc["doctor"], path)["usable"])
@@ -440,14 +445,7 @@ class OtherTexts(OneVenv):
     def test_broken_wheel_file_gets_no_export(self):
         """A truncated wheel file beside a usable NCCL a plain process maps: the file is to be
         replaced, never put first on LD_LIBRARY_PATH."""
-        m = Machine(self)
-        venv = m.venv("venv")
-        path = wheel_file(venv)
-        os.makedirs(os.path.dirname(path))
-        with open(fake("2.28.9"), "rb") as f:
-            data = f.read()
-        with open(path, "wb") as f:
-            f.write(data[:200])
+        m, venv, path = self.broken_wheel()
         other = put_nccl(fake("2.28.9"), os.path.join(m.root, "other"))
         _, doc, _ = run_json("--doctor", env=m.env(VIRTUAL_ENV=venv,
                                                    LD_LIBRARY_PATH=os.path.dirname(other)))

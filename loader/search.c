@@ -54,7 +54,7 @@ static int add_dirs(const ncshl_search *s, ncshl_step step, ncshl_places_fn plac
       if (l < level_count) {
         if (snprintf(path, sizeof(path), "%s/glibc-hwcaps/%s/%s", dirs.items[i].path, levels[l],
                      s->soname) >= (int)sizeof(path) ||
-            lstat(path, &st) != 0)
+            stat(path, &st) != 0)
           continue;
         snprintf(why, sizeof(why),
                  "%s, its glibc-hwcaps/%s (the loader's first choice there on "

@@ -30,34 +30,29 @@ static int is_file(const char *path) {
   return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-/* The directories of an RPATH or RUNPATH, $ORIGIN and ${ORIGIN} replaced by `origin`; an
- * entry with another $ token is left out (the loader expands $LIB and $PLATFORM, NCCL's
- * libraries use neither). */
+/* One RPATH or RUNPATH entry into `dir`, $ORIGIN or ${ORIGIN} replaced by `origin`: 0 when
+ * it holds another $ token (the loader expands $LIB and $PLATFORM, which NCCL's libraries
+ * do not use) or does not fit. */
+static int expand_entry(const char *entry, size_t length, const char *origin, char *dir,
+                        size_t size) {
+  const char *token = memchr(entry, '$', length);
+  if (token == NULL) return snprintf(dir, size, "%.*s", (int)length, entry) < (int)size;
+  size_t before = (size_t)(token - entry), rest = length - before;
+  size_t skip = rest >= 7 && strncmp(token, "$ORIGIN", 7) == 0     ? 7
+                : rest >= 9 && strncmp(token, "${ORIGIN}", 9) == 0 ? 9
+                                                                   : 0;
+  if (skip == 0 || memchr(token + skip, '$', rest - skip) != NULL) return 0;
+  return snprintf(dir, size, "%.*s%s%.*s", (int)before, entry, origin, (int)(rest - skip),
+                  token + skip) < (int)size;
+}
+
+/* The directories of an RPATH or RUNPATH (':'-separated), expanded, appended to `dirs`. */
 static void add_path_list(ncshl_list *dirs, const char *value, const char *origin) {
   for (const char *start = value; start != NULL && *start != '\0';) {
     size_t length = strcspn(start, ":");
-    char entry[PATH_MAX];
-    const char *token = NULL;
-    if (length < sizeof(entry)) {
-      memcpy(entry, start, length);
-      entry[length] = '\0';
-      token = strchr(entry, '$');
-    }
-    if (length > 0 && length < sizeof(entry)) {
-      size_t skip = token == NULL                         ? 0
-                    : strncmp(token, "$ORIGIN", 7) == 0   ? 7
-                    : strncmp(token, "${ORIGIN}", 9) == 0 ? 9
-                                                          : SIZE_MAX;
-      if (token == NULL)
-        ncshl_list_add(dirs, entry, NULL);
-      else if (skip != SIZE_MAX && strchr(token + skip, '$') == NULL) {
-        *(char *)token = '\0';
-        char expanded[PATH_MAX];
-        if (snprintf(expanded, sizeof(expanded), "%s%s%s", entry, origin, token + skip) <
-            (int)sizeof(expanded))
-          ncshl_list_add(dirs, expanded, NULL);
-      }
-    }
+    char dir[PATH_MAX];
+    if (length > 0 && expand_entry(start, length, origin, dir, sizeof(dir)))
+      ncshl_list_add(dirs, dir, NULL);
     start += length + (start[length] != '\0');
   }
 }

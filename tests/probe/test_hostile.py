@@ -87,6 +87,20 @@ class FifoOnTheLoadersPath(Scratch):
         os.mkfifo(self.path("dep", "libq.so.6"))
         self.check_named(self.path("dep", "libq.so.6"), LD_LIBRARY_PATH=os.path.dirname(lib))
 
+    def test_dependency_through_runpath(self):
+        """The dependency found through the file's own RUNPATH ($ORIGIN), no LD_LIBRARY_PATH:
+        the file given by path."""
+        lib = self.path("runpath", "libnccl.so.2")
+        shutil.copy(fake("2.28.9"), lib)
+        elf_patch.rename_needed(lib, "libc.so.6", "libq.so.6")
+        elf_patch.last_needed_to_runpath(lib)
+        fifo = self.path("runpath", "libq.so.6")
+        os.mkfifo(fifo)
+        for args in (("--library", lib), ("--json", "--library", lib)):
+            code, out, err = run_probe(*args)
+            self.assert_no_crash(code, out, err)
+            self.assertIn(fifo, out)
+
     def test_glibc_hwcaps_subdirectory(self):
         fifo = self.path("hw", "glibc-hwcaps", "x86-64-v2", "libnccl.so.2")
         os.mkfifo(fifo)

@@ -38,7 +38,8 @@ PUBLIC_TARGET = "ncclshim"
 # folder -> its files (without .c), bottom layer first; one string per layer.
 LAYERS = {
     "compat": ["glibc_start"],
-    "loader": ["elf_check list objects outcome", "dl elf_file ld_cache library_path python_places",
+    "loader": ["elf_check hwcaps list objects outcome",
+               "blocking dl elf_file ld_cache library_path python_places", "load_blocks",
                "elf_banner search trace", "locate"],
     "src": ["status", "handle"],
     "src/nccl": ["nccl_build nccl_places nccl_results nccl_version",

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <elf.h>
+#include <limits.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,11 +42,16 @@ char *ncshl_mapped_path(void *handle) {
   return resolved ? resolved : strdup(map->l_name);
 }
 
-void *ncshl_object(void *handle, const char *symbol) {
+/* dlsym alone, for a name whose lookup is known to stay inside every object's tables. */
+static void *lookup_checked(void *handle, const char *symbol) {
   dlerror();
   void *address = dlsym(handle, symbol);
   dlerror();
   return address;
+}
+
+void *ncshl_object(void *handle, const char *symbol) {
+  return ncshl_lookup_unsafe(symbol, NULL, 0) ? NULL : lookup_checked(handle, symbol);
 }
 
 ncshl_fn ncshl_symbol(void *handle, const char *symbol) {
@@ -55,29 +61,28 @@ ncshl_fn ncshl_symbol(void *handle, const char *symbol) {
   return fn;
 }
 
-static char *map_path(const struct link_map *map) {
-  /* The program's own entry has no name. */
-  const char *name = map->l_name && map->l_name[0] ? map->l_name : "/proc/self/exe";
-  char *resolved = realpath(name, NULL);
-  return resolved ? resolved : strdup(name);
-}
-
 ncshl_definition ncshl_define(void *handle, const char *symbol, void **address, char **definer) {
   if (definer != NULL) *definer = NULL;
-  *address = ncshl_object(handle, symbol);
+  *address = NULL;
+  char corrupt[PATH_MAX];
+  if (ncshl_lookup_unsafe(symbol, corrupt, sizeof(corrupt))) {
+    if (definer != NULL) *definer = strdup(corrupt);
+    return NCSHL_DEFINED_CORRUPT;
+  }
+  *address = lookup_checked(handle, symbol);
   if (*address == NULL) return NCSHL_DEFINED_NOWHERE;
-  Dl_info info;
-  const ElfW(Sym) *entry = NULL;
-  if (dladdr1(*address, &info, (void **)&entry, RTLD_DL_SYMENT) == 0 || entry == NULL ||
-      info.dli_saddr != *address)
-    return NCSHL_DEFINED_UNPLACED;
-  int type = ELF64_ST_TYPE(entry->st_info);
-  if (type != STT_FUNC && type != STT_GNU_IFUNC) return NCSHL_DEFINED_DATA;
-  struct link_map *own = NULL, *defining = NULL;
-  if (definer != NULL && dlinfo(handle, RTLD_DI_LINKMAP, &own) == 0 &&
-      dladdr1(*address, &info, (void **)&defining, RTLD_DL_LINKMAP) != 0 && defining != NULL &&
-      defining != own)
-    *definer = map_path(defining);
+  ncshl_held held;
+  if (!ncshl_object_holding(*address, symbol, &held)) return NCSHL_DEFINED_UNPLACED;
+  ncshl_definition kind = held.kind == NCSHL_SYMBOL_FUNCTION ? NCSHL_DEFINED_FUNCTION
+                          : held.kind == NCSHL_SYMBOL_TLS    ? NCSHL_DEFINED_UNPLACED
+                                                             : NCSHL_DEFINED_DATA;
+  struct link_map *own = NULL;
+  if (kind == NCSHL_DEFINED_FUNCTION && definer != NULL &&
+      dlinfo(handle, RTLD_DI_LINKMAP, &own) == 0 && own != NULL && own->l_addr != held.base) {
+    *definer = held.path;
+    held.path = NULL;
+  }
   dlerror();
-  return NCSHL_DEFINED_FUNCTION;
+  free(held.path);
+  return kind;
 }

@@ -240,6 +240,28 @@ ncshl_outcome ncshl_elf_each_export(const ncshl_elf_file *f, ncshl_symbol_fn eac
   return NCSHL_OK;
 }
 
+void ncshl_elf_each_dynamic_string(const ncshl_elf_file *f, ncshl_dynamic_fn each, void *context) {
+  for (unsigned i = 0; i < f->shnum; i++) {
+    ElfW(Shdr) s, strtab;
+    ncshl_elf_section(f, i, &s);
+    if (s.sh_type != SHT_DYNAMIC || !ncshl_elf_inside(f, s.sh_offset, s.sh_size) ||
+        !ncshl_elf_section(f, s.sh_link, &strtab))
+      continue;
+    for (unsigned long long at = s.sh_offset; s.sh_size - (at - s.sh_offset) >= sizeof(ElfW(Dyn));
+         at += sizeof(ElfW(Dyn))) {
+      ElfW(Dyn) d;
+      memcpy(&d, f->bytes + at, sizeof(d));
+      if (d.d_tag == DT_NULL) return;
+      if (d.d_tag != DT_NEEDED && d.d_tag != DT_SONAME && d.d_tag != DT_RPATH &&
+          d.d_tag != DT_RUNPATH)
+        continue;
+      const char *string = ncshl_elf_string(f, &strtab, d.d_un.d_val);
+      if (string != NULL && each(context, d.d_tag, string)) return;
+    }
+    return;
+  }
+}
+
 ncshl_outcome ncshl_elf_exports(const char *path, ncshl_symbol_fn each, void *context, char *reason,
                                 size_t size) {
   ncshl_elf_file f;

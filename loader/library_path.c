@@ -1,11 +1,9 @@
-/* LD_LIBRARY_PATH as ld.so reads it: the directories the search lists, and the files on it
- * that would block ld.so's open. Below both the search and locate, which each use both. */
+/* LD_LIBRARY_PATH as ld.so reads it: the directories the search lists. Below both the search
+ * and locate. */
 #include "library_path.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 void ncshl_library_path_places(ncshl_list *dirs) {
   const char *value = secure_getenv("LD_LIBRARY_PATH");
@@ -26,19 +24,4 @@ void ncshl_library_path_places(ncshl_list *dirs) {
     }
     start += length + (start[length] != '\0');
   }
-}
-
-int ncshl_blocking_file(const char *soname, char *file, size_t size) {
-  const char *value = secure_getenv("LD_LIBRARY_PATH");
-  for (const char *start = value; start != NULL && *start != '\0';) {
-    size_t length = strcspn(start, ":;");
-    struct stat st;
-    if (memchr(start, '$', length) == NULL &&
-        snprintf(file, size, "%.*s/%s", length ? (int)length : 1, length ? start : ".", soname) <
-            (int)size &&
-        stat(file, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
-      return 1;
-    start += length + (start[length] != '\0');
-  }
-  return 0;
 }

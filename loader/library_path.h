@@ -10,10 +10,4 @@
  * to the search's SYSTEM step, where ld.so reads them. */
 void ncshl_library_path_places(ncshl_list *dirs);
 
-/* 1 when a directory of LD_LIBRARY_PATH (relative and empty entries included, as ld.so reads
- * them) holds something called `soname` that is neither a file nor a directory, its path in
- * `file`: ld.so's open of a FIFO or a terminal waits forever, so neither the search nor the
- * trace hands the name to it. */
-int ncshl_blocking_file(const char *soname, char *file, size_t size);
-
 #endif

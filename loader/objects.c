@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -38,9 +39,11 @@ typedef struct dyn_tables {
   const ElfW(Sym) * symbols;
   const char *strings;
   size_t strings_size;
+  const char *strtab; /* DT_STRTAB as glibc reads it: unchecked, unlike `strings` */
   const uint32_t *gnu_hash;
   const ElfW(Word) * sysv_hash;
-  size_t soname; /* offset of DT_SONAME in the strings, or SIZE_MAX */
+  const ElfW(Half) * versym; /* DT_VERSYM, or NULL */
+  size_t soname;             /* offset of DT_SONAME in the strings, or SIZE_MAX */
 } dyn_tables;
 
 /* The object's dynamic section, from its program headers: its entries and how many. */
@@ -80,7 +83,10 @@ static int find_tables(const struct dl_phdr_info *info, dyn_tables *t) {
       t->gnu_hash = (const uint32_t *)at;
     else if (dyn->d_tag == DT_HASH)
       t->sysv_hash = (const ElfW(Word) *)at;
+    else if (dyn->d_tag == DT_VERSYM)
+      t->versym = (const ElfW(Half) *)at;
   }
+  t->strtab = t->strings;
   if (t->strings == NULL || !readable(info, (uintptr_t)t->strings, t->strings_size))
     t->strings = NULL;
   return t->symbols && t->strings && (t->gnu_hash || t->sysv_hash);
@@ -107,10 +113,25 @@ static int defines(const dyn_tables *t, const ElfW(Sym) * sym, const char *name)
          (ELF64_ST_BIND(sym->st_info) == STB_GLOBAL || ELF64_ST_BIND(sym->st_info) == STB_WEAK);
 }
 
-/* The lookup ld.so does, through the GNU hash table (DT_GNU_HASH). */
-static const ElfW(Sym) * gnu_lookup(const dyn_tables *t, const char *name) {
+static uint32_t gnu_hash_of(const char *name) {
   uint32_t h = 5381;
   for (const unsigned char *c = (const unsigned char *)name; *c; c++) h = h * 33 + *c;
+  return h;
+}
+
+static uint32_t sysv_hash_of(const char *name) {
+  uint32_t h = 0;
+  for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
+    h = (h << 4) + *c;
+    uint32_t g = h & 0xf0000000u;
+    h = (h ^ (g >> 24)) & ~g;
+  }
+  return h;
+}
+
+/* The lookup ld.so does, through the GNU hash table (DT_GNU_HASH). */
+static const ElfW(Sym) * gnu_lookup(const dyn_tables *t, const char *name) {
+  const uint32_t h = gnu_hash_of(name);
   uintptr_t header = (uintptr_t)t->gnu_hash;
   if (!readable(t->info, header, 4 * sizeof(uint32_t))) return NULL;
   const uint32_t nbuckets = t->gnu_hash[0], symoffset = t->gnu_hash[1];
@@ -147,12 +168,7 @@ static const ElfW(Sym) * gnu_lookup(const dyn_tables *t, const char *name) {
 
 /* The same through the older System V table (DT_HASH). */
 static const ElfW(Sym) * sysv_lookup(const dyn_tables *t, const char *name) {
-  uint32_t h = 0;
-  for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
-    h = (h << 4) + *c;
-    uint32_t g = h & 0xf0000000u;
-    h = (h ^ (g >> 24)) & ~g;
-  }
+  const uint32_t h = sysv_hash_of(name);
   uintptr_t header = (uintptr_t)t->sysv_hash;
   if (!readable(t->info, header, 2 * sizeof(ElfW(Word)))) return NULL;
   const ElfW(Word) nbucket = t->sysv_hash[0], nchain = t->sysv_hash[1];
@@ -171,6 +187,175 @@ static const ElfW(Sym) * lookup(const struct dl_phdr_info *info, const char *nam
   dyn_tables t;
   if (!find_tables(info, &t)) return NULL;
   return t.gnu_hash ? gnu_lookup(&t, name) : sysv_lookup(&t, name);
+}
+
+static char *object_path(const struct dl_phdr_info *info, int is_program) {
+  const char *name = is_program ? "/proc/self/exe" : info->dlpi_name;
+  char *resolved = realpath(name, NULL);
+  return resolved ? resolved : strdup(name);
+}
+
+/* ---- What glibc reads when it looks a name up ---------------------------------------- */
+
+/* The segment of the object that holds `at` (any PT_LOAD, readable or not), or NULL. */
+static const ElfW(Phdr) * segment_holding(const struct dl_phdr_info *info, uintptr_t at) {
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+    if (ph->p_type == PT_LOAD && at >= start && at - start < ph->p_memsz) return ph;
+  }
+  return NULL;
+}
+
+/* 1 when `count` items of `item` bytes at index `index` of the array at `base` lie inside the
+ * mapping, the address computed as glibc computes it (wrapping). */
+static int readable_item(const struct dl_phdr_info *info, uintptr_t base, uintptr_t index,
+                         size_t item) {
+  return readable(info, base + index * item, item);
+}
+
+/* check_match's reads of symbol `index` (dl-lookup.c): the entry, its name as strcmp compares
+ * it with `name` (unbounded by DT_STRSZ), its version entry when the name matches. 0, or -1
+ * when one of them lies outside the object's mapping. */
+static int glibc_match(const dyn_tables *t, uintptr_t index, const char *name) {
+  if (!readable_item(t->info, (uintptr_t)t->symbols, index, sizeof(ElfW(Sym)))) return -1;
+  ElfW(Sym) sym;
+  memcpy(&sym, (const void *)((uintptr_t)t->symbols + index * sizeof(ElfW(Sym))), sizeof(sym));
+  unsigned type = ELF64_ST_TYPE(sym.st_info);
+  const unsigned allowed = 1u << STT_NOTYPE | 1u << STT_OBJECT | 1u << STT_FUNC | 1u << STT_COMMON |
+                           1u << STT_TLS | 1u << STT_GNU_IFUNC;
+  if ((sym.st_value == 0 && sym.st_shndx != SHN_ABS && type != STT_TLS) ||
+      !((1u << type) & allowed))
+    return 0;
+  uintptr_t at = (uintptr_t)t->strtab + sym.st_name;
+  for (size_t i = 0;; i++) {
+    if (!readable(t->info, at + i, 1)) return -1;
+    char c = *(const char *)(at + i);
+    if (c != name[i]) return 0;
+    if (c == '\0') break;
+  }
+  return t->versym == NULL || readable_item(t->info, (uintptr_t)t->versym, index, 2) ? 0 : -1;
+}
+
+/* do_lookup_x's walk of one object's GNU hash table for the name of hash `h`. */
+static int glibc_gnu_walk(const dyn_tables *t, const char *name) {
+  const uint32_t h = gnu_hash_of(name);
+  uintptr_t header = (uintptr_t)t->gnu_hash;
+  if (!readable(t->info, header, 4 * sizeof(uint32_t))) return -1;
+  const uint32_t nbuckets = t->gnu_hash[0], symoffset = t->gnu_hash[1];
+  const uint32_t bloom_size = t->gnu_hash[2], shift = t->gnu_hash[3];
+  if (nbuckets == 0) return 0; /* glibc skips an object without buckets */
+  const uintptr_t bloom = header + 4 * sizeof(uint32_t);
+  const uint32_t word_bits = 8 * sizeof(ElfW(Addr));
+  uintptr_t word_index = (h / word_bits) & (bloom_size - 1u);
+  if (!readable_item(t->info, bloom, word_index, sizeof(ElfW(Addr)))) return -1;
+  ElfW(Addr) word;
+  memcpy(&word, (const void *)(bloom + word_index * sizeof(word)), sizeof(word));
+  if (!((word >> (h % word_bits)) & (word >> ((h >> (shift % 32)) % word_bits)) & 1)) return 0;
+  const uintptr_t buckets = bloom + (uintptr_t)bloom_size * sizeof(ElfW(Addr));
+  if (!readable_item(t->info, buckets, h % nbuckets, sizeof(uint32_t))) return -1;
+  uint32_t bucket;
+  memcpy(&bucket, (const void *)(buckets + (uintptr_t)(h % nbuckets) * 4), 4);
+  if (bucket == 0) return 0;
+  const uintptr_t chain_zero = buckets + (uintptr_t)nbuckets * 4 - (uintptr_t)symoffset * 4;
+  /* The walk ends at a link with its low bit set; without one it runs off the mapping. */
+  for (uintptr_t index = bucket;; index++) {
+    if (!readable_item(t->info, chain_zero, index, sizeof(uint32_t))) return -1;
+    uint32_t link;
+    memcpy(&link, (const void *)(chain_zero + index * 4), 4);
+    if (((link ^ h) >> 1) == 0 && glibc_match(t, index, name) != 0) return -1;
+    if (link & 1) return 0;
+  }
+}
+
+/* Longest System V hash chain walked: glibc follows one forever when it loops. */
+enum { MOST_CHAIN_STEPS = 1 << 20 };
+
+/* The same for an object with only a System V hash table. */
+static int glibc_sysv_walk(const dyn_tables *t, const char *name) {
+  uintptr_t header = (uintptr_t)t->sysv_hash;
+  if (!readable(t->info, header, 2 * sizeof(ElfW(Word)))) return -1;
+  const ElfW(Word) nbucket = t->sysv_hash[0];
+  if (nbucket == 0) return 0;
+  const uintptr_t buckets = header + 2 * sizeof(ElfW(Word));
+  const uintptr_t chain = buckets + (uintptr_t)nbucket * sizeof(ElfW(Word));
+  uintptr_t slot = sysv_hash_of(name) % nbucket;
+  if (!readable_item(t->info, buckets, slot, sizeof(ElfW(Word)))) return -1;
+  ElfW(Word) index = t->sysv_hash[2 + slot];
+  for (int steps = 0; index != STN_UNDEF; steps++) {
+    if (steps == MOST_CHAIN_STEPS || glibc_match(t, index, name) != 0 ||
+        !readable_item(t->info, chain, index, sizeof(ElfW(Word))))
+      return -1;
+    memcpy(&index, (const void *)(chain + (uintptr_t)index * sizeof(ElfW(Word))), sizeof(index));
+  }
+  return 0;
+}
+
+typedef struct unsafe_search {
+  const char *name;
+  char *object;
+  size_t size;
+  int found;
+} unsafe_search;
+
+static int check_lookup(struct dl_phdr_info *info, size_t size, void *context) {
+  (void)size;
+  unsafe_search *s = context;
+  dyn_tables t;
+  find_tables(info, &t);
+  /* glibc walks the GNU table when there is one, else the System V one, else nothing. */
+  int walk = t.gnu_hash    ? glibc_gnu_walk(&t, s->name)
+             : t.sysv_hash ? glibc_sysv_walk(&t, s->name)
+                           : 0;
+  if (walk == 0) return 0;
+  s->found = 1;
+  if (s->size > 0) {
+    char *path = object_path(info, info->dlpi_name[0] == '\0');
+    snprintf(s->object, s->size, "%s", path ? path : info->dlpi_name);
+    free(path);
+  }
+  return 1;
+}
+
+int ncshl_lookup_unsafe(const char *name, char *object, size_t size) {
+  unsafe_search s = {name, object, size, 0};
+  dl_iterate_phdr(check_lookup, &s);
+  return s.found;
+}
+
+/* ---- The object holding an address ---------------------------------------------------- */
+
+typedef struct holder_search {
+  uintptr_t address;
+  const char *name;
+  ncshl_held *held;
+  int index, found;
+} holder_search;
+
+static int find_holder(struct dl_phdr_info *info, size_t size, void *context) {
+  (void)size;
+  holder_search *s = context;
+  int first = s->index++ == 0;
+  const ElfW(Phdr) *segment = segment_holding(info, s->address);
+  if (segment == NULL) return 0;
+  s->found = 1;
+  /* The name's own entry in this object says what it is; else the segment does. */
+  const ElfW(Sym) *sym = lookup(info, s->name);
+  int type = sym ? ELF64_ST_TYPE(sym->st_info) : -1;
+  int code = sym ? type == STT_FUNC || type == STT_GNU_IFUNC : (segment->p_flags & PF_X) != 0;
+  s->held->kind = type == STT_TLS ? NCSHL_SYMBOL_TLS
+                  : code          ? NCSHL_SYMBOL_FUNCTION
+                                  : NCSHL_SYMBOL_DATA;
+  s->held->base = info->dlpi_addr;
+  s->held->path = object_path(info, first && info->dlpi_name[0] == '\0');
+  return 1;
+}
+
+int ncshl_object_holding(const void *address, const char *name, ncshl_held *held) {
+  holder_search s = {(uintptr_t)address, name, held, 0, 0};
+  held->path = NULL;
+  dl_iterate_phdr(find_holder, &s);
+  return s.found;
 }
 
 /* The same through a pipe, where process_vm_readv is refused (a seccomp filter) or missing
@@ -240,12 +425,6 @@ typedef struct census {
   size_t count, capacity;
   int out_of_memory;
 } census;
-
-static char *object_path(const struct dl_phdr_info *info, int is_program) {
-  const char *name = is_program ? "/proc/self/exe" : info->dlpi_name;
-  char *resolved = realpath(name, NULL);
-  return resolved ? resolved : strdup(name);
-}
 
 static int visit(struct dl_phdr_info *info, size_t size, void *context) {
   (void)size;

@@ -40,6 +40,26 @@ void ncshl_objects_free(ncshl_mapped *objects, size_t count);
  * for the census. */
 const ElfW(Sym) * ncshl_dynamic_lookup(const ElfW(Dyn) * dynamic, uintptr_t base, const char *name);
 
+/* 1 when glibc's lookup of `name` (dlsym, on any handle) would read outside the mapping of
+ * some object's hash table, symbol table, strings or versions, or follow a hash chain
+ * forever: a corrupt file that the lookup would crash or hang on. Its path then goes to
+ * `object` (`size` bytes; 0 for none). Reads every table as glibc's walk does, each read
+ * checked to lie inside the object's PT_LOAD segments; 0 when every walk stays inside. */
+int ncshl_lookup_unsafe(const char *name, char *object, size_t size);
+
+/* The mapped object holding an address, and what `name` is there. */
+typedef struct ncshl_held {
+  ncshl_symbol_kind kind; /* the object's own entry for `name`; without one, FUNCTION when
+                             the address lies in an executable segment, else DATA */
+  uintptr_t base;         /* the object's load address (link_map's l_addr) */
+  char *path;             /* as ncshl_mapped's; malloc'd (NULL when out of memory) */
+} ncshl_held;
+
+/* 1 with *held filled when a mapped object's PT_LOAD segment holds `address`; 0 when none
+ * does (a thread-local variable's address). Reads only bounded tables, never glibc's
+ * dladdr, which walks every symbol of a possibly corrupt table. */
+int ncshl_object_holding(const void *address, const char *name, ncshl_held *held);
+
 /* The link-map name of the mapped object called `name`: for a bare name, the first whose
  * DT_SONAME or file name it is; for a path, the object mapped from that file (same device and
  * inode, a stat, no open). malloc'd; NULL when none is mapped (or out of memory). Unlike

@@ -156,6 +156,18 @@ static int through_path(const char *name, char *found, size_t size) {
   return 0;
 }
 
+/* 1 when pyvenv.cfg lies in the program's directory or the one above it, where Python looks
+ * for it (site.py, PEP 405). */
+static int venv_config_near(const char *program) {
+  char copy[PATH_MAX], cfg[PATH_MAX + 16];
+  if (snprintf(copy, sizeof(copy), "%s", program) >= (int)sizeof(copy)) return 0;
+  char *dir = dirname(copy);
+  snprintf(cfg, sizeof(cfg), "%s/pyvenv.cfg", dir);
+  if (access(cfg, F_OK) == 0) return 1;
+  snprintf(cfg, sizeof(cfg), "%s/../pyvenv.cfg", dir);
+  return access(cfg, F_OK) == 0;
+}
+
 /* argv[0] as the program was started (glibc keeps it; /proc/self/cmdline would name ld.so
  * for a program started through it). */
 /* The prefix of the program as started into `prefix` and its path into `program`; 0 when
@@ -171,6 +183,11 @@ static int started_prefix(char *program, char *prefix) {
     return 0;
   }
   if (ncshl_python_unshim(program, real, sizeof(real))) snprintf(program, PATH_MAX, "%s", real);
+  /* Python takes the prefix of the program as started only in a venv (a pyvenv.cfg beside
+   * it or one directory up); otherwise it follows the program's symlinks and imports from
+   * the prefix of the file they lead to, and so does the search. */
+  if (!venv_config_near(program) && realpath(program, real) != NULL)
+    snprintf(program, PATH_MAX, "%s", real);
   return program_prefix(program, prefix, PATH_MAX);
 }
 

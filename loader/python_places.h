@@ -6,7 +6,8 @@
  *   1. VIRTUAL_ENV, unless the program runs from another venv (a stale value);
  *   2. CONDA_PREFIX (a conda environment: its wheels, then its own lib/);
  *   3. the prefix of the program as started (argv[0], through PATH when it has no '/'; a
- *      pyenv shim resolved to the interpreter it runs);
+ *      pyenv shim resolved to the interpreter it runs; outside a venv, its symlinks
+ *      resolved, as Python resolves them);
  *   4. the prefix of the program's file (/proc/self/exe): a non-venv interpreter's own;
  *   5. the user site: PYTHONUSERBASE, else ~/.local.
  * Items 3 and 5 are skipped in a setuid or setgid process (AT_SECURE). */

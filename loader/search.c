@@ -1,14 +1,18 @@
 #include "search.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "dl.h"
 #include "elf_check.h"
+#include "hwcaps.h"
 #include "ld_cache.h"
 #include "library_path.h"
+#include "load_blocks.h"
 #include "objects.h"
 
 enum { REASON_SIZE = 1024, SUMMARY_SIZE = 2048 };
@@ -39,16 +43,36 @@ static int add_dirs(const ncshl_search *s, ncshl_step step, ncshl_places_fn plac
   if (rc == 0 && dirs.count == 0)
     rc = add(out, s->soname, step, NCSHL_REACH_NONE, NCSHL_ABSENT,
              dirs.none ? dirs.none : "no directory to look in");
+  const char *levels[4];
+  size_t level_count = ncshl_hwcaps_levels(levels, sizeof(levels) / sizeof(levels[0]));
   for (size_t i = 0; i < dirs.count && rc == 0; i++) {
-    size_t length = strlen(dirs.items[i].path) + strlen(s->soname) + 2;
-    char *path = malloc(length);
-    if (path == NULL) {
-      rc = -1;
-      break;
+    /* The loader takes <dir>/glibc-hwcaps/<level>/<soname> first, for each level this CPU
+     * reaches: so does the search, where there is such a file. */
+    for (size_t l = 0; l <= level_count && rc == 0; l++) {
+      char path[PATH_MAX], why[REASON_SIZE];
+      struct stat st;
+      if (l < level_count) {
+        if (snprintf(path, sizeof(path), "%s/glibc-hwcaps/%s/%s", dirs.items[i].path, levels[l],
+                     s->soname) >= (int)sizeof(path) ||
+            stat(path, &st) != 0)
+          continue;
+        snprintf(why, sizeof(why),
+                 "%s, its glibc-hwcaps/%s (the loader's first choice there on "
+                 "this CPU)",
+                 dirs.items[i].why, levels[l]);
+        rc = add(out, path, step, NCSHL_REACH_FILE, NCSHL_OK, why);
+        continue;
+      }
+      size_t length = strlen(dirs.items[i].path) + strlen(s->soname) + 2;
+      char *file = malloc(length);
+      if (file == NULL) {
+        rc = -1;
+        break;
+      }
+      snprintf(file, length, "%s/%s", dirs.items[i].path, s->soname);
+      rc = add(out, file, step, NCSHL_REACH_FILE, NCSHL_OK, dirs.items[i].why);
+      free(file);
     }
-    snprintf(path, length, "%s/%s", dirs.items[i].path, s->soname);
-    rc = add(out, path, step, NCSHL_REACH_FILE, NCSHL_OK, dirs.items[i].why);
-    free(path);
   }
   ncshl_list_free(&dirs);
   return rc;
@@ -291,6 +315,14 @@ static ncshl_verdict try_file(run *r, const char *path, ncshl_step step) {
     if (refusal != 0)
       return record(r, path, step, (ncshl_verdict){NCSHL_REFUSED, refusal}, reason, 0);
   }
+  char blocking[REASON_SIZE / 2];
+  if (!preloaded && ncshl_file_load_blocks(path, r->search->ld_cache, blocking, sizeof(blocking))) {
+    snprintf(reason, sizeof(reason),
+             "loading it would open %s, which is not a regular file (a FIFO or a terminal): the "
+             "dynamic loader would wait forever, so it is not loaded",
+             blocking);
+    return record(r, path, step, (ncshl_verdict){NCSHL_UNLOADABLE, 0}, reason, 0);
+  }
   void *handle = ncshl_open(path, 0, reason, sizeof(reason));
   if (handle == NULL) return record(r, path, step, (ncshl_verdict){NCSHL_UNLOADABLE, 0}, reason, 0);
   return offer(r, handle, path, step, preloaded);
@@ -311,10 +343,10 @@ static ncshl_verdict try_candidate(run *r, const ncshl_candidate *c) {
     if (handle != NULL) return offer(r, handle, c->path, c->step, 1);
     return record(r, c->path, c->step, absent, "the program cannot be opened", 0);
   case NCSHL_REACH_NAME:
-    if (ncshl_blocking_file(c->path, blocking, sizeof(blocking))) {
+    if (ncshl_name_load_blocks(c->path, r->search->ld_cache, blocking, sizeof(blocking))) {
       snprintf(reason, sizeof(reason),
-               "%s is not a regular file (a FIFO or a device): the dynamic loader would block "
-               "opening it, so its own search is not run",
+               "its search would open %s, which is not a regular file (a FIFO or a terminal): the "
+               "dynamic loader would wait forever, so its own search is not run",
                blocking);
       return record(r, c->path, c->step, (ncshl_verdict){NCSHL_UNLOADABLE, 0}, reason, 1);
     }

@@ -9,13 +9,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "blocking.h"
 #include "elf_check.h"
-#include "library_path.h"
 
 extern char **environ;
 
@@ -101,9 +102,17 @@ static int stub_file(const stub *s, char *path, size_t size) {
   /* Without MFD_CLOEXEC: the loader's child opens it as /proc/self/fd/N. */
   fd = (int)syscall(SYS_memfd_create, "ncclshim-trace-stub", 0u);
 #endif
+  char own[64];
+  snprintf(own, sizeof(own), "/proc/self/fd/%d", fd);
+  if (fd >= 0 && access(own, R_OK) != 0) { /* /proc hidden: the child could not open it */
+    close(fd);
+    fd = -1;
+  }
   if (fd < 0) {
     snprintf(path, size, "/tmp/ncclshim-trace-XXXXXX");
     fd = mkostemp(path, O_CLOEXEC); /* the child opens it by its path */
+    /* Readable by the child, which runs as the real user (run_loader). */
+    if (fd >= 0) fchmod(fd, 0644);
   }
   if (fd >= 0 && write(fd, s, sizeof(*s)) != (ssize_t)sizeof(*s)) {
     close(fd);
@@ -176,6 +185,12 @@ static int run_loader(const char *interpreter, const char *stub_path, int inhibi
   if (inhibit_cache) argv[1] = "--inhibit-cache", argv[2] = stub_path;
   pid_t pid = fork();
   if (pid == 0) {
+    /* A plain process is the user's own: in a setuid or setgid program the loader runs as
+     * the real user, not in secure mode (where it would trace nothing a program sees). */
+    gid_t gid = getgid();
+    uid_t uid = getuid();
+    if (gid != getegid() && setresgid(gid, gid, gid) != 0) _exit(126);
+    if (uid != geteuid() && setresuid(uid, uid, uid) != 0) _exit(126);
     int null = open("/dev/null", O_RDONLY);
     if (null >= 0) dup2(null, 0);
     dup2(outp[1], 1);
@@ -323,6 +338,17 @@ static int read_preloaded(const char *text, const char *interpreter, ncshl_trace
   return 1;
 }
 
+/* The loader ended without tracing and without its "error while loading" line: it said
+ * nothing of any library (it could not read its stub, refused to run, lacked memory), so it
+ * was not asked, and what a plain process loads stays unknown. */
+static void unanswered(int code, const char *said, ncshl_trace_result *r) {
+  r->outcome = NCSHL_TRACE_UNAVAILABLE;
+  r->path[0] = '\0';
+  snprintf(r->message, sizeof(r->message),
+           "the dynamic loader exited with status %d without tracing%s%.*s", code,
+           said[0] ? ": " : "", (int)strcspn(said, "\n"), said);
+}
+
 /* What the loader's run came to (`ran`: 0 finished, -1 timed out), into r. */
 static void read_trace(const char *soname, const char *interpreter, int limit_ms, int ran,
                        int status, const output *out, const output *err, ncshl_trace_result *r) {
@@ -348,8 +374,7 @@ static void read_trace(const char *soname, const char *interpreter, int limit_ms
     snprintf(r->message, sizeof(r->message), "%.*s", (int)strcspn(said + sizeof(loading) - 1, "\n"),
              said + sizeof(loading) - 1);
   else
-    snprintf(r->message, sizeof(r->message), "the dynamic loader exited with status %d",
-             WEXITSTATUS(status));
+    unanswered(WEXITSTATUS(status), err->text, r);
 }
 
 void ncshl_trace(const char *soname, int inhibit_cache, int limit_ms, ncshl_trace_result *r) {
@@ -364,10 +389,11 @@ void ncshl_trace(const char *soname, int inhibit_cache, int limit_ms, ncshl_trac
              "this program has no dynamic loader to ask (a static program)");
     return;
   }
-  if (ncshl_blocking_file(soname, r->path, sizeof(r->path))) {
+  if (ncshl_search_blocks(soname, r->path, sizeof(r->path))) {
     r->outcome = NCSHL_TRACE_FAILS;
     snprintf(r->message, sizeof(r->message),
-             "%s is not a regular file (a FIFO or a device): the dynamic loader blocks opening it",
+             "%s is not a regular file (a FIFO or a terminal): the dynamic loader waits forever "
+             "opening or reading it",
              r->path);
     return;
   }
@@ -393,5 +419,13 @@ void ncshl_trace(const char *soname, int inhibit_cache, int limit_ms, ncshl_trac
              out ? strerror(why) : "out of memory");
   else
     read_trace(soname, interpreter, limit_ms, ran, status, out, err, r);
+  if (r->outcome == NCSHL_TRACE_FAILS && strstr(r->message, stub_path) != NULL) {
+    char said[sizeof(r->message)];
+    snprintf(said, sizeof(said), "%s", r->message);
+    r->outcome = NCSHL_TRACE_UNAVAILABLE;
+    r->path[0] = '\0';
+    snprintf(r->message, sizeof(r->message), "the dynamic loader could not read its stub: %s",
+             said);
+  }
   free(out);
 }

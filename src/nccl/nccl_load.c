@@ -11,6 +11,18 @@
 #include "nccl_handle.h"
 #include "nccl_names.h"
 
+/* A name whose lookup would read outside an object's tables (ncshl_define): the library is
+ * refused, naming the corrupt file (`*corrupt`, freed here). */
+static ncclshim_status corrupt_tables(const char *name, char **corrupt, char *reason, size_t size) {
+  snprintf(reason, size,
+           "corrupt symbol tables in %s: looking %s up would read outside the file's "
+           "mapping (not looked up)",
+           *corrupt ? *corrupt : "a mapped object", name);
+  free(*corrupt);
+  *corrupt = NULL;
+  return NCCLSHIM_LOAD_FAILED;
+}
+
 /* ncclGetVersion through the library's handle, checked to be a function before it is called:
  * a variable of that name would be jumped into. OK with its address, or NOT_NCCL. *definer
  * gets the file that really defines it when that is not the file opened. */
@@ -32,6 +44,8 @@ static ncclshim_status find_get_version(void *library, void **address, char **de
              "ncclGetVersion lies in no mapped object (a thread-local variable), "
              "not a function: not an NCCL library (never called)");
     break;
+  case NCSHL_DEFINED_CORRUPT:
+    return corrupt_tables("ncclGetVersion", definer, reason, size);
   }
   return NCCLSHIM_NOT_NCCL;
 }
@@ -90,10 +104,14 @@ static ncclshim_status bind_functions(ncclshim_nccl *nccl, void *library, char *
   for (int i = 0; i < NCCLSHIM_NCCL_FUNCTION_COUNT; i++) {
     /* Only a function is bound: an entry of the table that jumped into data would crash. */
     void *address = NULL;
+    char *corrupt = NULL;
     found[i] = NULL;
-    if (ncshl_define(library, ncclshim_nccl_function_name(i), &address, NULL) ==
-        NCSHL_DEFINED_FUNCTION)
-      memcpy(&found[i], &address, sizeof(address));
+    ncshl_definition kind =
+        ncshl_define(library, ncclshim_nccl_function_name(i), &address, &corrupt);
+    if (kind == NCSHL_DEFINED_CORRUPT)
+      return corrupt_tables(ncclshim_nccl_function_name(i), &corrupt, reason, size);
+    free(corrupt); /* the file defining it: only ncclGetVersion's is kept */
+    if (kind == NCSHL_DEFINED_FUNCTION) memcpy(&found[i], &address, sizeof(address));
     if (found[i] == NULL && ncclshim_nccl_function_required(i)) {
       missing_required++;
       if (used > 0 && (size_t)used < size)

@@ -52,10 +52,17 @@ static void check_copy(const inventory *inv, const nccl_copy *c, findings *f) {
   if (c->false_banner && (x = add(f, SEV_WARNING))) {
     char claimed[16];
     ncclshim_format_version(c->false_banner, claimed, sizeof(claimed));
-    SAY(text,
-        "%s: its banner says NCCL %s, but it defines %s, which came later: the banner is "
-        "false, the file is %s",
-        c->path, claimed, c->later_function, v);
+    if (c->later_function)
+      SAY(text,
+          "%s: its banner says NCCL %s, but it defines %s, which came later: the banner is "
+          "false, the file is %s",
+          c->path, claimed, c->later_function, v);
+    else
+      SAY(text,
+          "%s: its banner says NCCL %s, but it lacks %s, which every NCCL since %s has: the "
+          "banner is false, the file is %s",
+          c->path, claimed, c->lacked_function,
+          ncclshim_format_version(c->lacked_since, have, sizeof(have)), v);
     SAY(todo, "Reinstall it from its package: a patched or mislabelled build");
   }
   if (c->facts.glibc_need_packed > inv->host_glibc && (x = add(f, SEV_ERROR))) {
@@ -118,15 +125,20 @@ static void check_env(const inventory *inv, size_t e, findings *f) {
         env->wheel_files[0], env->wheel_files[1]);
     SAY(todo, "Keep one NCCL package in this environment (pip uninstall the others)");
   }
-  if (winner >= 0 && inv->plain >= 0 && winner != inv->plain && (x = add(f, SEV_WARNING))) {
+  /* An unusable file fights nothing: its own finding says to replace it, and putting its
+   * directory first would make every process fail on it. */
+  if (winner >= 0 && inv->plain >= 0 && winner != inv->plain && inv->copies[winner].usable &&
+      (x = add(f, SEV_WARNING))) {
+    int from_wheel = env->wheel_count > 0;
     SAY(text,
         "two NCCLs will fight in a Python process of %s: its framework loads %s (%s) from "
-        "the wheel, while anything loading libnccl.so.2 by name (CuPy, ctypes, a program "
+        "%s, while anything loading libnccl.so.2 by name (CuPy, ctypes, a program "
         "without RUNPATH) gets %s (%s, %s); the first one loaded decides, or both end up "
         "mapped",
         env->prefix, inv->copies[winner].path,
-        copy_version_text(&inv->copies[winner], v, sizeof(v)), inv->copies[inv->plain].path,
-        copy_version_text(&inv->copies[inv->plain], w, sizeof(w)),
+        copy_version_text(&inv->copies[winner], v, sizeof(v)),
+        from_wheel ? "the wheel" : "the conda environment's lib/ (its packages' RUNPATH)",
+        inv->copies[inv->plain].path, copy_version_text(&inv->copies[inv->plain], w, sizeof(w)),
         ncclshim_found_via_name(inv->copies[inv->plain].how));
     char dir[PATH_MAX];
     snprintf(dir, sizeof(dir), "%s", inv->copies[winner].path);

@@ -328,6 +328,19 @@ static void explain_cuda(const inventory *inv, explanation *x) {
   x->explained = 1;
 }
 
+static void explain_plugin(const inventory *inv, explanation *x) {
+  (void)inv;
+  snprintf(x->meaning, sizeof(x->meaning),
+           "NCCL looked for an optional plugin (libnccl-net.so, libnccl-tuner.so, ...) and "
+           "found none: a routine INFO line, not a missing NCCL; NCCL goes on with its own "
+           "network transports and tuning");
+  snprintf(x->todo, sizeof(x->todo),
+           "Nothing, unless you installed that plugin: then put its directory on "
+           "LD_LIBRARY_PATH or name it in NCCL_NET_PLUGIN / NCCL_TUNER_PLUGIN "
+           "(ncclshim-probe lists the plugins NCCL would load)");
+  x->explained = 1;
+}
+
 static void explain_unknown(const inventory *inv, explanation *x) {
   (void)inv;
   snprintf(x->meaning, sizeof(x->meaning),

@@ -33,7 +33,9 @@ int doctor_run(const doctor_args *a, int json, FILE *out);
  *   INTERNAL_SYMBOL   an undefined ncclX that is no function of NCCL's API
  *   CXX_RUNTIME       "version `GLIBCXX_3.4.32' not found", CXXABI_: libstdc++
  *   GLIBC_PRIVATE     "version `GLIBC_PRIVATE' not found": two glibc copies mixed
- *   CUDA              a CUDA error ("Cuda failure 'named symbol not found'") */
+ *   CUDA              a CUDA error ("Cuda failure 'named symbol not found'")
+ *   PLUGIN_ABSENT     NCCL's INFO line for a plugin it looked for and did not find
+ *                     ("NET/Plugin: Plugin load (libnccl-net.so) returned 2 : ...") */
 #define EXPLAIN_KINDS(X)                                    \
   X(UNKNOWN, "unknown", explain_unknown)                    \
   X(UNDEFINED_SYMBOL, "undefined-symbol", explain_symbol)   \
@@ -43,7 +45,8 @@ int doctor_run(const doctor_args *a, int json, FILE *out);
   X(INTERNAL_SYMBOL, "internal-symbol", explain_internal)   \
   X(CXX_RUNTIME, "cxx-runtime", explain_cxx)                \
   X(GLIBC_PRIVATE, "glibc-private", explain_glibc_private)  \
-  X(CUDA, "cuda", explain_cuda)
+  X(CUDA, "cuda", explain_cuda)                             \
+  X(PLUGIN_ABSENT, "plugin-absent", explain_plugin)
 
 #define EXPLAIN_KIND_ENUM_(id, name, explainer) EXPLAIN_##id,
 typedef enum explain_kind { EXPLAIN_KINDS(EXPLAIN_KIND_ENUM_) EXPLAIN_KIND_COUNT } explain_kind;

@@ -134,5 +134,12 @@ void explain_classify(const char *text, explain_parse *out) {
     out->kind = in_function_list(out->symbol) ? EXPLAIN_UNDEFINED_SYMBOL : EXPLAIN_INTERNAL_SYMBOL;
     return;
   }
-  if (contains(text, "libnccl") && contains_any(text, open_words)) out->kind = EXPLAIN_NOT_FOUND;
+  /* NCCL's plugins are libnccl-net.so, libnccl-tuner.so, libnccl-profiler.so, ...: a plugin
+   * not found is NCCL's routine INFO line, not NCCL missing. */
+  if (contains(text, "libnccl-") && contains_any(text, open_words) &&
+      !contains(text, "libnccl.so")) {
+    out->kind = EXPLAIN_PLUGIN_ABSENT;
+    return;
+  }
+  if (contains(text, "libnccl.so") && contains_any(text, open_words)) out->kind = EXPLAIN_NOT_FOUND;
 }

@@ -35,25 +35,35 @@ static void read_copy(nccl_copy *c) {
     snprintf(c->unusable, sizeof(c->unusable), "%s", c->facts.reason);
     return;
   }
-  int newest_function = 0;
-  const char *missing = NULL, *newest_name = NULL;
+  int newest_function = 0, oldest_lacked = 0;
+  const char *missing = NULL, *newest_name = NULL, *lacked = NULL;
   for (int fn = 0; fn < NCCLSHIM_NCCL_FUNCTION_COUNT; fn++) {
     const char *name = ncclshim_nccl_function_name(fn);
+    int since = ncclshim_nccl_function_version(fn);
     if (elf_facts_defines(&c->facts, name)) {
-      int since = ncclshim_nccl_function_version(fn);
       if (since > newest_function) {
         newest_function = since;
         newest_name = name;
       }
-    } else if (ncclshim_nccl_function_required(fn) && missing == NULL) {
-      missing = name;
+      continue;
+    }
+    if (ncclshim_nccl_function_required(fn) && missing == NULL) missing = name;
+    /* NCCL exports its whole API: a release has every function of the list up to it */
+    if (c->facts.banner_version && since <= c->facts.banner_version &&
+        (lacked == NULL || since < oldest_lacked)) {
+      lacked = name;
+      oldest_lacked = since;
     }
   }
-  if (c->facts.banner_version && c->facts.banner_version < newest_function) {
-    /* the file defines a function of a later release than its banner names: the functions
-     * are what a program gets, so they give the version (a lower bound) */
+  if (c->facts.banner_version && (c->facts.banner_version < newest_function || lacked)) {
+    /* the file defines a function of a later release than its banner names, or lacks one of
+     * the release it names: the functions are what a program gets, so they give the version
+     * (a lower bound) */
     c->false_banner = c->facts.banner_version;
-    c->later_function = newest_name;
+    if (c->facts.banner_version < newest_function)
+      c->later_function = newest_name;
+    else
+      c->lacked_function = lacked, c->lacked_since = oldest_lacked;
     c->version = newest_function;
     c->version_source = "functions";
   } else if (c->facts.banner_version) {

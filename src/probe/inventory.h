@@ -60,9 +60,12 @@ typedef struct nccl_copy {
   int version;                /* packed; 0 unknown */
   const char *version_source; /* "banner", "file-name", "functions" (a lower bound), "unknown" */
   /* a banner its functions contradict: the release it claims (0: none, or a true one), and
-   * the function that came later than that (a name of the list) */
+   * the function that came later than that, or the one the claimed release has and the file
+   * lacks (names of the list; one of the two is set) */
   int false_banner;
   const char *later_function;
+  const char *lacked_function;
+  int lacked_since;   /* the release that added lacked_function */
   int usable;         /* an NCCL 2.x with every REQUIRED function */
   char unusable[192]; /* why not, when usable is 0 */
 } nccl_copy;

@@ -45,8 +45,9 @@ const char *text_shell_quote(const char *s, char *buf, size_t size) {
   if (size < 3) return size ? (buf[0] = '\0', buf) : buf;
   buf[used++] = '\'';
   for (; *s; s++) {
-    const char *piece = *s == '\'' ? "'\\''" : NULL;
-    size_t n = piece ? 4 : 1;
+    /* '"'"' rather than '\'': no backslash, which the text report escapes as \\ */
+    const char *piece = *s == '\'' ? "'\"'\"'" : NULL;
+    size_t n = piece ? 5 : 1;
     if (used + n + 2 > size) {
       buf[0] = '\0';
       return buf;

@@ -1,6 +1,7 @@
 /* The census on mapped objects (loader/objects.c): mutants of a small library
  * (fuzz_mapped_base.c, named by FUZZ_MAPPED_BASE) are loaded with dlopen, then the census,
- * the SONAME lookup and the build-id read run over the process. The input overwrites, in
+ * the SONAME lookup, the build-id read and the binding's symbol lookup (ncshl_define) run
+ * over the process. The input overwrites, in
  * order, the library's notes, GNU and System V hash tables, dynamic symbols and strings: the
  * tables glibc does not read when it loads an object without relocations (it reads a hash
  * table's header only), but which ncclshim reads from memory. The first 16 bytes are XORed
@@ -14,6 +15,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "../../loader/dl.h"
 #include "../../loader/elf_file.h"
 #include "../../loader/objects.h"
 #include "fuzz.h"
@@ -79,6 +81,19 @@ static void check_census(const char *symbol) {
   ncshl_objects_free(objects, count);
 }
 
+/* What the NCCL binding asks of a library it opened: the name's lookup checked first
+ * (ncshl_lookup_unsafe), then dlsym, then the object holding the address. A check that
+ * passes a table glibc's lookup crashes on is a crash here. */
+static void check_define(void *handle, const char *symbol) {
+  void *address = NULL;
+  char *definer = NULL;
+  ncshl_definition kind = ncshl_define(handle, symbol, &address, &definer);
+  FUZZ_CHECK(kind <= NCSHL_DEFINED_CORRUPT, "definition %d", (int)kind);
+  if (kind == NCSHL_DEFINED_CORRUPT)
+    FUZZ_CHECK(definer != NULL && address == NULL, "%s: corrupt, yet no object named", symbol);
+  free(definer);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   unsigned char *mutant = malloc(base_size);
   memcpy(mutant, base, base_size);
@@ -109,6 +124,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (handle != NULL) {
     check_census("ncclGetVersion");
     check_census("fuzz_mapped_variable");
+    check_define(handle, "ncclGetVersion");
+    check_define(handle, "fuzz_mapped_variable");
+    check_define(handle, "ncclCommInitAll"); /* absent: a walk of a whole chain */
     free(ncshl_mapped_name("libfuzz-mapped.so"));
     free(ncshl_mapped_name(path));
     struct link_map *map = NULL;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -195,11 +196,25 @@ static const char *library_dir(void) {
   return entry;
 }
 
-/* The scenario helper started as `prefix`/bin/python3 (a symlink to it), as a program of that
- * environment, must choose `version` from the active environment. */
-static const scenario *expect_python_chooses(const char *prefix, const char *version) {
+/* The scenario helper started as `prefix`/bin/python3, as a program of that environment,
+ * must choose `version` from the active environment. In a venv (pyvenv.cfg) the program is a
+ * symlink to the base interpreter, as venv makes it; elsewhere it is the interpreter's own
+ * file (Python follows a symlink outside a venv to the prefix it leads to). */
+static const scenario *expect_python_chooses(const char *prefix, const char *version, int venv) {
   char *program = join(prefix, "bin/python3");
-  make_link(getenv("SCENARIO"), program);
+  if (venv) {
+    char *cfg = join(prefix, "pyvenv.cfg");
+    FILE *f = fopen(cfg, "w");
+    if (f == NULL || fputs("home = /usr/bin\n", f) < 0 || fclose(f) != 0) fail_msg("%s", cfg);
+    free(cfg);
+    make_link(getenv("SCENARIO"), program);
+  } else {
+    char *bin = join(prefix, "bin");
+    make_dirs(bin);
+    free(bin);
+    unlink(program);
+    copy_file(getenv("SCENARIO"), program, (size_t)-1, 0);
+  }
   const char *env[] = {library_dir(), NULL};
   run_program(&last, program, NULL, env);
   expect_chosen(&last, "OK", "active-environment", version, NULL);
@@ -213,7 +228,7 @@ static const scenario *expect_python_chooses(const char *prefix, const char *ver
 static void test_unactivated_venv(void **state) {
   (void)state;
   char *venv = install("plainvenv", "lib/python3.12/site-packages/nvidia/nccl/lib", "2.28.9");
-  const scenario *s = expect_python_chooses(venv, "2.28.9");
+  const scenario *s = expect_python_chooses(venv, "2.28.9", 1);
   assert_non_null(strstr(scenario_attempt(s, "/plainvenv/lib/python3.12/site-packages/"), "|OK|"));
   /* Started by its real file instead, nothing leads there. */
   s = expect_search(NULL, NULL, "NOT_FOUND", "none", "none", NULL);
@@ -241,12 +256,12 @@ static void test_user_site(void **state) {
 static void test_dist_packages(void **state) {
   (void)state;
   char *prefix = install("debian", "lib/python3/dist-packages/nvidia/nccl/lib", "2.21.5");
-  const scenario *s = expect_python_chooses(prefix, "2.21.5");
+  const scenario *s = expect_python_chooses(prefix, "2.21.5", 0);
   assert_non_null(strstr(scenario_attempt(s, "/debian/lib/python3/dist-packages/"), "|OK|"));
   install("debian", "lib/python3.12/dist-packages/nvidia/nccl/lib", "2.27.3");
-  expect_python_chooses(prefix, "2.27.3");
+  expect_python_chooses(prefix, "2.27.3", 0);
   install("debian", "lib/python3.12/site-packages/nvidia/nccl/lib", "2.28.9");
-  expect_python_chooses(prefix, "2.28.9");
+  expect_python_chooses(prefix, "2.28.9", 0);
 }
 
 int main(void) {

@@ -5,7 +5,7 @@ loads each mutant (the tests check that it does)."""
 import struct
 
 PT_LOAD, PT_DYNAMIC, PT_NOTE = 1, 2, 4
-DT_NULL, DT_GNU_HASH = 0, 0x6FFFFEF5
+DT_NULL, DT_NEEDED, DT_STRTAB, DT_STRSZ, DT_RUNPATH, DT_GNU_HASH = 0, 1, 5, 10, 29, 0x6FFFFEF5
 
 
 def _phdrs(data):
@@ -38,24 +38,73 @@ def bad_note_address(path, address=0x7FFF00000000):
         f.write(data)
 
 
+def _dynamic(data):
+    """The dynamic section's entries: {tag: value} (the first of each tag)."""
+    dynamic = next(fields for _, fields in _phdrs(data) if fields[0] == PT_DYNAMIC)
+    at, entries = dynamic[2], {}
+    while True:
+        tag, value = struct.unpack_from("<qQ", data, at)
+        if tag == DT_NULL:
+            return entries
+        entries.setdefault(tag, value)
+        at += 16
+
+
+def rename_needed(path, old, new):
+    """The string `old` of the dynamic string table (a DT_NEEDED name) becomes `new`, of the
+    same length: the file then needs a library of that name."""
+    if len(old) != len(new):
+        raise ValueError("the names must be of one length")
+    with open(path, "r+b") as f:
+        data = bytearray(f.read())
+        entries = _dynamic(data)
+        start = _file_offset(data, entries[DT_STRTAB])
+        at = data.find(b"\0" + old.encode() + b"\0", start - 1, start + entries[DT_STRSZ])
+        if at < 0:
+            raise ValueError("%s has no string %s" % (path, old))
+        data[at + 1:at + 1 + len(new)] = new.encode()
+        f.seek(0)
+        f.write(data)
+
+
+def last_needed_to_runpath(path, runpath="$ORIGIN"):
+    """The file's last DT_NEEDED entry becomes a DT_RUNPATH of `runpath`, written over that
+    entry's name (which must be as long or longer)."""
+    with open(path, "r+b") as f:
+        data = bytearray(f.read())
+        entries = _dynamic(data)
+        strings = _file_offset(data, entries[DT_STRTAB])
+        dynamic = next(fields for _, fields in _phdrs(data) if fields[0] == PT_DYNAMIC)
+        at, last = dynamic[2], None
+        while True:
+            tag, value = struct.unpack_from("<qQ", data, at)
+            if tag == DT_NULL:
+                break
+            if tag == DT_NEEDED:
+                last = (at, value)
+            at += 16
+        if last is None:
+            raise ValueError("%s needs nothing" % path)
+        name = strings + last[1]
+        old = data[name:data.index(b"\0", name)]
+        if len(old) < len(runpath):
+            raise ValueError("%s: %s is shorter than %s" % (path, old, runpath))
+        data[name:name + len(old)] = runpath.encode().ljust(len(old), b"\0")
+        struct.pack_into("<q", data, last[0], DT_RUNPATH)
+        f.seek(0)
+        f.write(data)
+
+
 def wild_gnu_hash(path, bucket=0x7FFFFFF0):
     """The GNU hash table's Bloom filter cleared (ld.so, which reads it first, then finds no
     name in the object and never reads a bucket) and every bucket set to `bucket`: a chain
     that starts far past the table's end."""
     with open(path, "r+b") as f:
         data = bytearray(f.read())
-        dynamic = next(fields for _, fields in _phdrs(data) if fields[0] == PT_DYNAMIC)
-        at = dynamic[2]
-        table = None
-        while True:
-            tag, value = struct.unpack_from("<qQ", data, at)
-            if tag == DT_NULL:
-                break
-            if tag == DT_GNU_HASH:
-                table = _file_offset(data, value)
-            at += 16
-        if table is None:
+        entries = _dynamic(data)
+        if DT_GNU_HASH not in entries:
             raise ValueError("%s has no DT_GNU_HASH" % path)
+        table = _file_offset(data, entries[DT_GNU_HASH])
         nbuckets, _, bloom_size, _ = struct.unpack_from("<IIII", data, table)
         bloom = table + 16
         data[bloom:bloom + 8 * bloom_size] = bytes(8 * bloom_size)

@@ -16,7 +16,7 @@ import tempfile
 import unittest
 
 from probe_files import (TIMEOUT_MULTIPLIER, VALGRIND, WRAPPER, ProbeRunner, elf_machine,
-                         run_tests, sanitized)
+                         interpreter, run_tests, sanitized)
 
 PROBE, FAKE_DIR, HIDE_AUDIT, CUDA_FAKE_DIR, MAN_PAGE, REFERENCE, DROPIN = map(os.path.abspath,
                                                                               sys.argv[1:8])
@@ -231,7 +231,8 @@ class SystemOlderThanWheel(OneVenv):
 
 class UnactivatedVenv(OneVenv):
     """A venv's program started by its path without VIRTUAL_ENV (services, IDEs): its bin/
-    entry is a symlink to a program elsewhere, so /proc/self/exe misses the venv."""
+    entry is a symlink to a program elsewhere, so /proc/self/exe misses the venv. (The venv
+    has no pyvenv.cfg unless a test writes one.)"""
     SYSTEM = ("b2.28.3-cuda12.9", "2.28.3")
     WHEEL = fake("b2.29.7-cuda13.0")
     RECORDS = [("nvidia-nccl-cu13", "2.29.7")]
@@ -271,8 +272,19 @@ class UnactivatedVenv(OneVenv):
     def test_search_takes_the_venv_wheel(self):
         if WRAPPER or VALGRIND:
             self.skipTest("needs the program started by its own path")
+        with open(os.path.join(self.venv, "pyvenv.cfg"), "w") as f:
+            f.write("home = /usr/bin\n")
         _, doc, _ = run_json("--doctor", env=self.env, program=self.program)
         self.assertEqual(doc["doctor"]["ncclshim"], self.file)
+
+    def test_symlink_in_a_prefix_that_is_no_venv(self):
+        """Without pyvenv.cfg, Python follows its program's symlink and imports from the
+        prefix the link leads to: the prefix the link sits in says nothing of it."""
+        if WRAPPER or VALGRIND:
+            self.skipTest("needs the program started by its own path")
+        _, doc, _ = run_json("--doctor", env=self.env, program=self.program)
+        self.assertNotEqual(doc["doctor"]["ncclshim"], self.file)
+        self.assertEqual(doc["doctor"]["ncclshim"], self.system)
 
 
 class Glibc(unittest.TestCase):
@@ -410,7 +422,8 @@ class OtherTexts(OneVenv):
         _, doc, _ = run_json("--explain", text, env=self.env)
         self.assertEqual(doc["explain"]["input"], text)
 
-    def test_broken_wheel_file(self):
+    def broken_wheel(self):
+        """A machine with a venv whose wheel file is truncated: (machine, venv, file)."""
         m = Machine(self)
         venv = m.venv("venv")
         path = wheel_file(venv)
@@ -419,11 +432,41 @@ class OtherTexts(OneVenv):
             data = f.read()
         with open(path, "wb") as f:
             f.write(data[:200])  # truncated
+        return m, venv, path
+
+    def test_broken_wheel_file(self):
+        m, venv, path = self.broken_wheel()
         code, doc, _ = run_json("--doctor", env=m.env(VIRTUAL_ENV=venv))
         self.assertEqual(code, 1)
         self.assertFalse(copy_of(doc["doctor"], path)["usable"])
         self.assertTrue(any(s == "error" and "cannot serve as NCCL" in t
                             for s, t in severities(doc["doctor"])))
+
+    def test_broken_wheel_file_gets_no_export(self):
+        """A truncated wheel file beside a usable NCCL a plain process maps: the file is to be
+        replaced, never put first on LD_LIBRARY_PATH."""
+        m, venv, path = self.broken_wheel()
+        other = put_nccl(fake("2.28.9"), os.path.join(m.root, "other"))
+        _, doc, _ = run_json("--doctor", env=m.env(VIRTUAL_ENV=venv,
+                                                   LD_LIBRARY_PATH=os.path.dirname(other)))
+        advice = [f["what_to_do"] for f in doc["doctor"]["findings"]
+                  if os.path.dirname(path) in f["what_to_do"] and "export" in f["what_to_do"]]
+        self.assertFalse(advice, severities(doc["doctor"]))
+
+    def test_export_quoted_for_the_shell(self):
+        """The export line of a path holding ' runs as written in a POSIX shell, as printed in
+        the text report."""
+        m = Machine(self)
+        venv = m.venv("it's venv", fake("2.28.9"))
+        code, out, _ = run_probe("--explain", "libnccl.so.2: cannot open shared object file",
+                                 env=m.env(VIRTUAL_ENV=venv))
+        line = re.search(r"export (LD_LIBRARY_PATH=.*?\}\")", out)
+        self.assertTrue(line, out)
+        proc = subprocess.run(["sh", "-c", "export %s; printf %%s \"$LD_LIBRARY_PATH\""
+                               % line.group(1)], capture_output=True, universal_newlines=True,
+                              env={})
+        self.assertEqual((proc.returncode, proc.stdout),
+                         (0, os.path.dirname(wheel_file(venv))), proc.stderr)
 
     def test_user_site_and_dist_packages(self):
         """pip --user's site and Debian's dist-packages are environments too."""
@@ -507,6 +550,44 @@ class OtherTexts(OneVenv):
         env = [e for e in doc["doctor"]["python_envs"] if e["prefix"] == conda]
         self.assertEqual([(e["found_by"], e["loads"]) for e in env], [("CONDA_PREFIX", file)])
         self.assertEqual(copy_of(doc["doctor"], file)["found_via"], "active-environment")
+
+    def test_conda_lib_is_not_a_wheel(self):
+        """The conda environment's lib/ copy against another one a plain process maps: the
+        warning names lib/, not a wheel."""
+        m = Machine(self)
+        conda = os.path.join(m.root, "conda")
+        os.makedirs(os.path.join(conda, "conda-meta"))
+        file = put_nccl(fake("2.27.3"), os.path.join(conda, "lib"))
+        other = put_nccl(fake("2.28.9"), os.path.join(m.root, "other"))
+        _, doc, _ = run_json("--doctor", env=m.env(CONDA_PREFIX=conda,
+                                                   LD_LIBRARY_PATH=os.path.dirname(other)))
+        fight = [t for s, t in severities(doc["doctor"]) if "two NCCLs will fight" in t]
+        self.assertEqual(len(fight), 1, severities(doc["doctor"]))
+        self.assertIn("loads %s (" % file, fight[0])
+        self.assertIn("from the conda environment's lib/", fight[0])
+        self.assertNotIn("wheel", fight[0])
+
+    def test_plugin_info_line(self):
+        """NCCL's routine INFO line for a net plugin it did not find is no missing NCCL."""
+        x = self.explain("node1:1:1 [0] NCCL INFO NET/Plugin: Plugin load (libnccl-net.so) "
+                         "returned 2 : libnccl-net.so: cannot open shared object file: No such "
+                         "file or directory")
+        self.assertEqual(x["kind"], "plugin-absent")
+        self.assertIn("routine", x["meaning"])
+        self.assertNotIn("libnccl.so.2", x["meaning"])
+
+    def test_banner_newer_than_the_functions(self):
+        """A banner naming a later release than the file's functions: the file lacks what
+        that release has, and the doctor says the banner is false."""
+        m = Machine(self)
+        lib = put_nccl(fake("b2.28.3-cuda12.9"), os.path.join(m.root, "lib"))
+        replace_in_file(self, lib, b"NCCL version 2.28.3+", b"NCCL version 2.29.7+")
+        code, doc, _ = run_json("--doctor", env=m.env(LD_LIBRARY_PATH=os.path.dirname(lib)))
+        false = [t for s, t in severities(doc["doctor"])
+                 if s == "warning" and "banner is false" in t]
+        self.assertEqual(len(false), 1, severities(doc["doctor"]))
+        self.assertIn("says NCCL 2.29.7, but it lacks", false[0])
+        self.assertEqual(code, 1)
 
     def test_usage(self):
         for args in (["--explain"], ["--python"]):
@@ -632,6 +713,40 @@ class AskTheLoader(unittest.TestCase):
         code, d = self.doctor(LD_LIBRARY_PATH=self.lib)
         self.assertIsNone(d["plain_process"])
         self.assertTrue(any(f["severity"] == "error" for f in d["findings"]), severities(d))
+
+    @needs_the_loader
+    def test_glibc_hwcaps_copy(self):
+        """A copy in a glibc-hwcaps subdirectory this CPU reaches is what the loader maps, and
+        so what ncclshim's search takes."""
+        said = subprocess.run([interpreter(PROBE), "--help"], stdout=subprocess.PIPE,
+                              universal_newlines=True).stdout
+        # Every level the loader knows, in its order, and whether it searches it here.
+        levels = re.findall(r"^  (\S+)(.*)$", said.split("Subdirectories of glibc-hwcaps")[-1]
+                            .split("Legacy")[0], re.M)
+        searched = [name for name, note in levels if "searched" in note]
+        if not searched:
+            self.skipTest("this CPU and loader search no glibc-hwcaps subdirectory")
+        put_nccl(fake("2.27.3"), self.lib)
+        # A copy in each level, the ones the loader skips here too: it takes the first one
+        # it searches, and so must ncclshim.
+        copies = {name: put_nccl(fake(v), os.path.join(self.lib, "glibc-hwcaps", name))
+                  for (name, _), v in zip(levels, ("2.28.9", "2.28.7", "2.28.3", "2.27.5"))}
+        hw = copies[searched[0]]
+        code, d = self.doctor(LD_LIBRARY_PATH=self.lib)
+        self.assertEqual((d["plain_process"], d["ncclshim"]), (hw, hw))
+        self.assertFalse([f for f in d["findings"] if f["severity"] != "info"], severities(d))
+
+    def test_devices_are_what_the_loader_says(self):
+        """/dev/zero and /dev/null answer at once: the loader reads them and says why it
+        stops, which is what the doctor says (not that opening them blocks)."""
+        for device, words in (("/dev/zero", "invalid ELF header"),
+                              ("/dev/null", "file too short")):
+            lib = os.path.join(self.lib, "libnccl.so.2")
+            if os.path.lexists(lib):
+                os.unlink(lib)
+            os.symlink(device, lib)
+            code, d = self.doctor(LD_LIBRARY_PATH=self.lib)
+            self.assert_loader_fails_on(lib, d, words)
 
     def test_fifo(self):
         os.mkfifo(os.path.join(self.lib, "libnccl.so.2"))
@@ -759,6 +874,63 @@ class RealCacheInANamespace(unittest.TestCase):
         self.assertFalse(d["plain_process"], "the doctor names %r, gone since the cache was "
                                              "made (%r)" % (d["plain_process"], real))
         self.assertEqual(d["plain_process_source"], "loader")
+
+
+class TheDoctorsOwnLimits(unittest.TestCase):
+    """Where the doctor cannot run the dynamic loader as a plain process would (a setuid probe,
+    whose child was in secure mode; /proc hidden, where its stub's /proc/self/fd path is
+    gone), that is the doctor's limit, never "a plain process fails to load libnccl.so.2":
+    it asks the loader another way, or says it could not ask."""
+
+    def setUp(self):
+        if os.geteuid() != 0 or VALGRIND or WRAPPER or sanitized(PROBE):
+            self.skipTest("runs the probe itself as root (setuid, mount namespaces)")
+        self.root = os.path.realpath(tempfile.mkdtemp(prefix="ncclshim-limits-"))
+        self.addCleanup(shutil.rmtree, self.root)
+        os.chmod(self.root, 0o755)
+
+    def check(self, proc):
+        self.assertEqual(proc.returncode in (0, 1), True, proc.stderr)
+        d = json.loads(proc.stdout)["doctor"]
+        wrong = [f for f in d["findings"] if "a plain process fails" in f["finding"]]
+        self.assertFalse(wrong, "%s\n%s" % (wrong, d["plain_process_error"]))
+        self.assertIn(d["plain_process_source"], ("loader", "unknown: the dynamic loader could "
+                                                  "not be asked"))
+
+    def test_setuid_probe(self):
+        setpriv = shutil.which("setpriv")
+        probe = os.path.join(self.root, "ncclshim-probe")
+        with open(PROBE, "rb") as f:
+            data = f.read()
+        at = data.find(b"$ORIGIN/..")
+        if setpriv is None or at < 0:
+            self.skipTest("needs setpriv and a probe whose RUNPATH is $ORIGIN/..")
+        end = data.index(b"\0", at)
+        if len(self.root) > end - at:
+            self.skipTest("the scratch path does not fit in the probe's RUNPATH")
+        # A secure process ignores $ORIGIN: the RUNPATH becomes the scratch directory itself.
+        data = data[:at] + self.root.encode().ljust(end - at, b"\0") + data[end:]
+        with open(probe, "wb") as f:
+            f.write(data)
+        shutil.copy(os.path.join(os.path.dirname(PROBE), "..", "libncclshim.so.0"), self.root)
+        os.chmod(probe, 0o4755)
+        proc = subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
+                               probe, "--doctor", "--json"], capture_output=True,
+                              universal_newlines=True, timeout=60 * TIMEOUT_MULTIPLIER,
+                              env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"})
+        self.check(proc)
+
+    def test_proc_hidden(self):
+        script = 'mount -t tmpfs none /proc && exec "$@"'
+        lib_dir = os.path.realpath(os.path.join(os.path.dirname(PROBE), ".."))
+        proc = subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", PROBE, "--doctor",
+                               "--json"], capture_output=True, universal_newlines=True,
+                              timeout=60 * TIMEOUT_MULTIPLIER,
+                              env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent",
+                                   "LD_LIBRARY_PATH": lib_dir})
+        if proc.returncode != 0 and not proc.stdout:
+            self.skipTest("no private mount namespace here: " + proc.stderr.strip())
+        self.check(proc)
 
 
 class Documentation(unittest.TestCase):

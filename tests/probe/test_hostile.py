@@ -7,11 +7,14 @@ hostile machine holds. Each case was a hang or a crash before the fix:
     read followed it;
   - an unrelated mapped library whose GNU hash buckets point past the table (glibc, which
     reads the Bloom filter first, loads it): the census followed them.
+  - a FIFO the dynamic loader itself opens (a dependency, a glibc-hwcaps or $LIB
+    directory, the cached file): ncclshim handed the name or file to it and blocked.
 Each run gets exactly the environment given, the machine's NCCL and libcuda hidden.
    test_hostile.py PROBE FAKE_DIR HIDE_AUDIT LOADER_DUMMY"""
 import ctypes
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -63,6 +66,76 @@ class Fifo(Scratch):
         os.mkfifo(fifo)
         code, out, _ = run_probe("--json", env={"LD_LIBRARY_PATH": "fifo"}, cwd=self.root)
         self.assertIn("not a regular file", out)
+
+
+class FifoOnTheLoadersPath(Scratch):
+    """A FIFO wherever the dynamic loader itself would open one: a dependency, a glibc-hwcaps
+    subdirectory, a $LIB directory, the file the ld.so cache names. Each run must end, and
+    name the FIFO."""
+
+    def check_named(self, fifo, **env):
+        for args in ((), ("--json",), ("--doctor",)):
+            code, out, err = run_probe(*args, env=env)
+            self.assert_no_crash(code, out, err)
+            if args != ("--doctor",):
+                self.assertIn(fifo, out)
+
+    def test_dependency_in_the_same_directory(self):
+        lib = self.path("dep", "libnccl.so.2")
+        shutil.copy(fake("2.28.9"), lib)
+        elf_patch.rename_needed(lib, "libc.so.6", "libq.so.6")
+        os.mkfifo(self.path("dep", "libq.so.6"))
+        self.check_named(self.path("dep", "libq.so.6"), LD_LIBRARY_PATH=os.path.dirname(lib))
+
+    def test_dependency_through_runpath(self):
+        """The dependency found through the file's own RUNPATH ($ORIGIN), no LD_LIBRARY_PATH:
+        the file given by path."""
+        lib = self.path("runpath", "libnccl.so.2")
+        shutil.copy(fake("2.28.9"), lib)
+        elf_patch.rename_needed(lib, "libc.so.6", "libq.so.6")
+        elf_patch.last_needed_to_runpath(lib)
+        fifo = self.path("runpath", "libq.so.6")
+        os.mkfifo(fifo)
+        for args in (("--library", lib), ("--json", "--library", lib)):
+            code, out, err = run_probe(*args)
+            self.assert_no_crash(code, out, err)
+            self.assertIn(fifo, out)
+
+    def test_glibc_hwcaps_subdirectory(self):
+        fifo = self.path("hw", "glibc-hwcaps", "x86-64-v2", "libnccl.so.2")
+        os.mkfifo(fifo)
+        self.check_named(fifo, LD_LIBRARY_PATH=self.path("hw"))
+
+    def test_lib_token(self):
+        # Where $LIB may lead (ld.so --help names this machine's): a FIFO in each.
+        for lib in ("lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu"):
+            os.mkfifo(self.path("tok", lib, "libnccl.so.2"))
+        for args in ((), ("--json",), ("--doctor",)):
+            code, out, err = run_probe(*args, env={"LD_LIBRARY_PATH": self.path("tok") + "/$LIB"})
+            self.assert_no_crash(code, out, err)
+
+    def test_cached_file_replaced(self):
+        # The real ld.so cache, its NCCL covered by a FIFO in a private mount namespace.
+        cached = [line.split(" => ")[1] for line in subprocess.run(
+            ["ldconfig", "-p"], stdout=subprocess.PIPE, universal_newlines=True).stdout
+            .splitlines() if line.strip().startswith("libnccl.so.2 ") and " => " in line]
+        if not cached or os.geteuid() != 0 or not shutil.which("unshare") or WRAPPER or \
+                VALGRIND or sanitized(PROBE):
+            self.skipTest("needs root, unshare, a native build and an NCCL in the ld.so cache")
+        fifo = self.path("cache", "fifo")
+        os.mkfifo(fifo)
+        script = 'mount --bind "$1" "$2" && shift 2 && exec "$@"'
+        try:
+            proc = subprocess.run(
+                ["unshare", "-m", "sh", "-c", script, "sh", fifo, cached[0], PROBE, "--json"],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                timeout=30 * TIMEOUT_MULTIPLIER, env={"PATH": os.environ.get("PATH", "")})
+        except subprocess.TimeoutExpired:
+            raise AssertionError("the probe hung on the FIFO at the cached path")
+        if "mount" in proc.stderr and proc.returncode != 0 and not proc.stdout:
+            self.skipTest("no private mount namespace here: " + proc.stderr.strip())
+        self.assert_no_crash(proc.returncode, proc.stdout, proc.stderr)
+        self.assertIn(cached[0], proc.stdout)
 
 
 class MappedObjects(Scratch):

@@ -1,0 +1,156 @@
+#include "load_blocks.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "blocking.h"
+#include "elf_file.h"
+#include "ld_cache.h"
+#include "list.h"
+#include "objects.h"
+
+enum { MOST_LEVELS = 8 };
+
+typedef struct walk {
+  const char *ld_cache;
+  char *file;
+  size_t size;
+  ncshl_list seen; /* files whose dependencies were looked at */
+} walk;
+
+static int file_blocks(walk *w, const char *path, int level);
+
+static int is_file(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* One RPATH or RUNPATH entry into `dir`, $ORIGIN or ${ORIGIN} replaced by `origin`: 0 when
+ * it holds another $ token (the loader expands $LIB and $PLATFORM, which NCCL's libraries
+ * do not use) or does not fit. */
+static int expand_entry(const char *entry, size_t length, const char *origin, char *dir,
+                        size_t size) {
+  const char *token = memchr(entry, '$', length);
+  if (token == NULL) return snprintf(dir, size, "%.*s", (int)length, entry) < (int)size;
+  size_t before = (size_t)(token - entry), rest = length - before;
+  size_t skip = rest >= 7 && strncmp(token, "$ORIGIN", 7) == 0     ? 7
+                : rest >= 9 && strncmp(token, "${ORIGIN}", 9) == 0 ? 9
+                                                                   : 0;
+  if (skip == 0 || memchr(token + skip, '$', rest - skip) != NULL) return 0;
+  return snprintf(dir, size, "%.*s%s%.*s", (int)before, entry, origin, (int)(rest - skip),
+                  token + skip) < (int)size;
+}
+
+/* The directories of an RPATH or RUNPATH (':'-separated), expanded, appended to `dirs`. */
+static void add_path_list(ncshl_list *dirs, const char *value, const char *origin) {
+  for (const char *start = value; start != NULL && *start != '\0';) {
+    size_t length = strcspn(start, ":");
+    char dir[PATH_MAX];
+    if (length > 0 && expand_entry(start, length, origin, dir, sizeof(dir)))
+      ncshl_list_add(dirs, dir, NULL);
+    start += length + (start[length] != '\0');
+  }
+}
+
+typedef struct dynamic {
+  ncshl_list needed;
+  const char *rpath, *runpath;
+} dynamic;
+
+static int keep_dynamic(void *context, long long tag, const char *string) {
+  dynamic *d = context;
+  if (tag == DT_NEEDED) ncshl_list_add(&d->needed, string, NULL);
+  if (tag == DT_RPATH) d->rpath = string;
+  if (tag == DT_RUNPATH) d->runpath = string;
+  return 0;
+}
+
+/* One dependency `name` of a file whose RPATH/RUNPATH are given (NULL: a dlopen by name). */
+static int name_blocks(walk *w, const char *name, const char *rpath, const char *runpath,
+                       const char *origin, int level) {
+  ncshl_list dirs = {0}, cached = {0};
+  if (runpath == NULL) add_path_list(&dirs, rpath, origin);
+  ncshl_search_dirs(&dirs);
+  add_path_list(&dirs, runpath, origin);
+  ncshl_ld_cache_lookup(w->ld_cache ? w->ld_cache : "/etc/ld.so.cache", name, &cached);
+  int found = 0;
+  for (size_t i = 0; i < dirs.count && !found; i++)
+    found = ncshl_dir_blocks(dirs.items[i].path, name, w->file, w->size);
+  for (size_t i = 0; i < cached.count && !found; i++) {
+    found = ncshl_would_block(cached.items[i].path);
+    if (found) snprintf(w->file, w->size, "%s", cached.items[i].path);
+  }
+  /* Then the file the loader would map: the first in its order that is one. */
+  char path[PATH_MAX];
+  for (size_t i = 0; i < dirs.count + cached.count && !found; i++) {
+    int from_dirs = i < dirs.count;
+    const char *at = from_dirs ? dirs.items[i].path : cached.items[i - dirs.count].path;
+    if (from_dirs ? snprintf(path, sizeof(path), "%s/%s", at, name) >= (int)sizeof(path)
+                  : snprintf(path, sizeof(path), "%s", at) >= (int)sizeof(path))
+      continue;
+    if (!is_file(path)) continue;
+    found = file_blocks(w, path, level + 1);
+    break;
+  }
+  ncshl_list_free(&dirs);
+  ncshl_list_free(&cached);
+  return found;
+}
+
+static int file_blocks(walk *w, const char *path, int level) {
+  char *real = realpath(path, NULL);
+  if (real == NULL || level > MOST_LEVELS) {
+    free(real);
+    return 0;
+  }
+  for (size_t i = 0; i < w->seen.count; i++)
+    if (strcmp(w->seen.items[i].path, real) == 0) {
+      free(real);
+      return 0;
+    }
+  ncshl_list_add(&w->seen, real, NULL);
+  char reason[256], origin[PATH_MAX];
+  snprintf(origin, sizeof(origin), "%s", real);
+  *strrchr(origin, '/') = '\0';
+  free(real);
+  ncshl_elf_file f;
+  dynamic d = {0};
+  int found = 0;
+  if (ncshl_elf_open(path, &f, reason, sizeof(reason)) == NCSHL_OK) {
+    ncshl_elf_each_dynamic_string(&f, keep_dynamic, &d);
+    for (size_t i = 0; i < d.needed.count && !found; i++) {
+      const char *name = d.needed.items[i].path;
+      if (strchr(name, '/') != NULL) { /* a path: opened as it is */
+        found = ncshl_would_block(name);
+        if (found) snprintf(w->file, w->size, "%s", name);
+        if (!found && is_file(name)) found = file_blocks(w, name, level + 1);
+      } else {
+        char *mapped = ncshl_mapped_name(name); /* the loader takes a mapped one, opening none */
+        if (mapped == NULL) found = name_blocks(w, name, d.rpath, d.runpath, origin, level);
+        free(mapped);
+      }
+    }
+  }
+  ncshl_list_free(&d.needed);
+  ncshl_elf_close(&f);
+  return found;
+}
+
+int ncshl_name_load_blocks(const char *name, const char *ld_cache, char *file, size_t size) {
+  walk w = {.ld_cache = ld_cache, .file = file, .size = size};
+  int found = name_blocks(&w, name, NULL, NULL, "", 0);
+  ncshl_list_free(&w.seen);
+  return found;
+}
+
+int ncshl_file_load_blocks(const char *path, const char *ld_cache, char *file, size_t size) {
+  walk w = {.ld_cache = ld_cache, .file = file, .size = size};
+  int found = file_blocks(&w, path, 0);
+  ncshl_list_free(&w.seen);
+  return found;
+}

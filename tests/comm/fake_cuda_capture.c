@@ -194,7 +194,7 @@ static int answer_for(CUstream stream) {
 
 static atomic_int *answer_of(CUevent event) {
   uintptr_t i = ((uintptr_t)event - FIRST_EVENT) / EVENT_STEP;
-  return i < MAX_EVENTS ? &answers[i] : &answers[0];
+  return &answers[i % MAX_EVENTS]; /* events made 64 Ki apart share an answer */
 }
 
 EXPORT ncclshim_cu_result cuEventCreate(CUevent *event, unsigned int flags) {

@@ -64,8 +64,6 @@ static int watched_fixture(void **state, int timeout_ms) {
   return 0;
 }
 int watched_2289(void **state) { return watched_fixture(state, TIMEOUT_MS); }
-int long_timeout_ms(void) { return LONG_TIMEOUT_MS * test_time_scale(); }
-int watched_long_2289(void **state) { return watched_fixture(state, long_timeout_ms()); }
 
 ncclshim_comm *watched_for(ncclshim_nccl **nccl, ncclshim_watchdog *dog, int timeout_ms) {
   *nccl = fake_open("2.28.9");

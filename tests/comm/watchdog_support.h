@@ -11,10 +11,6 @@
 #include "comm_fixture.h"
 
 enum { NOT_READY = 600, LAUNCH_FAILED = 719, TIMEOUT_MS = 100, INTERVAL_MS = 5 };
-/* For cases whose records must fit in 1/20 of the deadline: long_timeout_ms() is it times
- * the runner's slowdown (test_time_scale). */
-enum { LONG_TIMEOUT_MS = 500 };
-int long_timeout_ms(void);
 enum { CREATED = 0, DESTROYED = 1, RECORDED = 2, QUERIED = 3 };
 
 /* What the callback saw. It runs on the watchdog's thread, where a cmocka assert cannot
@@ -35,8 +31,6 @@ int setup(void **state);
 /* setup, then the fixture (comm_fixture.h): a watchdog (start) and a blocking communicator
  * on a fresh 2.28.9 fake that it watches (TIMEOUT_MS). */
 int watched_2289(void **state);
-/* The same watched for long_timeout_ms(). */
-int watched_long_2289(void **state);
 /* A watched blocking communicator (TIMEOUT_MS, or timeout_ms) on a fresh fake. */
 ncclshim_comm *watched(ncclshim_nccl **nccl, ncclshim_watchdog *dog);
 ncclshim_comm *watched_for(ncclshim_nccl **nccl, ncclshim_watchdog *dog, int timeout_ms);
@@ -86,19 +80,18 @@ void fake_release_record(void);
 /* The case files' tests, each with its setup: X(test, setup). They are declared here, and
  * main (test_comm_watchdog.c's) runs them after its own, each released by
  * release_fixture. */
-#define WATCHDOG_CASE_FILE_TESTS(X)                         \
-  X(test_capture_global_pending, watched_2289)              \
-  X(test_capture_records_nothing, watched_2289)             \
-  X(test_capture_begun_during_a_record, watched_2289)       \
-  X(test_replay_hang_names_the_graph, watched_2289)         \
-  X(test_replay_long_after_capture, watched_2289)           \
-  X(test_burst_tail_caught_up, watched_long_2289)           \
-  X(test_group_closed_by_the_pass, watched_long_2289)       \
-  X(test_tail_held_while_capturing, watched_2289)           \
-  X(test_per_thread_stream_never_shares, watched_2289)      \
-  X(test_tail_caught_up_beside_a_busy_stream, watched_2289) \
-  X(test_callback_frees_nothing_a_record_holds, setup)      \
-  X(test_slow_record_delays_nothing_else, setup)            \
+#define WATCHDOG_CASE_FILE_TESTS(X)                    \
+  X(test_capture_global_pending, watched_2289)         \
+  X(test_capture_records_nothing, watched_2289)        \
+  X(test_capture_begun_during_a_record, watched_2289)  \
+  X(test_replay_hang_names_the_graph, watched_2289)    \
+  X(test_replay_long_after_capture, watched_2289)      \
+  X(test_burst_tail_watched, watched_2289)             \
+  X(test_capture_after_the_records, watched_2289)      \
+  X(test_per_thread_stream_event_each, watched_2289)   \
+  X(test_hang_beside_a_busy_stream, watched_2289)      \
+  X(test_callback_frees_nothing_a_record_holds, setup) \
+  X(test_slow_record_delays_nothing_else, setup)       \
   X(test_stop_from_the_callback_refused, setup)
 #define DECLARE_WATCHDOG_TEST(test, setup) void test(void **state);
 WATCHDOG_CASE_FILE_TESTS(DECLARE_WATCHDOG_TEST)

@@ -224,6 +224,12 @@ static ncclshim_cu_result fake_cuStreamIsCapturing(
   return 0;
 }
 
+static ncclshim_cu_result fake_cuStreamGetCtx(CUstream hStream, CUcontext *pctx) {
+  NEED_CTX();
+  (void)hStream;
+  return fake_cuCtxGetCurrent(pctx);
+}
+
 static ncclshim_cu_result fake_cuThreadExchangeStreamCaptureMode(int *mode) {
   static _Thread_local int thread_mode; /* the driver's is per thread too */
   if (mode == NULL || *mode < 0 || *mode > NCCLSHIM_CU_STREAM_CAPTURE_MODE_RELAXED) return 1;

@@ -79,10 +79,12 @@ typedef struct fake_cuda_args {
   unsigned long thread; /* pthread_self() of the caller */
 } fake_cuda_args;
 
-/* The controls, X(return type, name, parameters):
+/* The controls, X(return type, name, parameters), each exported as fake_cuda_<name>:
  *   fake_cuda_reset
- *       Everything back to a fresh process's state: no context current on the calling thread,
- *       no stream, event, capture, injection or count; memory still allocated is freed.
+ *       Everything back to a fresh process's state, except that cuInit stays done: no context
+ *       current on the calling thread, every stream destroyed (a stale handle still aborts),
+ *       no capture, injection or count; events already made complete (not destroyed); memory still
+ *       allocated is freed.
  *   fake_cuda_use_device
  *       cuInit, then `device`'s primary context retained and made current on the calling
  *       thread, as cudaSetDevice does: 0 or the CUresult of the step that failed.
@@ -144,40 +146,40 @@ typedef struct fake_cuda_args {
  *       caller's handling), and whether it invalidates the capture.
  *   fake_cuda_counter
  *       0: captures invalidated, 1: events recorded into a capture, 2: cuEventQuery calls made
- *       in global capture mode.
+ *       in global capture mode; 3: the mode last passed to
+ *       cuThreadExchangeStreamCaptureMode (-1: none).
  *   fake_cuda_live_allocations
  *       Blocks of "device" memory (host memory) allocated and not freed; and all of them
  *       freed.
  */
-#define FAKE_CUDA_CONTROLS(X)                                                             \
-  X(void, fake_cuda_reset, (void))                                                        \
-  X(int, fake_cuda_use_device, (int device))                                              \
-  X(CUcontext, fake_cuda_context, (int device))                                           \
-  X(CUstream, fake_cuda_new_stream, (int device))                                         \
-  X(int, fake_cuda_stream_alive, (CUstream stream))                                       \
-  X(int, fake_cuda_stream_records, (CUstream stream))                                     \
-  X(void, fake_cuda_set_event_query, (int result))                                        \
-  X(void, fake_cuda_set_stream_answer, (CUstream stream, int result, int after))          \
-  X(void, fake_cuda_set_stream_delay, (CUstream stream, int ms))                          \
-  X(void, fake_cuda_release_stream, (CUstream stream))                                    \
-  X(void, fake_cuda_complete_all, (void))                                                 \
-  X(void, fake_cuda_set_stream_query, (int result))                                       \
-  X(void, fake_cuda_inject,                                                               \
-    (const char *function, int on_stream, CUstream stream, int result, int times))        \
-  X(void, fake_cuda_slow, (const char *function, int on_stream, CUstream stream, int ms)) \
-  X(void, fake_cuda_block_next_record, (CUstream stream))                                 \
-  X(int, fake_cuda_blocked, (void))                                                       \
-  X(void, fake_cuda_release_record, (void))                                               \
-  X(int, fake_cuda_count, (const char *function))                                         \
-  X(int, fake_cuda_last_args, (const char *function, fake_cuda_args *out))                \
-  X(int, fake_cuda_live_events, (void))                                                   \
-  X(void, fake_cuda_set_capture, (CUstream stream, int status, int mode))                 \
-  X(void, fake_cuda_end_captures, (void))                                                 \
-  X(void, fake_cuda_capture_on_record, (CUstream stream))                                 \
-  X(void, fake_cuda_set_captured_answer, (int result))                                    \
-  X(int, fake_cuda_counter, (int which))                                                  \
-  X(int, fake_cuda_live_allocations, (void))                                              \
-  X(void, fake_cuda_free_all, (void))
+#define FAKE_CUDA_CONTROLS(X)                                                                    \
+  X(void, reset, (void))                                                                         \
+  X(int, use_device, (int device))                                                               \
+  X(CUcontext, context, (int device))                                                            \
+  X(CUstream, new_stream, (int device))                                                          \
+  X(int, stream_alive, (CUstream stream))                                                        \
+  X(int, stream_records, (CUstream stream))                                                      \
+  X(void, set_event_query, (int result))                                                         \
+  X(void, set_stream_answer, (CUstream stream, int result, int after))                           \
+  X(void, set_stream_delay, (CUstream stream, int ms))                                           \
+  X(void, release_stream, (CUstream stream))                                                     \
+  X(void, complete_all, (void))                                                                  \
+  X(void, set_stream_query, (int result))                                                        \
+  X(void, inject, (const char *function, int on_stream, CUstream stream, int result, int times)) \
+  X(void, slow, (const char *function, int on_stream, CUstream stream, int ms))                  \
+  X(void, block_next_record, (CUstream stream))                                                  \
+  X(int, blocked, (void))                                                                        \
+  X(void, release_record, (void))                                                                \
+  X(int, count, (const char *function))                                                          \
+  X(int, last_args, (const char *function, fake_cuda_args *out))                                 \
+  X(int, live_events, (void))                                                                    \
+  X(void, set_capture, (CUstream stream, int status, int mode))                                  \
+  X(void, end_captures, (void))                                                                  \
+  X(void, capture_on_record, (CUstream stream))                                                  \
+  X(void, set_captured_answer, (int result))                                                     \
+  X(int, counter, (int which))                                                                   \
+  X(int, live_allocations, (void))                                                               \
+  X(void, free_all, (void))
 
 /* Compatibility with the bindings' tests, which set these exported ints directly:
  * fake_capture_result (not 0: what cuStreamIsCapturing answers on a stream that has no
@@ -187,6 +189,8 @@ typedef struct fake_cuda_args {
  * `path` (NULL: $NCCLSHIM_CUDA_LIBRARY), loading it if needed; 0, or -1 with a message on
  * stderr. */
 #define FAKE_CUDA_FIELD_(ret, name, params) ret(*name) params;
+/* Declared for the fake's own definitions (fake_cuda*.c). */
+#define FAKE_CUDA_PROTOTYPE_(ret, name, params) ret fake_cuda_##name params;
 typedef struct fake_cuda_api {
   FAKE_CUDA_CONTROLS(FAKE_CUDA_FIELD_)
   fake_cuda_log *log;

@@ -13,7 +13,6 @@
  * fake then defines it twice). */
 /* clang-format off */
 #define FAKE_CUDA_EXTRA_FUNCTIONS(X) \
-  X(cuStreamGetCtx,        9020, OPTIONAL, BASE, 2, ((CUstream, hStream), (CUcontext *, pctx))) \
   X(cuCtxPushCurrent,      4000, OPTIONAL, V2,   1, ((CUcontext, ctx))) \
   X(cuCtxPopCurrent,       4000, OPTIONAL, V2,   1, ((CUcontext *, pctx))) \
   X(cuStreamBeginCapture, 10010, OPTIONAL, V2,   2, ((CUstream, hStream), (int, mode))) \

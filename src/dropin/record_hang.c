@@ -10,6 +10,7 @@
  * word. Off (no N), nothing here runs. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "dropin.h"
@@ -55,7 +56,7 @@ static void watch(const void *stream, int fn, uint64_t index, uint64_t seq, uint
   ncs_track_op op = {.type = fn, .seq = seq, .index = index, .n = n};
   ncs_track_failure why;
   if (ncs_track_record(t, (CUstream)stream, &op, now_ns(), &why) != 0)
-    say_not_watched(fn, seq, why.call, why.call[0] == 'm' ? 12 /* ENOMEM */ : (int)why.result);
+    say_not_watched(fn, seq, why.call, why.result != 0 ? (int)why.result : 12 /* ENOMEM */);
 }
 
 /* ---- Groups: NCCL launches a group's operations at ncclGroupEnd, so each stream's event
@@ -66,10 +67,13 @@ typedef struct group_op {
   uint64_t index, seq, n;
 } group_op;
 
+enum { GROUP_INLINE = 8 };
+
 static __thread struct {
   int depth;
-  size_t used, size;
-  group_op *ops; /* grown as needed; kept for the thread's next groups */
+  size_t used, size; /* size 0: ops is `inline_ops` (GROUP_INLINE of them) */
+  group_op *ops;     /* grown on the heap past GROUP_INLINE, freed at the group's end */
+  group_op inline_ops[GROUP_INLINE];
 } group NCCLSHIM_THREAD_MODEL;
 
 void ncs_rec_hang_op(const void *stream, int fn, uint64_t index, uint64_t seq) {
@@ -83,15 +87,18 @@ void ncs_rec_hang_op(const void *stream, int fn, uint64_t index, uint64_t seq) {
       return;
     }
   }
-  if (group.used == group.size) {
-    size_t size = group.size == 0 ? 8 : 2 * group.size;
-    group_op *grown = realloc(group.ops, size * sizeof(*grown));
+  if (group.size == 0) group.ops = group.inline_ops;
+  size_t capacity = group.size == 0 ? GROUP_INLINE : group.size;
+  if (group.used == capacity) {
+    group_op *grown = group.size == 0 ? malloc(2 * capacity * sizeof(*grown))
+                                      : realloc(group.ops, 2 * capacity * sizeof(*grown));
     if (grown == NULL) {
       say_not_watched(fn, seq, "malloc", 12 /* ENOMEM */);
       return;
     }
+    if (group.size == 0) memcpy(grown, group.inline_ops, sizeof(group.inline_ops));
     group.ops = grown;
-    group.size = size;
+    group.size = 2 * capacity;
   }
   group.ops[group.used++] = (group_op){stream, fn, index, seq, 1};
 }
@@ -106,6 +113,8 @@ void ncs_rec_hang_group(int fn, int succeeded) {
     watch(group.ops[i].stream, group.ops[i].fn, group.ops[i].index, group.ops[i].seq,
           group.ops[i].n);
   group.used = 0;
+  if (group.size != 0) free(group.ops);
+  group.size = 0;
 }
 
 /* From the recorder's pthread_atfork child handler: no getpid() per call (a system call)

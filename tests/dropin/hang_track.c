@@ -11,7 +11,8 @@
  *                            is dumped
  *   hang_track sharedstream  one stream, two communicators, the first one's all-reduce
  *                            hung: the line names it alone, with its own sequence number
- *   hang_track failingrecord cuEventRecord fails: said on stderr, naming the operation
+ *   hang_track failingrecord cuEventRecord fails, then a cuEventQuery: each said on stderr,
+ *                            naming the operation; a later hang is still dumped
  * It runs itself again with the recorder's settings (read when the drop-in loads): a
  * directory of its own for the dump, NCCLSHIM_RECORD_HANG_MS, stderr kept in a file there
  * and read back. */
@@ -159,8 +160,12 @@ static void failingrecord(const char *dir) {
   fake.inject("cuEventRecord", 1, s, 999, 2);
   all_reduce(comm, s, 2); /* #2 and #3: not watched, said once */
   all_reduce(comm, s, 3);
+  fake.inject("cuEventQuery", 0, NULL, 999, 1); /* the checking thread's next query */
+  all_reduce(comm, s, 4);
+  sleep_ms(100);
+  CHECK(fake.count("cuEventQuery") > 1);
   fake.set_stream_answer(s, 600, 0);
-  all_reduce(comm, s, 4); /* #4 is watched, and hangs */
+  all_reduce(comm, s, 5); /* #5 is watched, and hangs */
   CHECK(wait_for_dump(dir, 10000));
   fake.release_stream(s);
   stream_destroy(s);
@@ -191,7 +196,8 @@ static void check_stderr(const char *path, const char *scenario) {
     const char *said = strstr(text, line);
     CHECK(said != NULL);
     CHECK(said == NULL || strstr(said + sizeof(line), "is not watched") == NULL); /* once */
-    CHECK(strstr(text, "(hang: ncclAllReduce #4 not complete after 300 ms)") != NULL);
+    CHECK(strstr(text, ": cuEventQuery answered 999; that operation is no longer watched") != NULL);
+    CHECK(strstr(text, "(hang: ncclAllReduce #5 not complete after 300 ms)") != NULL);
   }
 }
 

@@ -34,7 +34,7 @@ static uint64_t now_ns(void) {
 static void fire(const rec_state *r, const ncs_track_seen *seen) {
   char note[240], others[120] = "";
   if (seen->op.n > 1)
-    snprintf(others, sizeof(others), " (and the %llu operations after it in its group)",
+    snprintf(others, sizeof(others), " (and %llu more of its group on that stream)",
              (unsigned long long)seen->op.n - 1);
   snprintf(note, sizeof(note), " (hang: %s #%llu%s not complete after %d ms)",
            ncclshim_nccl_function_name(seen->op.type), (unsigned long long)seen->op.seq, others,

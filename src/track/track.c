@@ -44,8 +44,8 @@ int ncs_track_capturing(const ncs_track_driver *d, CUstream stream, ncclshim_cu_
 }
 
 static size_t cache_row(CUstream stream) {
-  uintptr_t h = (uintptr_t)stream;
-  return (size_t)((h >> 4) ^ (h >> 12)) % CACHE;
+  uintptr_t h = (uintptr_t)stream; /* the default streams 0, 1, 2 get rows of their own */
+  return (size_t)(h ^ (h >> 4) ^ (h >> 12)) % CACHE;
 }
 
 /* Under the lock: the pool of `ctx`, or NULL. */
@@ -164,6 +164,26 @@ static ncclshim_cu_result switch_event(ncs_tracker *t, ncs_track_node *node, ncs
   return make_event(t->d, pool->ctx, &node->event, why);
 }
 
+/* Destroy every spare event of `pool` (the lock not held): the driver answered that their
+ * context is destroyed (a context handle reused by a new context, whose streams refuse
+ * the old one's events). Their nodes become blank. */
+static void renew_pool(ncs_tracker *t, ncs_track_pool *pool) {
+  track_lock(t);
+  ncs_track_node *spare = pool->spare, *last = NULL;
+  pool->spare = NULL;
+  track_unlock(t);
+  for (ncs_track_node *n = spare; n != NULL; n = n->next) { /* ours alone now */
+    t->d->cuEventDestroy(n->event);
+    n->event = NULL;
+    last = n;
+  }
+  if (last == NULL) return;
+  track_lock(t);
+  last->next = t->blank;
+  t->blank = spare;
+  track_unlock(t);
+}
+
 /* The pool of `stream`'s context, asked of the driver; NULL with *why set. */
 static ncs_track_pool *resolve(ncs_tracker *t, CUstream stream, ncs_track_failure *why) {
   CUcontext ctx = NULL;
@@ -197,6 +217,17 @@ static ncclshim_cu_result record_node(ncs_tracker *t, ncs_track_node *node, CUst
       r = t->d->cuEventRecord(node->event, stream);
     }
     resolved = 1;
+  }
+  if (r == NCCLSHIM_CUDA_ERROR_CONTEXT_IS_DESTROYED) { /* the pool's events are all stale */
+    renew_pool(t, node->pool);
+    t->d->cuEventDestroy(node->event);
+    if (make_event(t->d, node->pool->ctx, &node->event, why) != NCCLSHIM_CUDA_SUCCESS)
+      return why->result;
+    r = t->d->cuEventRecord(node->event, stream);
+  }
+  if (r != NCCLSHIM_CUDA_SUCCESS) { /* an event the driver refused is not reused */
+    t->d->cuEventDestroy(node->event);
+    node->event = NULL;
   }
   *why = (ncs_track_failure){"cuEventRecord", r};
   if (r == NCCLSHIM_CUDA_SUCCESS && resolved) { /* remember the stream's context */

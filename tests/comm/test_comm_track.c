@@ -10,6 +10,7 @@
  *    ncclshim_watchdog_stop returns at once;
  *  - two devices (two contexts) driven from one thread, the legacy stream of each included;
  *  - one stream shared by two communicators: each report names its own operation;
+ *  - events of a context the driver says is destroyed: renewed, the record made again;
  *  - every status a watchdog call returned here is the one docs/reference.md lists for it
  *    ("Watchdog calls", WATCHDOG_DOC). */
 #include <pthread.h>
@@ -394,6 +395,29 @@ static void test_label_cut_on_a_character_and_escaped(void **state) {
   ncclshim_nccl_close(nccl);
 }
 
+/* The driver says an event's context is destroyed (a context handle reused by a new
+ * context): the context's spare events are all dropped, and the record is made again with
+ * a fresh one. */
+static void test_stale_context_events_renewed(void **state) {
+  (void)state;
+  ncclshim_watchdog *dog = start_every(INTERVAL_MS);
+  ncclshim_nccl *nccl = fake_open("2.28.9");
+  ncclshim_comm *comm = watched(nccl, dog, 60000);
+  CUstream s = new_stream();
+  for (int i = 0; i < 5; i++) assert_int_equal(RECORD(comm, s, 1), NCCLSHIM_OK);
+  WAIT_FOR(counts_of(comm).outstanding == 0, 5000);
+  assert_true(fake.live_events() >= 1); /* spares, kept for reuse */
+  fake.inject("cuEventRecord", 1, s, 709, 1);
+  assert_int_equal(RECORD(comm, s, 1), NCCLSHIM_OK);
+  assert_int_equal(fake.live_events(), 1); /* the new one alone */
+  assert_int_equal(counts_of(comm).events, 6);
+  assert_int_equal(ncclshim_comm_destroy(comm, 1000), NCCLSHIM_OK);
+  ncclshim_comm_free(comm);
+  stop(dog);
+  cu->cuStreamDestroy(s);
+  ncclshim_nccl_close(nccl);
+}
+
 /* Bad arguments, for the table: each call's INVALID_ARGUMENT. */
 static void test_bad_arguments_answered(void **state) {
   (void)state;
@@ -452,6 +476,7 @@ int main(void) {
       cmocka_unit_test_setup(test_two_contexts_from_one_thread, setup),
       cmocka_unit_test_setup(test_shared_stream_each_names_its_own, setup),
       cmocka_unit_test_setup(test_label_cut_on_a_character_and_escaped, setup),
+      cmocka_unit_test_setup(test_stale_context_events_renewed, setup),
       cmocka_unit_test_setup(test_bad_arguments_answered, setup),
       cmocka_unit_test(test_statuses_documented),
   };

@@ -1,4 +1,4 @@
-/* The recorder with a CUDA driver (the fake of fake_cuda_events.c): operations on a capturing
+/* The recorder with a CUDA driver (the fake of tests/fakes): operations on a capturing
  * stream are marked "captured"; NCCLSHIM_RECORD_HANG_MS dumps once, reason "hang", when an
  * operation's event has not completed in time, with one line on stderr; captured operations
  * get no event, and with the setting off no event is recorded at all; operations on one

@@ -43,9 +43,9 @@ static int is_legacy(CUstream h) {
 static struct CUstream_st *implicit_stream(CUstream h, CUcontext ctx) { /* under the lock */
   int dev = ctx->device;
   if (h != NCCLSHIM_CU_STREAM_PER_THREAD) {
-    legacy[dev].state = STREAM_LIVE;
-    legacy[dev].kind = KIND_LEGACY;
-    legacy[dev].ctx = ctx;
+    if (legacy[dev].state != STREAM_LIVE)
+      legacy[dev] = (struct CUstream_st){
+          .state = STREAM_LIVE, .kind = KIND_LEGACY, .ctx = ctx, .answer = FAKE_CUDA_ANY_RESULT};
     return &legacy[dev];
   }
   if (per_thread[dev] == NULL) {
@@ -425,7 +425,8 @@ void fake_reset_streams(void) { /* every stream destroyed, every setting back */
     free_stack[free_depth++] = i;
   }
   for (int d = 0; d < FAKE_CUDA_DEVICES; d++) {
-    legacy[d] = (struct CUstream_st){.answer = FAKE_CUDA_ANY_RESULT};
+    legacy[d].answer = FAKE_CUDA_ANY_RESULT;
+    legacy[d].answer_after = legacy[d].delay_ms = legacy[d].capture_status = 0;
   }
   for (int i = 0; i < per_thread_used; i++) {
     per_thread_pool[i].answer = FAKE_CUDA_ANY_RESULT;

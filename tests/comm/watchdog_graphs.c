@@ -15,14 +15,15 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "watchdog_support.h"
 
-#define S ((CUstream)0x5000)
-#define OTHER ((CUstream)0x6000)
+#define S test_stream(0)
+#define OTHER test_stream(1)
 enum { ACTIVE = 1, GLOBAL = 0, THREAD_LOCAL = 1, CAPTURED_EVENT = 907, INVALID_VALUE = 1 };
 
 /* Nothing failed: READY, no callback, no abort. */
@@ -85,7 +86,9 @@ void test_capture_records_nothing(void **state) {
   fake_cuda_capture(400, 0);
   assert_int_equal(all_reduce_on(comm, OTHER, 32), NCCLSHIM_CUDA_ERROR);
   assert_message("cuStreamIsCapturing failed: CUDA_ERROR_INVALID_HANDLE (400): ncclAllReduce #");
-  assert_message("on stream 0x6000 is not watched");
+  char expected[96];
+  snprintf(expected, sizeof(expected), "on stream %p is not watched", (void *)OTHER);
+  assert_message(expected);
   fake_cuda_capture(0, 0);
   /* A graph launched into a capture becomes a node of it: captured too. */
   assert_int_equal(ncclshim_comm_record_graph(comm, S, "nested", 3), NCCLSHIM_OK);

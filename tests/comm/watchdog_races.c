@@ -18,8 +18,8 @@
 
 #include "watchdog_support.h"
 
-#define S ((CUstream)0x5000)
-#define OTHER ((CUstream)0x6000)
+#define S test_stream(0)
+#define OTHER test_stream(1)
 
 typedef struct recorder {
   pthread_t thread;

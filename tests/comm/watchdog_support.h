@@ -1,7 +1,7 @@
 /* What the watchdog's tests share (test_comm_watchdog.c and its case files
  * watchdog_graphs.c and watchdog_races.c, one executable): a watchdog whose callback notes
  * what it saw, watched communicators on the fakes, all-reduces as a user enqueues them, the
- * bounded waits, and the controls of the capture fake (tests/comm/fake_cuda_capture.c). */
+ * bounded waits, and the controls of the fake driver (tests/fakes/fake_cuda.h). */
 #ifndef NCCLSHIM_TEST_WATCHDOG_SUPPORT_H
 #define NCCLSHIM_TEST_WATCHDOG_SUPPORT_H
 
@@ -26,7 +26,8 @@ extern void (*callback_action)(ncclshim_comm *comm);
 /* A watchdog with INTERVAL_MS and the noting callback. */
 ncclshim_watchdog *start(void);
 ncclshim_watchdog *start_every(int interval_ms);
-/* Each test's setup: events fire, records succeed, nothing captures, no callback yet. */
+/* Each test's setup: a fresh fake driver (events fire, records succeed, nothing captures,
+ * device 0 current), no callback yet. */
 int setup(void **state);
 /* setup, then the fixture (comm_fixture.h): a watchdog (start) and a blocking communicator
  * on a fresh 2.28.9 fake that it watches (TIMEOUT_MS). */
@@ -61,7 +62,12 @@ typedef struct comm_thread {
   atomic_int done, stop;
 } comm_thread;
 
-/* The capture fake's controls (fake_cuda_capture.c says what each does). */
+/* Streams of device 0 made for the current test, the same for the same `i` until the next
+ * setup (S and OTHER in the case files). */
+enum { TEST_STREAMS = 4 };
+CUstream test_stream(int i);
+
+/* The fake driver's controls (tests/fakes/fake_cuda.h says what each does). */
 enum { INVALIDATED_CAPTURES = 0, RECORDS_INTO_CAPTURES = 1, GLOBAL_MODE_QUERIES = 2 };
 void fake_set_capture(CUstream stream, int status, int mode);
 void fake_capture_on_record(CUstream stream);
@@ -69,9 +75,8 @@ void fake_captured_answer(int result);
 int fake_counter(int which);
 void fake_complete_all(void);
 void fake_end_captures(void);
-/* What events recorded on `stream` answer from now on (RESET_STREAM_ANSWERS: for every
- * stream, the common answer again). */
-enum { RESET_STREAM_ANSWERS = -2 };
+/* What events recorded on `stream` answer from now on (FAKE_CUDA_ANY_RESULT: the common
+ * answer again). */
 void fake_stream_answer(CUstream stream, int answer);
 void fake_block_next_record(CUstream stream);
 int fake_blocked(void);

@@ -1,4 +1,4 @@
-/* The recorder with a CUDA driver (the fake of fake_cuda_events.c): operations on a capturing
+/* The recorder with a CUDA driver (the fake of tests/fakes): operations on a capturing
  * stream are marked "captured"; NCCLSHIM_RECORD_HANG_MS dumps once, reason "hang", when an
  * operation's event has not completed in time, with one line on stderr; captured operations
  * get no event, and with the setting off no event is recorded at all; every other operation
@@ -80,14 +80,19 @@ static const record_case test_hang_idle_burst_event_each = {
 };
 
 /* A forked child forgets its parent's events and thread (pthread_atfork tells it, with no
- * getpid() per call) and dumps by a thread of its own. */
+ * getpid() per call) and starts a tracker of its own; the driver, as the real one, refuses
+ * CUDA in a child forked after cuInit: its operation is said not watched (never a query of
+ * the parent's events, never a silent drop), and no dump comes. */
 static const record_case test_hang_dump_in_forked_child = {
     .args = {"forkhang"},
     .env = {"NCCLSHIM_RECORD_HANG_MS=100"},
     .cuda = 1,
     .native = 1,
-    .values = {{"child_dumped", "1"}},
-    .output = {{{WROTE, "(hang: ncclAllReduce #2 not complete after 100 ms)"}, 1}},
+    .values = {{"child_dumped", "0"}},
+    .output = {{{"ncclshim recorder: no hang dump: ncclAllReduce #2 is not watched: "
+                 "cuStreamGetCtx failed (3)"},
+                1},
+               {{WROTE}, 0}},
 };
 
 /* No CUDA driver in the process: the first operation says there is no hang dump (once),

@@ -9,7 +9,7 @@
 int fake_cuda_bind(const char *path, fake_cuda_api *api) {
   if (path == NULL) path = getenv("NCCLSHIM_CUDA_LIBRARY");
   void *handle = path != NULL ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
-  if (handle == NULL && path != NULL) handle = dlopen(path, RTLD_NOW);
+  if (handle == NULL && path != NULL) handle = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
   if (handle == NULL) {
     fprintf(stderr, "fake_cuda_bind: cannot load the fake driver %s: %s\n",
             path ? path : "(no path: NCCLSHIM_CUDA_LIBRARY is unset)", path ? dlerror() : "");

@@ -20,7 +20,7 @@
 enum { STACK = 16 };
 
 pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
-int fake_init_pid;
+atomic_int fake_init_pid;
 
 static struct CUctx_st contexts[FAKE_CUDA_DEVICES];
 static _Thread_local CUcontext stack[STACK];
@@ -44,6 +44,8 @@ void fake_sleep_ms(int ms) {
   }
 }
 
+int fake_initialized(void) { return fake_init_pid == (int)getpid(); }
+
 CUcontext fake_current(void) { return depth > 0 ? stack[depth - 1] : NULL; }
 
 static int is_context(CUcontext ctx) {
@@ -58,10 +60,9 @@ void fake_reset_contexts(void) {
 }
 
 #define BAD_DEVICE(dev) ((dev) < 0 || (dev) >= FAKE_CUDA_DEVICES)
-#define INITIALIZED() (fake_init_pid == (int)getpid())
-#define NEED_INIT()               \
-  do {                            \
-    if (!INITIALIZED()) return 3; \
+#define NEED_INIT()                    \
+  do {                                 \
+    if (!fake_initialized()) return 3; \
   } while (0)
 /* The calling thread's current context in `ctx`, or the call answers 3 or 201. */
 #define NEED_CTX(ctx)              \
@@ -75,7 +76,7 @@ ncclshim_cu_result fake_cuInit(unsigned int flags) {
   if (flags != 0) return 1;
   if (FAKE_INIT_RESULT != 0) return FAKE_INIT_RESULT;
   pthread_mutex_lock(&fake_lock);
-  int forked = fake_init_pid != 0 && !INITIALIZED();
+  int forked = fake_init_pid != 0 && !fake_initialized();
   if (!forked) fake_init_pid = (int)getpid();
   pthread_mutex_unlock(&fake_lock);
   return forked ? 3 : 0;

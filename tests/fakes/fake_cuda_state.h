@@ -4,6 +4,7 @@
 #define NCCLSHIM_TEST_FAKE_CUDA_STATE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "fake_cuda.h"
 #include "ncclshim/cuda_functions.h"
@@ -64,7 +65,9 @@ FAKE_CUDA_CONTROLS(FAKE_CUDA_PROTOTYPE_)
 
 /* The lock of every object and setting; never held while a call sleeps or blocks. */
 extern pthread_mutex_t fake_lock;
-extern int fake_init_pid;
+extern atomic_int fake_init_pid; /* the process that called cuInit */
+/* Whether cuInit was called in this process (a forked child's driver state is not valid). */
+int fake_initialized(void);
 extern int fake_capture_result, fake_capture_status; /* exported, see fake_cuda.h */
 extern fake_cuda_log fake_log;
 extern fake_cuda_control fake_control;

@@ -43,9 +43,9 @@ static int is_legacy(CUstream h) {
 static struct CUstream_st *implicit_stream(CUstream h, CUcontext ctx) { /* under the lock */
   int dev = ctx->device;
   if (h != NCCLSHIM_CU_STREAM_PER_THREAD) {
-    legacy[dev].state = STREAM_LIVE;
-    legacy[dev].kind = KIND_LEGACY;
-    legacy[dev].ctx = ctx;
+    if (legacy[dev].state != STREAM_LIVE)
+      legacy[dev] = (struct CUstream_st){
+          .state = STREAM_LIVE, .kind = KIND_LEGACY, .ctx = ctx, .answer = FAKE_CUDA_ANY_RESULT};
     return &legacy[dev];
   }
   if (per_thread[dev] == NULL) {
@@ -95,7 +95,7 @@ static struct CUevent_st *event_of(const char *call, CUevent h) { /* under the l
   ncclshim_cu_result rc_;                                \
   pthread_mutex_lock(&fake_lock);                        \
   struct CUstream_st *s = fake_stream_of(call, h, &rc_); \
-  if (fake_init_pid == 0) rc_ = 3;                       \
+  if (!fake_initialized()) rc_ = 3;                      \
   if (rc_ != 0) {                                        \
     pthread_mutex_unlock(&fake_lock);                    \
     return rc_;                                          \
@@ -134,7 +134,7 @@ static int on_stream(const struct CUevent_st *e, const struct CUstream_st *s) {
 ncclshim_cu_result fake_cuStreamCreate(CUstream *phStream, unsigned int flags) {
   pthread_mutex_lock(&fake_lock);
   CUcontext ctx = fake_current();
-  ncclshim_cu_result rc = fake_init_pid == 0 ? 3 : ctx == NULL ? 201 : phStream == NULL ? 1 : 0;
+  ncclshim_cu_result rc = !fake_initialized() ? 3 : ctx == NULL ? 201 : phStream == NULL ? 1 : 0;
   if (rc == 0 && flags > NCCLSHIM_CU_STREAM_NON_BLOCKING) rc = 1;
   if (rc == 0 && free_depth < 0) fill_free_stack();
   if (rc == 0 && free_depth == 0) rc = 2;
@@ -286,7 +286,7 @@ ncclshim_cu_result fake_cuThreadExchangeStreamCaptureMode(int *mode) {
 ncclshim_cu_result fake_cuEventCreate(CUevent *phEvent, unsigned int flags) {
   pthread_mutex_lock(&fake_lock);
   CUcontext ctx = fake_current();
-  ncclshim_cu_result rc = fake_init_pid == 0 ? 3 : ctx == NULL ? 201 : phEvent == NULL ? 1 : 0;
+  ncclshim_cu_result rc = !fake_initialized() ? 3 : ctx == NULL ? 201 : phEvent == NULL ? 1 : 0;
   if (rc == 0 && flags > 0xf) rc = 1;
   if (rc == 0 && event_count == CHUNK * CHUNKS) rc = 2;
   if (rc == 0 && chunks[event_count / CHUNK] == NULL &&
@@ -425,7 +425,8 @@ void fake_reset_streams(void) { /* every stream destroyed, every setting back */
     free_stack[free_depth++] = i;
   }
   for (int d = 0; d < FAKE_CUDA_DEVICES; d++) {
-    legacy[d] = (struct CUstream_st){.answer = FAKE_CUDA_ANY_RESULT};
+    legacy[d].answer = FAKE_CUDA_ANY_RESULT;
+    legacy[d].answer_after = legacy[d].delay_ms = legacy[d].capture_status = 0;
   }
   for (int i = 0; i < per_thread_used; i++) {
     per_thread_pool[i].answer = FAKE_CUDA_ANY_RESULT;

@@ -72,6 +72,16 @@ void fake_reset_contexts(void) {
     if ((ctx) == NULL) return 201; \
   } while (0)
 
+/* The driver's own thread, which the real one starts at cuInit: it waits for nothing. With
+ * it the program's libc knows the process is multi-threaded, as it does with the real
+ * driver, so that its locks stay atomic when a thread it did not create (one started from
+ * an LD_AUDIT library's own namespace) calls in. */
+static void *driver_thread(void *unused) {
+  (void)unused;
+  for (;;) pause();
+  return NULL;
+}
+
 ncclshim_cu_result fake_cuInit(unsigned int flags) {
   if (flags != 0) return 1;
   if (FAKE_INIT_RESULT != 0) return FAKE_INIT_RESULT;
@@ -79,6 +89,11 @@ ncclshim_cu_result fake_cuInit(unsigned int flags) {
   int forked = fake_init_pid != 0 && !fake_initialized();
   if (!forked) fake_init_pid = (int)getpid();
   pthread_mutex_unlock(&fake_lock);
+  static atomic_int started;
+  pthread_t thread;
+  if (!forked && !atomic_exchange(&started, 1) &&
+      pthread_create(&thread, NULL, driver_thread, NULL) == 0)
+    pthread_detach(thread);
   return forked ? 3 : 0;
 }
 

@@ -33,15 +33,23 @@
  * its state is then published with a release store, after which only the looking thread
  * uses the node.
  *
- *         ncs_track_record (program's thread)            ncs_track_look (one thread)
- *   free ──lock: take, append──▶ RESERVED ──record ok──▶ RECORDED ──query 0──▶ DONE
- *     ▲                             │                       │                    │
- *     │                             └──record failed──▶ FAILED  ◀──query error───┘(error:
- *     │                                                  │   event destroyed, DONE)
- *     └───────lock: at the head of the queue, back to its context's free list ───┘
+ *      ncs_track_record (program's thread)  |  ncs_track_look (the one looking thread)
+ *
+ *   spare/blank ──lock: take, append──▶ RESERVED ──cuEventRecord 0──▶ RECORDED
+ *        ▲                                  │                            │ cuEventQuery:
+ *        │                   record failed  │       600: oldest pending ◀┤ (stays)
+ *        │                   (event dropped)▼       0, error, capture:   ▼ (error/capture:
+ *        │                               FAILED                        DONE  event dropped)
+ *        │                                  │                            │
+ *        └──lock: at the queue's head, back to its context's spares (or the blanks)
+ *
+ * A look meeting a RESERVED node stops there and takes it as the oldest pending (judged by
+ * its start), without waiting for it. An event the driver says belongs to a destroyed context
+ * (a context handle reused) makes the record drop that context's spares and record again.
  *
  * References: the tracker is freed by ncs_track_destroy, which its owner calls once no
- * record and no look can use it any more (the watch's references, the hang thread's end). */
+ * record and no look can use it any more (the watch's last reference); the hang dump's
+ * lives as long as the process. */
 #ifndef NCCLSHIM_TRACK_H
 #define NCCLSHIM_TRACK_H
 

@@ -57,9 +57,11 @@ LAYERS = {
     # The writer (no lock, no malloc) and the recorder's state at the bottom (record_start.c
     # its only writer), the recorder below the drop-in's entry points.
     "src/dropin": ["say", "record_state", "record_id", "record_comms", "record_dump", "record_cuda",
-                   "record_hang_queue", "record_hang_thread",
+                   "record_hang_thread",
                    "record_hang", "record_ring", "record_calls", "record_start", "audit_got",
                    "interpose", "checks", "audit dropin"],
+    # The tracker of GPU progress: its record side below its look.
+    "src/track": ["track", "track_look"],
     "src/probe": ["candidates explain_parse json parse_version pyenv text", "usage",
                   "driver_check elf_facts plugins report_census",
                   "inventory report_json report_text requirements", "report_inventory",
@@ -72,8 +74,9 @@ CALLS = {
     "src": ["compat", "loader"],
     "src/nccl": ["compat", "loader", "src"],
     "src/cuda": ["compat", "loader", "src"],
-    "src/comm": ["compat", "src", "src/nccl", "src/cuda"],
-    "src/dropin": ["compat", "loader", "src", "src/nccl", "src/cuda", "src/comm"],
+    "src/track": [],
+    "src/comm": ["compat", "src", "src/nccl", "src/cuda", "src/track"],
+    "src/dropin": ["compat", "loader", "src", "src/nccl", "src/cuda", "src/comm", "src/track"],
     "src/probe": ["compat", "loader"],
 }
 # (caller's folder, callee's folder): only what the library exports.

@@ -16,9 +16,10 @@ ALLOWED = {
     "src": ["compat", "loader", "include/ncclshim"],
     "src/nccl": ["compat", "loader", "include/ncclshim", "src"],
     "src/cuda": ["compat", "loader", "include/ncclshim", "src"],
-    "src/comm": ["compat", "include/ncclshim", "src"],
+    "src/track": ["include/ncclshim"],
+    "src/comm": ["compat", "include/ncclshim", "src", "src/track"],
     "src/probe": ["compat", "loader", "include/ncclshim"],
-    "src/dropin": ["compat", "loader", "include/ncclshim", "src", "src/nccl"],
+    "src/dropin": ["compat", "loader", "include/ncclshim", "src", "src/nccl", "src/track"],
     "include/ncclshim": [],
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')

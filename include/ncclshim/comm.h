@@ -157,7 +157,8 @@ NCCLSHIM_API int ncclshim_comm_size(const ncclshim_comm *comm);
  * INVALID_ARGUMENT for NULL and for a destroyed, aborting or aborted communicator. A FAILED
  * one answers at once with its failure: NCCL_ERROR naming the first error, or, when the
  * watchdog failed it, the watchdog's status (TIMEOUT: an operation ran past its deadline;
- * waiting again does not help: abort it). The same holds for ncclshim_comm_check,
+ * CUDA_ERROR: the driver could not say whether one completed, cuEventQuery failed; waiting
+ * again does not help: abort it). The same holds for ncclshim_comm_check,
  * _group_end and _wait_stream (docs/reference.md, "Calls by communicator state"). */
 NCCLSHIM_API ncclshim_status ncclshim_comm_wait(ncclshim_comm *comm, int timeout_ms);
 

@@ -47,6 +47,7 @@ typedef int ncclshim_cu_result; /* CUresult, an int-sized enum */
 #define NCCLSHIM_CUDA_ERROR_NOT_FOUND 500
 #define NCCLSHIM_CUDA_ERROR_NOT_READY 600 /* work still pending: not an error */
 #define NCCLSHIM_CUDA_ERROR_ILLEGAL_ADDRESS 700
+#define NCCLSHIM_CUDA_ERROR_CONTEXT_IS_DESTROYED 709 /* also: a destroyed event, used */
 #define NCCLSHIM_CUDA_ERROR_NOT_SUPPORTED 801
 #define NCCLSHIM_CUDA_ERROR_SYSTEM_DRIVER_MISMATCH 803
 #define NCCLSHIM_CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE 804

@@ -58,7 +58,8 @@
   X(cuDeviceCanAccessPeer,      4000, REQUIRED, BASE, 3, ((int *, canAccessPeer), (CUdevice, dev), (CUdevice, peerDev))) \
   X(cuGetErrorName,             6000, OPTIONAL, BASE, 2, ((ncclshim_cu_result, error), (const char **, pStr))) \
   X(cuGetErrorString,           6000, OPTIONAL, BASE, 2, ((ncclshim_cu_result, error), (const char **, pStr))) \
-  X(cuThreadExchangeStreamCaptureMode, 10010, OPTIONAL, BASE, 1, ((int *, mode)))
+  X(cuThreadExchangeStreamCaptureMode, 10010, OPTIONAL, BASE, 1, ((int *, mode))) \
+  X(cuStreamGetCtx,             9020, OPTIONAL, BASE, 2, ((CUstream, hStream), (CUcontext *, pctx)))
 
 /* Older ABIs with the same signature, asked for instead when the driver is older than the
  * list's `ask`: X(name, ask, abi). (cuEventElapsedTime_v2 appeared in 12.8; the 2.0 ABI takes

@@ -10,64 +10,56 @@
  *   ncclshim_comm_record_graph(comm, s, "decode", 2) mark the replay
  *   ncclshim_comm_unwatch(comm), ncclshim_watchdog_stop(dog)
  *
- * The enqueueing thread marks each operation with a CUDA event after it, from a pool made
- * when the communicator is watched (no allocation). Every interval the thread queries the
- * events of outstanding operations (cuEventQuery) and the communicator's
- * ncclCommGetAsyncError. When the oldest operation not known to be complete has run longer
- * than its timeout, or NCCL reports an error, the watchdog
+ * Each record gives the operation a CUDA event of its own, recorded on the stream there and
+ * then, on the calling thread: no thread of ncclshim's names the stream after the record
+ * returns, so the program may synchronize and destroy it as soon as its work is done (a
+ * driver call naming a destroyed stream crashes the process, and the next stream created
+ * gets the same handle). The event is made in the stream's own context (several devices
+ * from one thread work); events are pooled per context and reused once they fired; the
+ * pools grow as needed (one event per operation not yet seen complete, which is at most the
+ * operations recorded within one deadline and one interval). docs/collectives.md, "The
+ * tracker of GPU progress", says the whole contract.
+ *
+ * Every interval the thread queries the events of outstanding operations (cuEventQuery, on
+ * events ncclshim made, and nothing else of the driver but cuCtxSetCurrent and
+ * cuEventDestroy) and the communicator's ncclCommGetAsyncError. When the oldest operation
+ * not known to be complete has run longer than its timeout, when NCCL reports an error, or
+ * when a query fails, the watchdog
  *   - marks the communicator FAILED, with a message naming the operation: function, count,
- *     type, sequence number and how long it had run; for a graph replay its label and how
- *     many collectives it holds (ncclshim_comm_failure);
+ *     type, the communicator's own sequence number and how long it had run; for a graph
+ *     replay its label and how many collectives it holds (ncclshim_comm_failure);
  *   - starts ncclCommAbort on a thread of its own (as ncclshim_comm_abort does: an abort that
  *     hangs cannot hang the watchdog); ncclshim_comm_abort later waits for that same thread;
  *   - calls the options' on_failure callback, if any, on the watchdog thread.
  * From then on ncclshim_comm_raw answers NULL (an NCCL call made with it fails at once with
  * ncclInvalidArgument), and every checked call on the communicator (ncclshim_comm_record,
  * _check, _wait, _wait_stream, _group_end) returns the failure without blocking: TIMEOUT
- * for an operation past its deadline, NCCL_ERROR for an error NCCL reported.
+ * for an operation past its deadline, NCCL_ERROR for an error NCCL reported, CUDA_ERROR when
+ * cuEventQuery failed (the driver can no longer say whether that work completed).
+ * docs/reference.md, "Watchdog calls", lists what each call here returns.
  *
- * The cost of a record (docs/collectives.md, "What a record costs"). One event covers every
- * operation before it on its stream, so a record skips cuEventRecord, and calls no driver
- * function at all, while the stream's newest event is still pending and the watchdog has not
- * closed the group of operations waiting for an event: those operations share the next
- * event. Only the first of a group reads the clock; the watchdog's pass closes a group that
- * spans 1/20 of the timeout less one interval (at once when the interval is longer). The
- * event is recorded by the next record that finds no event pending or the group closed;
- * for the last operations of a burst, which no record follows, by the watchdog
- * itself at its next pass after their stream's events fired (a "catch-up": it asks
- * cuStreamIsCapturing first and never records into a capturing stream). Limits:
- *   - the deadline of operations that share an event counts from the first of them, so a
- *     hang is reported early for the one that hung by at most the span of its group: below
- *     1/20 of the timeout or one interval, whichever is longer, plus how late the pass that
- *     closes the group runs; never later than timeout + interval after it;
- *   - a catch-up event also waits for work queued on the stream after those operations
- *     until the watchdog's pass: their clock covers that work too;
- *   - the stream given to a record must stay valid until the operations recorded on it are
- *     complete (or the communicator is unwatched): a catch-up records on it; on the
- *     per-thread default stream (CU_STREAM_PER_THREAD, which names another stream on the
- *     watchdog's thread) every record records its event;
- *   - a capture begun on that stream in the instant between the watchdog's check and its
- *     catch-up can take the catch-up event; such an event adds no node to the graph and its
- *     capture answer only makes the watchdog try again.
+ * No stalls: no lock is held across a driver call, and the thread never waits for a record
+ * in progress. A record blocked in the driver (a full push buffer) delays neither another
+ * communicator's deadline nor ncclshim_watchdog_stop; its own operation keeps its clock.
  *
  * CUDA graphs. The watchdog's thread calls every driver function in thread-local capture
  * mode (cuThreadExchangeStreamCaptureMode, set once when the thread starts; drivers older
  * than 10.1 have no capture modes), so that its queries cannot invalidate a capture made in
- * global mode by another thread, and a capture-related answer (CUDA_ERROR_STREAM_CAPTURE_*,
- * CUDA_ERROR_CAPTURED_EVENT) never fails a communicator: it restarts that operation's
- * clock. A record that would record an event first asks cuStreamIsCapturing: on a capturing
- * stream it records no event, starts no clock, returns OK and counts the operation as
- * captured (ncclshim_comm_watch_counts); a record that skips the event asks no driver, and
- * if its stream was capturing, the watchdog finds so before its catch-up and holds those
- * operations' clock until the capture ends. A graph's collectives are watched when it is
- * launched: ncclshim_comm_record_graph after each cudaGraphLaunch records one event for the
- * replay, however long after its capture.
+ * global mode by another thread. Every record first asks cuStreamIsCapturing: on a
+ * capturing stream it records no event, starts no clock, returns OK and counts the
+ * operation as captured (ncclshim_comm_watch_counts). A capture begun on the stream in the
+ * instant between that check and the record takes the event; its query's capture answer
+ * (CUDA_ERROR_STREAM_CAPTURE_*, CUDA_ERROR_CAPTURED_EVENT, CUDA_ERROR_INVALID_VALUE) never
+ * fails the communicator: that operation is counted as captured. A graph's collectives are
+ * watched when it is launched: ncclshim_comm_record_graph after each cudaGraphLaunch records
+ * one event for the replay, however long after its capture.
  *
  * What it cannot do: stop a blocking NCCL call that is itself stuck on the enqueueing thread
  * (NCCL's abort, which runs concurrently, is what releases it; NCCL allows ncclCommAbort
  * from another thread for this purpose). The clock of an operation starts when it is
  * recorded, so an operation queued behind long unrelated work on the same stream counts that
- * work too: choose the timeout accordingly. */
+ * work too: choose the timeout accordingly. A hang is reported at most one interval after
+ * the deadline. */
 #ifndef NCCLSHIM_WATCHDOG_H
 #define NCCLSHIM_WATCHDOG_H
 
@@ -114,48 +106,52 @@ NCCLSHIM_API ncclshim_status ncclshim_watchdog_start(const ncclshim_watchdog_opt
 NCCLSHIM_API ncclshim_status ncclshim_watchdog_stop(ncclshim_watchdog *dog);
 
 /* Watch `comm`, which must be READY and not watched already, with `timeout_ms` (>= 1) as the
- * deadline of each operation recorded on it. Its pool of events is created here, in the
- * calling thread's current CUDA context, which the watchdog makes current on its own thread
- * to query them. OK; INVALID_ARGUMENT (NULL, timeout < 1, not READY, already watched);
- * the CUDA helpers' statuses when the events cannot be made. */
+ * deadline of each operation recorded on it. No event is made here: each record makes or
+ * reuses one in its stream's context. OK; INVALID_ARGUMENT (NULL, timeout < 1, not READY,
+ * already watched); OUT_OF_MEMORY; with no usable CUDA driver, the driver handle's status
+ * (ncclshim_cuda_status). */
 NCCLSHIM_API ncclshim_status ncclshim_comm_watch(ncclshim_comm *comm, ncclshim_watchdog *dog,
                                                  int timeout_ms);
 
 /* Stop watching: the events are destroyed (those still pending are released by CUDA when
- * they complete), once no record and no pass of the watchdog uses them. NULL and a
+ * they complete), once no record and no pass of the watchdog uses them. OK always. NULL and a
  * communicator not watched are OK. ncclshim_comm_destroy and ncclshim_comm_abort unwatch by
  * themselves. Safe while another thread records on it (that record finishes; the next one
- * answers INVALID_ARGUMENT) and from the callback. */
+ * is refused, not watched) and from the callback. */
 NCCLSHIM_API ncclshim_status ncclshim_comm_unwatch(ncclshim_comm *comm);
 
 /* Mark an operation just enqueued on `stream` with the communicator: notes `call` (kept as
  * a pointer: pass a string literal), `count`, `type` and the sequence number, and records
- * an event from the pool on the stream, or leaves the operation to share the next one (see
- * "The cost of a record" above; also when the pool is full: the oldest operations keep the
- * deadline). On a capturing stream: no event, no clock, OK, counted as captured.
+ * the operation's own event on the stream, now, on this thread (nothing is recorded on it
+ * later: the stream may be destroyed once its work is done). Its cost: one cuEventRecord,
+ * one cuStreamIsCapturing, a clock read and a short lock. On a capturing stream: no event,
+ * no clock, OK, counted as captured.
  * OK; INVALID_ARGUMENT (NULL, not watched, or two threads recording on it at once); the
- * failure when the watchdog has failed the communicator (TIMEOUT or NCCL_ERROR, with its
- * message), at once; CUDA_ERROR when cuStreamIsCapturing or cuEventRecord fails (the
- * operations waiting for that event are then no longer watched). Calls on one communicator
- * (record, record_graph, watch_counts) come from one thread at a time. */
+ * failure when the watchdog has failed the communicator (TIMEOUT, NCCL_ERROR or CUDA_ERROR,
+ * with its message), at once; CUDA_ERROR when the operation cannot be watched because a
+ * driver call failed (cuStreamIsCapturing, cuStreamGetCtx, cuCtxGetCurrent,
+ * cuCtxSetCurrent, cuEventCreate or cuEventRecord: the message names it and the operation,
+ * "... is not watched"); OUT_OF_MEMORY when no memory was left for it. Calls on one
+ * communicator (record, record_graph, watch_counts) come from one thread at a time. */
 NCCLSHIM_API ncclshim_status ncclshim_comm_record(ncclshim_comm *comm, CUstream stream,
                                                   const char *call, size_t count,
                                                   ncclDataType_t type);
 
-/* Longest graph label kept (longer ones are cut, ending in "..."). */
+/* Longest graph label kept, in bytes (a longer one is cut on a UTF-8 character boundary,
+ * ending in "..."; a failure message prints it with quotes, backslashes and control
+ * characters escaped). */
 #define NCCLSHIM_WATCH_LABEL_MAX 63
 
 /* Mark a replay of a CUDA graph just launched on `stream` (cudaGraphLaunch, cuGraphLaunch)
- * whose nodes hold `ops` collectives of this communicator: one event for the replay (the
- * operations still waiting for one on that stream get theirs first). `label` names the
- * graph in a failure message ("replay #7 of CUDA graph \"decode\" (2 collectives)", 7
- * being its sequence number among the communicator's records); it is copied, cut to
- * NCCLSHIM_WATCH_LABEL_MAX bytes; NULL reads "unnamed". The replay's clock starts here,
- * however long after the capture. On a capturing stream (a graph launched into a
- * capture becomes a node of it): no event, OK, counted as captured. OK; INVALID_ARGUMENT
- * (NULL comm, ops < 0, not watched, two threads at once); the failure, at once, when the
- * watchdog has failed the communicator; CUDA_ERROR when cuStreamIsCapturing or
- * cuEventRecord fails. */
+ * whose nodes hold `ops` collectives of this communicator: one event for the replay,
+ * recorded as ncclshim_comm_record records. `label` names the graph in a failure message
+ * ("replay #7 of CUDA graph \"decode\" (2 collectives)", 7 being its sequence number among
+ * the communicator's records); it is copied, cut as NCCLSHIM_WATCH_LABEL_MAX says; NULL
+ * reads "unnamed". The replay's clock starts here, however long after the capture. On a
+ * capturing stream (a graph launched into a capture becomes a node of it): no event, OK,
+ * counted as captured. OK; INVALID_ARGUMENT (NULL comm, ops < 0, not watched, two threads
+ * at once); the failure, at once, when the watchdog has failed the communicator (TIMEOUT,
+ * NCCL_ERROR or CUDA_ERROR); CUDA_ERROR and OUT_OF_MEMORY as ncclshim_comm_record. */
 NCCLSHIM_API ncclshim_status ncclshim_comm_record_graph(ncclshim_comm *comm, CUstream stream,
                                                         const char *label, int ops);
 
@@ -165,8 +161,9 @@ typedef struct ncclshim_watch_counts {
   uint64_t recorded;    /* operations and replays recorded outside a capture */
   uint64_t captured;    /* operations and replays seen capturing (no event, no clock) */
   uint64_t replays;     /* ncclshim_comm_record_graph calls outside a capture */
-  uint64_t events;      /* cuEventRecord calls that succeeded, the catch-ups included */
-  uint64_t catch_ups;   /* events the watchdog recorded after the last operations of a burst */
+  uint64_t events;      /* cuEventRecord calls that succeeded: one per operation watched */
+  uint64_t catch_ups;   /* always 0: nothing is recorded after a record returns (kept for
+                           the layout) */
   uint64_t outstanding; /* operations not yet known to be complete, now */
 } ncclshim_watch_counts;
 #define NCCLSHIM_WATCH_COUNTS_INIT \

@@ -1,5 +1,4 @@
-/* Watching a communicator: its event pool, its references, watch and unwatch, and the ring's
- * reserve and publish steps shared by the recording thread and the watchdog's. */
+/* Watching a communicator: its tracker, its references, watch and unwatch. */
 #include <stdlib.h>
 
 #include "comm_watch.h"
@@ -7,21 +6,6 @@
 const char *ncclshim_comm_failure(const ncclshim_comm *comm) {
   if (comm == NULL || !atomic_load(&comm->failed_by_watchdog)) return "";
   return comm->reason;
-}
-
-int ncs_cuda_capture_answer(ncclshim_cu_result r) {
-  return (r >= NCCLSHIM_CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED &&
-          r <= NCCLSHIM_CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD) ||
-         r == NCCLSHIM_CUDA_ERROR_INVALID_VALUE;
-}
-
-int ncs_stream_capturing(const ncclshim_cuda *cuda, CUstream stream, ncclshim_cu_result *r) {
-  ncclshim_cu_stream_capture_status capture = NCCLSHIM_CU_STREAM_CAPTURE_STATUS_NONE;
-  *r = ncclshim_cuda_functions(cuda)->cuStreamIsCapturing(stream, &capture);
-  if (*r == NCCLSHIM_CUDA_SUCCESS) return capture != NCCLSHIM_CU_STREAM_CAPTURE_STATUS_NONE;
-  if (*r == NCCLSHIM_CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) return 1;
-  if (*r == NCCLSHIM_CUDA_ERROR_NOT_SUPPORTED) return 0; /* a driver without captures */
-  return -1;
 }
 
 void ncs_watchdog_unref(ncclshim_watchdog *dog) {
@@ -35,21 +19,10 @@ void ncs_watch_ref(ncs_watch *watch) { atomic_fetch_add(&watch->refs, 1); }
 
 void ncs_watch_unref(ncs_watch *watch) {
   if (atomic_fetch_sub(&watch->refs, 1) != 1) return;
-  const ncclshim_cuda_table *t = ncclshim_cuda_functions(watch->cuda);
-  for (int i = 0; i < NCCLSHIM_WATCH_EVENTS; i++)
-    if (watch->slots[i].event != NULL) t->cuEventDestroy(watch->slots[i].event);
+  ncs_track_destroy(watch->track);
   ncs_comm_unref(watch->comm);
   ncs_watchdog_unref(watch->dog);
   free(watch);
-}
-
-static ncclshim_status make_events(ncs_watch *watch) {
-  for (int i = 0; i < NCCLSHIM_WATCH_EVENTS; i++) {
-    ncclshim_status status = ncclshim_cuda_event_create(
-        watch->cuda, NCCLSHIM_CU_EVENT_DISABLE_TIMING, &watch->slots[i].event);
-    if (status != NCCLSHIM_OK) return status;
-  }
-  return NCCLSHIM_OK;
 }
 
 /* watch, unwatch and stop change comm->watch under it (never across a driver call). A
@@ -71,7 +44,6 @@ ncclshim_status ncclshim_comm_watch(ncclshim_comm *comm, ncclshim_watchdog *dog,
                     timeout_ms);
   ncs_watch *watch = calloc(1, sizeof(*watch));
   if (watch == NULL) {
-    free(watch);
     return ncs_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_comm_watch: out of memory");
   }
   ncs_comm_ref(comm);
@@ -81,15 +53,9 @@ ncclshim_status ncclshim_comm_watch(ncclshim_comm *comm, ncclshim_watchdog *dog,
   watch->dog = dog;
   watch->cuda = dog->cuda;
   watch->timeout_ns = (int64_t)timeout_ms * 1000000;
-  /* Groups of operations span at most about 1/20 of the timeout: a pass closes one that
-   * spans close_ns, and the next pass comes one interval later. */
-  watch->close_ns = watch->timeout_ns / 20 - dog->interval_ns;
-  if (watch->close_ns < 0) watch->close_ns = 0;
   ncclshim_status status = ncclshim_cuda_status(dog->cuda);
-  if (status == NCCLSHIM_OK &&
-      ncclshim_cuda_functions(dog->cuda)->cuCtxGetCurrent(&watch->context) != 0)
-    status = ncs_fail(NCCLSHIM_CUDA_ERROR, "ncclshim_comm_watch: cuCtxGetCurrent failed");
-  if (status == NCCLSHIM_OK) status = make_events(watch);
+  if (status == NCCLSHIM_OK && (watch->track = ncs_track_create(&dog->driver)) == NULL)
+    status = ncs_fail(NCCLSHIM_OUT_OF_MEMORY, "ncclshim_comm_watch: out of memory");
   if (status != NCCLSHIM_OK) {
     ncs_watch_unref(watch);
     return status;
@@ -156,24 +122,4 @@ ncclshim_status ncclshim_comm_unwatch(ncclshim_comm *comm) {
   if (unlist(watch)) ncs_watch_unref(watch);
   ncs_watch_unref(watch);
   return NCCLSHIM_OK;
-}
-
-ncs_watch_slot *ncs_watch_reserve(ncs_watch *w, const ncs_watch_ops *ops) {
-  ncs_watch_slot *slot = ncs_watch_slot_at(w, w->outstanding++);
-  slot->state = SLOT_RESERVED;
-  slot->ops = *ops;
-  w->newest_stream = ops->stream;
-  return slot;
-}
-
-void ncs_watch_publish(ncs_watch *w, ncs_watch_slot *slot, ncclshim_cu_result r, int catch_up) {
-  watch_lock(w);
-  slot->state = r == 0 ? SLOT_PUBLISHED : SLOT_VOID;
-  if (r == 0) {
-    w->counts.events++;
-    w->counts.catch_ups += (uint64_t)catch_up;
-  } else {
-    w->counts.outstanding -= slot->ops.n; /* no longer watched */
-  }
-  watch_unlock(w);
 }

@@ -1,8 +1,6 @@
 /* The enqueueing thread's step per operation (ncclshim_comm_record) and per graph replay
- * (ncclshim_comm_record_graph). An operation shares the next event with those before it
- * while the stream's newest event is pending (no driver call: the cheap path); otherwise
- * it asks whether the stream captures, then records an event. */
-#include <stdio.h>
+ * (ncclshim_comm_record_graph): it asks whether the stream captures, then records the
+ * operation's own event (src/track). */
 #include <string.h>
 
 #include "comm_watch.h"
@@ -30,55 +28,25 @@ static void unpin(ncclshim_comm *comm, ncs_watch *watch) {
     ncs_watch_unref(watch); /* unwatched meanwhile: the link's reference was left to us */
 }
 
-/* May this operation wait for a later event? Under the lock. No clock is read here: the
- * watchdog's pass closes a waiting group whose span reached close_ns (comm_watch_pass.c). */
-static int can_share(const ncs_watch *w, CUstream stream) {
-  /* The per-thread default stream names another stream on the watchdog's thread: a catch-up
-   * there would cover nothing. */
-  if (stream == NCCLSHIM_CU_STREAM_PER_THREAD) return 0;
-  if (w->waiting.n > 0 && w->waiting.stream != stream) return 0;
-  if (w->outstanding == NCCLSHIM_WATCH_EVENTS) return 1; /* no free event: wait for one */
-  if (w->outstanding == 0 || w->newest_stream != stream) return 0;
-  return w->waiting.n == 0 || w->closed_seq != w->waiting.first_seq;
-}
+_Static_assert(NCCLSHIM_WATCH_LABEL_MAX + 1 == NCS_TRACK_LABEL_BYTES, "a label fits the tracker's");
 
-static void describe_op(ncs_watch_ops *ops, CUstream stream, const char *call, size_t count,
-                        int type, uint64_t seq, int64_t now) {
-  ops->stream = stream;
-  ops->call = call;
-  ops->count = count;
-  ops->type = type;
-  ops->first_seq = ops->last_seq = seq;
-  ops->n = 1;
-  ops->start_ns = now;
-}
-
-/* Record one event after `ops` on the stream (not capturing); the lock not held. */
-static ncclshim_status record_event(ncs_watch *w, CUstream stream, ncs_watch_ops *ops,
-                                    const char *who) {
-  watch_lock(w);
-  if (w->outstanding == NCCLSHIM_WATCH_EVENTS) { /* the watchdog took the last free one */
-    if (w->waiting.n == 0) {
-      w->waiting = *ops;
-    } else if (w->waiting.stream == stream) {
-      w->waiting.last_seq = ops->last_seq;
-      w->waiting.n += ops->n;
-    } else {
-      w->counts.outstanding -= ops->n; /* no event for them: not watched */
-    }
-    watch_unlock(w);
-    return NCCLSHIM_OK;
+/* Copy `label` into `out` (NCS_TRACK_LABEL_BYTES), reading no further than the bound; a
+ * longer one is cut on a UTF-8 character boundary and ends in "...". */
+static void copy_label(char *out, const char *label) {
+  size_t n = strnlen(label, NCCLSHIM_WATCH_LABEL_MAX + 1);
+  if (n > NCCLSHIM_WATCH_LABEL_MAX) {
+    n = NCCLSHIM_WATCH_LABEL_MAX - 3;
+    while (n > 0 && ((unsigned char)label[n] & 0xC0) == 0x80) n--; /* a continuation byte */
+    memcpy(out, label, n);
+    memcpy(out + n, "...", 4);
+    return;
   }
-  ncs_watch_slot *slot = ncs_watch_reserve(w, ops);
-  watch_unlock(w);
-  ncclshim_cu_result r = ncclshim_cuda_functions(w->cuda)->cuEventRecord(slot->event, stream);
-  ncs_watch_publish(w, slot, r, 0);
-  if (r == 0) return NCCLSHIM_OK;
-  return ncs_fail(NCCLSHIM_CUDA_ERROR, "%s: cuEventRecord failed: %s (%d)", who,
-                  ncclshim_cuda_result_name(w->cuda, r), (int)r);
+  memcpy(out, label, n);
+  out[n] = '\0';
 }
 
-/* An operation (call != NULL) or a replay (label): shared, captured, or recorded. */
+/* An operation (call != NULL) or a replay (label): captured, or covered by an event of its
+ * own, recorded here on the program's thread (the only place a watch names its stream). */
 static ncclshim_status mark(ncclshim_comm *comm, CUstream stream, const char *call,
                             const char *label, size_t count, int type, const char *who) {
   if (comm == NULL) return ncs_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: comm is NULL", who);
@@ -86,60 +54,32 @@ static ncclshim_status mark(ncclshim_comm *comm, CUstream stream, const char *ca
   ncclshim_status status = NCCLSHIM_OK;
   ncs_watch *w = pin(comm, who, &status);
   if (w == NULL) return status;
-  watch_lock(w);
-  if (call != NULL && can_share(w, stream)) {
-    uint64_t seq = ++w->seq;
-    if (w->waiting.n++ == 0) { /* the only shared record that reads the clock */
-      describe_op(&w->waiting, stream, call, count, type, seq, ncs_now_ns());
-    } else {
-      w->waiting.last_seq = seq;
-    }
-    w->counts.recorded++;
-    w->counts.outstanding++;
-    watch_unlock(w);
+  ncclshim_cu_result r = 0;
+  int capturing = ncs_track_capturing(&w->dog->driver, stream, &r);
+  if (capturing > 0) {
+    w->counts.captured++;
     unpin(comm, w);
     return NCCLSHIM_OK;
   }
-  watch_unlock(w);
-  int64_t now = ncs_now_ns();
-  ncclshim_cu_result r = 0;
-  int capturing = ncs_stream_capturing(w->cuda, stream, &r);
-  watch_lock(w);
-  if (capturing != 0) {
-    w->counts.captured += capturing > 0;
-    watch_unlock(w);
-    unpin(comm, w);
-    if (capturing > 0) return NCCLSHIM_OK;
-    return ncs_fail(NCCLSHIM_CUDA_ERROR, "%s: cuStreamIsCapturing(%p) failed: %s (%d)", who,
-                    (void *)stream, ncclshim_cuda_result_name(w->cuda, r), (int)r);
-  }
-  /* The operations waiting on this stream go first: under this event (an operation) or an
-   * event of their own before the replay's (which keeps its label in a failure). */
-  ncs_watch_ops before = {0}, ops = {0};
-  if (w->waiting.n > 0 && w->waiting.stream == stream) {
-    before = w->waiting;
-    w->waiting.n = 0;
-  }
-  describe_op(&ops, stream, call, count, type, ++w->seq, now);
-  if (label != NULL) { /* read no further than the bound */
-    snprintf(ops.label, sizeof(ops.label), "%.*s", NCCLSHIM_WATCH_LABEL_MAX, label);
-    if (strnlen(label, NCCLSHIM_WATCH_LABEL_MAX + 1) > NCCLSHIM_WATCH_LABEL_MAX)
-      memcpy(ops.label + NCCLSHIM_WATCH_LABEL_MAX - 3, "...", 3);
-  }
-  if (call != NULL && before.n > 0) {
-    before.last_seq = ops.last_seq;
-    before.n++;
-    ops = before;
-    before.n = 0;
-  }
+  ncs_track_op op = {.call = call, .count = count, .type = type, .seq = ++w->seq, .n = 1};
+  if (label != NULL) copy_label(op.label, label);
+  ncs_track_failure why = {"cuStreamIsCapturing", r};
+  int recorded = capturing == 0 && ncs_track_record(w->track, stream, &op, ncs_now_ns(), &why) == 0;
   w->counts.recorded++;
   w->counts.replays += call == NULL;
-  w->counts.outstanding++;
-  watch_unlock(w);
-  if (before.n > 0) status = record_event(w, stream, &before, who);
-  ncclshim_status last = record_event(w, stream, &ops, who);
+  w->counts.events += (uint64_t)recorded;
   unpin(comm, w);
-  return status != NCCLSHIM_OK ? status : last;
+  if (recorded) return NCCLSHIM_OK;
+  /* Not watched: the program hears it now, naming the operation. */
+  const char *name = call != NULL ? call : "the replay of CUDA graph";
+  if (why.result == 0) /* no memory for a node or a context's pool */
+    return ncs_fail(NCCLSHIM_OUT_OF_MEMORY,
+                    "%s: out of memory: %s #%llu on stream %p is not watched", who, name,
+                    (unsigned long long)op.seq, (void *)stream);
+  return ncs_fail(NCCLSHIM_CUDA_ERROR,
+                  "%s: %s failed: %s (%d): %s #%llu on stream %p is not watched", who, why.call,
+                  ncclshim_cuda_result_name(w->cuda, why.result), (int)why.result, name,
+                  (unsigned long long)op.seq, (void *)stream);
 }
 
 ncclshim_status ncclshim_comm_record(ncclshim_comm *comm, CUstream stream, const char *call,
@@ -170,9 +110,10 @@ ncclshim_status ncclshim_comm_watch_counts(ncclshim_comm *comm, ncclshim_watch_c
   ncclshim_status status = NCCLSHIM_OK;
   ncs_watch *w = pin(comm, who, &status);
   if (w == NULL) return status;
-  watch_lock(w);
+  ncs_track_counts tracked = ncs_track_counts_of(w->track);
   *out = w->counts;
-  watch_unlock(w);
+  out->captured += tracked.captured;
+  out->outstanding = tracked.outstanding;
   out->size = size;
   unpin(comm, w);
   return NCCLSHIM_OK;

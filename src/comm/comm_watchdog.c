@@ -148,6 +148,7 @@ ncclshim_status ncclshim_watchdog_start(const ncclshim_watchdog_options *options
   atomic_init(&dog->refs, 1);
   dog->interval_ns = (int64_t)options->interval_ms * 1000000;
   dog->cuda = options->cuda != NULL ? options->cuda : ncclshim_cuda_default();
+  ncs_track_driver_of_table(ncclshim_cuda_functions(dog->cuda), &dog->driver);
   dog->on_failure = options->on_failure;
   dog->user = options->user;
   int rc = pthread_create(&dog->thread, NULL, watchdog_thread, dog);

@@ -16,32 +16,42 @@
 #include "ncclshim/cuda.h"
 #include "record_cuda.h"
 
-static rec_driver driver;
+static ncs_track_driver driver;
 static _Atomic int have_driver;
 static int audit_mode;
 
 void ncs_rec_cuda_audit(void) { audit_mode = 1; }
 
 /* A libcuda: it defines the driver's entry points the recorder needs. In audit mode each is
- * looked up as NAME_v2, else NAME (the list's V2 rows export the _v2 name). */
-static void *lookup(const struct link_map *map, const char *name) {
-  char v2[64];
-  snprintf(v2, sizeof(v2), "%s_v2", name);
-  const ElfW(Sym) *sym = ncshl_dynamic_lookup(map->l_ld, map->l_addr, v2);
+ * looked up by the exported name of the list's ABI: NAME_v2 (else NAME) for a V2 row, NAME
+ * for a BASE one (whose NAME_v2, where a driver has one, takes other parameters). */
+#define REC_SUFFIX_BASE 0
+#define REC_SUFFIX_V2 1
+#define REC_SUFFIX_(name, ask, policy, abi, n, params) REC_SUFFIX_##abi,
+static const unsigned char is_v2[] = {NCCLSHIM_CUDA_FUNCTIONS(REC_SUFFIX_)};
+
+static void *lookup(const struct link_map *map, const char *name, enum ncclshim_cuda_function fn) {
+  const ElfW(Sym) *sym = NULL;
+  if (is_v2[fn]) {
+    char v2[64];
+    snprintf(v2, sizeof(v2), "%s_v2", name);
+    sym = ncshl_dynamic_lookup(map->l_ld, map->l_addr, v2);
+  }
   if (sym == NULL || sym->st_value == 0) sym = ncshl_dynamic_lookup(map->l_ld, map->l_addr, name);
   return sym != NULL && sym->st_value != 0 ? (void *)(map->l_addr + sym->st_value) : NULL;
 }
 
-#define REC_DRIVER_LOOKUP_(field, name) \
-  if ((found.field = (NCCLSHIM_CUDA_PFN(name))lookup(map, #name)) == NULL) return 0;
+#define REC_DRIVER_FIND_(name) (NCCLSHIM_CUDA_PFN(name)) lookup(map, #name, NCCLSHIM_CUDA_FN_##name)
+#define REC_DRIVER_LOOKUP_(name) \
+  if ((found.name = REC_DRIVER_FIND_(name)) == NULL) return 0;
+#define REC_DRIVER_LOOKUP_OPTIONAL_(name) found.name = REC_DRIVER_FIND_(name);
 int ncs_rec_cuda_objopen(const struct link_map *map) {
   if (have_driver || ncshl_dynamic_lookup(map->l_ld, map->l_addr, "cuDriverGetVersion") == NULL)
     return 0;
-  rec_driver found;
-  REC_DRIVER_FUNCTIONS(REC_DRIVER_LOOKUP_)
-#define REC_DRIVER_LOOKUP_OPTIONAL_(field, name) \
-  found.field = (NCCLSHIM_CUDA_PFN(name))lookup(map, #name);
-  REC_DRIVER_OPTIONAL(REC_DRIVER_LOOKUP_OPTIONAL_)
+  ncs_track_driver found;
+  NCS_TRACK_DRIVER_FUNCTIONS(REC_DRIVER_LOOKUP_)
+  NCS_TRACK_DRIVER_OPTIONAL(REC_DRIVER_LOOKUP_OPTIONAL_)
+  if (found.cuStreamIsCapturing == NULL) return 0; /* older than CUDA 10.0 */
   driver = found;
   atomic_store_explicit(&have_driver, 1, memory_order_release);
   return 1;
@@ -59,24 +69,20 @@ static void from_table(void) {
   if (ncclshim_cuda_status(cuda) != NCCLSHIM_OK ||
       !ncclshim_cuda_has_function(cuda, NCCLSHIM_CUDA_FN_cuStreamIsCapturing))
     return;
-  const ncclshim_cuda_table *t = ncclshim_cuda_functions(cuda);
-#define REC_DRIVER_TABLE_(field, name) driver.field = t->name;
-  REC_DRIVER_FUNCTIONS(REC_DRIVER_TABLE_)
-  REC_DRIVER_OPTIONAL(REC_DRIVER_TABLE_)
+  ncs_track_driver_of_table(ncclshim_cuda_functions(cuda), &driver);
   atomic_store_explicit(&have_driver, 1, memory_order_release);
 }
 
 /* Asked at the first operation (a call that takes a stream): by then NCCL has loaded the
  * driver, while a version query may come before it. */
-const rec_driver *ncs_rec_driver(void) {
+const ncs_track_driver *ncs_rec_driver(void) {
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   if (!audit_mode) pthread_once(&once, from_table);
   return atomic_load_explicit(&have_driver, memory_order_acquire) ? &driver : NULL;
 }
 
 int ncs_rec_capturing(const void *stream) {
-  const rec_driver *d = ncs_rec_driver();
-  ncclshim_cu_stream_capture_status status = NCCLSHIM_CU_STREAM_CAPTURE_STATUS_NONE;
-  return d != NULL && d->is_capturing((CUstream)stream, &status) == NCCLSHIM_CUDA_SUCCESS &&
-         status != NCCLSHIM_CU_STREAM_CAPTURE_STATUS_NONE;
+  const ncs_track_driver *d = ncs_rec_driver();
+  ncclshim_cu_result r = 0;
+  return d != NULL && ncs_track_capturing(d, (CUstream)stream, &r) > 0;
 }

@@ -338,7 +338,9 @@ void ncs_rec_describe(char *text, size_t size) {
     used += snprintf(text + used, size - (size_t)used, ", at exit");
   if (used > 0 && (size_t)used < size && r->hang_ms != 0)
     snprintf(text + used, size - (size_t)used,
-             ", and once when an operation has not completed after %d ms", r->hang_ms);
+             ", and once when an operation has not completed after %d ms (if the program loads "
+             "a CUDA driver: without one, its first operation says there is no hang dump)",
+             r->hang_ms);
 }
 
 /* At exit, only a process that recorded a call: under LD_PRELOAD or LD_AUDIT, every program

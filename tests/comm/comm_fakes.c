@@ -26,6 +26,8 @@ void *fake_symbol(const char *path, const char *name) {
 ncclshim_nccl *fake_open(const char *variant) {
   ncclshim_nccl_options options = NCCLSHIM_NCCL_OPTIONS_INIT;
   options.path = current = fake_path(variant);
+  /* the fake driver, where the test has one: a context current, as a CUDA program has */
+  if (getenv("NCCLSHIM_CUDA_LIBRARY") != NULL) assert_int_equal(cuda_fake()->use_device(0), 0);
   ncclshim_nccl *nccl = NULL;
   assert_int_equal(ncclshim_nccl_open(&options, &nccl), NCCLSHIM_OK);
   FAKE(fake_nccl_void_fn, "fake_nccl_reset")();
@@ -63,27 +65,35 @@ int fake_seq(const char *function) {
 int fake_allocations(void) { return FAKE(fake_nccl_count_fn, "fake_nccl_live_allocations")(); }
 int fake_windows(void) { return FAKE(fake_nccl_count_fn, "fake_nccl_live_windows")(); }
 
-static int *cuda_variable(const char *name) {
-  const char *path = getenv("NCCLSHIM_CUDA_LIBRARY");
-  if (path == NULL) fail_msg("NCCLSHIM_CUDA_LIBRARY is not set");
-  ncclshim_cuda_default(); /* loads it */
-  return fake_symbol(path, name);
+const fake_cuda_api *cuda_fake(void) {
+  static fake_cuda_api api;
+  static int bound;
+  if (!bound) {
+    ncclshim_cuda_default(); /* loads it */
+    if (fake_cuda_bind(NULL, &api) != 0) fail_msg("the fake driver's controls are missing");
+    bound = 1;
+  }
+  return &api;
+}
+void fake_cuda_fresh(void) {
+  cuda_fake()->reset();
+  assert_int_equal(cuda_fake()->use_device(0), 0);
 }
 void fake_cuda_capture(int result, int status) {
-  *cuda_variable("fake_capture_result") = result;
-  *cuda_variable("fake_capture_status") = status;
+  (void)cuda_fake(); /* loads it */
+  const char *path = getenv("NCCLSHIM_CUDA_LIBRARY");
+  *(int *)fake_symbol(path, "fake_capture_result") = result;
+  *(int *)fake_symbol(path, "fake_capture_status") = status;
 }
-void fake_cuda_query(int result) { *cuda_variable("fake_query_result") = result; }
-typedef void (*set_fn)(int);
-typedef int (*count_fn)(int);
-void fake_cuda_event_query(int result) {
-  ((set_fn)(uintptr_t)cuda_variable("fake_cuda_set_event_query"))(result);
-}
+void fake_cuda_query(int result) { cuda_fake()->set_stream_query(result); }
+void fake_cuda_event_query(int result) { cuda_fake()->set_event_query(result); }
 void fake_cuda_record_result(int result) {
-  ((set_fn)(uintptr_t)cuda_variable("fake_cuda_set_record_result"))(result);
+  cuda_fake()->inject("cuEventRecord", 0, NULL, result, result != 0 ? FAKE_CUDA_FOREVER : 0);
 }
 int fake_cuda_events(int which) {
-  return ((count_fn)(uintptr_t)cuda_variable("fake_cuda_event_count"))(which);
+  static const char *const names[] = {"cuEventCreate", "cuEventDestroy", "cuEventRecord",
+                                      "cuEventQuery"};
+  return cuda_fake()->count(names[which & 3]);
 }
 
 ncclshim_comm *fake_comm(ncclshim_nccl *nccl, int blocking) {

@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "fakes/fake_cuda.h"
 #include "ncclshim/comm.h"
 
 /* Open fake variant `variant` ("2.28.9", ...) explicitly, make it the one the helpers below
@@ -33,11 +34,18 @@ int fake_windows(void);
 /* The address of `name` in the loaded library at `path`; fails the test when either is missing. */
 void *fake_symbol(const char *path, const char *name);
 
-/* The fake libcuda (NCCLSHIM_CUDA_LIBRARY): cuStreamIsCapturing's answer, cuStreamQuery's. */
+/* The fake driver (NCCLSHIM_CUDA_LIBRARY, tests/fakes/fake_cuda.h): its controls, loaded
+ * with it; fake_cuda_fresh() resets it and makes device 0 current on the calling thread
+ * (fake_open does the latter too, as a CUDA program has a context). */
+const fake_cuda_api *cuda_fake(void);
+void fake_cuda_fresh(void);
+/* cuStreamIsCapturing's answer on streams without a capture, cuStreamQuery's on every
+ * stream (0: as its events say). */
 void fake_cuda_capture(int result, int status);
 void fake_cuda_query(int result);
-/* Its events (fake_cuda_capture.c): cuEventQuery's answer (0 fired, 600 never fires),
- * cuEventRecord's, and the calls counted: create 0, destroy 1, record 2, query 3. */
+/* What events recorded from now on answer to cuEventQuery (0 fired, 600 never fires),
+ * cuEventRecord's answer, and the calls counted since the reset: create 0, destroy 1,
+ * record 2, query 3. */
 void fake_cuda_event_query(int result);
 void fake_cuda_record_result(int result);
 int fake_cuda_events(int which);

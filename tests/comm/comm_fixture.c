@@ -12,6 +12,7 @@
 static comm_fixture fixture;
 
 int open_fixture(void **state, const char *variant, int blocking) {
+  fake_cuda_fresh();
   fixture = (comm_fixture){fake_open(variant), NULL, NULL, *state};
   if (blocking >= 0) fixture.comm = fake_comm(fixture.nccl, blocking);
   *state = &fixture;

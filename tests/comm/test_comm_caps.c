@@ -2,7 +2,7 @@
  * fakes: a trial window registration (once, then cached; a NULL window is a "no"), what
  * ncclCommQueryProperties says, the all-gather of fingerprints with one rank made to differ,
  * its deadline, and the versions named when a device-API call fails with ncclInvalidUsage.
- * The fake libcuda here (fake_cuda_memory.c) gives host memory as device memory. */
+ * The fake driver (tests/fakes/fake_cuda.h) gives host memory as device memory. */
 #include <dlfcn.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -31,8 +31,7 @@ static void properties(int device_api, int multimem, int gin_type) {
 
 static int cuda_allocations(void) {
   ncclshim_cuda_default();
-  return ((int (*)(void))(uintptr_t)fake_symbol(getenv("NCCLSHIM_CUDA_LIBRARY"),
-                                                "fake_cuda_live_allocations"))();
+  return cuda_fake()->live_allocations();
 }
 
 static ncclshim_answer ask(ncclshim_comm *comm, ncclshim_comm_capability cap, char *why,
@@ -175,7 +174,7 @@ static void test_agree_equal(void **state) {
   char record[NCCLSHIM_AGREE_RECORD];
   ncclshim_agree_record(nccl, record, sizeof(record));
   assert_non_null(strstr(record, "nccl=2.29.7\n"));
-  assert_non_null(strstr(record, "driver=11.2\n"));
+  assert_non_null(strstr(record, "driver=13.0\n"));
   assert_non_null(strstr(record, "@host="));
 }
 
@@ -212,7 +211,7 @@ static void test_agree_deadline_and_errors(void **state) {
   assert_int_equal(ncclshim_comm_agree(comm, 50), NCCLSHIM_TIMEOUT);
   assert_true(now_ms() - start < 50 + test_slack_ms(950));
   assert_int_equal(cuda_allocations(), 2); /* left to NCCL on purpose */
-  ((void (*)(void))(uintptr_t)fake_symbol(getenv("NCCLSHIM_CUDA_LIBRARY"), "fake_cuda_free_all"))();
+  cuda_fake()->free_all();
   fake_async(0, ncclRemoteError);
   assert_int_equal(ncclshim_comm_agree(comm, 1000), NCCLSHIM_NCCL_ERROR);
   assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_FAILED);

@@ -58,6 +58,7 @@ static ncclshim_comm *make_failed_by_watchdog(ncclshim_nccl *nccl) {
   assert_int_equal(ncclshim_comm_record(comm, NULL, "ncclAllReduce", 1, ncclFloat32), NCCLSHIM_OK);
   assert_int_equal(fake_wait_abort_returns(aborts + 1, (int)test_slack_ms(10000)), aborts + 1);
   fake_cuda_event_query(0);
+  cuda_fake()->complete_all(); /* the aborted work is gone: the stream is idle again */
   assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_FAILED);
   return comm;
 }

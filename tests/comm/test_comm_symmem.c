@@ -216,7 +216,8 @@ static void test_in_group_completed_too_early(void **state) {
 static void test_graph_capture(void **state) {
   ncclshim_comm *comm = fixture_comm(state);
   ncclshim_symmem *mem = NULL;
-  cudaStream_t stream = (cudaStream_t)(uintptr_t)0x5000;
+  cudaStream_t stream = (cudaStream_t)cuda_fake()->new_stream(0);
+  char expected[96];
   fake_cuda_capture(0, NCCLSHIM_CU_STREAM_CAPTURE_STATUS_ACTIVE);
   assert_int_equal(ncclshim_symmem_alloc(comm, 4096, stream, 1000, &mem),
                    NCCLSHIM_INVALID_ARGUMENT);
@@ -234,7 +235,9 @@ static void test_graph_capture(void **state) {
   assert_null(mem);
   fake_cuda_capture(400, 0); /* CUDA_ERROR_INVALID_HANDLE */
   assert_int_equal(ncclshim_symmem_alloc(comm, 4096, stream, 1000, &mem), NCCLSHIM_CUDA_ERROR);
-  assert_message("cuStreamIsCapturing(0x5000) failed: CUDA_ERROR_INVALID_HANDLE (400)");
+  snprintf(expected, sizeof(expected),
+           "cuStreamIsCapturing(%p) failed: CUDA_ERROR_INVALID_HANDLE (400)", (void *)stream);
+  assert_message(expected);
   static const int cannot_tell[] = {3, 4, 201, 801};
   for (size_t i = 0; i < sizeof(cannot_tell) / sizeof(cannot_tell[0]); i++) {
     fake_cuda_capture(cannot_tell[i], 0);

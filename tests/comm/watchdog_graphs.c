@@ -4,24 +4,26 @@
  *  - records on a capturing stream (or on the legacy stream during a global capture)
  *    record no event, start no clock, count as captured;
  *  - a capture that begins between a record's check and its cuEventRecord: the event's
- *    capture answer (907, or INVALID_VALUE) fails nothing, and a catch-up records it again;
+ *    capture answer (907, or INVALID_VALUE) fails nothing, and counts it as captured;
  *  - graph replays: a hang names the graph and its collectives; replays long after the
  *    capture fail nothing; labels are copied and cut;
- *  - the last operations of a burst, which no record follows: the watchdog's catch-up event
- *    detects their hang, and is never recorded into a stream that captures. */
+ *  - every operation has its own event, recorded inside its record: the last operations
+ *    of a burst are watched with no later event, and nothing is ever recorded into a
+ *    stream that began capturing after its records. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "watchdog_support.h"
 
-#define S ((CUstream)0x5000)
-#define OTHER ((CUstream)0x6000)
+#define S test_stream(0)
+#define OTHER test_stream(1)
 enum { ACTIVE = 1, GLOBAL = 0, THREAD_LOCAL = 1, CAPTURED_EVENT = 907, INVALID_VALUE = 1 };
 
 /* Nothing failed: READY, no callback, no abort. */
@@ -83,7 +85,10 @@ void test_capture_records_nothing(void **state) {
   fake_set_capture(OTHER, 0, GLOBAL);
   fake_cuda_capture(400, 0);
   assert_int_equal(all_reduce_on(comm, OTHER, 32), NCCLSHIM_CUDA_ERROR);
-  assert_message("cuStreamIsCapturing(0x6000) failed: CUDA_ERROR_INVALID_HANDLE (400)");
+  assert_message("cuStreamIsCapturing failed: CUDA_ERROR_INVALID_HANDLE (400): ncclAllReduce #");
+  char expected[96];
+  snprintf(expected, sizeof(expected), "on stream %p is not watched", (void *)OTHER);
+  assert_message(expected);
   fake_cuda_capture(0, 0);
   /* A graph launched into a capture becomes a node of it: captured too. */
   assert_int_equal(ncclshim_comm_record_graph(comm, S, "nested", 3), NCCLSHIM_OK);
@@ -100,20 +105,20 @@ void test_capture_records_nothing(void **state) {
 }
 
 /* A capture begun between a record's check and its cuEventRecord takes the event: its
- * query answers `answer`; nothing fails, and once the capture ends a catch-up records the
- * operation again, whose event fires. */
+ * query answers `answer`; nothing fails, the operation counts as captured (its work is now
+ * the graph's). */
 static void capture_begun_during_a_record(ncclshim_comm *comm, int answer) {
   fake_captured_answer(answer);
   fake_capture_on_record(S);
   int into = fake_counter(RECORDS_INTO_CAPTURES);
   assert_int_equal(all_reduce_on(comm, S, 16), NCCLSHIM_OK);
   assert_int_equal(fake_counter(RECORDS_INTO_CAPTURES), into + 1);
-  outlast(comm, 3 * TIMEOUT_MS); /* the capture answer restarts the clock: no failure */
+  wait_until_done(comm, 20 * TIMEOUT_MS); /* the capture answer: not a hang */
+  outlast(comm, 3 * TIMEOUT_MS);
   assert_healthy(comm);
-  assert_int_equal(counts_of(comm).catch_ups, 0); /* never into the capture */
+  assert_int_equal(counts_of(comm).captured, 1);
+  assert_int_equal(counts_of(comm).catch_ups, 0);
   fake_set_capture(S, 0, THREAD_LOCAL);
-  wait_until_done(comm, 20 * TIMEOUT_MS);
-  assert_true(counts_of(comm).catch_ups >= 1);
   assert_int_equal(fake_counter(RECORDS_INTO_CAPTURES), into + 1);
   end_healthy(comm);
 }
@@ -163,86 +168,50 @@ void test_replay_long_after_capture(void **state) {
   end_healthy(comm);
 }
 
-/* A burst whose first event is pending: the first operation records it, the others share
- * the next one. The work stops right after the first: no record follows the others, and the
- * watchdog's catch-up event is what detects their hang. */
-void test_burst_tail_caught_up(void **state) {
-  /* A pass closes their group after 1/20 of the deadline: the 5 records fit. */
-  const int deadline_ms = long_timeout_ms();
+/* A burst whose work stops after the first operation: each operation has its own event,
+ * recorded inside its record (none later: the stream may be gone by then), and the hang is
+ * the oldest not complete, named alone. */
+void test_burst_tail_watched(void **state) {
   ncclshim_comm *comm = fixture_comm(state);
   int recorded = fake_cuda_events(RECORDED);
-  fake_cuda_event_query(NOT_READY);
-  int64_t start = now_ms();
-  for (int i = 0; i < 5; i++) assert_int_equal(all_reduce_on(comm, S, 8), NCCLSHIM_OK);
+  assert_int_equal(all_reduce_on(comm, S, 8), NCCLSHIM_OK); /* #1 completes */
+  fake_stream_answer(S, NOT_READY);                         /* #2 .. #5 never do */
+  for (int i = 0; i < 4; i++) assert_int_equal(all_reduce_on(comm, S, 8), NCCLSHIM_OK);
   ncclshim_watch_counts c = counts_of(comm);
   assert_int_equal(c.recorded, 5);
-  assert_int_equal(c.events, 1);
-  assert_int_equal(c.outstanding, 5);
-  assert_int_equal(fake_cuda_events(RECORDED) - recorded, 1);
-  fake_complete_all(); /* #1 is done; #2 .. #5 never complete */
-  wait_for_failure(comm, 20 * deadline_ms);
-  assert_true(now_ms() - start >= deadline_ms); /* their clock started at #2's record */
-  assert_int_equal(counts_of(comm).catch_ups, 1);
+  assert_int_equal(c.events, 5);
+  assert_int_equal(fake_cuda_events(RECORDED) - recorded, 5);
+  wait_for_failure(comm, 20 * TIMEOUT_MS);
+  assert_int_equal(counts_of(comm).catch_ups, 0);
   assert_non_null(strstr(callback_message, "ncclAllReduce #2 (count 8, ncclFloat32)"));
-  assert_non_null(strstr(callback_message, "one event covers it and the 3 after it, to #5"));
+  assert_null(strstr(callback_message, "#5"));
   finish_failed(comm);
 }
 
-/* Records read no clock while they share: the watchdog's pass closes a group once it spans
- * 1/20 of the deadline less one interval, and the next record then records the event that
- * the whole group shares. */
-void test_group_closed_by_the_pass(void **state) {
-  const int deadline_ms = long_timeout_ms(), close_ms = deadline_ms / 20 - INTERVAL_MS;
-  ncclshim_comm *comm = fixture_comm(state);
-  int recorded = fake_cuda_events(RECORDED);
-  fake_cuda_event_query(NOT_READY);
-  assert_int_equal(all_reduce_on(comm, S, 8), NCCLSHIM_OK); /* #1 records the first event */
-  int64_t start = now_ms();
-  assert_int_equal(all_reduce_on(comm, S, 8), NCCLSHIM_OK); /* #2 begins the group */
-  uint64_t ops = 2;
-  while (counts_of(comm).events == 1 && now_ms() - start < 20 * deadline_ms) {
-    sleep_ms(1); /* paces the records; the event count is the condition */
-    assert_int_equal(all_reduce_on(comm, S, 8), NCCLSHIM_OK);
-    ops++;
-  }
-  ncclshim_watch_counts c = counts_of(comm);
-  assert_int_equal(c.events, 2);
-  assert_int_equal(c.catch_ups, 0); /* a record closed it: #1's event is still pending */
-  assert_int_equal(c.outstanding, ops);
-  assert_int_equal(fake_cuda_events(RECORDED) - recorded, 2);
-  assert_true(now_ms() - start >= close_ms);
-  assert_int_equal(all_reduce_on(comm, S, 8), NCCLSHIM_OK); /* a new group: shares again */
-  assert_int_equal(counts_of(comm).events, 2);
-  fake_cuda_event_query(0);
-  fake_complete_all();
-  wait_until_done(comm, 20 * deadline_ms);
-  end_healthy(comm);
-}
-
-/* The same tail, but the stream starts capturing before the catch-up: the watchdog records
- * nothing into it and holds those operations' clock until the capture ends. */
-void test_tail_held_while_capturing(void **state) {
+/* Records made, then the stream captures in global mode while their work completes: the
+ * watchdog records nothing into the capture (it records nothing at all) and its queries
+ * invalidate nothing. */
+void test_capture_after_the_records(void **state) {
   ncclshim_comm *comm = fixture_comm(state);
   int into = fake_counter(RECORDS_INTO_CAPTURES);
   int invalidated = fake_counter(INVALIDATED_CAPTURES);
   fake_cuda_event_query(NOT_READY);
   for (int i = 0; i < 3; i++) assert_int_equal(all_reduce_on(comm, S, 8), NCCLSHIM_OK);
   fake_set_capture(S, ACTIVE, GLOBAL);
-  fake_complete_all(); /* the first event fires: the others wait for a catch-up */
+  fake_complete_all();
+  wait_until_done(comm, 20 * TIMEOUT_MS);
   outlast(comm, 3 * TIMEOUT_MS);
   assert_healthy(comm);
   assert_int_equal(fake_counter(RECORDS_INTO_CAPTURES), into);
   assert_int_equal(fake_counter(INVALIDATED_CAPTURES), invalidated);
   fake_cuda_event_query(0);
   fake_set_capture(S, 0, GLOBAL);
-  wait_until_done(comm, 20 * TIMEOUT_MS);
-  assert_true(counts_of(comm).catch_ups >= 1);
   end_healthy(comm);
 }
 
-/* The per-thread default stream names another stream on the watchdog's thread: there,
- * every record records its own event (no catch-up could cover it). */
-void test_per_thread_stream_never_shares(void **state) {
+/* The per-thread default stream (which names another stream on the watchdog's thread):
+ * every record records its own event there too, on the program's thread. */
+void test_per_thread_stream_event_each(void **state) {
   ncclshim_comm *comm = fixture_comm(state);
   fake_cuda_event_query(NOT_READY);
   for (int i = 0; i < 3; i++)
@@ -250,28 +219,26 @@ void test_per_thread_stream_never_shares(void **state) {
   assert_int_equal(counts_of(comm).events, 3);
   fake_complete_all();
   wait_until_done(comm, 20 * TIMEOUT_MS);
-  assert_int_equal(counts_of(comm).catch_ups, 0);
   end_healthy(comm);
 }
 
-/* Operations waiting for an event on one stream while another stream keeps the ring busy:
- * their catch-up is due once nothing of their own stream is outstanding, and their clock is
- * checked even while the other stream's events are outstanding. */
+/* A hang on one stream while another stream keeps recording: its clock is checked whatever
+ * the other stream's events do. */
 static void *record_on_other(void *arg) {
   comm_thread *b = arg;
   while (!atomic_load(&b->stop) && all_reduce_on(b->comm, OTHER, 4) == NCCLSHIM_OK) sleep_ms(1);
   return NULL;
 }
 
-void test_tail_caught_up_beside_a_busy_stream(void **state) {
+void test_hang_beside_a_busy_stream(void **state) {
   ncclshim_comm *comm = fixture_comm(state);
   fake_stream_answer(OTHER, NOT_READY); /* a long operation there first */
   assert_int_equal(all_reduce_on(comm, OTHER, 4), NCCLSHIM_OK);
   fake_stream_answer(OTHER, 0); /* then OTHER's work completes as it comes */
-  assert_int_equal(all_reduce_on(comm, S, 8), NCCLSHIM_OK); /* #2: its own event */
-  assert_int_equal(all_reduce_on(comm, S, 8), NCCLSHIM_OK); /* #3 waits for the next */
-  fake_stream_answer(S, NOT_READY);                         /* S hangs from #3 on */
+  assert_int_equal(all_reduce_on(comm, S, 8), NCCLSHIM_OK); /* #2 */
   fake_complete_all();                                      /* #1 and #2 are done */
+  fake_stream_answer(S, NOT_READY);                         /* S hangs from #3 on */
+  assert_int_equal(all_reduce_on(comm, S, 8), NCCLSHIM_OK); /* #3 */
   comm_thread b = {comm, 0, 0};
   pthread_t thread;
   assert_int_equal(pthread_create(&thread, NULL, record_on_other, &b), 0);

@@ -18,8 +18,8 @@
 
 #include "watchdog_support.h"
 
-#define S ((CUstream)0x5000)
-#define OTHER ((CUstream)0x6000)
+#define S test_stream(0)
+#define OTHER test_stream(1)
 
 typedef struct recorder {
   pthread_t thread;
@@ -61,7 +61,6 @@ void test_callback_frees_nothing_a_record_holds(void **state) {
     ncclshim_nccl *nccl;
     int destroyed = fake_cuda_events(DESTROYED), created = fake_cuda_events(CREATED);
     ncclshim_comm *comm = watched(&nccl, dog);
-    int pool = fake_cuda_events(CREATED) - created;
     callback_action = actions[i];
     recorder r;
     start_blocked_record(&r, comm);
@@ -78,16 +77,17 @@ void test_callback_frees_nothing_a_record_holds(void **state) {
     finish_record(&r);
     assert_int_equal(r.status, NCCLSHIM_OK);
     /* Unwatched by the callback (abort and unwatch; a destroy of a failed one does not):
-     * the watch went when the record was done. */
-    int gone = actions[i] == destroy_it ? 0 : pool;
-    assert_int_equal(fake_cuda_events(DESTROYED) - destroyed, gone);
+     * the watch, and its one event, went when the record was done. */
+    int made = fake_cuda_events(CREATED) - created;
+    assert_int_equal(made, 1);
+    assert_int_equal(fake_cuda_events(DESTROYED) - destroyed, actions[i] == destroy_it ? 0 : made);
     assert_int_equal(ncclshim_comm_record(comm, S, "ncclAllReduce", 1, ncclFloat32),
                      NCCLSHIM_TIMEOUT); /* failed: that answer comes first */
     finish_failed(comm);
     ncclshim_comm_free(comm);
     assert_int_equal(ncclshim_watchdog_stop(dog), NCCLSHIM_OK);
     ncclshim_nccl_close(nccl);
-    assert_int_equal(fake_cuda_events(DESTROYED) - destroyed, pool);
+    assert_int_equal(fake_cuda_events(DESTROYED) - destroyed, made);
   }
 }
 
@@ -95,12 +95,10 @@ void test_slow_record_delays_nothing_else(void **state) {
   (void)state;
   ncclshim_watchdog *dog = start();
   ncclshim_nccl *nccl;
-  int created = fake_cuda_events(CREATED);
   ncclshim_comm *slow = watched(&nccl, dog);
-  int pool = fake_cuda_events(CREATED) - created;
   ncclshim_comm *other = fake_comm(nccl, 1);
   assert_int_equal(ncclshim_comm_watch(other, dog, TIMEOUT_MS), NCCLSHIM_OK);
-  int destroyed = fake_cuda_events(DESTROYED);
+  int destroyed = fake_cuda_events(DESTROYED), created = fake_cuda_events(CREATED);
   recorder r;
   start_blocked_record(&r, slow);
   fake_cuda_event_query(NOT_READY);
@@ -115,10 +113,12 @@ void test_slow_record_delays_nothing_else(void **state) {
   assert_int_equal(ncclshim_watchdog_stop(dog), NCCLSHIM_OK);
   assert_true(now_ms() - start < test_slack_ms(10 * TIMEOUT_MS)); /* nor waits for the record */
   assert_int_equal(fake_blocked(), 1);
-  /* Unwatched by the stop: the slow one's events go once its record is done. */
-  assert_int_equal(fake_cuda_events(DESTROYED) - destroyed, pool);
+  /* Unwatched by the stop: the other's event went; the slow one's goes once its record is
+   * done. */
+  assert_int_equal(fake_cuda_events(DESTROYED) - destroyed, 1);
   finish_record(&r);
-  assert_int_equal(fake_cuda_events(DESTROYED) - destroyed, 2 * pool);
+  assert_int_equal(fake_cuda_events(CREATED) - created, 2);
+  assert_int_equal(fake_cuda_events(DESTROYED) - destroyed, 2);
   assert_int_equal(r.status, NCCLSHIM_OK);
   /* Its blocked operation passed its deadline too: failed meanwhile, that answer first. */
   assert_int_equal(ncclshim_comm_record(slow, S, "ncclAllReduce", 1, ncclFloat32),

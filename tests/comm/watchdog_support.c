@@ -38,15 +38,19 @@ ncclshim_watchdog *start_every(int interval_ms) {
 
 ncclshim_watchdog *start(void) { return start_every(INTERVAL_MS); }
 
+static CUstream streams[TEST_STREAMS];
+
+CUstream test_stream(int i) {
+  if (streams[i] == NULL) streams[i] = cuda_fake()->new_stream(0);
+  assert_non_null(streams[i]);
+  return streams[i];
+}
+
 int setup(void **state) {
   (void)state;
-  fake_cuda_event_query(0);
-  fake_cuda_record_result(0);
+  fake_cuda_fresh();
   fake_cuda_capture(0, 0);
-  fake_end_captures();
-  fake_stream_answer(NULL, RESET_STREAM_ANSWERS);
-  fake_release_record();
-  fake_captured_answer(907);
+  memset(streams, 0, sizeof(streams));
   atomic_store(&callbacks, 0);
   callback_action = NULL;
   callback_message[0] = '\0';
@@ -64,8 +68,6 @@ static int watched_fixture(void **state, int timeout_ms) {
   return 0;
 }
 int watched_2289(void **state) { return watched_fixture(state, TIMEOUT_MS); }
-int long_timeout_ms(void) { return LONG_TIMEOUT_MS * test_time_scale(); }
-int watched_long_2289(void **state) { return watched_fixture(state, long_timeout_ms()); }
 
 ncclshim_comm *watched_for(ncclshim_nccl **nccl, ncclshim_watchdog *dog, int timeout_ms) {
   *nccl = fake_open("2.28.9");
@@ -133,42 +135,18 @@ void finish_failed(ncclshim_comm *comm) {
   assert_int_equal(ncclshim_comm_abort(comm, 5000), NCCLSHIM_OK);
 }
 
-/* The capture fake's functions, found in the loaded fake libcuda. */
-static void *capture_fake(const char *name) {
-  const char *path = getenv("NCCLSHIM_CUDA_LIBRARY");
-  if (path == NULL) fail_msg("NCCLSHIM_CUDA_LIBRARY is not set");
-  ncclshim_cuda_default(); /* loads it */
-  return fake_symbol(path, name);
-}
-#define CAPTURE_FAKE(type, name) ((type)(uintptr_t)capture_fake(name))
-typedef void (*capture_fn)(CUstream, int, int);
-typedef void (*stream_fn)(CUstream);
-typedef void (*capture_fn2)(CUstream, int);
-typedef void (*int_fn)(int);
-typedef int (*count_fn)(int);
-typedef void (*void_fn)(void);
-typedef int (*get_fn)(void);
-
+/* The fake driver's controls, as the cases name them. */
 void fake_set_capture(CUstream stream, int status, int mode) {
-  CAPTURE_FAKE(capture_fn, "fake_cuda_set_capture")(stream, status, mode);
+  cuda_fake()->set_capture(stream, status, mode);
 }
-void fake_capture_on_record(CUstream stream) {
-  CAPTURE_FAKE(stream_fn, "fake_cuda_capture_on_record")(stream);
-}
-void fake_captured_answer(int result) {
-  CAPTURE_FAKE(int_fn, "fake_cuda_set_captured_answer")(result);
-}
-int fake_counter(int which) { return CAPTURE_FAKE(count_fn, "fake_cuda_counter")(which); }
+void fake_capture_on_record(CUstream stream) { cuda_fake()->capture_on_record(stream); }
+void fake_captured_answer(int result) { cuda_fake()->set_captured_answer(result); }
+int fake_counter(int which) { return cuda_fake()->counter(which); }
 void fake_stream_answer(CUstream stream, int answer) {
-  if (answer == RESET_STREAM_ANSWERS)
-    CAPTURE_FAKE(void_fn, "fake_cuda_reset_stream_answers")();
-  else
-    CAPTURE_FAKE(capture_fn2, "fake_cuda_set_stream_answer")(stream, answer);
+  cuda_fake()->set_stream_answer(stream, answer, 0);
 }
-void fake_end_captures(void) { CAPTURE_FAKE(void_fn, "fake_cuda_end_captures")(); }
-void fake_complete_all(void) { CAPTURE_FAKE(void_fn, "fake_cuda_complete_all")(); }
-void fake_block_next_record(CUstream stream) {
-  CAPTURE_FAKE(stream_fn, "fake_cuda_block_next_record")(stream);
-}
-int fake_blocked(void) { return CAPTURE_FAKE(get_fn, "fake_cuda_blocked")(); }
-void fake_release_record(void) { CAPTURE_FAKE(void_fn, "fake_cuda_release_record")(); }
+void fake_end_captures(void) { cuda_fake()->end_captures(); }
+void fake_complete_all(void) { cuda_fake()->complete_all(); }
+void fake_block_next_record(CUstream stream) { cuda_fake()->block_next_record(stream); }
+int fake_blocked(void) { return cuda_fake()->blocked(); }
+void fake_release_record(void) { cuda_fake()->release_record(); }

@@ -1,7 +1,7 @@
 /* What the watchdog's tests share (test_comm_watchdog.c and its case files
  * watchdog_graphs.c and watchdog_races.c, one executable): a watchdog whose callback notes
  * what it saw, watched communicators on the fakes, all-reduces as a user enqueues them, the
- * bounded waits, and the controls of the capture fake (tests/comm/fake_cuda_capture.c). */
+ * bounded waits, and the controls of the fake driver (tests/fakes/fake_cuda.h). */
 #ifndef NCCLSHIM_TEST_WATCHDOG_SUPPORT_H
 #define NCCLSHIM_TEST_WATCHDOG_SUPPORT_H
 
@@ -11,10 +11,6 @@
 #include "comm_fixture.h"
 
 enum { NOT_READY = 600, LAUNCH_FAILED = 719, TIMEOUT_MS = 100, INTERVAL_MS = 5 };
-/* For cases whose records must fit in 1/20 of the deadline: long_timeout_ms() is it times
- * the runner's slowdown (test_time_scale). */
-enum { LONG_TIMEOUT_MS = 500 };
-int long_timeout_ms(void);
 enum { CREATED = 0, DESTROYED = 1, RECORDED = 2, QUERIED = 3 };
 
 /* What the callback saw. It runs on the watchdog's thread, where a cmocka assert cannot
@@ -30,13 +26,12 @@ extern void (*callback_action)(ncclshim_comm *comm);
 /* A watchdog with INTERVAL_MS and the noting callback. */
 ncclshim_watchdog *start(void);
 ncclshim_watchdog *start_every(int interval_ms);
-/* Each test's setup: events fire, records succeed, nothing captures, no callback yet. */
+/* Each test's setup: a fresh fake driver (events fire, records succeed, nothing captures,
+ * device 0 current), no callback yet. */
 int setup(void **state);
 /* setup, then the fixture (comm_fixture.h): a watchdog (start) and a blocking communicator
  * on a fresh 2.28.9 fake that it watches (TIMEOUT_MS). */
 int watched_2289(void **state);
-/* The same watched for long_timeout_ms(). */
-int watched_long_2289(void **state);
 /* A watched blocking communicator (TIMEOUT_MS, or timeout_ms) on a fresh fake. */
 ncclshim_comm *watched(ncclshim_nccl **nccl, ncclshim_watchdog *dog);
 ncclshim_comm *watched_for(ncclshim_nccl **nccl, ncclshim_watchdog *dog, int timeout_ms);
@@ -67,7 +62,12 @@ typedef struct comm_thread {
   atomic_int done, stop;
 } comm_thread;
 
-/* The capture fake's controls (fake_cuda_capture.c says what each does). */
+/* Streams of device 0 made for the current test, the same for the same `i` until the next
+ * setup (S and OTHER in the case files). */
+enum { TEST_STREAMS = 4 };
+CUstream test_stream(int i);
+
+/* The fake driver's controls (tests/fakes/fake_cuda.h says what each does). */
 enum { INVALIDATED_CAPTURES = 0, RECORDS_INTO_CAPTURES = 1, GLOBAL_MODE_QUERIES = 2 };
 void fake_set_capture(CUstream stream, int status, int mode);
 void fake_capture_on_record(CUstream stream);
@@ -75,9 +75,8 @@ void fake_captured_answer(int result);
 int fake_counter(int which);
 void fake_complete_all(void);
 void fake_end_captures(void);
-/* What events recorded on `stream` answer from now on (RESET_STREAM_ANSWERS: for every
- * stream, the common answer again). */
-enum { RESET_STREAM_ANSWERS = -2 };
+/* What events recorded on `stream` answer from now on (FAKE_CUDA_ANY_RESULT: the common
+ * answer again). */
 void fake_stream_answer(CUstream stream, int answer);
 void fake_block_next_record(CUstream stream);
 int fake_blocked(void);
@@ -86,19 +85,18 @@ void fake_release_record(void);
 /* The case files' tests, each with its setup: X(test, setup). They are declared here, and
  * main (test_comm_watchdog.c's) runs them after its own, each released by
  * release_fixture. */
-#define WATCHDOG_CASE_FILE_TESTS(X)                         \
-  X(test_capture_global_pending, watched_2289)              \
-  X(test_capture_records_nothing, watched_2289)             \
-  X(test_capture_begun_during_a_record, watched_2289)       \
-  X(test_replay_hang_names_the_graph, watched_2289)         \
-  X(test_replay_long_after_capture, watched_2289)           \
-  X(test_burst_tail_caught_up, watched_long_2289)           \
-  X(test_group_closed_by_the_pass, watched_long_2289)       \
-  X(test_tail_held_while_capturing, watched_2289)           \
-  X(test_per_thread_stream_never_shares, watched_2289)      \
-  X(test_tail_caught_up_beside_a_busy_stream, watched_2289) \
-  X(test_callback_frees_nothing_a_record_holds, setup)      \
-  X(test_slow_record_delays_nothing_else, setup)            \
+#define WATCHDOG_CASE_FILE_TESTS(X)                    \
+  X(test_capture_global_pending, watched_2289)         \
+  X(test_capture_records_nothing, watched_2289)        \
+  X(test_capture_begun_during_a_record, watched_2289)  \
+  X(test_replay_hang_names_the_graph, watched_2289)    \
+  X(test_replay_long_after_capture, watched_2289)      \
+  X(test_burst_tail_watched, watched_2289)             \
+  X(test_capture_after_the_records, watched_2289)      \
+  X(test_per_thread_stream_event_each, watched_2289)   \
+  X(test_hang_beside_a_busy_stream, watched_2289)      \
+  X(test_callback_frees_nothing_a_record_holds, setup) \
+  X(test_slow_record_delays_nothing_else, setup)       \
   X(test_stop_from_the_callback_refused, setup)
 #define DECLARE_WATCHDOG_TEST(test, setup) void test(void **state);
 WATCHDOG_CASE_FILE_TESTS(DECLARE_WATCHDOG_TEST)

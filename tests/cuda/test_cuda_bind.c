@@ -55,6 +55,7 @@ static const struct {
     {"cuGetErrorName", 6000, "cuGetErrorName"},
     {"cuGetErrorString", 6000, "cuGetErrorString"},
     {"cuThreadExchangeStreamCaptureMode", 10010, "cuThreadExchangeStreamCaptureMode"},
+    {"cuStreamGetCtx", 9020, "cuStreamGetCtx"},
 };
 enum { EXPECTED = sizeof(expected) / sizeof(expected[0]) };
 

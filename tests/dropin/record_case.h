@@ -37,7 +37,7 @@ typedef struct record_case {
    * fresh directory, each left out when a setting of the same name is given here (qemu-user,
    * the aarch64 job's wrapper, keeps only the last entry of a name). */
   const char *env[3];
-  int cuda;  /* with the fake driver of fake_cuda_events.c as the program's libcuda */
+  int cuda;  /* with the fake driver (tests/fakes) as the program's libcuda */
   int audit; /* the drop-in as LD_AUDIT instead of LD_PRELOAD (skipped under a sanitizer) */
   /* Skipped under a cross build's exe_wrapper: qemu-user (7.2) aborts when a forked child of
    * a threaded process starts a thread (qemu_plugin_vcpu_init_hook: assertion failed). */

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #define NCCLSHIM_DECLARE_DEVICE_API /* the device API's names, as the drop-in exports them */
+#include "fakes/fake_cuda.h"
 #include "fakes/fake_nccl.h"
 #include "ncclshim/ncclshim.h"
 
@@ -64,7 +65,9 @@ static int setup(void **state) {
   if (ncclGetVersion(&version) != ncclSuccess || version != 22907) return -1; /* loads */
   ((fake_nccl_void_fn)(uintptr_t)fake_symbol("fake_nccl_reset"))();
   ((fake_nccl_int_fn)(uintptr_t)fake_symbol("fake_nccl_set_live"))(1);
-  return 0;
+  /* the fake driver's device 0 current, as in a CUDA program (the agreement allocates) */
+  fake_cuda_api cuda;
+  return fake_cuda_bind(NULL, &cuda) == 0 && cuda.use_device(0) == 0 ? 0 : -1;
 }
 
 typedef struct init_call {

@@ -1,8 +1,8 @@
-/* The recorder with a CUDA driver (the fake of fake_cuda_events.c): operations on a capturing
+/* The recorder with a CUDA driver (the fake of tests/fakes): operations on a capturing
  * stream are marked "captured"; NCCLSHIM_RECORD_HANG_MS dumps once, reason "hang", when an
  * operation's event has not completed in time, with one line on stderr; captured operations
- * get no event, and with the setting off no event is recorded at all; operations on one
- * stream share events. */
+ * get no event, and with the setting off no event is recorded at all; every other operation
+ * has an event of its own. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -53,49 +53,56 @@ static const record_case test_hang_dump_audit = HANG_CASE("hang", 1);
 /* Inside a group, the event is recorded at ncclGroupEnd, when NCCL launches the work. */
 static const record_case test_hang_dump_in_group = HANG_CASE("hanggroup", 0);
 
-/* A hang found behind events that operations shared: the first all-reduce's, named alone. */
-#define SHARED_HANG_CASE(scenario, events)                                          \
-  {                                                                                 \
-    .args = {scenario}, .env = {"NCCLSHIM_RECORD_HANG_MS=100"}, .cuda = 1,          \
-    .values = {{"dumped", "1"}, {"events_recorded", events}},                       \
-    .output = {{{WROTE, "(hang: ncclAllReduce #1 not complete after 100 ms)"}, 1}}, \
+/* Every operation has an event of its own, recorded inside its call (none later, by any
+ * thread): the hang is the oldest, named alone. */
+#define OWN_EVENT_HANG_CASE(scenario, events, first)                                        \
+  {                                                                                         \
+    .args = {scenario}, .env = {"NCCLSHIM_RECORD_HANG_MS=100"}, .cuda = 1,                  \
+    .values = {{"dumped", "1"}, {"events_recorded", events}},                               \
+    .output = {{{WROTE, "(hang: ncclAllReduce #" first " not complete after 100 ms)"}, 1}}, \
   }
 
-/* Operations share events: behind a held stream's first event, the other 999 wait for a
- * later one and record none. */
-static const record_case test_hang_burst_shares_one_event = SHARED_HANG_CASE("heldburst", "1");
-/* Each stream shares on its own: two streams taking turns, an event each. */
-static const record_case test_hang_streams_share_apart = SHARED_HANG_CASE("alternate", "2");
+/* A burst on a held stream: 1000 events, the first all-reduce named. */
+static const record_case test_hang_burst_event_each = OWN_EVENT_HANG_CASE("heldburst", "1000", "1");
+/* Two held streams taking turns: an event each, the first named. */
+static const record_case test_hang_streams_event_each =
+    OWN_EVENT_HANG_CASE("alternate", "200", "1");
+/* The first event completes, the work after it does not: the second is the hang. */
+static const record_case test_hang_after_completed_work =
+    OWN_EVENT_HANG_CASE("lateheld", "50", "2");
 
-/* The first event completes, the work after it does not: those that waited get an event
- * from the checking thread (or the next all-reduce's), and the hang is found among them,
- * the line naming the first of them (and the last, when they shared the event). */
-static const record_case test_hang_among_waiting_operations = {
-    .args = {"lateheld"},
-    .env = {"NCCLSHIM_RECORD_HANG_MS=100"},
-    .cuda = 1,
-    .values = {{"dumped", "1"}, {"events_at_most_3", "1"}},
-    .output = {{{WROTE, "(hang: ncclAllReduce #2"}, 1}},
-};
-
-/* Events that complete at once still leave the queue only at the thread's pace, so that a
- * burst shares them: no cuEventRecord per call where the GPU keeps up. */
-static const record_case test_hang_idle_burst_shares = {
+/* Events that complete: one per call, and no dump. */
+static const record_case test_hang_idle_burst_event_each = {
     .args = {"idleburst"},
     .env = {"NCCLSHIM_RECORD_HANG_MS=60000"},
     .cuda = 1,
-    .values = {{"events_at_most_3", "1"}},
+    .values = {{"events_recorded", "200"}},
 };
 
 /* A forked child forgets its parent's events and thread (pthread_atfork tells it, with no
- * getpid() per call) and dumps by a thread of its own. */
+ * getpid() per call) and starts a tracker of its own; the driver, as the real one, refuses
+ * CUDA in a child forked after cuInit: its operation is said not watched (never a query of
+ * the parent's events, never a silent drop), and no dump comes. */
 static const record_case test_hang_dump_in_forked_child = {
     .args = {"forkhang"},
     .env = {"NCCLSHIM_RECORD_HANG_MS=100"},
     .cuda = 1,
     .native = 1,
-    .values = {{"child_dumped", "1"}},
-    .output = {{{WROTE, "(hang: ncclAllReduce #2 not complete after 100 ms)"}, 1}},
+    .values = {{"child_dumped", "0"}},
+    .output = {{{"ncclshim recorder: no hang dump: ncclAllReduce #2 is not watched: "
+                 "cuStreamGetCtx failed (3)"},
+                1},
+               {{WROTE}, 0}},
+};
+
+/* No CUDA driver in the process: the first operation says there is no hang dump (once),
+ * none is promised silently. */
+static const record_case test_hang_without_driver_said = {
+    .args = {"ops", "0", "3"},
+    .env = {"NCCLSHIM_RECORD_HANG_MS=100"},
+    .output = {{{"ncclshim recorder: no hang dump: NCCLSHIM_RECORD_HANG_MS=100 is set, but no "
+                 "CUDA driver is loaded in this process"},
+                1}},
 };
 
 static const record_case test_hang_setting_refused = {
@@ -115,10 +122,11 @@ int run_record_hang_tests(void) {
       RECORD_CASE_TEST(test_hang_dump_in_group),
       RECORD_CASE_TEST(test_hang_dump_audit),
       RECORD_CASE_TEST(test_hang_setting_refused),
-      RECORD_CASE_TEST(test_hang_burst_shares_one_event),
-      RECORD_CASE_TEST(test_hang_streams_share_apart),
-      RECORD_CASE_TEST(test_hang_among_waiting_operations),
-      RECORD_CASE_TEST(test_hang_idle_burst_shares),
+      RECORD_CASE_TEST(test_hang_without_driver_said),
+      RECORD_CASE_TEST(test_hang_burst_event_each),
+      RECORD_CASE_TEST(test_hang_streams_event_each),
+      RECORD_CASE_TEST(test_hang_after_completed_work),
+      RECORD_CASE_TEST(test_hang_idle_burst_event_each),
       RECORD_CASE_TEST(test_hang_dump_in_forked_child),
   };
   return cmocka_run_group_tests_name("record-hang", tests, NULL, NULL);

@@ -596,6 +596,9 @@ class Watchdog(Live):
     def setUp(self):
         super().setUp()
         self.cuda = ctypes.CDLL(os.environ["NCCLSHIM_CUDA_LIBRARY"])
+        self.assertEqual(self.cuda.fake_cuda_use_device(0), 0)  # as a CUDA program has one
+        self.cuda.fake_cuda_new_stream.restype = ctypes.c_void_p
+        self.stream = self.cuda.fake_cuda_new_stream(0)  # a stream of the fake driver's
         self.cuda.fake_cuda_set_event_query(600)
         self.addCleanup(self.cuda.fake_cuda_set_event_query, 0)
 
@@ -608,7 +611,7 @@ class Watchdog(Live):
         with ncclshim.Watchdog(on_failure=on_failure, interval=0.005) as dog:
             c = Communicator(1, 0, ncclshim.unique_id())
             c.watch(dog, timeout=0.05)
-            c.all_reduce(Device(0x1000, 4), stream=0x33)
+            c.all_reduce(Device(0x1000, 4), stream=self.stream)
             self.assertTrue(fired.wait(30), "the watchdog never called back")
             comm, error, on_main = seen[0]
             self.assertIs(comm, c)
@@ -617,7 +620,7 @@ class Watchdog(Live):
             self.assertIn("ncclAllReduce", str(error))
             before = count("ncclAllReduce")
             with self.assertRaises(NcclshimError) as cm:
-                c.all_reduce(Device(0x1000, 4), stream=0x33)
+                c.all_reduce(Device(0x1000, 4), stream=self.stream)
             self.assertEqual(cm.exception.status_name, "TIMEOUT")
             self.assertEqual(count("ncclAllReduce"), before)  # refused before NCCL
             self.assertEqual(c.abort(), "aborted")
@@ -632,7 +635,7 @@ class Watchdog(Live):
         dog = ncclshim.Watchdog(on_failure=on_failure, interval=0.005)
         c = Communicator(1, 0, ncclshim.unique_id())
         c.watch(dog, timeout=0.05)
-        c.all_reduce(Device(0x1000, 4), stream=0x33)
+        c.all_reduce(Device(0x1000, 4), stream=self.stream)
         self.assertTrue(fired.wait(30), "the watchdog never called back")
         for t in threading.enumerate():
             if t.name == "ncclshim-watchdog-stop":

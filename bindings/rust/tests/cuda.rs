@@ -60,7 +60,7 @@ fn streams_and_events_with_the_engine_names() {
     cuda.release_device(0).unwrap();
 }
 
-/// The fake's call log (tests/cuda/fake_cuda.h, `fake_cuda_log`).
+/// The fake's call log (tests/fakes/fake_cuda.h, `fake_cuda_log`).
 #[repr(C)]
 struct FakeLog {
     requests: [[u64; 9]; 256],

@@ -11,12 +11,18 @@ use support::{expect_error, init, symbol, Fake, ID, SECOND};
 /// The fake driver that answers cuStreamIsCapturing as told, as the default driver (the
 /// capture check uses ncclshim's default handle). Set before any test of this file loads it.
 fn capture_driver(build: &std::path::Path, result: i32, status: i32) {
-    let path = build.join("tests/comm/libfake-cuda-capture.so");
+    let path = build.join("tests/fakes/libfake-cuda-13.0.so");
     static SET: std::sync::Once = std::sync::Once::new();
     SET.call_once(|| std::env::set_var("NCCLSHIM_CUDA_LIBRARY", &path));
     ncclshim::Cuda::default_handle().status().unwrap();
-    // SAFETY: the fake's exported ints.
+    // SAFETY: the fake's exported ints and documented signature (device 0 made current on
+    // this thread, as in a CUDA program).
     unsafe {
+        let use_device = symbol(&path, "fake_cuda_use_device");
+        assert_eq!(
+            std::mem::transmute::<*mut std::ffi::c_void, extern "C" fn(i32) -> i32>(use_device)(0),
+            0
+        );
         *(symbol(&path, "fake_capture_result") as *mut i32) = result;
         *(symbol(&path, "fake_capture_status") as *mut i32) = status;
     }

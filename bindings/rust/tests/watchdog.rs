@@ -1,5 +1,5 @@
 //! The watchdog on the fakes: a split-blocking communicator watched with events of the
-//! communicator tests' fake driver (tests/comm/fake_cuda_capture.c), whose events fire or
+//! communicator tests' fake driver (tests/fakes/fake_cuda.h), whose events fire or
 //! never fire as told.
 
 mod support;
@@ -37,8 +37,14 @@ impl Drop for EventQuery {
 
 /// The communicator tests' fake driver, its events firing at once.
 fn capture_driver(build: &Path) -> (Cuda, EventQuery) {
-    let path = build.join("tests/comm/libfake-cuda-capture.so");
+    let path = build.join("tests/fakes/libfake-cuda-13.0.so");
     let cuda = Cuda::open(Some(&path)).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    // SAFETY: the fake's documented signature; device 0 current, as in a CUDA program.
+    let f = symbol(&path, "fake_cuda_use_device");
+    assert_eq!(
+        unsafe { std::mem::transmute::<*mut c_void, extern "C" fn(c_int) -> c_int>(f)(0) },
+        0
+    );
     let query = EventQuery(path);
     query.answer(0);
     (cuda, query)

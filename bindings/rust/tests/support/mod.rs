@@ -1,5 +1,5 @@
 //! What the crate's tests share: the meson build tree's fake NCCLs and drivers, their
-//! behaviour switches (tests/fakes/fake_nccl.h, tests/cuda/fake_cuda.h), and one lock, since
+//! behaviour switches (tests/fakes/fake_nccl.h, tests/fakes/fake_cuda.h), and one lock, since
 //! a fake's switches are global to the process.
 #![allow(dead_code)]
 
@@ -146,7 +146,7 @@ pub fn fake_path(build: &std::path::Path, variant: &str) -> PathBuf {
     build.join(format!("tests/fakes/libfake-nccl-{variant}.so"))
 }
 pub fn fake_cuda_path(build: &std::path::Path, variant: &str) -> PathBuf {
-    build.join(format!("tests/cuda/libfake-cuda-{variant}.so"))
+    build.join(format!("tests/fakes/libfake-cuda-{variant}.so"))
 }
 
 /// A symbol of an already loaded library.

@@ -103,10 +103,22 @@ def as_tensor(buf, device="cuda"):
     return Tensor(n, dtype("uint8", 1), device, mem=mem)
 
 
+def _driver():
+    """The fake driver (tests/fakes/fake_cuda.h), device 0 current on this thread as torch
+    makes it."""
+    d = ctypes.CDLL(os.environ["NCCLSHIM_CUDA_LIBRARY"])
+    d.fake_cuda_new_stream.restype = ctypes.c_void_p
+    d.fake_cuda_use_device(0)
+    return d
+
+
 class _Stream:
     _next = [0x100]
 
-    def __init__(self):
+    def __init__(self):  # a stream of the fake driver, where the run has one
+        if "NCCLSHIM_CUDA_LIBRARY" in os.environ:
+            self.cuda_stream = _driver().fake_cuda_new_stream(0)
+            return
         self.cuda_stream = _Stream._next[0]
         _Stream._next[0] += 1
 

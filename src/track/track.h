@@ -1,0 +1,152 @@
+/* The tracker of GPU progress: "has operation N on stream S completed on the GPU?", for the
+ * watchdog (src/comm/comm_watch*) and the drop-in's hang dump (src/dropin/record_hang*).
+ *
+ * The contract.
+ *   - Every operation gets an event of its own, recorded by ncs_track_record on the program's
+ *     thread, inside the program's call (a record, a checked call, a collective through the
+ *     drop-in). Nothing is recorded later: no thread of ours ever names a program's stream
+ *     after the call returned, so a stream the program synchronizes and destroys is never
+ *     touched again (a destroyed stream's handle crashes the driver, and the next stream
+ *     created gets the same handle).
+ *   - The background thread (ncs_track_look) calls only cuEventQuery, cuCtxSetCurrent and
+ *     cuEventDestroy, on events the tracker made.
+ *   - An event is made in the context of the stream it is recorded on. The context of each
+ *     stream last seen is cached (CACHE rows); a record that the driver refuses with
+ *     CUDA_ERROR_INVALID_HANDLE (the event is another context's) asks cuStreamGetCtx (the
+ *     calling thread's current context for the legacy and per-thread streams), takes an
+ *     event of that context, and records again.
+ *   - Nothing is lost silently: when no event can be had, or a driver call fails, the record
+ *     answers the failure (the caller tells the program), and a failed query is answered by
+ *     the look that met it.
+ *   - Pools grow on demand: one node per operation not yet seen complete (allocated in blocks
+ *     of NODE_BLOCK, kept for reuse until the tracker goes), one event per node, reused in its
+ *     context. What bounds them is how many operations are outstanding at once: at most those
+ *     recorded within one deadline plus one look (an older one has completed, or failed the
+ *     communicator / fired the dump, after which nothing more is recorded).
+ *   - A slow driver call delays only the call it is in: no lock is held across a driver
+ *     call, and a look never waits for a record in progress: it takes that operation as
+ *     the oldest not known complete, judged by the time its record began.
+ *
+ * The lock and the node states. t->lock (a spin lock, a few steps at a time, never across a
+ * driver call or an allocation) guards the queue, the free lists, the pools, the cache and
+ * the counts. A node's event, context and op belong to the recording thread while RESERVED;
+ * its state is then published with a release store, after which only the looking thread
+ * uses the node.
+ *
+ *      ncs_track_record (program's thread)  |  ncs_track_look (the one looking thread)
+ *
+ *   spare/blank ──lock: take, append──▶ RESERVED ──cuEventRecord 0──▶ RECORDED
+ *        ▲                                  │                            │ cuEventQuery:
+ *        │                   record failed  │       600: oldest pending ◀┤ (stays)
+ *        │                   (event dropped)▼       0, error, capture:   ▼ (error/capture:
+ *        │                               FAILED                        DONE  event dropped)
+ *        │                                  │                            │
+ *        └──lock: at the queue's head, back to its context's spares (or the blanks)
+ *
+ * A look meeting a RESERVED node stops there and takes it as the oldest pending (judged by
+ * its start), without waiting for it. An event the driver says belongs to a destroyed context
+ * (a context handle reused) makes the record drop that context's spares and record again.
+ *
+ * References: the tracker is freed by ncs_track_destroy, which its owner calls once no
+ * record and no look can use it any more (the watch's last reference); the hang dump's
+ * lives as long as the process. */
+#ifndef NCCLSHIM_TRACK_H
+#define NCCLSHIM_TRACK_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ncclshim/cuda.h"
+
+/* The driver functions the tracker and its users call: a view of the one CUDA list. The
+ * watchdog fills it from ncclshim's table, the drop-in from the table or, under LD_AUDIT,
+ * from the program's libcuda. Optional ones may be NULL (a driver without them). */
+#define NCS_TRACK_DRIVER_FUNCTIONS(X) \
+  X(cuEventCreate)                    \
+  X(cuEventDestroy)                   \
+  X(cuEventRecord)                    \
+  X(cuEventQuery)                     \
+  X(cuCtxGetCurrent)                  \
+  X(cuCtxSetCurrent)
+#define NCS_TRACK_DRIVER_OPTIONAL(X) \
+  X(cuStreamIsCapturing)             \
+  X(cuStreamGetCtx)                  \
+  X(cuThreadExchangeStreamCaptureMode)
+
+#define NCS_TRACK_FIELD_(name) NCCLSHIM_CUDA_PFN(name) name;
+typedef struct ncs_track_driver {
+  NCS_TRACK_DRIVER_FUNCTIONS(NCS_TRACK_FIELD_)
+  NCS_TRACK_DRIVER_OPTIONAL(NCS_TRACK_FIELD_)
+} ncs_track_driver;
+#undef NCS_TRACK_FIELD_
+
+/* The view of ncclshim's table (whose entries are never NULL: a function the driver lacks
+ * answers CUDA_ERROR_NOT_SUPPORTED, which the tracker takes as "absent"). */
+void ncs_track_driver_of_table(const ncclshim_cuda_table *table, ncs_track_driver *d);
+
+/* Bytes of a replay's label, its terminating NUL included. */
+enum { NCS_TRACK_LABEL_BYTES = 64 };
+
+/* What one event covers, as its user describes it (the tracker only copies it). */
+typedef struct ncs_track_op {
+  const char *call; /* NULL: a graph replay, named by label */
+  size_t count;     /* elements; a replay's collectives */
+  int type;         /* ncclDataType_t; the drop-in: the NCCL function's index */
+  uint64_t seq;     /* its user's sequence number */
+  uint64_t index;   /* the drop-in: the first operation's ring index, plus one */
+  uint64_t n;       /* operations covered (>= 1: several in a drop-in group) */
+  char label[NCS_TRACK_LABEL_BYTES];
+} ncs_track_op;
+
+typedef struct ncs_tracker ncs_tracker;
+
+/* A tracker over `driver` (kept as a pointer: it outlives the tracker); NULL without memory. */
+ncs_tracker *ncs_track_create(const ncs_track_driver *driver);
+/* Destroy every event (a pending one is released by the driver when it completes) and free
+ * the tracker; no record or look may be in progress or come later. */
+void ncs_track_destroy(ncs_tracker *t);
+
+/* Why a record or a look could not watch an operation: the driver function and its answer
+ * (`call` "malloc" and result 0: no memory for a node or a context). */
+typedef struct ncs_track_failure {
+  const char *call;
+  ncclshim_cu_result result;
+} ncs_track_failure;
+
+/* Is `stream` capturing? 1 yes (or the legacy stream during a capture), 0 no (or a driver
+ * without captures), -1 with *r set when the driver could not tell. */
+int ncs_track_capturing(const ncs_track_driver *d, CUstream stream, ncclshim_cu_result *r);
+
+/* On the program's thread, inside its call, right after the operation was enqueued on
+ * `stream` (which must not be capturing: ask ncs_track_capturing first): one event of the
+ * stream's context, recorded on it, covers `op`, whose clock starts at `now_ns`. 0 when it is
+ * watched; -1 with *why set when it is not (the caller tells the program). Any number of
+ * threads may record at once. */
+int ncs_track_record(ncs_tracker *t, CUstream stream, const ncs_track_op *op, int64_t now_ns,
+                     ncs_track_failure *why);
+
+/* What a look found: the oldest operation not known complete (pending 1: op and start_ns),
+ * or a failed query (failed 1: op, and why). */
+typedef struct ncs_track_seen {
+  int pending, failed;
+  ncs_track_op op;
+  int64_t start_ns;
+  ncs_track_failure why;
+} ncs_track_seen;
+
+/* One look, on the one thread that looks at this tracker: the completed events leave the
+ * queue (their events are reused), the oldest pending one is found. `current` is that
+ * thread's current context, which a look changes to the events' own (NULL at first). 1 when
+ * *seen says something (pending or failed), 0 when every operation is known complete. */
+int ncs_track_look(ncs_tracker *t, CUcontext *current, ncs_track_seen *seen);
+
+/* The tracker's counts: operations not yet known complete, and operations whose event a
+ * capture took (a capture begun between the caller's check and the record: its query
+ * answered a capture error; that work now belongs to a graph). */
+typedef struct ncs_track_counts {
+  uint64_t outstanding, captured;
+} ncs_track_counts;
+ncs_track_counts ncs_track_counts_of(ncs_tracker *t);
+
+#endif

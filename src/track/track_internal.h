@@ -1,0 +1,66 @@
+/* The tracker's state, shared by its record side (track.c) and its look (track_look.c). For
+ * src/track only; track.h says what guards what. */
+#ifndef NCCLSHIM_TRACK_INTERNAL_H
+#define NCCLSHIM_TRACK_INTERNAL_H
+
+#include <sched.h>
+
+#include "track.h"
+
+enum { NODE_BLOCK = 64, CACHE = 64 };
+enum { NODE_RESERVED = 1, NODE_RECORDED, NODE_FAILED, NODE_DONE };
+
+typedef struct ncs_track_pool ncs_track_pool;
+
+typedef struct ncs_track_node {
+  struct ncs_track_node *next; /* in the queue, or in a free list */
+  atomic_int state;
+  CUevent event;        /* NULL: none made yet */
+  ncs_track_pool *pool; /* the context `event` was made in (with an event) */
+  int64_t start_ns;
+  ncs_track_op op;
+} ncs_track_node;
+
+/* The events of one context: its nodes that hold a spare event. Never freed before the
+ * tracker. */
+struct ncs_track_pool {
+  ncs_track_pool *next;
+  CUcontext ctx;
+  ncs_track_node *spare;
+};
+
+typedef struct ncs_track_block {
+  struct ncs_track_block *next;
+  ncs_track_node nodes[NODE_BLOCK];
+} ncs_track_block;
+
+struct ncs_tracker {
+  const ncs_track_driver *d;
+  atomic_int lock;
+  ncs_track_node *head, *tail; /* the queue, oldest first */
+  ncs_track_node *blank;       /* free nodes without an event */
+  ncs_track_pool *pools;
+  ncs_track_block *blocks;
+  struct {
+    CUstream stream;
+    ncs_track_pool *pool;
+  } cache[CACHE];
+  ncs_track_counts counts;
+};
+
+/* The spin lock: a record takes it once on its way in (an atomic exchange and a store),
+ * where a mutex costs two atomic operations and two calls. A waiter yields the processor,
+ * in case the holder was descheduled. */
+static inline void track_lock(ncs_tracker *t) {
+  while (atomic_exchange_explicit(&t->lock, 1, memory_order_acquire) != 0)
+    while (atomic_load_explicit(&t->lock, memory_order_relaxed) != 0) sched_yield();
+}
+static inline void track_unlock(ncs_tracker *t) {
+  atomic_store_explicit(&t->lock, 0, memory_order_release);
+}
+
+/* Under the lock: a node leaves the queue's head and goes back to its context's spares (or
+ * the blanks when it holds no event). */
+void ncs_track_release_head(ncs_tracker *t);
+
+#endif

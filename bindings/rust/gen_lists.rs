@@ -518,7 +518,7 @@ fn split_name(decl: &str) -> Result<(String, String), String> {
 /// headers' order, each C type through C_TYPES.
 pub fn functions(out: &mut String, text: &str) -> Result<(), String> {
     let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let _ = writeln!(out, "\n// Every function of ncclshim's public headers (`NCCLSHIM_API`), in their order.\n#[link(name = \"ncclshim\")]\nextern \"C\" {{");
+    let _ = writeln!(out, "\n// Every function of ncclshim's public headers (`NCCLSHIM_API`), in their order\n// (build.rs links the library: static when it compiles it).\nextern \"C\" {{");
     for declaration in text.split(API_MARK).skip(1) {
         let declaration = declaration.split(';').next().unwrap_or("");
         let row = format!("`{}`", declaration.trim());

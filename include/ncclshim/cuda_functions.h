@@ -52,6 +52,8 @@
   X(cuMemFree,                  3020, REQUIRED, V2,   1, ((CUdeviceptr, dptr))) \
   X(cuMemcpyHtoD,               3020, REQUIRED, V2,   3, ((CUdeviceptr, dstDevice), (const void *, srcHost), (size_t, byteCount))) \
   X(cuMemcpyDtoH,               3020, REQUIRED, V2,   3, ((void *, dstHost), (CUdeviceptr, srcDevice), (size_t, byteCount))) \
+  X(cuMemcpyHtoDAsync,          3020, OPTIONAL, V2,   4, ((CUdeviceptr, dstDevice), (const void *, srcHost), (size_t, byteCount), (CUstream, hStream))) \
+  X(cuMemcpyDtoHAsync,          3020, OPTIONAL, V2,   4, ((void *, dstHost), (CUdeviceptr, srcDevice), (size_t, byteCount), (CUstream, hStream))) \
   X(cuMemsetD8,                 3020, REQUIRED, V2,   3, ((CUdeviceptr, dstDevice), (unsigned char, value), (size_t, count))) \
   X(cuMemGetInfo,               3020, REQUIRED, V2,   2, ((size_t *, freeBytes), (size_t *, totalBytes))) \
   X(cuPointerGetAttribute,      4000, REQUIRED, BASE, 3, ((void *, data), (ncclshim_cu_pointer_attribute, attribute), (CUdeviceptr, ptr))) \

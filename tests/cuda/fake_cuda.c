@@ -300,6 +300,21 @@ static ncclshim_cu_result fake_cuMemcpyDtoH(void *dstHost, CUdeviceptr srcDevice
   return 0;
 }
 
+/* The fake runs no work: a copy on a stream happens at once. */
+static ncclshim_cu_result fake_cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void *srcHost,
+                                                 size_t byteCount, CUstream hStream) {
+  NEED_CTX();
+  memcpy(HOST(dstDevice), srcHost, byteCount);
+  return 0;
+}
+
+static ncclshim_cu_result fake_cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr srcDevice,
+                                                 size_t byteCount, CUstream hStream) {
+  NEED_CTX();
+  memcpy(dstHost, HOST(srcDevice), byteCount);
+  return 0;
+}
+
 static ncclshim_cu_result fake_cuMemsetD8(CUdeviceptr dstDevice, unsigned char value,
                                           size_t count) {
   NEED_CTX();

@@ -48,6 +48,8 @@ static const struct {
     {"cuMemFree", 3020, "cuMemFree_v2"},
     {"cuMemcpyHtoD", 3020, "cuMemcpyHtoD_v2"},
     {"cuMemcpyDtoH", 3020, "cuMemcpyDtoH_v2"},
+    {"cuMemcpyHtoDAsync", 3020, "cuMemcpyHtoDAsync_v2"},
+    {"cuMemcpyDtoHAsync", 3020, "cuMemcpyDtoHAsync_v2"},
     {"cuMemsetD8", 3020, "cuMemsetD8_v2"},
     {"cuMemGetInfo", 3020, "cuMemGetInfo_v2"},
     {"cuPointerGetAttribute", 4000, "cuPointerGetAttribute"},

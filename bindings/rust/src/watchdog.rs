@@ -3,14 +3,13 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use ncclshim::{Blocking, Communicator, DataType, Nccl, RedOp, Stream, UniqueId, Watchdog};
-//! # fn run(nccl: &Nccl, id: &UniqueId, stream: &Stream, buf: *mut std::ffi::c_void) -> ncclshim::Result<()> {
+//! use ncclshim::{Blocking, Communicator, Nccl, RedOp, Stream, UniqueId, Watchdog};
+//! # fn run(nccl: &Nccl, id: &UniqueId, stream: &Stream, buf: &mut ncclshim::DeviceBuffer<f32>) -> ncclshim::Result<()> {
 //! let dog = Watchdog::start(Duration::from_millis(10), None)?;
 //! let comm = Communicator::init(nccl, 2, id, 0, Blocking::Split)?;
 //! comm.wait(Duration::from_secs(60))?; // bounded init, then the split
 //! let comm = dog.watch(comm, Duration::from_secs(60)).map_err(|(e, _)| e)?;
-//! // SAFETY: `buf` is a device buffer of 256 floats.
-//! unsafe { comm.all_reduce(buf, buf, 256, DataType::Float32, RedOp::Sum, stream)? };
+//! comm.all_reduce_in_place(buf, RedOp::Sum, stream)?;
 //! # Ok(()) }
 //! ```
 
@@ -26,7 +25,8 @@ use crate::{ffi, millis, text, Communicator, Cuda, DataType, RedOp, Stream};
 
 /// What the watchdog found: the status a checked call now returns (TIMEOUT for an operation
 /// past its deadline, NCCL_ERROR for an error NCCL reported, CUDA_ERROR for a failing event)
-/// and the message naming the operation.
+/// and the message naming the operation. A panic in it stays on the watchdog's thread (it
+/// never reaches C): its payload is dropped there, and leaked if that drop panics too.
 pub type OnFailure = Box<dyn Fn(Status, &str) + Send + Sync + 'static>;
 
 /// The watchdog's thread (`ncclshim_watchdog`). One per process is enough: it watches any
@@ -63,10 +63,15 @@ unsafe extern "C" fn trampoline(
     let callback = unsafe { &*(user as *const OnFailure) };
     let message = text(message);
     let outer = IN_CALLBACK.with(|flag| flag.replace(true));
-    // A panic must not unwind into C.
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    // A panic must not unwind into C, nor its payload's drop: a payload whose Drop panics
+    // is dropped under a second catch, and that one's payload is leaked.
+    if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         callback(Status::from_code(status), &message)
-    }));
+    })) {
+        if let Err(again) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(payload))) {
+            std::mem::forget(again);
+        }
+    }
     IN_CALLBACK.with(|flag| flag.set(outer));
 }
 
@@ -267,6 +272,20 @@ pub struct Watched<'w> {
 impl Watched<'_> {
     /// Mark an operation just enqueued on `stream` (`ncclshim_comm_record`): `call` names it
     /// in the watchdog's message.
+    ///
+    /// `stream` is borrowed for the call only, and that is all ncclshim needs: the record
+    /// enqueues an event of ncclshim's own on the stream during the call, and nothing after
+    /// the call (no thread of ncclshim's) names the stream again. The stream may be destroyed
+    /// as soon as this returns, while the operation is still watched:
+    ///
+    /// ```no_run
+    /// # fn f(cuda: &ncclshim::Cuda, comm: &ncclshim::Watched<'_>, buf: &mut ncclshim::DeviceBuffer<f32>) -> ncclshim::Result<()> {
+    /// let stream = cuda.create_stream()?;
+    /// comm.all_reduce_in_place(buf, ncclshim::RedOp::Sum, &stream)?; // recorded
+    /// cuda.sync_stream(&stream)?;
+    /// drop(stream); // the watchdog never uses it again
+    /// # Ok(()) }
+    /// ```
     pub fn record(
         &self,
         stream: &Stream,
@@ -324,6 +343,7 @@ impl Watched<'_> {
     }
 
     for_each_collective!(watched_collectives);
+    typed_collectives!();
 
     /// Stop watching and give the communicator back.
     pub fn into_inner(self) -> Communicator {

@@ -103,7 +103,7 @@ fn a_hang_fails_the_communicator_and_calls_back() {
     for _ in 0..3 {
         // SAFETY: the fake NCCL touches no buffer.
         unsafe {
-            comm.all_reduce(
+            comm.all_reduce_raw(
                 buf,
                 buf,
                 64,
@@ -120,7 +120,7 @@ fn a_hang_fails_the_communicator_and_calls_back() {
     query.answer(NEVER_FIRES);
     // SAFETY: as above.
     unsafe {
-        comm.all_reduce(
+        comm.all_reduce_raw(
             buf,
             buf,
             256,
@@ -134,7 +134,7 @@ fn a_hang_fails_the_communicator_and_calls_back() {
     // The next call fails at once with the watchdog's status and message.
     // SAFETY: as above.
     let again =
-        unsafe { comm.all_reduce(buf, buf, 8, DataType::Float32, RedOp::Sum, &Stream::DEFAULT) };
+        unsafe { comm.all_reduce_raw(buf, buf, 8, DataType::Float32, RedOp::Sum, &Stream::DEFAULT) };
     expect_error(again, Status::Timeout, &["ncclAllReduce #4"]);
     wait_until(Duration::from_secs(5), || !seen.lock().unwrap().is_empty());
     {
@@ -211,7 +211,7 @@ fn a_watchdog_dropped_from_its_own_callback_stops_after_it() {
     let watched = watched(&dog, &fake, Duration::from_millis(20));
     let buf = null_mut::<c_void>();
     // SAFETY: the fake NCCL touches no buffer.
-    unsafe { watched.all_reduce(buf, buf, 8, DataType::Float32, RedOp::Sum, &Stream::DEFAULT) }
+    unsafe { watched.all_reduce_raw(buf, buf, 8, DataType::Float32, RedOp::Sum, &Stream::DEFAULT) }
         .unwrap();
     // Safe code may forget the Watched (its communicator stays watched) and hand the
     // watchdog to the closure.

@@ -158,7 +158,10 @@ fn compile(csrc: &Path, out: &Path) -> PathBuf {
             .wait()
             .unwrap_or_else(|e| fail(format!("`{cc}` on {}: {e}", source.display())));
         if !status.success() {
-            fail(format!("`{cc}` failed on {} (its errors are above)", source.display()));
+            fail(format!(
+                "`{cc}` failed on {} (its errors are above)",
+                source.display()
+            ));
         }
     };
     for source in &sources {

@@ -146,7 +146,10 @@ pub unsafe trait DeviceMemory {
 pub unsafe trait DeviceMemoryMut: DeviceMemory {
     /// The elements of `range`, borrowed mutably: INVALID_ARGUMENT when the range is not
     /// within it.
-    fn view_mut(&mut self, range: impl RangeBounds<usize>) -> Result<DeviceViewMut<'_, Self::Elem>> {
+    fn view_mut(
+        &mut self,
+        range: impl RangeBounds<usize>,
+    ) -> Result<DeviceViewMut<'_, Self::Elem>> {
         let (start, end) = bounds(&range, self.len())?;
         Ok(DeviceViewMut {
             ptr: element_at::<Self::Elem>(self.device_ptr(), start),
@@ -308,13 +311,48 @@ impl Drop for Allocation {
 /// at once on drop: work still queued that uses it must have completed (sync its stream
 /// first), as for any CUDA memory.
 ///
-/// A buffer of one element type is refused where another is expected, at compile time:
+/// Misuse that does not compile (rustdoc checks that each fails; the error codes are the ones
+/// rustc gives, checked when the crate was written):
+///
+/// A buffer of one element type where another is expected:
 ///
 /// ```compile_fail,E0271
-/// # fn f(cuda: &ncclshim::Cuda, stream: &ncclshim::Stream) -> ncclshim::Result<()> {
+/// # fn f(comm: &ncclshim::Communicator, cuda: &ncclshim::Cuda, stream: &ncclshim::Stream) -> ncclshim::Result<()> {
 /// let floats = cuda.alloc::<f32>(4)?;
 /// let mut ints = cuda.alloc::<i32>(4)?;
-/// cuda.copy_device_to_device(&floats, &mut ints, stream)?; // f32 into i32
+/// comm.all_reduce(&floats, &mut ints, ncclshim::RedOp::Sum, stream)?; // f32 into i32
+/// # Ok(()) }
+/// ```
+///
+/// A view that outlives its buffer:
+///
+/// ```compile_fail,E0597
+/// # fn f(comm: &ncclshim::Communicator, cuda: &ncclshim::Cuda, stream: &ncclshim::Stream) -> ncclshim::Result<()> {
+/// let view = {
+///     let buffer = cuda.alloc::<f32>(8)?;
+///     buffer.view(0..4)?
+/// }; // the buffer is freed here
+/// comm.send(&view, 0, stream)?;
+/// # Ok(()) }
+/// ```
+///
+/// Writing through a shared view:
+///
+/// ```compile_fail,E0277
+/// # fn f(comm: &ncclshim::Communicator, cuda: &ncclshim::Cuda, stream: &ncclshim::Stream) -> ncclshim::Result<()> {
+/// let buffer = cuda.alloc::<f32>(8)?;
+/// let mut view = buffer.view(..)?;
+/// comm.all_reduce_in_place(&mut view, ncclshim::RedOp::Sum, stream)?;
+/// # Ok(()) }
+/// ```
+///
+/// Reading a part of a buffer that the same call writes:
+///
+/// ```compile_fail,E0502
+/// # fn f(comm: &ncclshim::Communicator, cuda: &ncclshim::Cuda, stream: &ncclshim::Stream) -> ncclshim::Result<()> {
+/// let mut buffer = cuda.alloc::<f32>(8)?;
+/// let front = buffer.view(0..4)?;
+/// comm.all_reduce(&front, &mut buffer, ncclshim::RedOp::Sum, stream)?;
 /// # Ok(()) }
 /// ```
 pub struct DeviceBuffer<T: Element, O: Owner = Allocation> {
@@ -341,6 +379,14 @@ impl<T: Element, O: Owner> DeviceBuffer<T, O> {
     /// Whether it holds no element (never: an allocation holds at least one).
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+    /// [`DeviceMemory::view`], without the trait in scope.
+    pub fn view(&self, range: impl RangeBounds<usize>) -> Result<DeviceView<'_, T>> {
+        DeviceMemory::view(self, range)
+    }
+    /// [`DeviceMemoryMut::view_mut`], without the trait in scope.
+    pub fn view_mut(&mut self, range: impl RangeBounds<usize>) -> Result<DeviceViewMut<'_, T>> {
+        DeviceMemoryMut::view_mut(self, range)
     }
 }
 

@@ -98,7 +98,7 @@ impl Error {
         self.nccl_result
     }
     /// NCCL's text for that result (`ncclGetErrorString`); where NCCL returned a result that is
-/// not a failure but did not do what it said (success and no communicator), the result's name.
+    /// not a failure but did not do what it said (success and no communicator), the result's name.
     pub fn nccl_text(&self) -> Option<&str> {
         self.nccl_text.as_deref()
     }

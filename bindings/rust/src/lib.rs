@@ -47,8 +47,8 @@ mod types;
 mod watchdog;
 
 pub use buffer::{
-    Allocation, Bf16, DeviceBuffer, DeviceMemory, DeviceMemoryMut, DeviceView, DeviceViewMut, Element,
-    Fp8E4M3, Fp8E5M2, Owner, F16,
+    Allocation, Bf16, DeviceBuffer, DeviceMemory, DeviceMemoryMut, DeviceView, DeviceViewMut,
+    Element, Fp8E4M3, Fp8E5M2, Owner, F16,
 };
 pub use comm::{Blocking, CommState, Communicator};
 pub use comm_query::Answer;

@@ -99,7 +99,10 @@ macro_rules! typed_collectives {
             stream: &$crate::Stream,
         ) -> $crate::Result<()> {
             $crate::typed::same_len("ncclAllReduce", send.len(), recv.len())?;
-            let (s, r) = ($crate::typed::read_ptr(send), $crate::typed::write_ptr(recv));
+            let (s, r) = (
+                $crate::typed::read_ptr(send),
+                $crate::typed::write_ptr(recv),
+            );
             // SAFETY: both buffers hold send.len() elements of T (checked), borrowed for the
             // call and allocated until dropped, which the caller does after the work ends.
             unsafe { self.all_reduce_raw(s, r, send.len(), T::DATA_TYPE, op, stream) }
@@ -126,7 +129,10 @@ macro_rules! typed_collectives {
         ) -> $crate::Result<()> {
             $crate::typed::same_len("ncclBroadcast", send.len(), recv.len())?;
             $crate::typed::a_rank(self, "ncclBroadcast", "root", root)?;
-            let (s, r) = ($crate::typed::read_ptr(send), $crate::typed::write_ptr(recv));
+            let (s, r) = (
+                $crate::typed::read_ptr(send),
+                $crate::typed::write_ptr(recv),
+            );
             // SAFETY: as all_reduce.
             unsafe { self.broadcast_raw(s, r, send.len(), T::DATA_TYPE, root, stream) }
         }
@@ -156,7 +162,10 @@ macro_rules! typed_collectives {
                 ("recv", recv.len()),
                 ("send", send.len()),
             )?;
-            let (s, r) = ($crate::typed::read_ptr(send), $crate::typed::write_ptr(recv));
+            let (s, r) = (
+                $crate::typed::read_ptr(send),
+                $crate::typed::write_ptr(recv),
+            );
             // SAFETY: recv holds send.len() x ranks elements (checked); as all_reduce.
             unsafe { self.all_gather_raw(s, r, send.len(), T::DATA_TYPE, stream) }
         }
@@ -175,7 +184,10 @@ macro_rules! typed_collectives {
                 ("send", send.len()),
                 ("recv", recv.len()),
             )?;
-            let (s, r) = ($crate::typed::read_ptr(send), $crate::typed::write_ptr(recv));
+            let (s, r) = (
+                $crate::typed::read_ptr(send),
+                $crate::typed::write_ptr(recv),
+            );
             // SAFETY: send holds recv.len() x ranks elements (checked); as all_reduce.
             unsafe { self.reduce_scatter_raw(s, r, recv.len(), T::DATA_TYPE, op, stream) }
         }
@@ -215,15 +227,19 @@ impl Communicator {
     /// mutable borrow, and takes part in collectives in its place; dropping it deregisters
     /// (`ncclCommDeregister`, local: no other rank takes part, no wait). NCCL_ERROR with NCCL's
     /// code and text when NCCL refuses.
-    pub fn register<'a, M: DeviceMemoryMut>(&'a self, buffer: &'a mut M) -> Result<Registered<'a, M>> {
+    pub fn register<'a, M: DeviceMemoryMut>(
+        &'a self,
+        buffer: &'a mut M,
+    ) -> Result<Registered<'a, M>> {
         self.nccl()
             .require(Capability::UserBufferRegister, "ncclCommRegister")?;
         let comm = self.live("ncclCommRegister")?;
         let mut handle = std::ptr::null_mut();
         let ptr = write_ptr(buffer);
         // SAFETY: a live communicator, the buffer's own address and size, an out-pointer.
-        let result =
-            unsafe { (self.nccl().table().ncclCommRegister)(comm, ptr, buffer.bytes(), &mut handle) };
+        let result = unsafe {
+            (self.nccl().table().ncclCommRegister)(comm, ptr, buffer.bytes(), &mut handle)
+        };
         self.check(result, "ncclCommRegister")?;
         Ok(Registered {
             buffer,
@@ -262,7 +278,13 @@ impl Communicator {
         let ptr = write_ptr(buffer);
         // SAFETY: a live communicator, the buffer's own address and size, an out-pointer.
         let result = unsafe {
-            (self.nccl().table().ncclCommWindowRegister)(comm, ptr, buffer.bytes(), &mut window, flags)
+            (self.nccl().table().ncclCommWindowRegister)(
+                comm,
+                ptr,
+                buffer.bytes(),
+                &mut window,
+                flags,
+            )
         };
         self.check(result, "ncclCommWindowRegister")?;
         if window.is_null() {
@@ -336,7 +358,10 @@ impl<M: DeviceMemoryMut> Registered<'_, M> {
         // SAFETY: the handle NCCL gave for this communicator, deregistered once.
         let (result, call) = unsafe {
             match self.kind {
-                Kind::Buffer => ((table.ncclCommDeregister)(comm, self.handle), "ncclCommDeregister"),
+                Kind::Buffer => (
+                    (table.ncclCommDeregister)(comm, self.handle),
+                    "ncclCommDeregister",
+                ),
                 Kind::Window => (
                     (table.ncclCommWindowDeregister)(comm, self.handle.cast()),
                     "ncclCommWindowDeregister",
@@ -370,4 +395,3 @@ unsafe impl<M: DeviceMemoryMut> DeviceMemory for Registered<'_, M> {
 }
 // SAFETY: as above.
 unsafe impl<M: DeviceMemoryMut> DeviceMemoryMut for Registered<'_, M> {}
-

@@ -68,7 +68,8 @@ unsafe extern "C" fn trampoline(
     if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         callback(Status::from_code(status), &message)
     })) {
-        if let Err(again) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(payload))) {
+        if let Err(again) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(payload)))
+        {
             std::mem::forget(again);
         }
     }

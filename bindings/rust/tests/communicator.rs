@@ -128,8 +128,7 @@ fn non_blocking_needs_nccl_2_14() {
     );
     assert_eq!(fake.count("ncclCommInitRank"), 0);
     // ... and the opt-in makes a blocking communicator, which says so.
-    let comm =
-        Communicator::init_with_deadline_or_blocking(&fake.nccl, 2, &ID, 0, SECOND).unwrap();
+    let comm = Communicator::init_with_deadline_or_blocking(&fake.nccl, 2, &ID, 0, SECOND).unwrap();
     assert_eq!(comm.state(), CommState::Ready);
     assert_eq!(comm.blocking(), Blocking::Yes);
 }
@@ -178,8 +177,9 @@ fn collectives_reach_nccl_and_their_errors_come_back() {
     fake.inject("ncclAllReduce", 4, 1);
     fake.last_error("AllReduce : invalid type 99");
     // SAFETY: as above.
-    let error = unsafe { comm.all_reduce_raw(null(), null_mut(), 8, DataType::Float32, RedOp::Sum, s) }
-        .unwrap_err();
+    let error =
+        unsafe { comm.all_reduce_raw(null(), null_mut(), 8, DataType::Float32, RedOp::Sum, s) }
+            .unwrap_err();
     assert_eq!(error.nccl_result(), Some(4));
     assert_eq!(error.nccl_last_error(), Some("AllReduce : invalid type 99"));
     assert!(

@@ -191,7 +191,11 @@ int main(void) {
 fn c_layout_and_values_match() {
     // The headers the crate carries (the checkout's, or the packaged copy).
     let include = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("csrc/include");
-    assert!(include.join("ncclshim/comm.h").exists(), "{} has no headers", include.display());
+    assert!(
+        include.join("ncclshim/comm.h").exists(),
+        "{} has no headers",
+        include.display()
+    );
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     let (source, program) = (dir.join("layout.c"), dir.join("layout"));
     // Then NCCL's value of every DataType and RedOp variant, by its C name.

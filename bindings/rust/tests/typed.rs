@@ -7,9 +7,7 @@ mod support;
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 
-use ncclshim::{
-    Blocking, CommState, Cuda, DataType, DeviceMemory, DeviceMemoryMut, RedOp, Status, Stream,
-};
+use ncclshim::{Blocking, CommState, Cuda, DataType, DeviceMemory, RedOp, Status, Stream};
 use support::{expect_error, fake_cuda, init, symbol, Fake, SECOND};
 
 /// tests/fakes/fake_nccl.h's `fake_nccl_call`.
@@ -68,31 +66,71 @@ fn every_safe_collective_forwards_its_buffers_addresses_and_counts() {
     let (sp, rp, hp) = (send.device_ptr(), recv.device_ptr(), half.device_ptr());
     let sum = RedOp::Sum.raw() as u64;
 
-    comm.all_reduce(&send, &mut recv, RedOp::Sum, &stream).unwrap();
-    assert_eq!(last_call(&fake), ("ncclAllReduce".into(), vec![sp, rp, 8, f32_, sum, nccl, s]));
-    comm.all_reduce_in_place(&mut recv, RedOp::Max, &stream).unwrap();
+    comm.all_reduce(&send, &mut recv, RedOp::Sum, &stream)
+        .unwrap();
+    assert_eq!(
+        last_call(&fake),
+        ("ncclAllReduce".into(), vec![sp, rp, 8, f32_, sum, nccl, s])
+    );
+    comm.all_reduce_in_place(&mut recv, RedOp::Max, &stream)
+        .unwrap();
     let max = RedOp::Max.raw() as u64;
-    assert_eq!(last_call(&fake), ("ncclAllReduce".into(), vec![rp, rp, 8, f32_, max, nccl, s]));
+    assert_eq!(
+        last_call(&fake),
+        ("ncclAllReduce".into(), vec![rp, rp, 8, f32_, max, nccl, s])
+    );
     comm.broadcast(&send, &mut recv, 1, &stream).unwrap();
-    assert_eq!(last_call(&fake), ("ncclBroadcast".into(), vec![sp, rp, 8, f32_, 1, nccl, s]));
+    assert_eq!(
+        last_call(&fake),
+        ("ncclBroadcast".into(), vec![sp, rp, 8, f32_, 1, nccl, s])
+    );
     comm.broadcast_in_place(&mut half, 0, &stream).unwrap();
-    assert_eq!(last_call(&fake), ("ncclBroadcast".into(), vec![hp, hp, 4, f32_, 0, nccl, s]));
+    assert_eq!(
+        last_call(&fake),
+        ("ncclBroadcast".into(), vec![hp, hp, 4, f32_, 0, nccl, s])
+    );
     comm.all_gather(&half, &mut recv, &stream).unwrap();
-    assert_eq!(last_call(&fake), ("ncclAllGather".into(), vec![hp, rp, 4, f32_, nccl, s]));
-    comm.reduce_scatter(&send, &mut half, RedOp::Sum, &stream).unwrap();
-    assert_eq!(last_call(&fake), ("ncclReduceScatter".into(), vec![sp, hp, 4, f32_, sum, nccl, s]));
+    assert_eq!(
+        last_call(&fake),
+        ("ncclAllGather".into(), vec![hp, rp, 4, f32_, nccl, s])
+    );
+    comm.reduce_scatter(&send, &mut half, RedOp::Sum, &stream)
+        .unwrap();
+    assert_eq!(
+        last_call(&fake),
+        (
+            "ncclReduceScatter".into(),
+            vec![sp, hp, 4, f32_, sum, nccl, s]
+        )
+    );
     comm.send(&send, 1, &stream).unwrap();
-    assert_eq!(last_call(&fake), ("ncclSend".into(), vec![sp, 8, f32_, 1, nccl, s]));
+    assert_eq!(
+        last_call(&fake),
+        ("ncclSend".into(), vec![sp, 8, f32_, 1, nccl, s])
+    );
     comm.recv(&mut half, 0, &stream).unwrap();
-    assert_eq!(last_call(&fake), ("ncclRecv".into(), vec![hp, 4, f32_, 0, nccl, s]));
+    assert_eq!(
+        last_call(&fake),
+        ("ncclRecv".into(), vec![hp, 4, f32_, 0, nccl, s])
+    );
 
     // A view is its sub-range: the address of its first element, its count.
     let part = send.view(2..6).unwrap();
-    comm.all_reduce(&part, &mut half, RedOp::Sum, &stream).unwrap();
-    assert_eq!(last_call(&fake), ("ncclAllReduce".into(), vec![sp + 8, hp, 4, f32_, sum, nccl, s]));
+    comm.all_reduce(&part, &mut half, RedOp::Sum, &stream)
+        .unwrap();
+    assert_eq!(
+        last_call(&fake),
+        (
+            "ncclAllReduce".into(),
+            vec![sp + 8, hp, 4, f32_, sum, nccl, s]
+        )
+    );
     let mut tail = recv.view_mut(4..).unwrap();
     comm.recv(&mut tail, 1, &stream).unwrap();
-    assert_eq!(last_call(&fake), ("ncclRecv".into(), vec![rp + 16, 4, f32_, 1, nccl, s]));
+    assert_eq!(
+        last_call(&fake),
+        ("ncclRecv".into(), vec![rp + 16, 4, f32_, 1, nccl, s])
+    );
     // The element type gives NCCL's type.
     let words = cuda.alloc::<ncclshim::Bf16>(3).unwrap();
     comm.send(&words, 0, &stream).unwrap();
@@ -111,32 +149,80 @@ fn buffers_that_disagree_are_refused_before_nccl_is_called() {
     let mut four = cuda.alloc::<i64>(4).unwrap();
     let mut eight_out = cuda.alloc::<i64>(8).unwrap();
     let refused = [
-        (comm.all_reduce(&eight, &mut seven, RedOp::Sum, &stream), &["ncclAllReduce", "8", "7"][..]),
-        (comm.broadcast(&eight, &mut seven, 0, &stream), &["ncclBroadcast", "8", "7"]),
-        (comm.broadcast(&eight, &mut eight_out, 2, &stream), &["root 2", "0..2"]),
-        (comm.broadcast_in_place(&mut four, -1, &stream), &["root -1"]),
-        (comm.all_gather(&four, &mut seven, &stream), &["ncclAllGather", "recv holds 7", "4 x 2"]),
-        (comm.all_gather(&eight, &mut eight_out, &stream), &["ncclAllGather", "8 x 2"]),
-        (comm.reduce_scatter(&seven, &mut four, RedOp::Sum, &stream), &["ncclReduceScatter", "send holds 7"]),
+        (
+            comm.all_reduce(&eight, &mut seven, RedOp::Sum, &stream),
+            &["ncclAllReduce", "8", "7"][..],
+        ),
+        (
+            comm.broadcast(&eight, &mut seven, 0, &stream),
+            &["ncclBroadcast", "8", "7"],
+        ),
+        (
+            comm.broadcast(&eight, &mut eight_out, 2, &stream),
+            &["root 2", "0..2"],
+        ),
+        (
+            comm.broadcast_in_place(&mut four, -1, &stream),
+            &["root -1"],
+        ),
+        (
+            comm.all_gather(&four, &mut seven, &stream),
+            &["ncclAllGather", "recv holds 7", "4 x 2"],
+        ),
+        (
+            comm.all_gather(&eight, &mut eight_out, &stream),
+            &["ncclAllGather", "8 x 2"],
+        ),
+        (
+            comm.reduce_scatter(&seven, &mut four, RedOp::Sum, &stream),
+            &["ncclReduceScatter", "send holds 7"],
+        ),
         (comm.send(&eight, 2, &stream), &["ncclSend", "peer 2"]),
         (comm.recv(&mut four, -3, &stream), &["ncclRecv", "peer -3"]),
     ];
     for (result, fragments) in refused {
         expect_error(result, Status::InvalidArgument, fragments);
     }
-    for call in ["ncclAllReduce", "ncclBroadcast", "ncclAllGather", "ncclReduceScatter", "ncclSend", "ncclRecv"] {
+    for call in [
+        "ncclAllReduce",
+        "ncclBroadcast",
+        "ncclAllGather",
+        "ncclReduceScatter",
+        "ncclSend",
+        "ncclRecv",
+    ] {
         assert_eq!(fake.count(call), 0, "{call} was called");
     }
     // Ranges past the end, or backwards, are refused too.
-    expect_error(eight.view(5..9), Status::InvalidArgument, &["within the 8 elements"]);
+    expect_error(
+        eight.view(5..9),
+        Status::InvalidArgument,
+        &["within the 8 elements"],
+    );
     #[allow(clippy::reversed_empty_ranges)]
     let backwards = eight.view(5..3);
     expect_error(backwards, Status::InvalidArgument, &[]);
-    expect_error(cuda.alloc::<f32>(0), Status::InvalidArgument, &["0 elements"]);
-    expect_error(cuda.alloc::<u64>(usize::MAX / 4), Status::InvalidArgument, &["not a size"]);
+    expect_error(
+        cuda.alloc::<f32>(0),
+        Status::InvalidArgument,
+        &["0 elements"],
+    );
+    expect_error(
+        cuda.alloc::<u64>(usize::MAX / 4),
+        Status::InvalidArgument,
+        &["not a size"],
+    );
     // Copies too: the driver is not asked.
-    expect_error(cuda.copy_to_device(&[1i64; 3], &mut four), Status::InvalidArgument, &["3", "4"]);
-    expect_error(cuda.copy_to_host_async(&four, &mut [0i64; 5], &stream), Status::InvalidArgument, &["4", "5"]);
+    expect_error(
+        cuda.copy_to_device(&[1i64; 3], &mut four),
+        Status::InvalidArgument,
+        &["3", "4"],
+    );
+    expect_error(
+        cuda.copy_to_host_async(&four, &mut [0i64; 5], &stream),
+        Status::InvalidArgument,
+        &["4", "5"],
+    );
 }
 
 #[test]
@@ -146,12 +232,15 @@ fn copies_on_a_stream_and_synchronous_ones_round_trip() {
     let stream = cuda.create_stream().unwrap();
     let values: Vec<u32> = (0..100).collect();
     let mut buffer = cuda.alloc::<u32>(100).unwrap();
-    cuda.copy_to_device_async(&values, &mut buffer, &stream).unwrap();
+    cuda.copy_to_device_async(&values, &mut buffer, &stream)
+        .unwrap();
     let mut back = vec![0u32; 100];
-    cuda.copy_to_host_async(&buffer, &mut back, &stream).unwrap();
+    cuda.copy_to_host_async(&buffer, &mut back, &stream)
+        .unwrap();
     cuda.sync_stream(&stream).unwrap();
     assert_eq!(back, values);
-    cuda.fill_bytes(&mut buffer.view_mut(10..20).unwrap(), 0).unwrap();
+    cuda.fill_bytes(&mut buffer.view_mut(10..20).unwrap(), 0)
+        .unwrap();
     let back = cuda.to_vec(&buffer).unwrap();
     assert_eq!(&back[9..21], &[9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 20]);
     let copy = cuda.alloc_from(&values[..5]).unwrap();
@@ -169,13 +258,20 @@ fn registrations_deregister_on_drop() {
     {
         let mut registered = comm.register(&mut buffer).unwrap();
         let (name, args) = last_call(&fake);
-        assert_eq!((name.as_str(), args[1], args[2]), ("ncclCommRegister", address, 4096));
-        comm.all_reduce_in_place(&mut registered, RedOp::Sum, &stream).unwrap();
+        assert_eq!(
+            (name.as_str(), args[1], args[2]),
+            ("ncclCommRegister", address, 4096)
+        );
+        comm.all_reduce_in_place(&mut registered, RedOp::Sum, &stream)
+            .unwrap();
         assert_eq!(last_call(&fake).1[..3], [address, address, 1024]);
         assert_eq!(fake.count("ncclCommDeregister"), 0);
     }
     assert_eq!(fake.count("ncclCommDeregister"), 1);
-    comm.register(&mut buffer).unwrap().deregister(SECOND).unwrap();
+    comm.register(&mut buffer)
+        .unwrap()
+        .deregister(SECOND)
+        .unwrap();
     assert_eq!(fake.count("ncclCommDeregister"), 2);
 
     // Windows: only where the deregistration on drop has a bound.
@@ -194,7 +290,11 @@ fn registrations_deregister_on_drop() {
     }
     assert_eq!(fake.windows(), 0, "Drop deregisters the window");
     fake.null_window(true);
-    expect_error(open.register_window(&mut buffer, 0), Status::Unavailable, &["no window"]);
+    expect_error(
+        open.register_window(&mut buffer, 0),
+        Status::Unavailable,
+        &["no window"],
+    );
 }
 
 #[test]
@@ -203,8 +303,16 @@ fn registration_is_refused_by_an_nccl_without_it() {
     let cuda = driver(&build);
     let comm = init(&fake, Blocking::Yes);
     let mut buffer = cuda.alloc::<u8>(64).unwrap();
-    expect_error(comm.register(&mut buffer), Status::Unavailable, &["ncclCommRegister"]);
-    expect_error(fake.nccl.alloc::<u8>(64), Status::Unavailable, &["ncclMemAlloc"]);
+    expect_error(
+        comm.register(&mut buffer),
+        Status::Unavailable,
+        &["ncclCommRegister"],
+    );
+    expect_error(
+        fake.nccl.alloc::<u8>(64),
+        Status::Unavailable,
+        &["ncclMemAlloc"],
+    );
 }
 
 /// Buffers of both allocators, a registration, a stream, an event, the communicator and the
@@ -222,7 +330,8 @@ fn drop_orders() {
         let mut nccl_memory = fake.nccl.alloc::<f64>(32).unwrap();
         {
             let mut registered = comm.register(&mut nccl_memory).unwrap();
-            comm.all_reduce(&plain, &mut registered, RedOp::Sum, &stream).unwrap();
+            comm.all_reduce(&plain, &mut registered, RedOp::Sum, &stream)
+                .unwrap();
             cuda.record_event(&event, &stream).unwrap();
             if order % 2 == 0 {
                 drop(registered);
@@ -245,7 +354,7 @@ fn drop_orders() {
             drop(event);
         } else {
             drop(event);
-            drop(plain.view_mut(..).unwrap());
+            let _ = plain.view_mut(..).unwrap();
             drop(comm);
         }
         drop(nccl_memory);

@@ -133,8 +133,9 @@ fn a_hang_fails_the_communicator_and_calls_back() {
     let message = failure(&comm, "ncclAllReduce #4 (count 256, ncclFloat32)");
     // The next call fails at once with the watchdog's status and message.
     // SAFETY: as above.
-    let again =
-        unsafe { comm.all_reduce_raw(buf, buf, 8, DataType::Float32, RedOp::Sum, &Stream::DEFAULT) };
+    let again = unsafe {
+        comm.all_reduce_raw(buf, buf, 8, DataType::Float32, RedOp::Sum, &Stream::DEFAULT)
+    };
     expect_error(again, Status::Timeout, &["ncclAllReduce #4"]);
     wait_until(Duration::from_secs(5), || !seen.lock().unwrap().is_empty());
     {
@@ -302,9 +303,13 @@ fn a_callback_panicking_with_a_panicking_payload_stays_on_its_thread() {
     query.answer(NEVER_FIRES);
     // SAFETY: the fake NCCL touches no buffer.
     let mut buffer = unsafe { ncclshim::DeviceViewMut::<f32>::from_raw(0, 8) };
-    comm.all_reduce_in_place(&mut buffer, RedOp::Sum, &Stream::DEFAULT).unwrap();
+    comm.all_reduce_in_place(&mut buffer, RedOp::Sum, &Stream::DEFAULT)
+        .unwrap();
     failure(&comm, "ncclAllReduce");
-    assert!(wait_until(Duration::from_secs(5), || *drops.lock().unwrap() == 1));
+    assert!(wait_until(Duration::from_secs(5), || *drops
+        .lock()
+        .unwrap()
+        == 1));
     assert_eq!(*calls.lock().unwrap(), 1);
     abort(comm);
     drop(dog); // stops and joins: the thread survived the panics
@@ -327,7 +332,8 @@ fn a_stream_dropped_after_its_record_is_never_used_again() {
     for _ in 0..50 {
         let stream = cuda.create_stream().unwrap();
         for _ in 0..8 {
-            comm.all_reduce_in_place(&mut buffer, RedOp::Sum, &stream).unwrap();
+            comm.all_reduce_in_place(&mut buffer, RedOp::Sum, &stream)
+                .unwrap();
         }
         cuda.sync_stream(&stream).unwrap();
         drop(stream);

@@ -117,11 +117,15 @@ macro_rules! collective_calls {
             ),
             (
                 "ncclBroadcast",
-                Box::new(move || unsafe { comm.broadcast_raw(send, recv, 8, DataType::Float32, 0, s) }),
+                Box::new(move || unsafe {
+                    comm.broadcast_raw(send, recv, 8, DataType::Float32, 0, s)
+                }),
             ),
             (
                 "ncclAllGather",
-                Box::new(move || unsafe { comm.all_gather_raw(send, recv, 8, DataType::Bfloat16, s) }),
+                Box::new(move || unsafe {
+                    comm.all_gather_raw(send, recv, 8, DataType::Bfloat16, s)
+                }),
             ),
             (
                 "ncclReduceScatter",

@@ -1,11 +1,11 @@
-/* NCCL's public ABI (2.18 -> 2.30.7), written from the facts in docs/nccl-abi.md, not from nccl.h.
+/* NCCL's public ABI (2.18 -> 2.32.3), written from the facts in docs/nccl-abi.md, not from nccl.h.
  *
  * Coexistence with the real nccl.h:
  *  - nccl.h included first (NCCL_H_ defined): its types are used as they are; this header adds
  *    only ncclshim's own names (ncclshim_nccl_config and the aliases below).
  *  - this header first: it stands in for nccl.h. It defines NCCL_H_, so a later
  *    `#include <nccl.h>` is a no-op, and it declares the same types, constants and function
- *    prototypes at the 2.30.7 level. It does not include cuda_runtime.h as nccl.h does.
+ *    prototypes at the 2.32.3 level. It does not include cuda_runtime.h as nccl.h does.
  * Either way the program sees one set of types with NCCL's names, sizes and values. */
 #ifndef NCCLSHIM_NCCL_ABI_H
 #define NCCLSHIM_NCCL_ABI_H
@@ -50,6 +50,8 @@ typedef struct ncclshim_gin_barrier_handle ncclshim_gin_barrier_handle_t;
 typedef struct ncclshim_lla2a_handle ncclshim_lla2a_handle_t;
 typedef struct ncclshim_gin_outbox_handle ncclshim_gin_outbox_handle_t;
 typedef struct ncclshim_gin_inbox_a2a_handle ncclshim_gin_inbox_a2a_handle_t;
+typedef struct ncclshim_cft_le_id ncclshim_cft_le_id_t; /* ncclCftLeId (2.32.3+) */
+typedef struct ncclshim_cft_barrier_handle ncclshim_cft_barrier_handle_t; /* 2.32.3+ */
 
 /* ncclCommProperties_t (nccl_device.h, 2.29.2+), the one device-API struct ncclshim reads:
  * ncclCommQueryProperties fills it in the layout of the `version` it carries (never newer
@@ -84,10 +86,15 @@ typedef struct ncclshim_comm_properties_v22902 { /* 2.29.2 and 2.29.3 */
 /* The first release with ncclshim_comm_properties' layout: it widened ginType and appended
  * nLsaTeams, hostRmaSupport and railedGinType (2.29.3 has the old layout, 2.29.7 the new). */
 #define NCCLSHIM_COMM_PROPERTIES_FULL_VERSION 22904
-/* The newest `version` ncclshim puts in the struct (NCCL reads the full layout by it). */
+/* The newest `version` ncclshim puts in the struct (NCCL reads the full layout by it). 2.32.3
+ * appends commHash, ginMinStride, ginConnectionType, ginSupport[64], devCommRuntimeVersionSize
+ * and three cft flags; ncclshim keeps asking for this layout, which NCCL still fills as it
+ * was, because the device headers of 2.32.3 that fix the new fields' sizes were not
+ * available to check them (docs/nccl-abi.md). ncclDevCommRequirements_t also grew at its
+ * end in 2.32.3; ncclshim only forwards pointers to it. */
 #define NCCLSHIM_COMM_PROPERTIES_LAYOUT_VERSION 22907
 
-/* The newest ncclConfig_t layout (2.30.7, 96 bytes), always available under ncclshim's tag. */
+/* The newest ncclConfig_t layout (2.32.3, 120 bytes), always available under ncclshim's tag. */
 struct ncclshim_nccl_config {
   size_t size;
   unsigned int magic;
@@ -110,21 +117,70 @@ struct ncclshim_nccl_config {
   int numRmaCtx;           /* 2.29.2 */
   int maxP2pPeers;         /* 2.30.3 */
   int graphStreamOrdering; /* 2.30.7 */
+  int launchOrderImplicit; /* 2.32.3 (the first header held: docs/nccl-abi.md) */
+  int numRmaSig;           /* 2.32.3 */
+  int rmaEagerInit;        /* 2.32.3 */
+  int hostCftMode;         /* 2.32.3, an ncclHostCftMode_t value */
+  int nvlsHostMode;        /* 2.32.3, ncclNvlsHostMode_t bits */
 };
 
 #define NCCLSHIM_NCCL_CONFIG_MAGIC 0xcafebeefu
 /* The NCCL release whose ncclConfig_t layout struct ncclshim_nccl_config copies. */
-#define NCCLSHIM_NCCL_CONFIG_LAYOUT_VERSION 23007
+#define NCCLSHIM_NCCL_CONFIG_LAYOUT_VERSION 23203
+
+/* ncclConfigExt_t (2.32.3+, 24 bytes): one vendor option of a per-collective config, in a
+ * singly linked list. */
+typedef struct ncclshim_config_ext {
+  struct ncclshim_config_ext *next;
+  struct {
+    int vendorId;
+    int optionId;
+  } key;
+  union {
+    int i;
+    const char *s;
+    void *raw;
+  } val;
+} ncclshim_config_ext_t;
+
+/* ncclCollConfig_t (2.32.3+, 72 bytes): the per-call options of the ...Config collectives.
+ * Versioned like ncclConfig_t (size, NCCL_API_MAGIC, the layout's release). */
+typedef struct ncclshim_coll_config {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  ncclshim_config_ext_t *ext;
+  int minCTAs;
+  int maxCTAs;
+  int nvlsCTAs;
+  int cgaClusterSize;
+  const char *algSelection;
+  int forceAlgSelection;
+  int CTAPolicy;
+  uint64_t userProfilerTag;
+  struct CUevent_st *launchCompletionEvent; /* cudaEvent_t, the caller's */
+} ncclshim_coll_config_t;
+/* The NCCL release whose ncclCollConfig_t layout ncclshim_coll_config copies. */
+#define NCCLSHIM_COLL_CONFIG_LAYOUT_VERSION 23203
+
+/* ncclEncryptionConfig_t (2.32.3+, 32 bytes): ncclSetEncryption's argument. */
+typedef struct ncclshim_encryption_config {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  int mode; /* ncclEncryptionMode_t */
+  const char *psk;
+} ncclshim_encryption_config_t;
 
 #ifndef NCCL_H_
 #define NCCL_H_
 #define NCCLSHIM_PROVIDES_NCCL_H 1
 
 #define NCCL_MAJOR 2
-#define NCCL_MINOR 30
-#define NCCL_PATCH 7
+#define NCCL_MINOR 32
+#define NCCL_PATCH 3
 #define NCCL_SUFFIX ""
-#define NCCL_VERSION_CODE 23007
+#define NCCL_VERSION_CODE 23203
 #define NCCL_VERSION(X, Y, Z) \
   (((X) <= 2 && (Y) <= 8) ? (X)*1000 + (Y)*100 + (Z) : (X)*10000 + (Y)*100 + (Z))
 
@@ -158,6 +214,8 @@ typedef enum {
 #define NCCL_WIN_DEFAULT 0x00
 #define NCCL_WIN_COLL_SYMMETRIC 0x01
 #define NCCL_WIN_STRICT_ORDERING 0x02
+#define NCCL_WIN_GIN_ONLY 0x04
+#define NCCL_WIN_CFT_COUNTED 0x08
 #define NCCL_WIN_REQUIRED_ALIGNMENT 4096
 
 #define NCCL_CTA_POLICY_DEFAULT 0x00
@@ -180,7 +238,42 @@ typedef struct ncclshim_nccl_config ncclConfig_t;
         NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT,               \
         NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,               \
         NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,               \
-        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT                \
+        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,               \
+        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,               \
+        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT                                       \
+  }
+
+typedef enum {
+  ncclHostCftDefault = NCCL_CONFIG_UNDEF_INT,
+  ncclHostCftEnable = 1,
+  ncclHostCftDisable = 2,
+  ncclHostCftFallback = 3
+} ncclHostCftMode_t;
+
+/* Bit flags, OR-ed. */
+typedef enum {
+  ncclNvlsHostModeDefault = NCCL_CONFIG_UNDEF_INT,
+  ncclNvlsHostModeEnable = 0,
+  ncclNvlsHostModeDisableTransport = 1 << 0,
+  ncclNvlsHostModeDisableSymmetricMultimem = 1 << 1,
+  ncclNvlsHostModeDisable = INT_MAX
+} ncclNvlsHostMode_t;
+
+typedef ncclshim_config_ext_t ncclConfigExt_t;
+typedef ncclshim_coll_config_t ncclCollConfig_t;
+#define NCCL_COLLCONFIG_INITIALIZER                                                      \
+  {                                                                                      \
+    sizeof(ncclCollConfig_t), NCCL_API_MAGIC, NCCLSHIM_COLL_CONFIG_LAYOUT_VERSION, NULL, \
+        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT,             \
+        NCCL_CONFIG_UNDEF_INT, NULL, 1, NCCL_CONFIG_UNDEF_INT, 0, NULL                   \
+  }
+
+typedef enum { NCCL_ENCRYPTION_MODE_NONE = 0, NCCL_ENCRYPTION_MODE_PSK = 1 } ncclEncryptionMode_t;
+typedef ncclshim_encryption_config_t ncclEncryptionConfig_t;
+#define NCCL_ENCRYPTION_CONFIG_INITIALIZER                                                        \
+  {                                                                                               \
+    sizeof(ncclEncryptionConfig_t), NCCL_API_MAGIC, NCCL_VERSION_CODE, NCCL_ENCRYPTION_MODE_NONE, \
+        NULL                                                                                      \
   }
 
 struct ncclSimInfo_v22200 {

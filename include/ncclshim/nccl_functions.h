@@ -1,4 +1,4 @@
-/* The one list of NCCL host functions (nccl.h and nccl_device.h, 2.18 -> 2.30.7). Everything
+/* The one list of NCCL host functions (nccl.h and nccl_device.h, 2.18 -> 2.32.3). Everything
  * else is generated from it: the table's fields, the name strings, loading, the "unavailable"
  * stubs and the drop-in library's exports. Adding a function is one line.
  *
@@ -23,7 +23,8 @@
  *
  * The device API's rows forward pointers to NCCL's structs without reading them (their layout
  * changes between releases: nccl_abi.h declares them incomplete); ncclTeam_t and
- * ncclMultimemHandle_t pass by value with NCCL's layout. */
+ * ncclMultimemHandle_t pass by value with NCCL's layout; ncclTeamCft's `mode` is NCCL's
+ * ncclCftTeamMode_t, a plain enum (int). */
 #ifndef NCCLSHIM_NCCL_FUNCTIONS_H
 #define NCCLSHIM_NCCL_FUNCTIONS_H
 
@@ -113,7 +114,22 @@
   X(ncclGetMultimemDevicePointer,     22902, DEVICE,   QUERY,  RESULT,  4, ((ncclshim_window_t, window), (size_t, offset), (ncclshim_multimem_handle_t, multimem), (void **, outPtr))) \
   X(ncclGetPeerDevicePointer,         22902, DEVICE,   QUERY,  RESULT,  4, ((ncclshim_window_t, window), (size_t, offset), (int, peer), (void **, outPtr))) \
   X(ncclGinOutboxCreateRequirement,   22907, DEVICE,   QUERY,  RESULT,  4, ((int, nBlocks), (int, size_log2), (ncclshim_gin_outbox_handle_t *, outHandle), (ncclshim_dev_resource_requirements_t *, outReq))) \
-  X(ncclGinInboxA2ACreateRequirement, 22907, DEVICE,   QUERY,  RESULT,  5, ((ncclshim_team_t, peers), (int, nBlocks), (int, size_log2), (ncclshim_gin_inbox_a2a_handle_t *, outHandle), (ncclshim_dev_resource_requirements_t *, outReq)))
+  X(ncclGinInboxA2ACreateRequirement, 22907, DEVICE,   QUERY,  RESULT,  5, ((ncclshim_team_t, peers), (int, nBlocks), (int, size_log2), (ncclshim_gin_inbox_a2a_handle_t *, outHandle), (ncclshim_dev_resource_requirements_t *, outReq))) \
+  X(ncclAllReduceConfig,              23203, OPTIONAL, ACTION, RESULT,  8, ((const void *, sendbuff), (void *, recvbuff), (size_t, count), (ncclDataType_t, datatype), (ncclRedOp_t, op), (ncclComm_t, comm), (cudaStream_t, stream), (const ncclshim_coll_config_t *, config))) \
+  X(ncclBroadcastConfig,              23203, OPTIONAL, ACTION, RESULT,  8, ((const void *, sendbuff), (void *, recvbuff), (size_t, count), (ncclDataType_t, datatype), (int, root), (ncclComm_t, comm), (cudaStream_t, stream), (const ncclshim_coll_config_t *, config))) \
+  X(ncclReduceConfig,                 23203, OPTIONAL, ACTION, RESULT,  9, ((const void *, sendbuff), (void *, recvbuff), (size_t, count), (ncclDataType_t, datatype), (ncclRedOp_t, op), (int, root), (ncclComm_t, comm), (cudaStream_t, stream), (const ncclshim_coll_config_t *, config))) \
+  X(ncclAllGatherConfig,              23203, OPTIONAL, ACTION, RESULT,  7, ((const void *, sendbuff), (void *, recvbuff), (size_t, sendcount), (ncclDataType_t, datatype), (ncclComm_t, comm), (cudaStream_t, stream), (const ncclshim_coll_config_t *, config))) \
+  X(ncclReduceScatterConfig,          23203, OPTIONAL, ACTION, RESULT,  8, ((const void *, sendbuff), (void *, recvbuff), (size_t, recvcount), (ncclDataType_t, datatype), (ncclRedOp_t, op), (ncclComm_t, comm), (cudaStream_t, stream), (const ncclshim_coll_config_t *, config))) \
+  X(ncclAlltoAllConfig,               23203, OPTIONAL, ACTION, RESULT,  7, ((const void *, sendbuff), (void *, recvbuff), (size_t, count), (ncclDataType_t, datatype), (ncclComm_t, comm), (cudaStream_t, stream), (const ncclshim_coll_config_t *, config))) \
+  X(ncclGatherConfig,                 23203, OPTIONAL, ACTION, RESULT,  8, ((const void *, sendbuff), (void *, recvbuff), (size_t, count), (ncclDataType_t, datatype), (int, root), (ncclComm_t, comm), (cudaStream_t, stream), (const ncclshim_coll_config_t *, config))) \
+  X(ncclScatterConfig,                23203, OPTIONAL, ACTION, RESULT,  8, ((const void *, sendbuff), (void *, recvbuff), (size_t, count), (ncclDataType_t, datatype), (int, root), (ncclComm_t, comm), (cudaStream_t, stream), (const ncclshim_coll_config_t *, config))) \
+  X(ncclSetEncryption,                23203, OPTIONAL, ACTION, RESULT,  1, ((const ncclshim_encryption_config_t *, config))) \
+  X(ncclGetMultimemDeviceLeInfo,      23203, DEVICE,   QUERY,  RESULT,  4, ((ncclshim_window_t, window), (size_t, offset), (ncclshim_cft_le_id_t *, leId), (size_t *, leOffset))) \
+  X(ncclGetCftDeviceLeInfo,           23203, DEVICE,   QUERY,  RESULT,  6, ((ncclshim_window_t, window), (size_t, offset), (int, peerCft), (ncclshim_team_t, cftTeam), (ncclshim_cft_le_id_t *, leId), (size_t *, leOffset))) \
+  X(ncclGetPeerDeviceLeInfo,          23203, DEVICE,   QUERY,  RESULT,  5, ((ncclshim_window_t, window), (size_t, offset), (int, peerWorld), (ncclshim_cft_le_id_t *, leId), (size_t *, leOffset))) \
+  X(ncclTeamCft,                      23203, DEVICE,   QUERY,  TEAM,    2, ((ncclComm_t, comm), (int, mode))) \
+  X(ncclTeamCftMultimem,              23203, DEVICE,   QUERY,  TEAM,    1, ((ncclComm_t, comm))) \
+  X(ncclCftBarrierCreateRequirement,  23203, DEVICE,   QUERY,  RESULT,  4, ((ncclshim_team_t, team), (int, nBarriers), (ncclshim_cft_barrier_handle_t *, outHandle), (ncclshim_dev_resource_requirements_t *, outReq)))
 /* clang-format on */
 
 /* ---- The one dispatch on a row's return kind ----------------------------------------- */

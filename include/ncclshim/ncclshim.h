@@ -91,7 +91,12 @@ NCCLSHIM_DECLARE_FUNCTION_FACTS(ncclshim_nccl, ncclshim_nccl_function)
   X(TIMEOUT_RESULT,       "timeout-result",       23003, ncclGetErrorString) \
   X(PARAMS,               "params",               23003, ncclParamBind, ncclParamGetParameter, ncclParamDumpAll) \
   X(DEVICE_API,           "device-api",           22803, ncclDevCommCreate, ncclDevCommDestroy, ncclTeamWorld, ncclTeamLsa, ncclTeamRankToWorld, ncclLsaBarrierCreateRequirement) \
-  X(DEVICE_POINTERS,      "device-pointers",      22902, ncclCommQueryProperties, ncclGetLsaDevicePointer, ncclGetPeerDevicePointer)
+  X(DEVICE_POINTERS,      "device-pointers",      22902, ncclCommQueryProperties, ncclGetLsaDevicePointer, ncclGetPeerDevicePointer) \
+  X(COLL_CONFIG,          "coll-config",          23203, ncclAllReduceConfig, ncclBroadcastConfig, ncclReduceConfig, ncclAllGatherConfig, ncclReduceScatterConfig, ncclAlltoAllConfig) \
+  X(LAUNCH_EVENT,         "launch-event",         23203, ncclAllReduceConfig) \
+  X(ENCRYPTION,           "encryption",           23203, ncclSetEncryption) \
+  X(NVLS_HOST_MODE,       "nvls-host-mode",       23203, ncclCommInitRankConfig) \
+  X(CFT,                  "cft",                  23203, ncclTeamCft, ncclTeamCftMultimem, ncclGetCftDeviceLeInfo, ncclCftBarrierCreateRequirement)
 /* clang-format on */
 
 #define NCCLSHIM_CAPABILITY_ENUM_(id, name, version, ...) NCCLSHIM_CAP_##id,
@@ -291,7 +296,12 @@ NCCLSHIM_API const ncclshim_nccl_table *ncclshim_table(void);
   X(GRAPH_USAGE_MODE,      graphUsageMode,      INT, 22902) \
   X(NUM_RMA_CTX,           numRmaCtx,           INT, 22902) \
   X(MAX_P2P_PEERS,         maxP2pPeers,         INT, 23003) \
-  X(GRAPH_STREAM_ORDERING, graphStreamOrdering, INT, 23007)
+  X(GRAPH_STREAM_ORDERING, graphStreamOrdering, INT, 23007) \
+  X(LAUNCH_ORDER_IMPLICIT, launchOrderImplicit, INT, 23203) \
+  X(NUM_RMA_SIG,           numRmaSig,           INT, 23203) \
+  X(RMA_EAGER_INIT,        rmaEagerInit,        INT, 23203) \
+  X(HOST_CFT_MODE,         hostCftMode,         INT, 23203) \
+  X(NVLS_HOST_MODE,        nvlsHostMode,        INT, 23203)
 /* clang-format on */
 
 #define NCCLSHIM_CONFIG_FIELD_ENUM_(id, field, kind, version) NCCLSHIM_CONFIG_##id,
@@ -300,7 +310,7 @@ typedef enum ncclshim_config_field {
 } ncclshim_config_field;
 
 /* Fill the caller's ncclConfig_t (from any nccl.h, or ncclshim's) so that any NCCL reads it
- * right: every field UNDEF, magic set, size = min(config_size, the 2.30.7 layout's 96),
+ * right: every field UNDEF, magic set, size = min(config_size, the 2.32.3 layout's 120),
  * version = that layout's release. Nothing past config_size is written. An older library
  * reads only its own prefix; a newer one fills what lies past `size` with its defaults.
  * Use the macro, which passes the size of the caller's type. Needs no NCCL.

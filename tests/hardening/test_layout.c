@@ -42,8 +42,36 @@ CHECK(ncclSum == 0 && ncclProd == 1 && ncclMax == 2 && ncclMin == 3 && ncclAvg =
       ncclNumOps == 5 && ncclMaxRedOp == 0x7fffffff);
 CHECK(NCCL_CONFIG_UNDEF_INT == INT_MIN && NCCL_SPLIT_NOCOLOR == -1);
 CHECK(NCCL_WIN_COLL_SYMMETRIC == 1 && NCCL_WIN_REQUIRED_ALIGNMENT == 4096);
+CHECK(NCCL_WIN_GIN_ONLY == 4 && NCCL_WIN_CFT_COUNTED == 8);
+CHECK(ncclHostCftDefault == INT_MIN && ncclHostCftEnable == 1 && ncclHostCftDisable == 2 &&
+      ncclHostCftFallback == 3 && sizeof(ncclHostCftMode_t) == 4);
+CHECK(ncclNvlsHostModeDefault == INT_MIN && ncclNvlsHostModeEnable == 0 &&
+      ncclNvlsHostModeDisableTransport == 1 && ncclNvlsHostModeDisableSymmetricMultimem == 2 &&
+      ncclNvlsHostModeDisable == INT_MAX && sizeof(ncclNvlsHostMode_t) == 4);
+CHECK(NCCL_ENCRYPTION_MODE_NONE == 0 && NCCL_ENCRYPTION_MODE_PSK == 1);
 
-/* ---- ncclConfig_t: the 2.30.7 layout, and where each generation ends -------------------- */
+/* ---- The 2.32.3 structs: per-collective config, its vendor options, encryption --------- */
+#define CC_AT(field, offset) CHECK(offsetof(ncclCollConfig_t, field) == (offset))
+CC_AT(size, 0);
+CC_AT(magic, 8);
+CC_AT(version, 12);
+CC_AT(ext, 16);
+CC_AT(minCTAs, 24);
+CC_AT(maxCTAs, 28);
+CC_AT(nvlsCTAs, 32);
+CC_AT(cgaClusterSize, 36);
+CC_AT(algSelection, 40);
+CC_AT(forceAlgSelection, 48);
+CC_AT(CTAPolicy, 52);
+CC_AT(userProfilerTag, 56);
+CC_AT(launchCompletionEvent, 64);
+CHECK(sizeof(ncclCollConfig_t) == 72);
+CHECK(sizeof(ncclConfigExt_t) == 24 && offsetof(ncclConfigExt_t, key.vendorId) == 8 &&
+      offsetof(ncclConfigExt_t, key.optionId) == 12 && offsetof(ncclConfigExt_t, val) == 16);
+CHECK(sizeof(ncclEncryptionConfig_t) == 32 && offsetof(ncclEncryptionConfig_t, mode) == 16 &&
+      offsetof(ncclEncryptionConfig_t, psk) == 24);
+
+/* ---- ncclConfig_t: the 2.32.3 layout, and where each generation ends -------------------- */
 #define AT(field, offset) CHECK(offsetof(ncclConfig_t, field) == (offset))
 AT(size, 0);
 AT(magic, 8);
@@ -66,7 +94,12 @@ AT(graphUsageMode, 80);
 AT(numRmaCtx, 84);
 AT(maxP2pPeers, 88);
 AT(graphStreamOrdering, 92);
-CHECK(sizeof(ncclConfig_t) == 96);
+AT(launchOrderImplicit, 96);
+AT(numRmaSig, 100);
+AT(rmaEagerInit, 104);
+AT(hostCftMode, 108);
+AT(nvlsHostMode, 112);
+CHECK(sizeof(ncclConfig_t) == 120);
 /* sizeof(ncclConfig_t) in each nccl.h: the end of its last field, rounded to 8. */
 #define END(field) ((offsetof(ncclConfig_t, field) + 4 + 7) / 8 * 8)
 CHECK(END(trafficClass) == 48);        /* 2.18 .. 2.26 */
@@ -74,6 +107,7 @@ CHECK(END(nvlsCTAs) == 72);            /* 2.27 */
 CHECK(END(nvlinkCentricSched) == 80);  /* 2.28 */
 CHECK(END(numRmaCtx) == 88);           /* 2.29.2 */
 CHECK(END(graphStreamOrdering) == 96); /* 2.30.3 .. 2.30.7 */
+CHECK(END(nvlsHostMode) == 120);       /* 2.32.3 */
 
 /* ---- The CUDA driver ABI ncclshim uses -------------------------------------------------- */
 CHECK(sizeof(CUdevice) == 4 && sizeof(CUdeviceptr) == 8 && sizeof(CUuuid) == 16);
@@ -102,14 +136,14 @@ static void expect(int ok, const char *what) {
 
 /* What config_init writes into a caller's struct of `size` bytes. */
 static void check_config_init(size_t size) {
-  unsigned char buf[128];
+  unsigned char buf[160];
   memset(buf, 0xa5, sizeof(buf));
   expect(ncclshim_nccl_config_init(buf, size) == NCCLSHIM_OK, "config_init accepts the size");
-  size_t written = size < 96 ? size : 96;
+  size_t written = size < 120 ? size : 120;
   ncclConfig_t c;
   memcpy(&c, buf, sizeof(c));
-  expect(c.size == written, "config.size is min(size, 96)");
-  expect(c.magic == NCCL_API_MAGIC && c.version == 23007, "magic and layout version");
+  expect(c.size == written, "config.size is min(size, 120)");
+  expect(c.magic == NCCL_API_MAGIC && c.version == 23203, "magic and layout version");
   expect(c.blocking == NCCL_CONFIG_UNDEF_INT, "blocking is UNDEF");
   for (size_t i = written; i < sizeof(buf); i++)
     if (buf[i] != 0xa5) {
@@ -137,7 +171,8 @@ int main(void) {
   check_config_init(80);
   check_config_init(88);
   check_config_init(96);
-  check_config_init(128); /* a newer nccl.h's bigger struct: 96 written, the rest untouched */
+  check_config_init(120);
+  check_config_init(152); /* a newer nccl.h's bigger struct: 120 written, the rest untouched */
   printf("%s\n", failures ? "FAIL" : "layout: all compile-time checks hold; config_init OK");
   return failures ? 1 : 0;
 }

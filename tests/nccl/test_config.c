@@ -19,10 +19,10 @@ static ncclshim_nccl *open_fake(const char *variant) {
   return nccl;
 }
 
-/* The layouts of each nccl.h generation (48, 72, 80, 88, 96) and a future larger one. */
+/* The layouts of each nccl.h generation (48, 72, 80, 88, 96, 120) and a future larger one. */
 static void test_init_respects_size(void **state) {
   (void)state;
-  static const size_t sizes[] = {16, 48, 72, 80, 88, 96, 200};
+  static const size_t sizes[] = {16, 48, 72, 80, 88, 96, 120, 200};
   for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
     _Alignas(max_align_t) unsigned char buf[256];
     memset(buf, 0xab, sizeof(buf));
@@ -30,15 +30,16 @@ static void test_init_respects_size(void **state) {
     for (size_t b = sizes[i]; b < sizeof(buf); b++) assert_int_equal(buf[b], 0xab);
     struct ncclshim_nccl_config seen;
     memcpy(&seen, buf, sizeof(seen));
-    assert_int_equal(seen.size, sizes[i] < 96 ? sizes[i] : 96);
+    assert_int_equal(seen.size, sizes[i] < 120 ? sizes[i] : 120);
     assert_int_equal(seen.magic, 0xcafebeef);
-    assert_int_equal(seen.version, 23007);
+    assert_int_equal(seen.version, 23203);
     if (sizes[i] >= 48) {
       assert_int_equal(seen.blocking, INT_MIN);
       assert_int_equal(seen.trafficClass, INT_MIN); /* never the padding a 2.26 library reads */
       assert_null(seen.netName);
     }
     if (sizes[i] >= 96) assert_int_equal(seen.graphStreamOrdering, INT_MIN);
+    if (sizes[i] >= 120) assert_int_equal(seen.nvlsHostMode, INT_MIN);
   }
 }
 

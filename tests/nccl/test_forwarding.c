@@ -61,7 +61,11 @@ static void test_capabilities(void **state) {
        {NCCLSHIM_CAP_PARAMS, -1}},
       {"2.30.7",
        {NCCLSHIM_CAP_TIMEOUT_RESULT, NCCLSHIM_CAP_PARAMS, NCCLSHIM_CAP_SUSPEND, -1},
+       {NCCLSHIM_CAP_COLL_CONFIG, NCCLSHIM_CAP_ENCRYPTION, NCCLSHIM_CAP_CFT, -1}},
+      {"2.32.3",
+       {NCCLSHIM_CAP_COLL_CONFIG, NCCLSHIM_CAP_LAUNCH_EVENT, NCCLSHIM_CAP_ENCRYPTION, -1},
        {-1}},
+      {"2.32.3", {NCCLSHIM_CAP_NVLS_HOST_MODE, NCCLSHIM_CAP_CFT, NCCLSHIM_CAP_PARAMS, -1}, {-1}},
       {"missing-optional",
        {NCCLSHIM_CAP_REVOKE, -1},
        {NCCLSHIM_CAP_WINDOW_REGISTER, NCCLSHIM_CAP_SYMMETRIC_MEMORY, -1}},
@@ -129,11 +133,12 @@ static void test_two_handles(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      RELEASE(test_2_18, "2.18.5", 21805),       RELEASE(test_2_21, "2.21.5", 22105),
-      RELEASE(test_2_27, "2.27.3", 22703),       RELEASE(test_2_28_3, "2.28.3", 22803),
-      RELEASE(test_2_28_9, "2.28.9", 22809),     RELEASE(test_2_29_7, "2.29.7", 22907),
-      RELEASE(test_2_30, "2.30.7", 23007),       cmocka_unit_test(test_capabilities),
-      cmocka_unit_test(test_unexpected_missing), cmocka_unit_test(test_two_handles),
+      RELEASE(test_2_18, "2.18.5", 21805),   RELEASE(test_2_21, "2.21.5", 22105),
+      RELEASE(test_2_27, "2.27.3", 22703),   RELEASE(test_2_28_3, "2.28.3", 22803),
+      RELEASE(test_2_28_9, "2.28.9", 22809), RELEASE(test_2_29_7, "2.29.7", 22907),
+      RELEASE(test_2_30, "2.30.7", 23007),   RELEASE(test_2_32, "2.32.3", 23203),
+      cmocka_unit_test(test_capabilities),   cmocka_unit_test(test_unexpected_missing),
+      cmocka_unit_test(test_two_handles),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

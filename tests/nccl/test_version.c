@@ -122,6 +122,12 @@ static const char *const expected_queries[] = {
     "ncclGetPeerDevicePointer",
     "ncclGinOutboxCreateRequirement",
     "ncclGinInboxA2ACreateRequirement",
+    "ncclGetMultimemDeviceLeInfo",
+    "ncclGetCftDeviceLeInfo",
+    "ncclGetPeerDeviceLeInfo",
+    "ncclTeamCft",
+    "ncclTeamCftMultimem",
+    "ncclCftBarrierCreateRequirement",
 };
 #define QUERY_NAME_(name, version, policy, role, returns, n, params) \
   NCCLSHIM_NCCL_IS_QUERY(role) ? #name : NULL,

@@ -63,6 +63,16 @@ pub const C_TYPES: &[(&str, &str)] = &[
         "ncclshim_gin_inbox_a2a_handle_t",
         "ncclshim_gin_inbox_a2a_handle_t",
     ),
+    ("ncclshim_coll_config_t", "ncclshim_coll_config_t"),
+    (
+        "ncclshim_encryption_config_t",
+        "ncclshim_encryption_config_t",
+    ),
+    ("ncclshim_cft_le_id_t", "ncclshim_cft_le_id_t"),
+    (
+        "ncclshim_cft_barrier_handle_t",
+        "ncclshim_cft_barrier_handle_t",
+    ),
     ("cudaStream_t", "cudaStream_t"),
     // ncclshim's own, for the declarations of the functions (ncclshim_*.h).
     ("ncclshim_status", "ncclshim_status"),

@@ -298,7 +298,7 @@ impl Communicator {
 
     /// NCCL's communicator for an operation on `dtype`: INVALID_ARGUMENT unless READY,
     /// UNAVAILABLE for fp8 data on an NCCL without it.
-    fn ready(&self, dtype: DataType) -> Result<ffi::ncclComm_t> {
+    pub(crate) fn ready(&self, dtype: DataType) -> Result<ffi::ncclComm_t> {
         if dtype.is_fp8() {
             self.nccl.require(Capability::Fp8, "fp8 data")?;
         }

@@ -33,6 +33,8 @@ mod collectives;
 mod buffer;
 #[macro_use]
 mod typed;
+#[macro_use]
+mod coll_config;
 mod comm;
 mod comm_query;
 mod config;
@@ -50,6 +52,7 @@ pub use buffer::{
     Allocation, Bf16, DeviceBuffer, DeviceMemory, DeviceMemoryMut, DeviceView, DeviceViewMut,
     Element, Fp8E4M3, Fp8E5M2, Owner, F16,
 };
+pub use coll_config::CollConfig;
 pub use comm::{Blocking, CommState, Communicator};
 pub use comm_query::Answer;
 pub use config::Config;

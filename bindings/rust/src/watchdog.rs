@@ -345,6 +345,28 @@ impl Watched<'_> {
 
     for_each_collective!(watched_collectives);
     typed_collectives!();
+    config_collectives!();
+
+    /// A `...Config` call on the watched communicator: the watchdog's failure at once, the
+    /// communicator's call, then the record, as for the plain collectives.
+    fn enqueue_config(
+        &self,
+        call: &'static str,
+        count: usize,
+        dtype: DataType,
+        stream: &Stream,
+        make: impl FnOnce(&ffi::ncclshim_nccl_table, ffi::ncclComm_t) -> ffi::ncclResult_t,
+    ) -> Result<()> {
+        self.comm.check(0, call)?;
+        self.comm.enqueue_config(call, count, dtype, stream, make)?;
+        let name: &'static CStr = match call {
+            "ncclAllReduceConfig" => c_name(b"ncclAllReduceConfig\0"),
+            "ncclBroadcastConfig" => c_name(b"ncclBroadcastConfig\0"),
+            "ncclAllGatherConfig" => c_name(b"ncclAllGatherConfig\0"),
+            _ => c_name(b"ncclReduceScatterConfig\0"),
+        };
+        self.record(stream, name, count, dtype)
+    }
 
     /// Stop watching and give the communicator back.
     pub fn into_inner(self) -> Communicator {
@@ -383,4 +405,9 @@ impl std::fmt::Debug for Watched<'_> {
             .field("failure", &self.failure())
             .finish()
     }
+}
+
+/// A static C name.
+fn c_name(bytes: &'static [u8]) -> &'static CStr {
+    CStr::from_bytes_with_nul(bytes).expect("one terminating NUL")
 }

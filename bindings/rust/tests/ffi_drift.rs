@@ -166,6 +166,13 @@ int main(void) {
   P("config", sizeof(ncclConfig_t));
   P("config.commName", offsetof(ncclConfig_t, commName));
   P("config.graphStreamOrdering", offsetof(ncclConfig_t, graphStreamOrdering));
+  P("config.nvlsHostMode", offsetof(ncclConfig_t, nvlsHostMode));
+  P("coll_config", sizeof(ncclCollConfig_t));
+  P("coll_config.userProfilerTag", offsetof(ncclCollConfig_t, userProfilerTag));
+  P("coll_config.launchCompletionEvent", offsetof(ncclCollConfig_t, launchCompletionEvent));
+  P("config_ext", sizeof(ncclConfigExt_t));
+  P("encryption_config", sizeof(ncclEncryptionConfig_t));
+  P("encryption_config.psk", offsetof(ncclEncryptionConfig_t, psk));
   P("unique_id", sizeof(ncclUniqueId));
   P("nccl_options", sizeof(ncclshim_nccl_options));
   P("nccl_options.min_version", offsetof(ncclshim_nccl_options, min_version));
@@ -244,6 +251,28 @@ fn c_layout_and_values_match() {
         ("config", size_of::<ffi::ncclConfig_t>()),
         ("config.commName", offset_of!(ffi::ncclConfig_t, commName)),
         (
+            "config.nvlsHostMode",
+            offset_of!(ffi::ncclConfig_t, nvlsHostMode),
+        ),
+        ("coll_config", size_of::<ffi::ncclshim_coll_config_t>()),
+        (
+            "coll_config.userProfilerTag",
+            offset_of!(ffi::ncclshim_coll_config_t, userProfilerTag),
+        ),
+        (
+            "coll_config.launchCompletionEvent",
+            offset_of!(ffi::ncclshim_coll_config_t, launchCompletionEvent),
+        ),
+        ("config_ext", size_of::<ffi::ncclshim_config_ext_t>()),
+        (
+            "encryption_config",
+            size_of::<ffi::ncclshim_encryption_config_t>(),
+        ),
+        (
+            "encryption_config.psk",
+            offset_of!(ffi::ncclshim_encryption_config_t, psk),
+        ),
+        (
             "config.graphStreamOrdering",
             offset_of!(ffi::ncclConfig_t, graphStreamOrdering),
         ),
@@ -274,10 +303,7 @@ fn c_layout_and_values_match() {
             offset_of!(ffi::ncclshim_watch_counts, counts.outstanding),
         ),
         ("capabilities", Capability::ALL.len()),
-        (
-            "config_fields",
-            ConfigField::GraphStreamOrdering as usize + 1,
-        ),
+        ("config_fields", ConfigField::ALL.len()),
         (
             "stream_non_blocking",
             ffi::NCCLSHIM_CU_STREAM_NON_BLOCKING as usize,

@@ -362,3 +362,41 @@ fn drop_orders() {
         assert_eq!(fake.allocations(), 0, "order {order}");
     }
 }
+
+/// Per-collective config and encryption on an NCCL older than 2.32: UNAVAILABLE naming what
+/// is missing, before NCCL is called; the plain collectives still work.
+#[test]
+fn per_collective_config_and_encryption_need_nccl_2_32() {
+    let (build, _guard, fake) = need_fakes!("2.28.9");
+    let cuda = driver(&build);
+    let comm = init(&fake, Blocking::Yes);
+    let stream = cuda.create_stream().unwrap();
+    let event = cuda.create_event().unwrap();
+    let config = ncclshim::CollConfig::new()
+        .max_ctas(4)
+        .algorithm("ring", true)
+        .unwrap()
+        .launch_event(&event);
+    assert_eq!(config.raw().size, 72);
+    assert_eq!(config.raw().minCTAs, i32::MIN);
+    assert_eq!(config.raw().launchCompletionEvent, event.as_raw());
+    let mut buffer = cuda.alloc::<f32>(8).unwrap();
+    expect_error(
+        comm.all_reduce_in_place_with(&mut buffer, RedOp::Sum, &config, &stream),
+        Status::Unavailable,
+        &["ncclAllReduceConfig", "2.32.3"],
+    );
+    assert_eq!(fake.count("ncclAllReduceConfig"), 0);
+    expect_error(
+        fake.nccl.set_encryption(Some("key")),
+        Status::Unavailable,
+        &["ncclSetEncryption"],
+    );
+    assert_eq!(fake.count("ncclSetEncryption"), 0);
+    comm.all_reduce_in_place(&mut buffer, RedOp::Sum, &stream)
+        .unwrap();
+    assert_eq!(
+        std::mem::size_of::<ncclshim::ffi::ncclshim_encryption_config_t>(),
+        32
+    );
+}

@@ -1,0 +1,347 @@
+//! NCCL 2.32's per-collective config (`ncclCollConfig_t`, the `...Config` collectives) and
+//! `ncclSetEncryption`, only where the loaded NCCL has them (UNAVAILABLE, naming the version
+//! that brought them, elsewhere; NCCL is not called).
+
+use std::ffi::{c_int, CString};
+use std::marker::PhantomData;
+
+use crate::error::{Error, Result, Status};
+use crate::{ffi, Capability, Communicator, DataType, Event, Nccl, Stream};
+
+/// `NCCL_CONFIG_UNDEF_INT`: the field is NCCL's to choose.
+const UNDEF: c_int = c_int::MIN;
+
+/// An `ncclCollConfig_t` as `NCCL_COLLCONFIG_INITIALIZER` makes it (every choice left to
+/// NCCL), filled by a builder; it owns its algorithm string and borrows the launch event.
+///
+/// ```no_run
+/// # fn f(comm: &ncclshim::Communicator, cuda: &ncclshim::Cuda, stream: &ncclshim::Stream) -> ncclshim::Result<()> {
+/// let launched = cuda.create_event()?;
+/// let config = ncclshim::CollConfig::new().max_ctas(8).launch_event(&launched);
+/// let mut buffer = cuda.alloc::<f32>(1024)?;
+/// comm.all_reduce_in_place_with(&mut buffer, ncclshim::RedOp::Sum, &config, stream)?; // 2.32+
+/// # Ok(()) }
+/// ```
+pub struct CollConfig<'e> {
+    raw: ffi::ncclshim_coll_config_t,
+    algorithm: Option<CString>,
+    _event: PhantomData<&'e Event>,
+}
+
+impl Default for CollConfig<'_> {
+    fn default() -> Self {
+        CollConfig::new()
+    }
+}
+
+impl<'e> CollConfig<'e> {
+    /// Every field undefined: NCCL chooses.
+    pub fn new() -> CollConfig<'e> {
+        CollConfig {
+            raw: ffi::ncclshim_coll_config_t {
+                size: std::mem::size_of::<ffi::ncclshim_coll_config_t>(),
+                magic: MAGIC,
+                version: LAYOUT_VERSION,
+                ext: std::ptr::null_mut(),
+                minCTAs: UNDEF,
+                maxCTAs: UNDEF,
+                nvlsCTAs: UNDEF,
+                cgaClusterSize: UNDEF,
+                algSelection: std::ptr::null(),
+                forceAlgSelection: 1,
+                CTAPolicy: UNDEF,
+                userProfilerTag: 0,
+                launchCompletionEvent: std::ptr::null_mut(),
+            },
+            algorithm: None,
+            _event: PhantomData,
+        }
+    }
+    /// `minCTAs`.
+    pub fn min_ctas(mut self, n: i32) -> Self {
+        self.raw.minCTAs = n;
+        self
+    }
+    /// `maxCTAs`.
+    pub fn max_ctas(mut self, n: i32) -> Self {
+        self.raw.maxCTAs = n;
+        self
+    }
+    /// `nvlsCTAs`.
+    pub fn nvls_ctas(mut self, n: i32) -> Self {
+        self.raw.nvlsCTAs = n;
+        self
+    }
+    /// `cgaClusterSize`.
+    pub fn cga_cluster_size(mut self, n: i32) -> Self {
+        self.raw.cgaClusterSize = n;
+        self
+    }
+    /// `CTAPolicy`.
+    pub fn cta_policy(mut self, policy: i32) -> Self {
+        self.raw.CTAPolicy = policy;
+        self
+    }
+    /// `algSelection` (NCCL's syntax, as `NCCL_ALGO`) and `forceAlgSelection`.
+    /// INVALID_ARGUMENT for a string holding a NUL byte.
+    pub fn algorithm(mut self, selection: &str, force: bool) -> Result<Self> {
+        let selection = CString::new(selection).map_err(|_| {
+            Error::new(
+                Status::InvalidArgument,
+                format!("algorithm {selection:?} contains a NUL byte"),
+            )
+        })?;
+        self.raw.algSelection = selection.as_ptr(); // the CString's heap buffer does not move
+        self.raw.forceAlgSelection = c_int::from(force);
+        self.algorithm = Some(selection);
+        Ok(self)
+    }
+    /// `userProfilerTag`.
+    pub fn profiler_tag(mut self, tag: u64) -> Self {
+        self.raw.userProfilerTag = tag;
+        self
+    }
+    /// `launchCompletionEvent`: NCCL records `event` when the collective's kernel has
+    /// launched (the launch-event capability). The config borrows it.
+    pub fn launch_event(mut self, event: &'e Event) -> Self {
+        self.raw.launchCompletionEvent = event.as_raw();
+        self
+    }
+    /// The C struct as filled.
+    pub fn raw(&self) -> &ffi::ncclshim_coll_config_t {
+        &self.raw
+    }
+}
+
+const MAGIC: u32 = 0xcafe_beef;
+/// The release whose `ncclCollConfig_t` and `ncclEncryptionConfig_t` layouts these copy
+/// (`NCCLSHIM_COLL_CONFIG_LAYOUT_VERSION`).
+const LAYOUT_VERSION: u32 = 23203;
+
+impl Communicator {
+    /// NCCL's communicator for a `...Config` call named `call` on `dtype`: UNAVAILABLE
+    /// (naming the version that brought it) on an NCCL without per-collective config.
+    pub(crate) fn config_ready(&self, call: &str, dtype: DataType) -> Result<ffi::ncclComm_t> {
+        self.nccl().require(Capability::CollConfig, call)?;
+        self.ready(dtype)
+    }
+}
+
+impl Nccl {
+    /// `ncclSetEncryption` (2.32.3+; UNAVAILABLE before): NCCL's own TCP sockets encrypted
+    /// with the pre-shared key `psk`, or plaintext with None. Call it before creating
+    /// communicators. NCCL_ERROR with NCCL's code and text when NCCL refuses.
+    pub fn set_encryption(&self, psk: Option<&str>) -> Result<()> {
+        self.require(Capability::Encryption, "ncclSetEncryption")?;
+        let psk = psk
+            .map(|k| {
+                CString::new(k).map_err(|_| {
+                    Error::new(
+                        Status::InvalidArgument,
+                        "the pre-shared key contains a NUL byte",
+                    )
+                })
+            })
+            .transpose()?;
+        let config = ffi::ncclshim_encryption_config_t {
+            size: std::mem::size_of::<ffi::ncclshim_encryption_config_t>(),
+            magic: MAGIC,
+            version: LAYOUT_VERSION,
+            mode: c_int::from(psk.is_some()),
+            psk: psk.as_ref().map_or(std::ptr::null(), |k| k.as_ptr()),
+        };
+        // SAFETY: a filled config whose key outlives the call.
+        let result = unsafe { (self.table().ncclSetEncryption)(&config) };
+        self.check_nccl(result, "ncclSetEncryption")
+    }
+}
+
+/// The safe collectives with a per-collective config, for `impl Communicator` and
+/// `impl Watched` (each has `enqueue_config`): checked as their plain twins, then the
+/// `...Config` call.
+macro_rules! config_collectives {
+    () => {
+        /// [`all_reduce`](Self::all_reduce) with `config` (`ncclAllReduceConfig`, NCCL
+        /// 2.32+: UNAVAILABLE before, NCCL not called).
+        pub fn all_reduce_with<T: $crate::Element>(
+            &self,
+            send: &impl $crate::DeviceMemory<Elem = T>,
+            recv: &mut impl $crate::DeviceMemoryMut<Elem = T>,
+            op: $crate::RedOp,
+            config: &$crate::CollConfig<'_>,
+            stream: &$crate::Stream,
+        ) -> $crate::Result<()> {
+            $crate::typed::same_len("ncclAllReduceConfig", send.len(), recv.len())?;
+            let (s, r, n) = (
+                $crate::typed::read_ptr(send),
+                $crate::typed::write_ptr(recv),
+                send.len(),
+            );
+            self.enqueue_config("ncclAllReduceConfig", n, T::DATA_TYPE, stream, |t, comm| {
+                // SAFETY: both hold n elements of T (checked), as all_reduce.
+                unsafe {
+                    (t.ncclAllReduceConfig)(
+                        s,
+                        r,
+                        n,
+                        T::DATA_TYPE.raw(),
+                        op.raw(),
+                        comm,
+                        stream.as_raw(),
+                        config.raw(),
+                    )
+                }
+            })
+        }
+        /// [`all_reduce_in_place`](Self::all_reduce_in_place) with `config`.
+        pub fn all_reduce_in_place_with<T: $crate::Element>(
+            &self,
+            buffer: &mut impl $crate::DeviceMemoryMut<Elem = T>,
+            op: $crate::RedOp,
+            config: &$crate::CollConfig<'_>,
+            stream: &$crate::Stream,
+        ) -> $crate::Result<()> {
+            let (p, n) = ($crate::typed::write_ptr(buffer), buffer.len());
+            self.enqueue_config("ncclAllReduceConfig", n, T::DATA_TYPE, stream, |t, comm| {
+                // SAFETY: the buffer's own length, borrowed mutably.
+                unsafe {
+                    (t.ncclAllReduceConfig)(
+                        p,
+                        p,
+                        n,
+                        T::DATA_TYPE.raw(),
+                        op.raw(),
+                        comm,
+                        stream.as_raw(),
+                        config.raw(),
+                    )
+                }
+            })
+        }
+        /// [`broadcast`](Self::broadcast) with `config` (`ncclBroadcastConfig`).
+        pub fn broadcast_with<T: $crate::Element>(
+            &self,
+            send: &impl $crate::DeviceMemory<Elem = T>,
+            recv: &mut impl $crate::DeviceMemoryMut<Elem = T>,
+            root: i32,
+            config: &$crate::CollConfig<'_>,
+            stream: &$crate::Stream,
+        ) -> $crate::Result<()> {
+            $crate::typed::same_len("ncclBroadcastConfig", send.len(), recv.len())?;
+            $crate::typed::a_rank(self, "ncclBroadcastConfig", "root", root)?;
+            let (s, r, n) = (
+                $crate::typed::read_ptr(send),
+                $crate::typed::write_ptr(recv),
+                send.len(),
+            );
+            self.enqueue_config("ncclBroadcastConfig", n, T::DATA_TYPE, stream, |t, comm| {
+                // SAFETY: as all_reduce_with.
+                unsafe {
+                    (t.ncclBroadcastConfig)(
+                        s,
+                        r,
+                        n,
+                        T::DATA_TYPE.raw(),
+                        root,
+                        comm,
+                        stream.as_raw(),
+                        config.raw(),
+                    )
+                }
+            })
+        }
+        /// [`all_gather`](Self::all_gather) with `config` (`ncclAllGatherConfig`).
+        pub fn all_gather_with<T: $crate::Element>(
+            &self,
+            send: &impl $crate::DeviceMemory<Elem = T>,
+            recv: &mut impl $crate::DeviceMemoryMut<Elem = T>,
+            config: &$crate::CollConfig<'_>,
+            stream: &$crate::Stream,
+        ) -> $crate::Result<()> {
+            $crate::typed::ranks_times(
+                self,
+                "ncclAllGatherConfig",
+                ("recv", recv.len()),
+                ("send", send.len()),
+            )?;
+            let (s, r, n) = (
+                $crate::typed::read_ptr(send),
+                $crate::typed::write_ptr(recv),
+                send.len(),
+            );
+            self.enqueue_config("ncclAllGatherConfig", n, T::DATA_TYPE, stream, |t, comm| {
+                // SAFETY: recv holds n x ranks elements (checked).
+                unsafe {
+                    (t.ncclAllGatherConfig)(
+                        s,
+                        r,
+                        n,
+                        T::DATA_TYPE.raw(),
+                        comm,
+                        stream.as_raw(),
+                        config.raw(),
+                    )
+                }
+            })
+        }
+        /// [`reduce_scatter`](Self::reduce_scatter) with `config` (`ncclReduceScatterConfig`).
+        pub fn reduce_scatter_with<T: $crate::Element>(
+            &self,
+            send: &impl $crate::DeviceMemory<Elem = T>,
+            recv: &mut impl $crate::DeviceMemoryMut<Elem = T>,
+            op: $crate::RedOp,
+            config: &$crate::CollConfig<'_>,
+            stream: &$crate::Stream,
+        ) -> $crate::Result<()> {
+            $crate::typed::ranks_times(
+                self,
+                "ncclReduceScatterConfig",
+                ("send", send.len()),
+                ("recv", recv.len()),
+            )?;
+            let (s, r, n) = (
+                $crate::typed::read_ptr(send),
+                $crate::typed::write_ptr(recv),
+                recv.len(),
+            );
+            self.enqueue_config(
+                "ncclReduceScatterConfig",
+                n,
+                T::DATA_TYPE,
+                stream,
+                |t, comm| {
+                    // SAFETY: send holds n x ranks elements (checked).
+                    unsafe {
+                        (t.ncclReduceScatterConfig)(
+                            s,
+                            r,
+                            n,
+                            T::DATA_TYPE.raw(),
+                            op.raw(),
+                            comm,
+                            stream.as_raw(),
+                            config.raw(),
+                        )
+                    }
+                },
+            )
+        }
+    };
+}
+
+impl Communicator {
+    /// A `...Config` call: gated, made with NCCL's communicator, its result checked.
+    pub(crate) fn enqueue_config(
+        &self,
+        call: &'static str,
+        _count: usize,
+        dtype: DataType,
+        _stream: &Stream,
+        make: impl FnOnce(&ffi::ncclshim_nccl_table, ffi::ncclComm_t) -> ffi::ncclResult_t,
+    ) -> Result<()> {
+        let comm = self.config_ready(call, dtype)?;
+        self.check(make(self.nccl().table(), comm), call)
+    }
+
+    config_collectives!();
+}

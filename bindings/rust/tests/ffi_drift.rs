@@ -14,6 +14,10 @@ use ncclshim::{Capability, CommCapability, ConfigField, DataType, RedOp, Status}
 #[path = "../gen_lists.rs"]
 mod build_script;
 
+#[path = "../csrc_build.rs"]
+#[allow(dead_code)]
+mod csrc_build;
+
 fn checkout() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -443,4 +447,44 @@ fn function_declarations_are_read_from_the_headers() {
     let unnamed = format!("{mark} int ncclshim_e(int);");
     let error = build_script::functions(&mut out, &unnamed).unwrap_err();
     assert_holds(&error, &["ncclshim_e"]);
+}
+
+#[test]
+fn meson_statements_are_read_across_lines_and_comments() {
+    let s = csrc_build::statements("a = files('x.c', # c\n  'y.c')\nb = a + files('z.c')\n");
+    assert_eq!(s, ["a = files('x.c',    'y.c')", "b = a + files('z.c')"]);
+}
+
+/// The sources build.rs compiles are meson's for libncclshim: its src/ folders and the loader
+/// it links whole, not the drop-in, the probe or the probe's own loader part.
+#[test]
+fn the_library_sources_are_read_from_meson() {
+    let csrc = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("csrc");
+    let sources = csrc_build::library_sources(&csrc).unwrap();
+    let names: Vec<String> = sources
+        .iter()
+        .map(|p| p.strip_prefix(&csrc).unwrap().display().to_string())
+        .collect();
+    for wanted in [
+        "src/status.c",
+        "src/nccl/nccl_load.c",
+        "src/cuda/cuda_stream.c",
+        "src/comm/comm_init.c",
+        "loader/search.c",
+        "loader/elf_file.c",
+    ] {
+        assert!(
+            names.iter().any(|n| n == wanted),
+            "{wanted} not in {names:?}"
+        );
+    }
+    for unwanted in ["loader/trace.c", "src/dropin/dropin.c"] {
+        assert!(
+            !names.iter().any(|n| n == unwanted),
+            "{unwanted} is compiled"
+        );
+    }
+    assert!(names.len() > 40, "{names:?}");
+    let version = csrc_build::project_version(&csrc).unwrap();
+    assert!(version.split('.').count() == 3, "{version}");
 }

@@ -11,6 +11,19 @@ use crate::{ffi, Capability, Communicator, DataType, Event, Nccl, Stream};
 /// `NCCL_CONFIG_UNDEF_INT`: the field is NCCL's to choose.
 const UNDEF: c_int = c_int::MIN;
 
+/// `int_setters! { /// doc\n method => cField; ... }`: a builder method setting each int field.
+macro_rules! int_setters {
+    ($($(#[$doc:meta])* $method:ident => $field:ident;)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $method(mut self, value: i32) -> Self {
+                self.raw.$field = value;
+                self
+            }
+        )*
+    };
+}
+
 /// An `ncclCollConfig_t` as `NCCL_COLLCONFIG_INITIALIZER` makes it (every choice left to
 /// NCCL), filled by a builder; it owns its algorithm string and borrows the launch event.
 ///
@@ -57,30 +70,17 @@ impl<'e> CollConfig<'e> {
             _event: PhantomData,
         }
     }
-    /// `minCTAs`.
-    pub fn min_ctas(mut self, n: i32) -> Self {
-        self.raw.minCTAs = n;
-        self
-    }
-    /// `maxCTAs`.
-    pub fn max_ctas(mut self, n: i32) -> Self {
-        self.raw.maxCTAs = n;
-        self
-    }
-    /// `nvlsCTAs`.
-    pub fn nvls_ctas(mut self, n: i32) -> Self {
-        self.raw.nvlsCTAs = n;
-        self
-    }
-    /// `cgaClusterSize`.
-    pub fn cga_cluster_size(mut self, n: i32) -> Self {
-        self.raw.cgaClusterSize = n;
-        self
-    }
-    /// `CTAPolicy`.
-    pub fn cta_policy(mut self, policy: i32) -> Self {
-        self.raw.CTAPolicy = policy;
-        self
+    int_setters! {
+        /// `minCTAs`.
+        min_ctas => minCTAs;
+        /// `maxCTAs`.
+        max_ctas => maxCTAs;
+        /// `nvlsCTAs`.
+        nvls_ctas => nvlsCTAs;
+        /// `cgaClusterSize`.
+        cga_cluster_size => cgaClusterSize;
+        /// `CTAPolicy`.
+        cta_policy => CTAPolicy;
     }
     /// `algSelection` (NCCL's syntax, as `NCCL_ALGO`) and `forceAlgSelection`.
     /// INVALID_ARGUMENT for a string holding a NUL byte.
@@ -157,8 +157,10 @@ impl Nccl {
 }
 
 /// The safe collectives with a per-collective config, for `impl Communicator` and
-/// `impl Watched` (each has `enqueue_config`): checked as their plain twins, then the
-/// `...Config` call.
+/// `impl Watched` (each has `enqueue_config`): checked as their plain twins (the same
+/// [`crate::typed::Plan`]), then the `...Config` call.
+// SAFETY of every call below: as the plain twins' (crate::typed), and `config` is a filled
+// ncclCollConfig_t borrowed for the call.
 macro_rules! config_collectives {
     () => {
         /// [`all_reduce`](Self::all_reduce) with `config` (`ncclAllReduceConfig`, NCCL
@@ -171,27 +173,8 @@ macro_rules! config_collectives {
             config: &$crate::CollConfig<'_>,
             stream: &$crate::Stream,
         ) -> $crate::Result<()> {
-            $crate::typed::same_len("ncclAllReduceConfig", send.len(), recv.len())?;
-            let (s, r, n) = (
-                $crate::typed::read_ptr(send),
-                $crate::typed::write_ptr(recv),
-                send.len(),
-            );
-            self.enqueue_config("ncclAllReduceConfig", n, T::DATA_TYPE, stream, |t, comm| {
-                // SAFETY: both hold n elements of T (checked), as all_reduce.
-                unsafe {
-                    (t.ncclAllReduceConfig)(
-                        s,
-                        r,
-                        n,
-                        T::DATA_TYPE.raw(),
-                        op.raw(),
-                        comm,
-                        stream.as_raw(),
-                        config.raw(),
-                    )
-                }
-            })
+            let p = $crate::typed::Plan::same("ncclAllReduceConfig", send, recv)?;
+            self.all_reduce_config(p, T::DATA_TYPE, op, config, stream)
         }
         /// [`all_reduce_in_place`](Self::all_reduce_in_place) with `config`.
         pub fn all_reduce_in_place_with<T: $crate::Element>(
@@ -201,21 +184,21 @@ macro_rules! config_collectives {
             config: &$crate::CollConfig<'_>,
             stream: &$crate::Stream,
         ) -> $crate::Result<()> {
-            let (p, n) = ($crate::typed::write_ptr(buffer), buffer.len());
-            self.enqueue_config("ncclAllReduceConfig", n, T::DATA_TYPE, stream, |t, comm| {
-                // SAFETY: the buffer's own length, borrowed mutably.
-                unsafe {
-                    (t.ncclAllReduceConfig)(
-                        p,
-                        p,
-                        n,
-                        T::DATA_TYPE.raw(),
-                        op.raw(),
-                        comm,
-                        stream.as_raw(),
-                        config.raw(),
-                    )
-                }
+            let p = $crate::typed::Plan::in_place(buffer);
+            self.all_reduce_config(p, T::DATA_TYPE, op, config, stream)
+        }
+        fn all_reduce_config(
+            &self,
+            p: $crate::typed::Plan,
+            dtype: $crate::DataType,
+            op: $crate::RedOp,
+            config: &$crate::CollConfig<'_>,
+            stream: &$crate::Stream,
+        ) -> $crate::Result<()> {
+            let (d, o, s, c) = (dtype.raw(), op.raw(), stream.as_raw(), config.raw());
+            self.enqueue_config("ncclAllReduceConfig", p.count, dtype, stream, |t, comm| {
+                // SAFETY: see the macro.
+                unsafe { (t.ncclAllReduceConfig)(p.send, p.recv, p.count, d, o, comm, s, c) }
             })
         }
         /// [`broadcast`](Self::broadcast) with `config` (`ncclBroadcastConfig`).
@@ -227,28 +210,19 @@ macro_rules! config_collectives {
             config: &$crate::CollConfig<'_>,
             stream: &$crate::Stream,
         ) -> $crate::Result<()> {
-            $crate::typed::same_len("ncclBroadcastConfig", send.len(), recv.len())?;
             $crate::typed::a_rank(self, "ncclBroadcastConfig", "root", root)?;
-            let (s, r, n) = (
-                $crate::typed::read_ptr(send),
-                $crate::typed::write_ptr(recv),
-                send.len(),
-            );
-            self.enqueue_config("ncclBroadcastConfig", n, T::DATA_TYPE, stream, |t, comm| {
-                // SAFETY: as all_reduce_with.
-                unsafe {
-                    (t.ncclBroadcastConfig)(
-                        s,
-                        r,
-                        n,
-                        T::DATA_TYPE.raw(),
-                        root,
-                        comm,
-                        stream.as_raw(),
-                        config.raw(),
-                    )
-                }
-            })
+            let p = $crate::typed::Plan::same("ncclBroadcastConfig", send, recv)?;
+            let (d, s, c) = (T::DATA_TYPE.raw(), stream.as_raw(), config.raw());
+            self.enqueue_config(
+                "ncclBroadcastConfig",
+                p.count,
+                T::DATA_TYPE,
+                stream,
+                |t, comm| {
+                    // SAFETY: see the macro.
+                    unsafe { (t.ncclBroadcastConfig)(p.send, p.recv, p.count, d, root, comm, s, c) }
+                },
+            )
         }
         /// [`all_gather`](Self::all_gather) with `config` (`ncclAllGatherConfig`).
         pub fn all_gather_with<T: $crate::Element>(
@@ -258,31 +232,18 @@ macro_rules! config_collectives {
             config: &$crate::CollConfig<'_>,
             stream: &$crate::Stream,
         ) -> $crate::Result<()> {
-            $crate::typed::ranks_times(
-                self,
+            let p = $crate::typed::Plan::gather(self, "ncclAllGatherConfig", send, recv)?;
+            let (d, s, c) = (T::DATA_TYPE.raw(), stream.as_raw(), config.raw());
+            self.enqueue_config(
                 "ncclAllGatherConfig",
-                ("recv", recv.len()),
-                ("send", send.len()),
-            )?;
-            let (s, r, n) = (
-                $crate::typed::read_ptr(send),
-                $crate::typed::write_ptr(recv),
-                send.len(),
-            );
-            self.enqueue_config("ncclAllGatherConfig", n, T::DATA_TYPE, stream, |t, comm| {
-                // SAFETY: recv holds n x ranks elements (checked).
-                unsafe {
-                    (t.ncclAllGatherConfig)(
-                        s,
-                        r,
-                        n,
-                        T::DATA_TYPE.raw(),
-                        comm,
-                        stream.as_raw(),
-                        config.raw(),
-                    )
-                }
-            })
+                p.count,
+                T::DATA_TYPE,
+                stream,
+                |t, comm| {
+                    // SAFETY: see the macro.
+                    unsafe { (t.ncclAllGatherConfig)(p.send, p.recv, p.count, d, comm, s, c) }
+                },
+            )
         }
         /// [`reduce_scatter`](Self::reduce_scatter) with `config` (`ncclReduceScatterConfig`).
         pub fn reduce_scatter_with<T: $crate::Element>(
@@ -293,35 +254,17 @@ macro_rules! config_collectives {
             config: &$crate::CollConfig<'_>,
             stream: &$crate::Stream,
         ) -> $crate::Result<()> {
-            $crate::typed::ranks_times(
-                self,
-                "ncclReduceScatterConfig",
-                ("send", send.len()),
-                ("recv", recv.len()),
-            )?;
-            let (s, r, n) = (
-                $crate::typed::read_ptr(send),
-                $crate::typed::write_ptr(recv),
-                recv.len(),
-            );
+            let p = $crate::typed::Plan::scatter(self, "ncclReduceScatterConfig", send, recv)?;
+            let (d, o, s, c) = (T::DATA_TYPE.raw(), op.raw(), stream.as_raw(), config.raw());
             self.enqueue_config(
                 "ncclReduceScatterConfig",
-                n,
+                p.count,
                 T::DATA_TYPE,
                 stream,
                 |t, comm| {
-                    // SAFETY: send holds n x ranks elements (checked).
+                    // SAFETY: see the macro.
                     unsafe {
-                        (t.ncclReduceScatterConfig)(
-                            s,
-                            r,
-                            n,
-                            T::DATA_TYPE.raw(),
-                            op.raw(),
-                            comm,
-                            stream.as_raw(),
-                            config.raw(),
-                        )
+                        (t.ncclReduceScatterConfig)(p.send, p.recv, p.count, d, o, comm, s, c)
                     }
                 },
             )

@@ -35,19 +35,72 @@ fn refuse(call: &str, why: String) -> Error {
     Error::new(Status::InvalidArgument, format!("{call}: {why}"))
 }
 
-/// Checks shared by the safe collectives of [`Communicator`] and [`crate::Watched`].
-pub(crate) fn same_len(call: &str, send: usize, recv: usize) -> Result<()> {
-    if send == recv {
-        return Ok(());
+/// What a collective passes NCCL once its buffers are checked: the send and receive
+/// addresses and the count NCCL takes.
+pub(crate) struct Plan {
+    pub send: *const c_void,
+    pub recv: *mut c_void,
+    pub count: usize,
+}
+
+/// The checks of the safe collectives (plain and `_with`), of [`Communicator`] and
+/// [`crate::Watched`] alike: each names the NCCL call it guards.
+impl Plan {
+    /// `send` into `recv`, as many elements (all-reduce, broadcast).
+    pub(crate) fn same<T: crate::Element>(
+        call: &str,
+        send: &impl DeviceMemory<Elem = T>,
+        recv: &mut impl DeviceMemoryMut<Elem = T>,
+    ) -> Result<Plan> {
+        let (s, r) = (send.len(), recv.len());
+        if s != r {
+            return Err(refuse(
+                call,
+                format!("send holds {s} elements and recv {r}: they must hold as many"),
+            ));
+        }
+        Ok(Plan::of(send, recv, s))
     }
-    Err(refuse(
-        call,
-        format!("send holds {send} elements and recv {recv}: they must hold as many"),
-    ))
+    /// `buffer` into itself.
+    pub(crate) fn in_place(buffer: &mut impl DeviceMemoryMut) -> Plan {
+        let p = buffer.device_ptr() as usize as *mut c_void;
+        Plan {
+            send: p,
+            recv: p,
+            count: buffer.len(),
+        }
+    }
+    /// Every rank's `send` into `recv`, which holds send × ranks (all-gather).
+    pub(crate) fn gather<T: crate::Element>(
+        comm: &Communicator,
+        call: &str,
+        send: &impl DeviceMemory<Elem = T>,
+        recv: &mut impl DeviceMemoryMut<Elem = T>,
+    ) -> Result<Plan> {
+        ranks_times(comm, call, ("recv", recv.len()), ("send", send.len()))?;
+        Ok(Plan::of(send, recv, send.len()))
+    }
+    /// `send` (recv × ranks) reduced, a block into `recv` (reduce-scatter).
+    pub(crate) fn scatter<T: crate::Element>(
+        comm: &Communicator,
+        call: &str,
+        send: &impl DeviceMemory<Elem = T>,
+        recv: &mut impl DeviceMemoryMut<Elem = T>,
+    ) -> Result<Plan> {
+        ranks_times(comm, call, ("send", send.len()), ("recv", recv.len()))?;
+        Ok(Plan::of(send, recv, recv.len()))
+    }
+    fn of(send: &impl DeviceMemory, recv: &mut impl DeviceMemoryMut, count: usize) -> Plan {
+        Plan {
+            send: send.device_ptr() as usize as *const c_void,
+            recv: recv.device_ptr() as usize as *mut c_void,
+            count,
+        }
+    }
 }
 
 /// `big` must be `small` × the number of ranks.
-pub(crate) fn ranks_times(
+fn ranks_times(
     comm: &Communicator,
     call: &str,
     (big_name, big): (&str, usize),
@@ -78,19 +131,15 @@ pub(crate) fn a_rank(comm: &Communicator, call: &str, what: &str, rank: i32) -> 
     ))
 }
 
-pub(crate) fn read_ptr(memory: &impl DeviceMemory) -> *const c_void {
-    memory.device_ptr() as usize as *const c_void
-}
-pub(crate) fn write_ptr(memory: &mut impl DeviceMemoryMut) -> *mut c_void {
-    memory.device_ptr() as usize as *mut c_void
-}
-
 /// The safe collectives, for `impl Communicator` and `impl Watched`: each checks its buffers
 /// (see the module's documentation), then calls the type's own raw collective.
+// SAFETY of every raw call below: the plan's buffers hold the counts NCCL is given (checked),
+// are borrowed for the call and stay allocated until dropped, which the caller does after the
+// work completes (documented).
 macro_rules! typed_collectives {
     () => {
-        /// `ncclAllReduce` of `send` into `recv` (as many elements); the failure semantics are
-        /// the crate's (README.md, "Failure semantics").
+        /// `ncclAllReduce` of `send` into `recv` (as many elements); the failure semantics
+        /// are the crate's (README.md, "Failure semantics").
         pub fn all_reduce<T: $crate::Element>(
             &self,
             send: &impl $crate::DeviceMemory<Elem = T>,
@@ -98,14 +147,9 @@ macro_rules! typed_collectives {
             op: $crate::RedOp,
             stream: &$crate::Stream,
         ) -> $crate::Result<()> {
-            $crate::typed::same_len("ncclAllReduce", send.len(), recv.len())?;
-            let (s, r) = (
-                $crate::typed::read_ptr(send),
-                $crate::typed::write_ptr(recv),
-            );
-            // SAFETY: both buffers hold send.len() elements of T (checked), borrowed for the
-            // call and allocated until dropped, which the caller does after the work ends.
-            unsafe { self.all_reduce_raw(s, r, send.len(), T::DATA_TYPE, op, stream) }
+            let p = $crate::typed::Plan::same("ncclAllReduce", send, recv)?;
+            // SAFETY: see the macro.
+            unsafe { self.all_reduce_raw(p.send, p.recv, p.count, T::DATA_TYPE, op, stream) }
         }
         /// `ncclAllReduce` in place: `buffer` reduced across the ranks.
         pub fn all_reduce_in_place<T: $crate::Element>(
@@ -114,9 +158,9 @@ macro_rules! typed_collectives {
             op: $crate::RedOp,
             stream: &$crate::Stream,
         ) -> $crate::Result<()> {
-            let p = $crate::typed::write_ptr(buffer);
-            // SAFETY: the buffer's own length, borrowed mutably for the call.
-            unsafe { self.all_reduce_raw(p, p, buffer.len(), T::DATA_TYPE, op, stream) }
+            let p = $crate::typed::Plan::in_place(buffer);
+            // SAFETY: see the macro.
+            unsafe { self.all_reduce_raw(p.send, p.recv, p.count, T::DATA_TYPE, op, stream) }
         }
         /// `ncclBroadcast` of `root`'s `send` into every rank's `recv` (as many elements;
         /// `send` is read on the root only). `root` must be a rank.
@@ -127,14 +171,10 @@ macro_rules! typed_collectives {
             root: i32,
             stream: &$crate::Stream,
         ) -> $crate::Result<()> {
-            $crate::typed::same_len("ncclBroadcast", send.len(), recv.len())?;
             $crate::typed::a_rank(self, "ncclBroadcast", "root", root)?;
-            let (s, r) = (
-                $crate::typed::read_ptr(send),
-                $crate::typed::write_ptr(recv),
-            );
-            // SAFETY: as all_reduce.
-            unsafe { self.broadcast_raw(s, r, send.len(), T::DATA_TYPE, root, stream) }
+            let p = $crate::typed::Plan::same("ncclBroadcast", send, recv)?;
+            // SAFETY: see the macro.
+            unsafe { self.broadcast_raw(p.send, p.recv, p.count, T::DATA_TYPE, root, stream) }
         }
         /// `ncclBroadcast` in place: `root`'s `buffer` into every rank's.
         pub fn broadcast_in_place<T: $crate::Element>(
@@ -144,9 +184,9 @@ macro_rules! typed_collectives {
             stream: &$crate::Stream,
         ) -> $crate::Result<()> {
             $crate::typed::a_rank(self, "ncclBroadcast", "root", root)?;
-            let p = $crate::typed::write_ptr(buffer);
-            // SAFETY: as all_reduce_in_place.
-            unsafe { self.broadcast_raw(p, p, buffer.len(), T::DATA_TYPE, root, stream) }
+            let p = $crate::typed::Plan::in_place(buffer);
+            // SAFETY: see the macro.
+            unsafe { self.broadcast_raw(p.send, p.recv, p.count, T::DATA_TYPE, root, stream) }
         }
         /// `ncclAllGather`: every rank's `send` into `recv`, in rank order; `recv` holds
         /// `send.len()` × the number of ranks.
@@ -156,18 +196,9 @@ macro_rules! typed_collectives {
             recv: &mut impl $crate::DeviceMemoryMut<Elem = T>,
             stream: &$crate::Stream,
         ) -> $crate::Result<()> {
-            $crate::typed::ranks_times(
-                self,
-                "ncclAllGather",
-                ("recv", recv.len()),
-                ("send", send.len()),
-            )?;
-            let (s, r) = (
-                $crate::typed::read_ptr(send),
-                $crate::typed::write_ptr(recv),
-            );
-            // SAFETY: recv holds send.len() x ranks elements (checked); as all_reduce.
-            unsafe { self.all_gather_raw(s, r, send.len(), T::DATA_TYPE, stream) }
+            let p = $crate::typed::Plan::gather(self, "ncclAllGather", send, recv)?;
+            // SAFETY: see the macro.
+            unsafe { self.all_gather_raw(p.send, p.recv, p.count, T::DATA_TYPE, stream) }
         }
         /// `ncclReduceScatter`: `send` (`recv.len()` × the number of ranks) reduced, this
         /// rank's block into `recv`.
@@ -178,18 +209,9 @@ macro_rules! typed_collectives {
             op: $crate::RedOp,
             stream: &$crate::Stream,
         ) -> $crate::Result<()> {
-            $crate::typed::ranks_times(
-                self,
-                "ncclReduceScatter",
-                ("send", send.len()),
-                ("recv", recv.len()),
-            )?;
-            let (s, r) = (
-                $crate::typed::read_ptr(send),
-                $crate::typed::write_ptr(recv),
-            );
-            // SAFETY: send holds recv.len() x ranks elements (checked); as all_reduce.
-            unsafe { self.reduce_scatter_raw(s, r, recv.len(), T::DATA_TYPE, op, stream) }
+            let p = $crate::typed::Plan::scatter(self, "ncclReduceScatter", send, recv)?;
+            // SAFETY: see the macro.
+            unsafe { self.reduce_scatter_raw(p.send, p.recv, p.count, T::DATA_TYPE, op, stream) }
         }
         /// `ncclSend` of `buffer` to `peer` (pair it with the peer's [`recv`](Self::recv),
         /// in a group when ranks exchange both ways). `peer` must be a rank.
@@ -200,8 +222,8 @@ macro_rules! typed_collectives {
             stream: &$crate::Stream,
         ) -> $crate::Result<()> {
             $crate::typed::a_rank(self, "ncclSend", "peer", peer)?;
-            let p = $crate::typed::read_ptr(buffer);
-            // SAFETY: the buffer's own length; as all_reduce.
+            let p = buffer.device_ptr() as usize as *const std::ffi::c_void;
+            // SAFETY: see the macro.
             unsafe { self.send_raw(p, buffer.len(), T::DATA_TYPE, peer, stream) }
         }
         /// `ncclRecv` into `buffer` from `peer`. `peer` must be a rank.
@@ -212,9 +234,9 @@ macro_rules! typed_collectives {
             stream: &$crate::Stream,
         ) -> $crate::Result<()> {
             $crate::typed::a_rank(self, "ncclRecv", "peer", peer)?;
-            let p = $crate::typed::write_ptr(buffer);
-            // SAFETY: the buffer's own length, borrowed mutably; as all_reduce.
-            unsafe { self.recv_raw(p, buffer.len(), T::DATA_TYPE, peer, stream) }
+            let p = $crate::typed::Plan::in_place(buffer);
+            // SAFETY: see the macro.
+            unsafe { self.recv_raw(p.recv, p.count, T::DATA_TYPE, peer, stream) }
         }
     };
 }
@@ -235,7 +257,7 @@ impl Communicator {
             .require(Capability::UserBufferRegister, "ncclCommRegister")?;
         let comm = self.live("ncclCommRegister")?;
         let mut handle = std::ptr::null_mut();
-        let ptr = write_ptr(buffer);
+        let ptr = buffer.device_ptr() as usize as *mut c_void;
         // SAFETY: a live communicator, the buffer's own address and size, an out-pointer.
         let result = unsafe {
             (self.nccl().table().ncclCommRegister)(comm, ptr, buffer.bytes(), &mut handle)
@@ -275,7 +297,7 @@ impl Communicator {
         }
         let comm = self.live("ncclCommWindowRegister")?;
         let mut window: ffi::ncclshim_window_t = std::ptr::null_mut();
-        let ptr = write_ptr(buffer);
+        let ptr = buffer.device_ptr() as usize as *mut c_void;
         // SAFETY: a live communicator, the buffer's own address and size, an out-pointer.
         let result = unsafe {
             (self.nccl().table().ncclCommWindowRegister)(

@@ -52,15 +52,15 @@
   X(cuMemFree,                  3020, REQUIRED, V2,   1, ((CUdeviceptr, dptr))) \
   X(cuMemcpyHtoD,               3020, REQUIRED, V2,   3, ((CUdeviceptr, dstDevice), (const void *, srcHost), (size_t, byteCount))) \
   X(cuMemcpyDtoH,               3020, REQUIRED, V2,   3, ((void *, dstHost), (CUdeviceptr, srcDevice), (size_t, byteCount))) \
-  X(cuMemcpyHtoDAsync,          3020, OPTIONAL, V2,   4, ((CUdeviceptr, dstDevice), (const void *, srcHost), (size_t, byteCount), (CUstream, hStream))) \
-  X(cuMemcpyDtoHAsync,          3020, OPTIONAL, V2,   4, ((void *, dstHost), (CUdeviceptr, srcDevice), (size_t, byteCount), (CUstream, hStream))) \
   X(cuMemsetD8,                 3020, REQUIRED, V2,   3, ((CUdeviceptr, dstDevice), (unsigned char, value), (size_t, count))) \
   X(cuMemGetInfo,               3020, REQUIRED, V2,   2, ((size_t *, freeBytes), (size_t *, totalBytes))) \
   X(cuPointerGetAttribute,      4000, REQUIRED, BASE, 3, ((void *, data), (ncclshim_cu_pointer_attribute, attribute), (CUdeviceptr, ptr))) \
   X(cuDeviceCanAccessPeer,      4000, REQUIRED, BASE, 3, ((int *, canAccessPeer), (CUdevice, dev), (CUdevice, peerDev))) \
   X(cuGetErrorName,             6000, OPTIONAL, BASE, 2, ((ncclshim_cu_result, error), (const char **, pStr))) \
   X(cuGetErrorString,           6000, OPTIONAL, BASE, 2, ((ncclshim_cu_result, error), (const char **, pStr))) \
-  X(cuThreadExchangeStreamCaptureMode, 10010, OPTIONAL, BASE, 1, ((int *, mode)))
+  X(cuThreadExchangeStreamCaptureMode, 10010, OPTIONAL, BASE, 1, ((int *, mode))) \
+  X(cuMemcpyHtoDAsync,          3020, OPTIONAL, V2,   4, ((CUdeviceptr, dstDevice), (const void *, srcHost), (size_t, byteCount), (CUstream, hStream))) \
+  X(cuMemcpyDtoHAsync,          3020, OPTIONAL, V2,   4, ((void *, dstHost), (CUdeviceptr, srcDevice), (size_t, byteCount), (CUstream, hStream)))
 
 /* Older ABIs with the same signature, asked for instead when the driver is older than the
  * list's `ask`: X(name, ask, abi). (cuEventElapsedTime_v2 appeared in 12.8; the 2.0 ABI takes

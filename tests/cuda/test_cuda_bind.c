@@ -48,8 +48,6 @@ static const struct {
     {"cuMemFree", 3020, "cuMemFree_v2"},
     {"cuMemcpyHtoD", 3020, "cuMemcpyHtoD_v2"},
     {"cuMemcpyDtoH", 3020, "cuMemcpyDtoH_v2"},
-    {"cuMemcpyHtoDAsync", 3020, "cuMemcpyHtoDAsync_v2"},
-    {"cuMemcpyDtoHAsync", 3020, "cuMemcpyDtoHAsync_v2"},
     {"cuMemsetD8", 3020, "cuMemsetD8_v2"},
     {"cuMemGetInfo", 3020, "cuMemGetInfo_v2"},
     {"cuPointerGetAttribute", 4000, "cuPointerGetAttribute"},
@@ -57,6 +55,8 @@ static const struct {
     {"cuGetErrorName", 6000, "cuGetErrorName"},
     {"cuGetErrorString", 6000, "cuGetErrorString"},
     {"cuThreadExchangeStreamCaptureMode", 10010, "cuThreadExchangeStreamCaptureMode"},
+    {"cuMemcpyHtoDAsync", 3020, "cuMemcpyHtoDAsync_v2"},
+    {"cuMemcpyDtoHAsync", 3020, "cuMemcpyDtoHAsync_v2"},
 };
 enum { EXPECTED = sizeof(expected) / sizeof(expected[0]) };
 

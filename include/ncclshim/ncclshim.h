@@ -341,6 +341,66 @@ NCCLSHIM_API ncclshim_status ncclshim_nccl_config_set_str(const ncclshim_nccl *n
 /* "blocking"; NULL for an unknown value. */
 NCCLSHIM_API const char *ncclshim_config_field_name(ncclshim_config_field field);
 
+/* ---- ncclCollConfig_t: the per-collective config of the ...Config collectives ------- */
+
+/* X(ID, field, kind, first version that honours it). Kinds: INT, PTR (a string: _set_str),
+ * U64 (_set_u64) and HANDLE (a pointer NCCL uses as is: the ncclConfigExt_t list, the CUDA
+ * event; _set_ptr). */
+/* clang-format off */
+#define NCCLSHIM_COLL_CONFIG_FIELDS(X) \
+  X(EXT,                     ext,                   HANDLE, 23203) \
+  X(MIN_CTAS,                minCTAs,               INT,    23203) \
+  X(MAX_CTAS,                maxCTAs,               INT,    23203) \
+  X(NVLS_CTAS,               nvlsCTAs,              INT,    23203) \
+  X(CGA_CLUSTER_SIZE,        cgaClusterSize,        INT,    23203) \
+  X(ALG_SELECTION,           algSelection,          PTR,    23203) \
+  X(FORCE_ALG_SELECTION,     forceAlgSelection,     INT,    23203) \
+  X(CTA_POLICY,              CTAPolicy,             INT,    23203) \
+  X(USER_PROFILER_TAG,       userProfilerTag,       U64,    23203) \
+  X(LAUNCH_COMPLETION_EVENT, launchCompletionEvent, HANDLE, 23203)
+/* clang-format on */
+
+#define NCCLSHIM_COLL_CONFIG_FIELD_ENUM_(id, field, kind, version) NCCLSHIM_COLL_CONFIG_##id,
+typedef enum ncclshim_coll_config_field {
+  NCCLSHIM_COLL_CONFIG_FIELDS(NCCLSHIM_COLL_CONFIG_FIELD_ENUM_) NCCLSHIM_COLL_CONFIG_FIELD_COUNT
+} ncclshim_coll_config_field;
+
+/* The same as ncclshim_nccl_config_init for an ncclCollConfig_t (from 2.32.3's nccl.h, or
+ * ncclshim's): NCCL's defaults (ints UNDEF, forceAlgSelection 1, userProfilerTag 0,
+ * pointers NULL), magic set, size = min(config_size, the 2.32.3 layout's 72), version = that
+ * layout's release; nothing past config_size written. Needs no NCCL. OK; INVALID_ARGUMENT
+ * when config is NULL or config_size does not reach `ext` (the header). */
+NCCLSHIM_API ncclshim_status ncclshim_coll_config_init(void *config, size_t config_size);
+#define NCCLSHIM_COLL_CONFIG_INIT(config) ncclshim_coll_config_init((config), sizeof(*(config)))
+/* As ncclshim_nccl_config_check: OK when the loaded NCCL honours the field (it has the
+ * ...Config collectives: 2.32.3 and later) and it lies inside config_size; UNAVAILABLE with
+ * the reason otherwise; INVALID_ARGUMENT for an unknown field. */
+NCCLSHIM_API ncclshim_status ncclshim_coll_config_check(const ncclshim_nccl *nccl,
+                                                        size_t config_size,
+                                                        ncclshim_coll_config_field field);
+/* Set a field of a config made by ncclshim_coll_config_init, after those checks. Also
+ * INVALID_ARGUMENT: config NULL or too small, not initialised, or the wrong kind for the field.
+ * A refused field is left as it was. _str and _ptr store the pointer: the string, the
+ * ncclConfigExt_t list and the event must outlive the calls that use the config. */
+NCCLSHIM_API ncclshim_status ncclshim_coll_config_set_int(const ncclshim_nccl *nccl, void *config,
+                                                          size_t config_size,
+                                                          ncclshim_coll_config_field field,
+                                                          int value);
+NCCLSHIM_API ncclshim_status ncclshim_coll_config_set_str(const ncclshim_nccl *nccl, void *config,
+                                                          size_t config_size,
+                                                          ncclshim_coll_config_field field,
+                                                          const char *value);
+NCCLSHIM_API ncclshim_status ncclshim_coll_config_set_u64(const ncclshim_nccl *nccl, void *config,
+                                                          size_t config_size,
+                                                          ncclshim_coll_config_field field,
+                                                          uint64_t value);
+NCCLSHIM_API ncclshim_status ncclshim_coll_config_set_ptr(const ncclshim_nccl *nccl, void *config,
+                                                          size_t config_size,
+                                                          ncclshim_coll_config_field field,
+                                                          void *value);
+/* "algSelection"; NULL for an unknown value. */
+NCCLSHIM_API const char *ncclshim_coll_config_field_name(ncclshim_coll_config_field field);
+
 /* ---- NCCL result codes ---------------------------------------------------------------- */
 
 /* "ncclInvalidArgument" for 4; "ncclTimeout" for 8 (2.30.3+); "unknown" for any value no

@@ -112,6 +112,8 @@ static char last_error_text[256];
 static int gather_on, gather_rank = -1;
 static char gather_from[128], gather_to[128];
 static int prop_device_api, prop_multimem, prop_gin_type;
+static fake_nccl_coll_config seen_coll;      /* the last ...Config collective's config */
+static fake_nccl_encryption seen_encryption; /* ncclSetEncryption's */
 
 static struct ncclComm {
   int blocking;
@@ -191,6 +193,8 @@ EXPORT void fake_nccl_reset(void) {
   gather_on = 0;
   gather_rank = -1;
   prop_device_api = prop_multimem = prop_gin_type = 0;
+  memset(&seen_coll, 0, sizeof(seen_coll));
+  memset(&seen_encryption, 0, sizeof(seen_encryption));
   group_depth = 0;
   drop_pending();
   reset_faults();
@@ -428,6 +432,47 @@ static ncclResult_t query_properties(void *out) {
   return ncclSuccess;
 }
 
+/* ---- The versioned structs of 2.32.3: per-collective config, encryption ---------------- */
+/* In live mode a ...Config collective and ncclSetEncryption read their struct as NCCL does:
+ * NULL is "no config"; otherwise NCCL_API_MAGIC, a size that holds the header and a version
+ * no newer than the library, or ncclInvalidArgument. What arrived is kept for the tests. */
+EXPORT const fake_nccl_coll_config *fake_nccl_last_coll_config(void) { return &seen_coll; }
+EXPORT const fake_nccl_encryption *fake_nccl_last_encryption(void) { return &seen_encryption; }
+
+/* 1 when a struct starting with size, magic, version is one this library reads. */
+static int versioned(const void *p, size_t *size, unsigned *magic, unsigned *version) {
+  memcpy(size, p, sizeof(*size));
+  memcpy(magic, (const char *)p + 8, sizeof(*magic));
+  memcpy(version, (const char *)p + 12, sizeof(*version));
+  return *magic == 0xcafebeefu && *size >= 16 && *version <= FAKE_VERSION_CODE;
+}
+
+static ncclResult_t coll_config(const ncclshim_coll_config_t *config) {
+  memset(&seen_coll, 0, sizeof(seen_coll));
+  seen_coll.calls = 1;
+  if (config == NULL) return ncclSuccess;
+  seen_coll.given = 1;
+  if (!versioned(config, &seen_coll.size, &seen_coll.magic, &seen_coll.version))
+    return ncclInvalidArgument;
+  ncclshim_coll_config_t c = NCCL_COLLCONFIG_INITIALIZER; /* what a shorter struct lacks */
+  memcpy(&c, config, seen_coll.size < sizeof(c) ? seen_coll.size : sizeof(c));
+  snprintf(seen_coll.alg, sizeof(seen_coll.alg), "%s", c.algSelection ? c.algSelection : "");
+  seen_coll.max_ctas = c.maxCTAs;
+  seen_coll.tag = c.userProfilerTag;
+  seen_coll.event = c.launchCompletionEvent;
+  return ncclSuccess;
+}
+
+static ncclResult_t set_encryption(const ncclshim_encryption_config_t *config) {
+  memset(&seen_encryption, 0, sizeof(seen_encryption));
+  if (config == NULL) return ncclInvalidArgument;
+  if (!versioned(config, &seen_encryption.size, &seen_encryption.magic, &seen_encryption.version))
+    return ncclInvalidArgument;
+  seen_encryption.mode = config->mode;
+  snprintf(seen_encryption.psk, sizeof(seen_encryption.psk), "%s", config->psk ? config->psk : "");
+  return ncclSuccess;
+}
+
 static ncclResult_t group_end(void) {
   if (group_depth > 0) group_depth--;
   if (group_depth > 0 || count_pending() == 0) return ncclSuccess;
@@ -472,6 +517,20 @@ static ncclResult_t answer(int fn, const void *const *args) {
     return all_gather(ARG(const void *, 0), ARG(void *, 1), ARG(size_t, 2), ARG(ncclDataType_t, 3));
   case NCCLSHIM_FN_ncclCommQueryProperties:
     return query_properties(ARG(void *, 1));
+  case NCCLSHIM_FN_ncclAllReduceConfig:
+  case NCCLSHIM_FN_ncclBroadcastConfig:
+  case NCCLSHIM_FN_ncclAllGatherConfig:
+  case NCCLSHIM_FN_ncclReduceScatterConfig:
+  case NCCLSHIM_FN_ncclAlltoAllConfig:
+  case NCCLSHIM_FN_ncclGatherConfig:
+  case NCCLSHIM_FN_ncclScatterConfig:
+  case NCCLSHIM_FN_ncclReduceConfig: { /* the config is the last argument */
+    int last = 0;
+    while (args[last + 1] != NULL) last++;
+    return coll_config(ARG(const ncclshim_coll_config_t *, last));
+  }
+  case NCCLSHIM_FN_ncclSetEncryption:
+    return set_encryption(ARG(const ncclshim_encryption_config_t *, 0));
   case NCCLSHIM_FN_ncclGroupStart:
     group_depth++;
     return ncclSuccess;

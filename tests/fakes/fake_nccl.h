@@ -60,6 +60,29 @@ typedef int (*fake_nccl_count_fn)(void); /* ncclGetVersion calls, or all calls *
  *   fake_nccl_last_seq(fn)            when fn was last called (a global counter), 0 if never
  *   fake_nccl_live_allocations()      ncclMemAlloc blocks not yet freed
  *   fake_nccl_live_windows()          windows filled in and not yet deregistered */
+/* The struct the last ...Config collective received (live mode), as fake_nccl_last_coll_config
+ * returns it: `calls` 1 once one ran, `given` 1 when its config was not NULL; size, magic and
+ * version as they arrived (a struct without NCCL_API_MAGIC, shorter than its header or newer
+ * than the fake was refused with ncclInvalidArgument), then the fields read (a copy of the
+ * algSelection string). fake_nccl_last_encryption: the same for ncclSetEncryption. */
+typedef struct fake_nccl_coll_config {
+  int calls, given;
+  size_t size;
+  unsigned magic, version;
+  char alg[64];
+  int max_ctas;
+  unsigned long long tag;
+  void *event;
+} fake_nccl_coll_config;
+typedef struct fake_nccl_encryption {
+  size_t size;
+  unsigned magic, version;
+  int mode;
+  char psk[64];
+} fake_nccl_encryption;
+typedef const fake_nccl_coll_config *(*fake_nccl_coll_config_fn)(void);
+typedef const fake_nccl_encryption *(*fake_nccl_encryption_fn)(void);
+
 typedef void (*fake_nccl_void_fn)(void);
 typedef void (*fake_nccl_int_fn)(int value);
 typedef void (*fake_nccl_async_fn)(int in_progress_polls, int final_result);

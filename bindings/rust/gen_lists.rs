@@ -104,6 +104,7 @@ pub const C_TYPES: &[(&str, &str)] = &[
     ("ncclshim_capability", "c_int"),
     ("ncclshim_comm_capability", "c_int"),
     ("ncclshim_config_field", "c_int"),
+    ("ncclshim_coll_config_field", "c_int"),
     ("ncclshim_answer", "c_int"),
     ("ncclshim_cuda_bootstrap", "c_int"),
     ("ncclshim_cuda_support", "c_int"),

@@ -8,9 +8,6 @@ use std::marker::PhantomData;
 use crate::error::{Error, Result, Status};
 use crate::{ffi, Capability, Communicator, DataType, Event, Nccl, Stream};
 
-/// `NCCL_CONFIG_UNDEF_INT`: the field is NCCL's to choose.
-const UNDEF: c_int = c_int::MIN;
-
 /// `int_setters! { /// doc\n method => cField; ... }`: a builder method setting each int field.
 macro_rules! int_setters {
     ($($(#[$doc:meta])* $method:ident => $field:ident;)*) => {
@@ -48,24 +45,18 @@ impl Default for CollConfig<'_> {
 }
 
 impl<'e> CollConfig<'e> {
-    /// Every field undefined: NCCL chooses.
+    /// Every field undefined: NCCL chooses (`ncclshim_coll_config_init`: NCCL's
+    /// `NCCL_COLLCONFIG_INITIALIZER` values, for the 2.32.3 layout).
     pub fn new() -> CollConfig<'e> {
+        // SAFETY: all-zero is a valid value of the C struct (NULL pointers, zero ints).
+        let mut raw: ffi::ncclshim_coll_config_t = unsafe { std::mem::zeroed() };
+        let size = std::mem::size_of::<ffi::ncclshim_coll_config_t>();
+        // SAFETY: the struct and its size, which holds the header: always OK.
+        unsafe {
+            ffi::ncclshim_coll_config_init(&mut raw as *mut _ as *mut std::ffi::c_void, size)
+        };
         CollConfig {
-            raw: ffi::ncclshim_coll_config_t {
-                size: std::mem::size_of::<ffi::ncclshim_coll_config_t>(),
-                magic: MAGIC,
-                version: LAYOUT_VERSION,
-                ext: std::ptr::null_mut(),
-                minCTAs: UNDEF,
-                maxCTAs: UNDEF,
-                nvlsCTAs: UNDEF,
-                cgaClusterSize: UNDEF,
-                algSelection: std::ptr::null(),
-                forceAlgSelection: 1,
-                CTAPolicy: UNDEF,
-                userProfilerTag: 0,
-                launchCompletionEvent: std::ptr::null_mut(),
-            },
+            raw,
             algorithm: None,
             _event: PhantomData,
         }
@@ -113,9 +104,10 @@ impl<'e> CollConfig<'e> {
     }
 }
 
+/// `NCCL_API_MAGIC`, and the release whose `ncclEncryptionConfig_t` layout
+/// `ffi::ncclshim_encryption_config_t` copies (2.32.3), as `NCCL_ENCRYPTION_CONFIG_INITIALIZER`
+/// fills them.
 const MAGIC: u32 = 0xcafe_beef;
-/// The release whose `ncclCollConfig_t` and `ncclEncryptionConfig_t` layouts these copy
-/// (`NCCLSHIM_COLL_CONFIG_LAYOUT_VERSION`).
 const LAYOUT_VERSION: u32 = 23203;
 
 impl Communicator {

@@ -400,3 +400,150 @@ fn per_collective_config_and_encryption_need_nccl_2_32() {
         32
     );
 }
+
+/// tests/fakes/fake_nccl.h's `fake_nccl_coll_config`.
+#[repr(C)]
+struct ArrivedCollConfig {
+    calls: c_int,
+    given: c_int,
+    size: usize,
+    magic: u32,
+    version: u32,
+    alg: [c_char; 64],
+    max_ctas: c_int,
+    tag: u64,
+    event: *mut c_void,
+}
+
+/// tests/fakes/fake_nccl.h's `fake_nccl_encryption`.
+#[repr(C)]
+struct ArrivedEncryption {
+    size: usize,
+    magic: u32,
+    version: u32,
+    mode: c_int,
+    psk: [c_char; 64],
+}
+
+/// What the fake's `name` function returns, a pointer to a `T` it keeps.
+fn arrived<T>(fake: &Fake, name: &str) -> &'static T {
+    let f = symbol(&fake.path, name);
+    // SAFETY: the fake's documented signature; the struct lives in the fake's static storage.
+    unsafe { &*std::mem::transmute::<*mut c_void, extern "C" fn() -> *const T>(f)() }
+}
+
+/// On a 2.32.3 NCCL, a configured collective forwards its buffers, its count and its config as
+/// NCCL reads it (size, magic, version, fields), on a plain and a watched communicator alike;
+/// the checks still come first; ncclSetEncryption gets its struct.
+#[test]
+fn per_collective_config_and_encryption_reach_a_2_32_nccl() {
+    let (build, _guard, fake) = need_fakes!("2.32.3");
+    let cuda = driver(&build);
+    let comm = init(&fake, Blocking::Yes); // 2 ranks
+    let stream = cuda.create_stream().unwrap();
+    let event = cuda.create_event().unwrap();
+    let config = ncclshim::CollConfig::new()
+        .max_ctas(4)
+        .algorithm("ring", true)
+        .unwrap()
+        .profiler_tag(77)
+        .launch_event(&event);
+    let send = cuda.alloc::<f32>(8).unwrap();
+    let mut recv = cuda.alloc::<f32>(8).unwrap();
+    let mut half = cuda.alloc::<f32>(4).unwrap();
+    let (sp, rp, hp) = (send.device_ptr(), recv.device_ptr(), half.device_ptr());
+    let (f32_, sum, s) = (
+        DataType::Float32.raw() as u64,
+        RedOp::Sum.raw() as u64,
+        raw(&stream),
+    );
+    let nccl = comm.nccl_comm() as usize as u64;
+    let c = config.raw() as *const _ as usize as u64;
+
+    comm.all_reduce_with(&send, &mut recv, RedOp::Sum, &config, &stream)
+        .unwrap();
+    assert_eq!(
+        last_call(&fake),
+        (
+            "ncclAllReduceConfig".into(),
+            vec![sp, rp, 8, f32_, sum, nccl, s, c]
+        )
+    );
+    let got: &ArrivedCollConfig = arrived(&fake, "fake_nccl_last_coll_config");
+    // SAFETY: the fake terminates the copy.
+    let alg = unsafe { CStr::from_ptr(got.alg.as_ptr()) };
+    assert_eq!(
+        (got.given, got.size, got.magic, got.version),
+        (1, 72, 0xcafe_beef, 23203)
+    );
+    assert_eq!(
+        (alg.to_str().unwrap(), got.max_ctas, got.tag),
+        ("ring", 4, 77)
+    );
+    assert_eq!(got.event, event.as_raw().cast());
+    comm.broadcast_with(&send, &mut recv, 1, &config, &stream)
+        .unwrap();
+    assert_eq!(
+        last_call(&fake),
+        (
+            "ncclBroadcastConfig".into(),
+            vec![sp, rp, 8, f32_, 1, nccl, s, c]
+        )
+    );
+    comm.all_gather_with(&half, &mut recv, &config, &stream)
+        .unwrap();
+    assert_eq!(
+        last_call(&fake),
+        (
+            "ncclAllGatherConfig".into(),
+            vec![hp, rp, 4, f32_, nccl, s, c]
+        )
+    );
+    comm.reduce_scatter_with(&send, &mut half, RedOp::Sum, &config, &stream)
+        .unwrap();
+    assert_eq!(
+        last_call(&fake),
+        (
+            "ncclReduceScatterConfig".into(),
+            vec![sp, hp, 4, f32_, sum, nccl, s, c]
+        )
+    );
+    comm.all_reduce_in_place_with(&mut half, RedOp::Sum, &config, &stream)
+        .unwrap();
+    assert_eq!(
+        last_call(&fake),
+        (
+            "ncclAllReduceConfig".into(),
+            vec![hp, hp, 4, f32_, sum, nccl, s, c]
+        )
+    );
+
+    let before = fake.count("ncclAllGatherConfig");
+    expect_error(
+        comm.all_gather_with(&send, &mut recv, &config, &stream),
+        Status::InvalidArgument,
+        &["8 x 2"],
+    );
+    expect_error(
+        comm.broadcast_with(&send, &mut recv, 2, &config, &stream),
+        Status::InvalidArgument,
+        &["root 2"],
+    );
+    assert_eq!(fake.count("ncclAllGatherConfig"), before);
+    assert_eq!(fake.count("ncclBroadcastConfig"), 1);
+
+    fake.nccl.set_encryption(Some("secret")).unwrap();
+    let got: &ArrivedEncryption = arrived(&fake, "fake_nccl_last_encryption");
+    // SAFETY: as above.
+    let psk = unsafe { CStr::from_ptr(got.psk.as_ptr()) };
+    assert_eq!(
+        (got.size, got.magic, got.version, got.mode),
+        (32, 0xcafe_beef, 23203, 1)
+    );
+    assert_eq!(psk.to_str().unwrap(), "secret");
+    fake.nccl.set_encryption(None).unwrap();
+    assert_eq!(
+        arrived::<ArrivedEncryption>(&fake, "fake_nccl_last_encryption").mode,
+        0
+    );
+}

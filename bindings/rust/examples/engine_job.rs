@@ -9,7 +9,7 @@
 //! `load` fails saying why, and every other case is skipped.
 #![forbid(unsafe_code)]
 
-use std::fmt::Write as _;
+use std::io::Write as _;
 use std::time::{Duration, Instant};
 
 use ncclshim::{
@@ -17,9 +17,11 @@ use ncclshim::{
     Watchdog,
 };
 
-/// One row of the report.
+/// The report: its rows, each also written to the CSV file at once (a crash leaves the rows
+/// before it).
 struct Cases {
     rows: Vec<(String, &'static str, String)>,
+    csv: Option<std::fs::File>,
 }
 
 impl Cases {
@@ -37,9 +39,14 @@ impl Cases {
                 Err(e) => ("FAIL", e.to_string()),
             },
         };
-        println!("{name},{verdict},{}", detail.replace(',', ";"));
-        self.rows
-            .push((name.to_string(), verdict, detail.replace(',', ";")));
+        let row = format!("{name},{verdict},{}", detail.replace(['\n', ','], ";"));
+        println!("{row}");
+        if let Some(file) = &mut self.csv {
+            if let Err(e) = writeln!(file, "{row}").and_then(|_| file.flush()) {
+                eprintln!("engine_job: cannot write the CSV: {e}");
+            }
+        }
+        self.rows.push((name.to_string(), verdict, detail));
     }
 }
 
@@ -83,29 +90,35 @@ fn main() -> std::process::ExitCode {
             }
         }
     }
-    let mut cases = Cases { rows: Vec::new() };
-    let outcome = job(&mut cases, count, timeout);
-    if let Err(e) = outcome {
-        cases.run("job", None, || Err(e));
-    }
-    if let Some(path) = csv {
-        let mut text = String::from("case,verdict,detail\n");
-        for (case, verdict, detail) in &cases.rows {
-            let _ = writeln!(text, "{case},{verdict},{detail}");
-        }
-        if let Some(dir) = std::path::Path::new(&path).parent() {
-            let _ = std::fs::create_dir_all(dir);
-        }
-        if let Err(e) = std::fs::write(&path, text) {
-            eprintln!("engine_job: cannot write {path}: {e}");
+    let csv = match csv.map(|path| open_csv(&path)).transpose() {
+        Ok(file) => file,
+        Err(message) => {
+            eprintln!("engine_job: {message}");
             return std::process::ExitCode::FAILURE;
         }
+    };
+    let mut cases = Cases {
+        rows: Vec::new(),
+        csv,
+    };
+    if let Err(e) = job(&mut cases, count, timeout) {
+        cases.run("job", None, || Err(e));
     }
     if cases.rows.iter().any(|(_, verdict, _)| *verdict == "FAIL") {
         std::process::ExitCode::FAILURE
     } else {
         std::process::ExitCode::SUCCESS
     }
+}
+
+/// The CSV file at `path` (its folder made), with its header.
+fn open_csv(path: &str) -> Result<std::fs::File, String> {
+    if let Some(dir) = std::path::Path::new(path).parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let mut file = std::fs::File::create(path).map_err(|e| format!("cannot write {path}: {e}"))?;
+    writeln!(file, "case,verdict,detail").map_err(|e| format!("cannot write {path}: {e}"))?;
+    Ok(file)
 }
 
 fn job(cases: &mut Cases, count: usize, timeout: Duration) -> Result<(), Error> {

@@ -1,7 +1,7 @@
 //! Communicators whose every wait has a deadline.
 
 use std::cell::RefCell;
-use std::ffi::{c_void, CString};
+use std::ffi::{c_void, CStr, CString};
 use std::time::Duration;
 
 use crate::error::{check, Error, Result, Status};
@@ -21,9 +21,10 @@ macro_rules! communicator_collectives {
             $(#[$doc])*
             pub unsafe fn $name(&self, $($param: $type,)* stream: &Stream) -> Result<()> {
                 let comm = self.ready($dtype)?;
-                self.check(
+                self.check_named(
                     (self.nccl.table().$call)($($arg,)* comm, stream.as_raw()),
-                    stringify!($call),
+                    std::ffi::CStr::from_bytes_with_nul(concat!(stringify!($call), "\0").as_bytes())
+                        .expect("an NCCL name holds no NUL"),
                 )
             }
         )*
@@ -263,7 +264,11 @@ impl Communicator {
     /// Check the result of an NCCL call made on this communicator and finish it within
     /// [`Communicator::timeout`].
     pub fn check(&self, result: ffi::ncclResult_t, call: &str) -> Result<()> {
-        let call = CString::new(call).unwrap_or_default();
+        self.check_named(result, &CString::new(call).unwrap_or_default())
+    }
+
+    /// [`Communicator::check`] with the name already a C string (no allocation per call).
+    pub(crate) fn check_named(&self, result: ffi::ncclResult_t, call: &CStr) -> Result<()> {
         // SAFETY: ours; the wrapper's calls are not made concurrently (NCCL's rule, documented).
         check(unsafe {
             ffi::ncclshim_comm_check(self.raw, result, call.as_ptr(), millis(self.timeout))

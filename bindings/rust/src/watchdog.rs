@@ -220,11 +220,11 @@ macro_rules! watched_collectives {
             /// # Safety
             #[doc = concat!("As [`Communicator::", stringify!($name), "`].")]
             pub unsafe fn $name(&self, $($param: $type,)* stream: &Stream) -> Result<()> {
-                self.comm.check(0, stringify!($call))?;
-                // SAFETY: the caller's promise.
-                unsafe { self.comm.$name($($param,)* stream)? };
                 let call = CStr::from_bytes_with_nul(concat!(stringify!($call), "\0").as_bytes())
                     .expect("an NCCL name holds no NUL");
+                self.comm.check_named(0, call)?;
+                // SAFETY: the caller's promise.
+                unsafe { self.comm.$name($($param,)* stream)? };
                 self.record(stream, call, $count, $dtype)
             }
         )*
@@ -357,14 +357,14 @@ impl Watched<'_> {
         stream: &Stream,
         make: impl FnOnce(&ffi::ncclshim_nccl_table, ffi::ncclComm_t) -> ffi::ncclResult_t,
     ) -> Result<()> {
-        self.comm.check(0, call)?;
-        self.comm.enqueue_config(call, count, dtype, stream, make)?;
         let name: &'static CStr = match call {
             "ncclAllReduceConfig" => c_name(b"ncclAllReduceConfig\0"),
             "ncclBroadcastConfig" => c_name(b"ncclBroadcastConfig\0"),
             "ncclAllGatherConfig" => c_name(b"ncclAllGatherConfig\0"),
             _ => c_name(b"ncclReduceScatterConfig\0"),
         };
+        self.comm.check_named(0, name)?;
+        self.comm.enqueue_config(call, count, dtype, stream, make)?;
         self.record(stream, name, count, dtype)
     }
 

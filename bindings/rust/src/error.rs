@@ -63,6 +63,18 @@ impl Error {
         }
     }
 
+    /// An error after NCCL answered `result` without doing what it said
+    /// (success and no window, ...): NCCL's code and the result's name ride along.
+    pub(crate) fn answered(status: Status, message: impl Into<String>, result: i32) -> Error {
+        let mut error = Error::new(status, message);
+        error.nccl_result = Some(result);
+        error.nccl_text = usize::try_from(result)
+            .ok()
+            .and_then(|i| RESULT_NAMES.get(i))
+            .map(|name| name.to_string());
+        error
+    }
+
     /// The calling thread's last ncclshim failure (`ncclshim_last_error`) with `status`; for
     /// NCCL_ERROR, with NCCL's details.
     pub(crate) fn last(status: c_int) -> Error {

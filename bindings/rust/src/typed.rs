@@ -310,10 +310,18 @@ impl Communicator {
         };
         self.check(result, "ncclCommWindowRegister")?;
         if window.is_null() {
-            return Err(Error::new(
+            return Err(Error::answered(
                 Status::Unavailable,
-                "ncclCommWindowRegister returned ncclSuccess but no window: windows do not \
-                 register on this communicator",
+                format!(
+                    "ncclCommWindowRegister returned {} but no window: windows do not \
+                     register on this communicator",
+                    if result == ffi::ncclSuccess {
+                        "ncclSuccess"
+                    } else {
+                        "ncclInProgress"
+                    }
+                ),
+                result,
             ));
         }
         Ok(Registered {

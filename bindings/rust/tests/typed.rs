@@ -290,11 +290,17 @@ fn registrations_deregister_on_drop() {
     }
     assert_eq!(fake.windows(), 0, "Drop deregisters the window");
     fake.null_window(true);
-    expect_error(
+    let error = expect_error(
         open.register_window(&mut buffer, 0),
         Status::Unavailable,
-        &["no window"],
+        &["returned ncclSuccess but no window"],
     );
+    assert_eq!(
+        error.nccl_result(),
+        Some(0),
+        "NCCL answered: its code rides along"
+    );
+    assert_eq!(error.nccl_text(), Some("ncclSuccess"));
 }
 
 #[test]

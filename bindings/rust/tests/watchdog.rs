@@ -318,11 +318,12 @@ fn a_callback_panicking_with_a_panicking_payload_stays_on_its_thread() {
 /// The program destroys its stream as soon as its recorded work is synced, round after round
 /// (the next stream then gets the same handle from the driver): the record needs nothing from
 /// the stream after the call, so the watchdog never names a destroyed stream (the strict fake
-/// driver aborts the test if it does) and reports nothing.
+/// driver of tests/fakes aborts the test if it does) and reports nothing.
 #[test]
 fn a_stream_dropped_after_its_record_is_never_used_again() {
     let (build, _guard, fake) = need_fakes!("2.28.9");
-    let (cuda, _query) = capture_driver(&build);
+    // The fake driver of the CUDA tests: the strict one aborts on a destroyed stream's handle.
+    let (cuda, _) = support::fake_cuda(&build, "13.0");
     cuda.init().unwrap();
     cuda.activate_device(0).unwrap();
     let dog = Watchdog::start_with(Duration::from_millis(1), Some(&cuda), None).unwrap();

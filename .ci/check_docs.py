@@ -82,7 +82,7 @@ def tracked():
     files, text = [], []
     for line in out.splitlines():
         info, path = line.split("\t", 1)
-        if os.path.exists(os.path.join(ROOT, path)):
+        if os.path.isfile(os.path.join(ROOT, path)):  # not a link to a folder
             files.append(path)
             if not info.startswith("i/-text"):
                 text.append(path)

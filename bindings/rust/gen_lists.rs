@@ -63,6 +63,16 @@ pub const C_TYPES: &[(&str, &str)] = &[
         "ncclshim_gin_inbox_a2a_handle_t",
         "ncclshim_gin_inbox_a2a_handle_t",
     ),
+    ("ncclshim_coll_config_t", "ncclshim_coll_config_t"),
+    (
+        "ncclshim_encryption_config_t",
+        "ncclshim_encryption_config_t",
+    ),
+    ("ncclshim_cft_le_id_t", "ncclshim_cft_le_id_t"),
+    (
+        "ncclshim_cft_barrier_handle_t",
+        "ncclshim_cft_barrier_handle_t",
+    ),
     ("cudaStream_t", "cudaStream_t"),
     // ncclshim's own, for the declarations of the functions (ncclshim_*.h).
     ("ncclshim_status", "ncclshim_status"),
@@ -94,6 +104,7 @@ pub const C_TYPES: &[(&str, &str)] = &[
     ("ncclshim_capability", "c_int"),
     ("ncclshim_comm_capability", "c_int"),
     ("ncclshim_config_field", "c_int"),
+    ("ncclshim_coll_config_field", "c_int"),
     ("ncclshim_answer", "c_int"),
     ("ncclshim_cuda_bootstrap", "c_int"),
     ("ncclshim_cuda_support", "c_int"),
@@ -518,7 +529,7 @@ fn split_name(decl: &str) -> Result<(String, String), String> {
 /// headers' order, each C type through C_TYPES.
 pub fn functions(out: &mut String, text: &str) -> Result<(), String> {
     let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let _ = writeln!(out, "\n// Every function of ncclshim's public headers (`NCCLSHIM_API`), in their order.\n#[link(name = \"ncclshim\")]\nextern \"C\" {{");
+    let _ = writeln!(out, "\n// Every function of ncclshim's public headers (`NCCLSHIM_API`), in their order\n// (build.rs links the library: static when it compiles it).\nextern \"C\" {{");
     for declaration in text.split(API_MARK).skip(1) {
         let declaration = declaration.split(';').next().unwrap_or("");
         let row = format!("`{}`", declaration.trim());

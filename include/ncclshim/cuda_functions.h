@@ -59,7 +59,9 @@
   X(cuGetErrorName,             6000, OPTIONAL, BASE, 2, ((ncclshim_cu_result, error), (const char **, pStr))) \
   X(cuGetErrorString,           6000, OPTIONAL, BASE, 2, ((ncclshim_cu_result, error), (const char **, pStr))) \
   X(cuThreadExchangeStreamCaptureMode, 10010, OPTIONAL, BASE, 1, ((int *, mode))) \
-  X(cuStreamGetCtx,             9020, OPTIONAL, BASE, 2, ((CUstream, hStream), (CUcontext *, pctx)))
+  X(cuStreamGetCtx,             9020, OPTIONAL, BASE, 2, ((CUstream, hStream), (CUcontext *, pctx))) \
+  X(cuMemcpyHtoDAsync,          3020, OPTIONAL, V2,   4, ((CUdeviceptr, dstDevice), (const void *, srcHost), (size_t, byteCount), (CUstream, hStream))) \
+  X(cuMemcpyDtoHAsync,          3020, OPTIONAL, V2,   4, ((void *, dstHost), (CUdeviceptr, srcDevice), (size_t, byteCount), (CUstream, hStream)))
 
 /* Older ABIs with the same signature, asked for instead when the driver is older than the
  * list's `ask`: X(name, ask, abi). (cuEventElapsedTime_v2 appeared in 12.8; the 2.0 ABI takes

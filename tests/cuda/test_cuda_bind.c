@@ -56,6 +56,8 @@ static const struct {
     {"cuGetErrorString", 6000, "cuGetErrorString"},
     {"cuThreadExchangeStreamCaptureMode", 10010, "cuThreadExchangeStreamCaptureMode"},
     {"cuStreamGetCtx", 9020, "cuStreamGetCtx"},
+    {"cuMemcpyHtoDAsync", 3020, "cuMemcpyHtoDAsync_v2"},
+    {"cuMemcpyDtoHAsync", 3020, "cuMemcpyDtoHAsync_v2"},
 };
 enum { EXPECTED = sizeof(expected) / sizeof(expected[0]) };
 

@@ -185,6 +185,23 @@ ncclshim_cu_result fake_cuStreamQuery(CUstream hStream) {
   return rc;
 }
 
+/* The fake runs no work: a copy on a live stream happens at once. */
+ncclshim_cu_result fake_cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void *srcHost,
+                                          size_t byteCount, CUstream hStream) {
+  LOCK_STREAM("cuMemcpyHtoDAsync", s, hStream);
+  (void)s;
+  pthread_mutex_unlock(&fake_lock);
+  return fake_cuMemcpyHtoD(dstDevice, srcHost, byteCount);
+}
+
+ncclshim_cu_result fake_cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr srcDevice, size_t byteCount,
+                                          CUstream hStream) {
+  LOCK_STREAM("cuMemcpyDtoHAsync", s, hStream);
+  (void)s;
+  pthread_mutex_unlock(&fake_lock);
+  return fake_cuMemcpyDtoH(dstHost, srcDevice, byteCount);
+}
+
 /* Waits (polling every ms) until the stream has nothing pending: forever for a held stream
  * that nobody releases, as the real driver would. */
 ncclshim_cu_result fake_cuStreamSynchronize(CUstream hStream) {

@@ -8,13 +8,14 @@
 //! NCCL's unique id on its stdin. Started by a launcher (RANK, WORLD_SIZE, LOCAL_RANK and
 //! NCCL_COMM_ID set on every rank) it is one rank of that job. Without NCCL or a GPU it says
 //! so and exits 0. Exit codes: 0 passed (or nothing to do), 1 a rank failed, 2 wrong usage.
+#![forbid(unsafe_code)]
 
 use std::io::{Read, Write};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use ncclshim::{
-    Capability, Communicator, Cuda, DataType, DevicePtr, Error, Nccl, RedOp, Stream,
+    Capability, Communicator, Cuda, DeviceMemory, DeviceMemoryMut, Error, Nccl, RedOp, Stream,
     SymmetricBuffer, UniqueId,
 };
 
@@ -281,56 +282,29 @@ fn with_stream(
     }
 }
 
-/// Device memory for the run: symmetric buffers where the NCCL has them, else cuMemAlloc.
-enum Buffers<'c> {
-    Symmetric(SymmetricBuffer<'c>, SymmetricBuffer<'c>),
-    Plain(DevicePtr, DevicePtr),
-}
-
-impl Buffers<'_> {
-    fn pointers(&self) -> (DevicePtr, DevicePtr) {
-        match self {
-            Buffers::Symmetric(send, recv) => {
-                (send.as_ptr() as DevicePtr, recv.as_ptr() as DevicePtr)
-            }
-            Buffers::Plain(send, recv) => (*send, *recv),
-        }
-    }
-}
-
 fn collectives(
     comm: &mut Communicator,
     cuda: &Cuda,
     job: &Job,
     stream: &Stream,
 ) -> Result<(), Error> {
-    let bytes = job.count * std::mem::size_of::<f32>();
     let shared: &Communicator = comm;
-    let buffers = if shared.nccl().has(Capability::SymmetricMemory) {
-        Buffers::Symmetric(
-            SymmetricBuffer::alloc(shared, bytes, stream, job.timeout)?,
-            SymmetricBuffer::alloc(shared, bytes, stream, job.timeout)?,
-        )
-    } else {
-        let reason = shared
-            .nccl()
-            .capability_reason(Capability::SymmetricMemory)
-            .unwrap_or_default();
-        println!(
-            "rank {}: no symmetric memory ({reason}): plain device memory",
-            job.rank
-        );
-        Buffers::Plain(cuda.mem_alloc(bytes)?, cuda.mem_alloc(bytes)?)
-    };
-    let outcome = run(shared, cuda, job, stream, &buffers);
-    if let Buffers::Plain(send, recv) = buffers {
-        // SAFETY: allocated above; the stream's work was waited for (or the run failed).
-        unsafe {
-            let _ = cuda.mem_free(send);
-            let _ = cuda.mem_free(recv);
-        }
+    // Symmetric buffers where the NCCL has them, else cuMemAlloc; freed on drop.
+    if shared.nccl().has(Capability::SymmetricMemory) {
+        let mut send = SymmetricBuffer::<f32>::alloc(shared, job.count, stream, job.timeout)?;
+        let mut recv = SymmetricBuffer::<f32>::alloc(shared, job.count, stream, job.timeout)?;
+        return run(shared, cuda, job, stream, &mut send, &mut recv, "symmetric");
     }
-    outcome
+    let reason = shared
+        .nccl()
+        .capability_reason(Capability::SymmetricMemory)
+        .unwrap_or_default();
+    println!(
+        "rank {}: no symmetric memory ({reason}): plain device memory",
+        job.rank
+    );
+    let (mut send, mut recv) = (cuda.alloc::<f32>(job.count)?, cuda.alloc::<f32>(job.count)?);
+    run(shared, cuda, job, stream, &mut send, &mut recv, "plain")
 }
 
 fn sum_value(nranks: i32, i: usize) -> f32 {
@@ -347,7 +321,7 @@ fn timed(
     job: &Job,
     stream: &Stream,
     iters: u32,
-    op: &dyn Fn() -> Result<(), Error>,
+    op: &mut dyn FnMut() -> Result<(), Error>,
 ) -> Result<f64, Error> {
     let start = Instant::now();
     for _ in 0..iters {
@@ -359,14 +333,11 @@ fn timed(
 
 fn check(
     cuda: &Cuda,
-    job: &Job,
     what: &str,
-    recv: DevicePtr,
+    recv: &impl DeviceMemory<Elem = f32>,
     expected: impl Fn(usize) -> f32,
 ) -> Result<(), Error> {
-    let mut host = vec![0f32; job.count];
-    // SAFETY: recv holds count floats.
-    unsafe { cuda.copy_to_host(&mut host, recv)? };
+    let host = cuda.to_vec(recv)?;
     match host.iter().enumerate().find(|(i, v)| **v != expected(*i)) {
         None => Ok(()),
         Some((i, v)) => Err(Error::new(
@@ -381,60 +352,32 @@ fn run(
     cuda: &Cuda,
     job: &Job,
     stream: &Stream,
-    buffers: &Buffers,
+    send: &mut impl DeviceMemoryMut<Elem = f32>,
+    recv: &mut impl DeviceMemoryMut<Elem = f32>,
+    memory: &str,
 ) -> Result<(), Error> {
-    let (send, recv) = buffers.pointers();
     let bytes = job.count * std::mem::size_of::<f32>();
     let n = job.nranks;
     let host: Vec<f32> = (0..job.count)
         .map(|i| (job.rank + 1) as f32 * (i % 5 + 1) as f32)
         .collect();
-    // SAFETY: send and recv hold `bytes` bytes each, and outlive the waits below.
-    unsafe {
-        cuda.copy_to_device(send, &host)?;
-        cuda.memset(recv, 0xff, bytes)?; // NaN until written
-    }
-    let all_reduce = || unsafe {
-        comm.all_reduce(
-            send as *const _,
-            recv as *mut _,
-            job.count,
-            DataType::Float32,
-            RedOp::Sum,
-            stream,
-        )
-    };
-    timed(comm, cuda, job, stream, 1, &all_reduce)?;
-    let ar_us = timed(comm, cuda, job, stream, job.iters, &all_reduce)?;
-    check(cuda, job, "all-reduce", recv, |i| sum_value(n, i))?;
+    cuda.copy_to_device(&host, send)?;
+    cuda.fill_bytes(recv, 0xff)?; // NaN until written
+    let mut all_reduce = || comm.all_reduce(&*send, &mut *recv, RedOp::Sum, stream);
+    timed(comm, cuda, job, stream, 1, &mut all_reduce)?;
+    let ar_us = timed(comm, cuda, job, stream, job.iters, &mut all_reduce)?;
+    check(cuda, "all-reduce", recv, |i| sum_value(n, i))?;
 
     let host: Vec<f32> = (0..job.count).map(bcast_value).collect();
-    // SAFETY: as above.
-    unsafe {
-        if job.rank == 0 {
-            cuda.copy_to_device(send, &host)?;
-        }
-        cuda.memset(recv, 0xff, bytes)?;
+    if job.rank == 0 {
+        cuda.copy_to_device(&host, send)?;
     }
-    let broadcast = || unsafe {
-        comm.broadcast(
-            send as *const _,
-            recv as *mut _,
-            job.count,
-            DataType::Float32,
-            0,
-            stream,
-        )
-    };
-    timed(comm, cuda, job, stream, 1, &broadcast)?;
-    let bc_us = timed(comm, cuda, job, stream, job.iters, &broadcast)?;
-    check(cuda, job, "broadcast", recv, bcast_value)?;
+    cuda.fill_bytes(recv, 0xff)?;
+    let mut broadcast = || comm.broadcast(&*send, &mut *recv, 0, stream);
+    timed(comm, cuda, job, stream, 1, &mut broadcast)?;
+    let bc_us = timed(comm, cuda, job, stream, job.iters, &mut broadcast)?;
+    check(cuda, "broadcast", recv, bcast_value)?;
 
-    let memory = if matches!(buffers, Buffers::Symmetric(..)) {
-        "symmetric"
-    } else {
-        "plain"
-    };
     let nf = f64::from(n);
     println!(
         "rank {}/{} (GPU {}): all-reduce {} floats {:.1} us ({:.2} GB/s bus), broadcast {:.1} us ({:.2} GB/s bus): results OK [rust, {memory} memory]",

@@ -13,15 +13,15 @@ macro_rules! for_each_collective {
             /// # Safety
             /// `send` and `recv` are device buffers of at least `count` elements of `dtype`
             /// (they may be the same), valid until the work on `stream` completes.
-            fn all_reduce(
+            fn all_reduce_raw(
                 send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType, op: RedOp
             ) [count, dtype] => ncclAllReduce(send, recv, count, dtype.raw(), op.raw());
 
             /// `ncclBroadcast` of `count` elements from `root`.
             ///
             /// # Safety
-            /// As [`Communicator::all_reduce`]; `send` is read on the root only.
-            fn broadcast(
+            /// As [`Communicator::all_reduce_raw`]; `send` is read on the root only.
+            fn broadcast_raw(
                 send: *const c_void, recv: *mut c_void, count: usize, dtype: DataType, root: i32
             ) [count, dtype] => ncclBroadcast(send, recv, count, dtype.raw(), root);
 
@@ -30,7 +30,7 @@ macro_rules! for_each_collective {
             ///
             /// # Safety
             /// Device buffers of those sizes, valid until the work on `stream` completes.
-            fn all_gather(
+            fn all_gather_raw(
                 send: *const c_void, recv: *mut c_void, send_count: usize, dtype: DataType
             ) [send_count, dtype] => ncclAllGather(send, recv, send_count, dtype.raw());
 
@@ -39,7 +39,7 @@ macro_rules! for_each_collective {
             ///
             /// # Safety
             /// Device buffers of those sizes, valid until the work on `stream` completes.
-            fn reduce_scatter(
+            fn reduce_scatter_raw(
                 send: *const c_void, recv: *mut c_void, recv_count: usize, dtype: DataType,
                 op: RedOp
             ) [recv_count, dtype] => ncclReduceScatter(send, recv, recv_count, dtype.raw(), op.raw());
@@ -49,14 +49,14 @@ macro_rules! for_each_collective {
             ///
             /// # Safety
             /// A device buffer of `count` elements, valid until the work on `stream` completes.
-            fn send(send: *const c_void, count: usize, dtype: DataType, peer: i32)
+            fn send_raw(send: *const c_void, count: usize, dtype: DataType, peer: i32)
                 [count, dtype] => ncclSend(send, count, dtype.raw(), peer);
 
             /// `ncclRecv` of `count` elements from `peer`.
             ///
             /// # Safety
-            /// As [`Communicator::send`].
-            fn recv(recv: *mut c_void, count: usize, dtype: DataType, peer: i32)
+            /// As [`Communicator::send_raw`].
+            fn recv_raw(recv: *mut c_void, count: usize, dtype: DataType, peer: i32)
                 [count, dtype] => ncclRecv(recv, count, dtype.raw(), peer);
         }
     };

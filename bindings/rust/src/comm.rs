@@ -1,7 +1,7 @@
 //! Communicators whose every wait has a deadline.
 
 use std::cell::RefCell;
-use std::ffi::{c_void, CString};
+use std::ffi::{c_void, CStr, CString};
 use std::time::Duration;
 
 use crate::error::{check, Error, Result, Status};
@@ -21,9 +21,10 @@ macro_rules! communicator_collectives {
             $(#[$doc])*
             pub unsafe fn $name(&self, $($param: $type,)* stream: &Stream) -> Result<()> {
                 let comm = self.ready($dtype)?;
-                self.check(
+                self.check_named(
                     (self.nccl.table().$call)($($arg,)* comm, stream.as_raw()),
-                    stringify!($call),
+                    std::ffi::CStr::from_bytes_with_nul(concat!(stringify!($call), "\0").as_bytes())
+                        .expect("an NCCL name holds no NUL"),
                 )
             }
         )*
@@ -79,9 +80,11 @@ impl CommState {
 
 /// One rank of an NCCL communicator (`ncclshim_comm`), with a deadline on every wait.
 ///
-/// Collectives are `unsafe`: their buffers are device addresses and the work runs on the GPU
-/// after the call returns, which Rust cannot check. Each call's result is checked and, on a
-/// non-blocking communicator, finished within [`Communicator::timeout`].
+/// Collectives take typed device memory ([`crate::DeviceBuffer`], its views, or any
+/// [`crate::DeviceMemory`]), checked against each other and the communicator before NCCL is
+/// called (crate::typed has the failure semantics); the `*_raw` ones take device addresses and
+/// are `unsafe`. Each call's result is checked and, on a non-blocking communicator, finished
+/// within [`Communicator::timeout`].
 ///
 /// `Drop` tears down within a bound that depends on the [`Blocking`] mode (README.md,
 /// "Drop"), each step bounded by [`Communicator::timeout`]:
@@ -144,10 +147,39 @@ impl Communicator {
         })
     }
 
-    /// Non-blocking init (blocking where the NCCL predates 2.14) and a wait of at most
-    /// `deadline` for every rank to join. A rank that never comes gives TIMEOUT, and the
-    /// communicator is aborted (bounded by the same deadline) before this returns.
+    /// Non-blocking init and a wait of at most `deadline` for every rank to join.
+    ///
+    /// Failure semantics:
+    /// - UNAVAILABLE, naming both versions, on an NCCL without non-blocking init (before
+    ///   2.14), whose init no deadline can bound: nothing is started. Opt in to an unbounded
+    ///   blocking init there with [`Communicator::init_with_deadline_or_blocking`].
+    /// - TIMEOUT when a rank never comes: the communicator is aborted (bounded by the same
+    ///   deadline) before this returns.
+    /// - NCCL_ERROR with NCCL's code, text and last error when NCCL refuses the init or fails
+    ///   it asynchronously (then aborted too); also when NCCL says success but gives no
+    ///   communicator (the code NCCL returned, and its name, are in the error).
+    /// - The communicator is [`Blocking::No`]: a collective with an argument NCCL refuses can
+    ///   fail the whole communicator (see the crate's failure semantics, README.md).
     pub fn init_with_deadline(
+        nccl: &Nccl,
+        nranks: i32,
+        id: &UniqueId,
+        rank: i32,
+        deadline: Duration,
+    ) -> Result<Communicator> {
+        nccl.require(
+            Capability::NonblockingInit,
+            "init_with_deadline (a bounded init needs a non-blocking one; \
+             init_with_deadline_or_blocking accepts an unbounded blocking init instead)",
+        )?;
+        Communicator::init_bounded(nccl, nranks, id, rank, Blocking::No, deadline)
+    }
+
+    /// As [`Communicator::init_with_deadline`] where the NCCL has non-blocking init; on an
+    /// older NCCL (before 2.14), a blocking init, which waits for every rank **without a
+    /// bound** (a rank that never comes hangs it): the caller opts in to that by calling this.
+    /// [`Communicator::blocking`] says which was made.
+    pub fn init_with_deadline_or_blocking(
         nccl: &Nccl,
         nranks: i32,
         id: &UniqueId,
@@ -159,6 +191,17 @@ impl Communicator {
         } else {
             Blocking::Yes
         };
+        Communicator::init_bounded(nccl, nranks, id, rank, blocking, deadline)
+    }
+
+    fn init_bounded(
+        nccl: &Nccl,
+        nranks: i32,
+        id: &UniqueId,
+        rank: i32,
+        blocking: Blocking,
+        deadline: Duration,
+    ) -> Result<Communicator> {
         let mut comm = Communicator::init(nccl, nranks, id, rank, blocking)?;
         comm.timeout = deadline;
         if let Err(error) = comm.wait(deadline) {
@@ -221,7 +264,11 @@ impl Communicator {
     /// Check the result of an NCCL call made on this communicator and finish it within
     /// [`Communicator::timeout`].
     pub fn check(&self, result: ffi::ncclResult_t, call: &str) -> Result<()> {
-        let call = CString::new(call).unwrap_or_default();
+        self.check_named(result, &CString::new(call).unwrap_or_default())
+    }
+
+    /// [`Communicator::check`] with the name already a C string (no allocation per call).
+    pub(crate) fn check_named(&self, result: ffi::ncclResult_t, call: &CStr) -> Result<()> {
         // SAFETY: ours; the wrapper's calls are not made concurrently (NCCL's rule, documented).
         check(unsafe {
             ffi::ncclshim_comm_check(self.raw, result, call.as_ptr(), millis(self.timeout))
@@ -256,7 +303,7 @@ impl Communicator {
 
     /// NCCL's communicator for an operation on `dtype`: INVALID_ARGUMENT unless READY,
     /// UNAVAILABLE for fp8 data on an NCCL without it.
-    fn ready(&self, dtype: DataType) -> Result<ffi::ncclComm_t> {
+    pub(crate) fn ready(&self, dtype: DataType) -> Result<ffi::ncclComm_t> {
         if dtype.is_fp8() {
             self.nccl.require(Capability::Fp8, "fp8 data")?;
         }

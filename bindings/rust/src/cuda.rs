@@ -9,6 +9,7 @@ use crate::error::{check, Error, Result, Status};
 use crate::ffi;
 use crate::handle::{c_path, Handle};
 use crate::text;
+use crate::{DeviceMemory, DeviceMemoryMut, Element};
 
 /// A CUDA driver (libcuda.so.1) bound by ncclshim, or the record of why none is. Loading never
 /// calls cuInit: call [`Cuda::init`] in the process that uses the GPU (after any fork).
@@ -342,31 +343,154 @@ impl Cuda {
     pub unsafe fn mem_free(&self, ptr: DevicePtr) -> Result<()> {
         self.cu((self.table().cuMemFree)(ptr), "cuMemFree")
     }
-    /// Copy `src` to device memory at `dst` (`cuMemcpyHtoD`, synchronous).
+    /// Copy `src` to device memory at `dst` (`cuMemcpyHtoD`, synchronous); the typed
+    /// [`Cuda::copy_to_device`] checks the sizes.
     ///
     /// # Safety
     /// `dst` holds at least `size_of_val(src)` bytes of device memory.
-    pub unsafe fn copy_to_device<T: Copy>(&self, dst: DevicePtr, src: &[T]) -> Result<()> {
+    pub unsafe fn copy_to_device_raw<T: Copy>(&self, dst: DevicePtr, src: &[T]) -> Result<()> {
         self.cu(
             (self.table().cuMemcpyHtoD)(dst, src.as_ptr().cast(), std::mem::size_of_val(src)),
             "cuMemcpyHtoD",
         )
     }
-    /// Copy device memory at `src` into `dst` (`cuMemcpyDtoH`, synchronous).
+    /// Copy device memory at `src` into `dst` (`cuMemcpyDtoH`, synchronous); the typed
+    /// [`Cuda::copy_to_host`] checks the sizes.
     ///
     /// # Safety
     /// `src` holds at least `size_of_val(dst)` bytes, which are valid values of `T`.
-    pub unsafe fn copy_to_host<T: Copy>(&self, dst: &mut [T], src: DevicePtr) -> Result<()> {
+    pub unsafe fn copy_to_host_raw<T: Copy>(&self, dst: &mut [T], src: DevicePtr) -> Result<()> {
         self.cu(
             (self.table().cuMemcpyDtoH)(dst.as_mut_ptr().cast(), src, std::mem::size_of_val(dst)),
             "cuMemcpyDtoH",
         )
     }
-    /// Set `bytes` bytes at `dst` to `value` (`cuMemsetD8`).
+    /// Set `bytes` bytes at `dst` to `value` (`cuMemsetD8`); the typed [`Cuda::fill_bytes`]
+    /// checks the size.
     ///
     /// # Safety
     /// `dst` holds at least `bytes` bytes of device memory.
-    pub unsafe fn memset(&self, dst: DevicePtr, value: u8, bytes: usize) -> Result<()> {
+    pub unsafe fn memset_raw(&self, dst: DevicePtr, value: u8, bytes: usize) -> Result<()> {
         self.cu((self.table().cuMemsetD8)(dst, value, bytes), "cuMemsetD8")
     }
+
+    /// Copy `src` into `dst`, which holds as many elements (`cuMemcpyHtoD`; synchronous):
+    /// INVALID_ARGUMENT, before the driver is called, when the lengths differ.
+    pub fn copy_to_device<T: Element>(
+        &self,
+        src: &[T],
+        dst: &mut impl DeviceMemoryMut<Elem = T>,
+    ) -> Result<()> {
+        same_len("copy_to_device", src.len(), dst.len())?;
+        // SAFETY: dst holds src.len() elements (checked), borrowed mutably for the call.
+        unsafe { self.copy_to_device_raw(dst.device_ptr(), src) }
+    }
+    /// Copy `src` into `dst`, which holds as many elements (`cuMemcpyDtoH`; synchronous, after
+    /// the work queued on the legacy default stream): INVALID_ARGUMENT when the lengths differ.
+    pub fn copy_to_host<T: Element>(
+        &self,
+        src: &impl DeviceMemory<Elem = T>,
+        dst: &mut [T],
+    ) -> Result<()> {
+        same_len("copy_to_host", src.len(), dst.len())?;
+        // SAFETY: src holds dst.len() elements of T (checked); any bits are a valid T.
+        unsafe { self.copy_to_host_raw(dst, src.device_ptr()) }
+    }
+    /// The elements of `src`, copied into a new vector (synchronous).
+    pub fn to_vec<T: Element>(&self, src: &impl DeviceMemory<Elem = T>) -> Result<Vec<T>> {
+        let mut out = vec![fill_value::<T>(); src.len()];
+        self.copy_to_host(src, &mut out)?;
+        Ok(out)
+    }
+    /// Copy `src` into `dst` in `stream`'s order (`cuMemcpyHtoDAsync`): work queued on
+    /// `stream` after it sees the values. `src` is host memory of this program (pageable): the
+    /// driver has read it before this returns, so it may be reused at once. INVALID_ARGUMENT
+    /// when the lengths differ; UNAVAILABLE on a driver without the function.
+    pub fn copy_to_device_async<T: Element>(
+        &self,
+        src: &[T],
+        dst: &mut impl DeviceMemoryMut<Elem = T>,
+        stream: &Stream,
+    ) -> Result<()> {
+        same_len("copy_to_device_async", src.len(), dst.len())?;
+        self.need("cuMemcpyHtoDAsync")?;
+        // SAFETY: dst holds src.len() elements (checked); src is pageable host memory, read
+        // before the call returns (the driver stages it).
+        self.cu(
+            unsafe {
+                (self.table().cuMemcpyHtoDAsync)(
+                    dst.device_ptr(),
+                    src.as_ptr().cast(),
+                    std::mem::size_of_val(src),
+                    stream.raw,
+                )
+            },
+            "cuMemcpyHtoDAsync",
+        )
+    }
+    /// Copy `src` into `dst` in `stream`'s order (`cuMemcpyDtoHAsync`): after the work queued
+    /// on `stream` before it. `dst` is host memory of this program (pageable): the driver has
+    /// written it before this returns. INVALID_ARGUMENT when the lengths differ; UNAVAILABLE on
+    /// a driver without the function.
+    pub fn copy_to_host_async<T: Element>(
+        &self,
+        src: &impl DeviceMemory<Elem = T>,
+        dst: &mut [T],
+        stream: &Stream,
+    ) -> Result<()> {
+        same_len("copy_to_host_async", src.len(), dst.len())?;
+        self.need("cuMemcpyDtoHAsync")?;
+        // SAFETY: src holds dst.len() elements (checked); dst is pageable, written before the
+        // call returns; any bits are a valid T.
+        self.cu(
+            unsafe {
+                (self.table().cuMemcpyDtoHAsync)(
+                    dst.as_mut_ptr().cast(),
+                    src.device_ptr(),
+                    std::mem::size_of_val(dst),
+                    stream.raw,
+                )
+            },
+            "cuMemcpyDtoHAsync",
+        )
+    }
+    /// Set every byte of `dst` to `value` (`cuMemsetD8`).
+    pub fn fill_bytes(&self, dst: &mut impl DeviceMemoryMut, value: u8) -> Result<()> {
+        // SAFETY: dst's own size, borrowed mutably.
+        unsafe { self.memset_raw(dst.device_ptr(), value, dst.bytes()) }
+    }
+
+    /// UNAVAILABLE when the driver lacks `function` (an optional row of the list).
+    fn need(&self, function: &str) -> Result<()> {
+        let index = ffi::CUDA_FUNCTIONS
+            .iter()
+            .position(|row| row.name == function)
+            .map_or(-1, |i| i as i32);
+        self.status()?;
+        // SAFETY: accessor; any index.
+        if unsafe { ffi::ncclshim_cuda_has_function(self.raw(), index) } != 0 {
+            return Ok(());
+        }
+        Err(Error::new(
+            Status::Unavailable,
+            format!("{function}: the loaded CUDA driver does not have it"),
+        ))
+    }
+}
+
+/// INVALID_ARGUMENT unless a copy's two sides hold as many elements.
+fn same_len(call: &str, src: usize, dst: usize) -> Result<()> {
+    if src == dst {
+        return Ok(());
+    }
+    Err(Error::new(
+        Status::InvalidArgument,
+        format!("{call}: the source holds {src} elements, the destination {dst}"),
+    ))
+}
+
+/// A value to fill a vector with before the driver overwrites it.
+fn fill_value<T: Element>() -> T {
+    // SAFETY: every bit pattern, zero included, is a valid Element (its contract).
+    unsafe { std::mem::zeroed() }
 }

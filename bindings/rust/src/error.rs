@@ -63,6 +63,18 @@ impl Error {
         }
     }
 
+    /// An error after NCCL answered `result` without doing what it said
+    /// (success and no window, ...): NCCL's code and the result's name ride along.
+    pub(crate) fn answered(status: Status, message: impl Into<String>, result: i32) -> Error {
+        let mut error = Error::new(status, message);
+        error.nccl_result = Some(result);
+        error.nccl_text = usize::try_from(result)
+            .ok()
+            .and_then(|i| RESULT_NAMES.get(i))
+            .map(|name| name.to_string());
+        error
+    }
+
     /// The calling thread's last ncclshim failure (`ncclshim_last_error`) with `status`; for
     /// NCCL_ERROR, with NCCL's details.
     pub(crate) fn last(status: c_int) -> Error {
@@ -70,7 +82,10 @@ impl Error {
         let message = crate::text(unsafe { ffi::ncclshim_last_error() });
         let mut error = Error::new(Status::from_code(status), message);
         if error.status == Status::NcclError {
-            if let Some(details) = NcclDetails::of(&error.message) {
+            if let Some((code, name)) = returned_without_result(&error.message) {
+                error.nccl_result = Some(code);
+                error.nccl_text = Some(name.to_string());
+            } else if let Some(details) = NcclDetails::of(&error.message) {
                 // SAFETY: no arguments; reads the calling thread's own value.
                 let code = unsafe { ffi::ncclshim_last_nccl_result() };
                 error.nccl_result = (code != 0).then_some(code);
@@ -89,11 +104,13 @@ impl Error {
     pub fn message(&self) -> &str {
         &self.message
     }
-    /// NCCL's result code (`ncclResult_t`) when an NCCL call failed.
+    /// NCCL's result code (`ncclResult_t`) when NCCL answered: an NCCL call that failed, or
+    /// one that returned success (0) or in-progress (7) without doing its job.
     pub fn nccl_result(&self) -> Option<i32> {
         self.nccl_result
     }
-    /// NCCL's text for that result (`ncclGetErrorString`).
+    /// NCCL's text for that result (`ncclGetErrorString`); where NCCL returned a result that is
+    /// not a failure but did not do what it said (success and no communicator), the result's name.
     pub fn nccl_text(&self) -> Option<&str> {
         self.nccl_text.as_deref()
     }
@@ -139,6 +156,27 @@ impl NcclDetails {
         };
         Some(NcclDetails { text, last_error })
     }
+}
+
+/// NCCL's result names, in code order (`ncclResult_t`).
+const RESULT_NAMES: &[&str] = &[
+    "ncclSuccess",
+    "ncclUnhandledCudaError",
+    "ncclSystemError",
+    "ncclInternalError",
+    "ncclInvalidArgument",
+    "ncclInvalidUsage",
+    "ncclRemoteError",
+    "ncclInProgress",
+];
+
+/// "CALL returned NAME but no communicator" (NCCL answered, without a failure): NAME's code
+/// and NAME.
+fn returned_without_result(message: &str) -> Option<(i32, &'static str)> {
+    let (_, after) = message.split_once(" returned ")?;
+    let (name, _) = after.split_once(" but no ")?;
+    let code = RESULT_NAMES.iter().position(|n| *n == name)?;
+    Some((code as i32, RESULT_NAMES[code]))
 }
 
 /// OK, or the thread's last error with that status.

@@ -163,7 +163,7 @@ opaque! {
     ncclshim_gin_inbox_a2a_handle as ncclshim_gin_inbox_a2a_handle_t;
 }
 
-/// `struct ncclshim_nccl_config`: the newest `ncclConfig_t` layout (2.30.7, 96 bytes).
+/// `struct ncclshim_nccl_config`: the newest `ncclConfig_t` layout (2.32.3, 120 bytes).
 #[repr(C)]
 #[allow(non_snake_case)]
 #[derive(Clone, Copy, Debug)]
@@ -189,6 +189,62 @@ pub struct ncclConfig_t {
     pub numRmaCtx: c_int,
     pub maxP2pPeers: c_int,
     pub graphStreamOrdering: c_int,
+    pub launchOrderImplicit: c_int,
+    pub numRmaSig: c_int,
+    pub rmaEagerInit: c_int,
+    pub hostCftMode: c_int,
+    pub nvlsHostMode: c_int,
+}
+
+/// `ncclConfigExt_t` (2.32.3+): one vendor option of a per-collective config.
+#[repr(C)]
+#[allow(non_snake_case)]
+#[derive(Clone, Copy, Debug)]
+pub struct ncclshim_config_ext_t {
+    pub next: *mut ncclshim_config_ext_t,
+    pub vendorId: c_int,
+    pub optionId: c_int,
+    /// The value: an int, a string or a pointer (a union in C).
+    pub val: *mut c_void,
+}
+
+/// `ncclCollConfig_t` (2.32.3+, 72 bytes): the per-call options of the `...Config`
+/// collectives.
+#[repr(C)]
+#[allow(non_snake_case)]
+#[derive(Clone, Copy, Debug)]
+pub struct ncclshim_coll_config_t {
+    pub size: usize,
+    pub magic: c_uint,
+    pub version: c_uint,
+    pub ext: *mut ncclshim_config_ext_t,
+    pub minCTAs: c_int,
+    pub maxCTAs: c_int,
+    pub nvlsCTAs: c_int,
+    pub cgaClusterSize: c_int,
+    pub algSelection: *const c_char,
+    pub forceAlgSelection: c_int,
+    pub CTAPolicy: c_int,
+    pub userProfilerTag: u64,
+    pub launchCompletionEvent: CUevent,
+}
+
+/// `ncclEncryptionConfig_t` (2.32.3+, 32 bytes): `ncclSetEncryption`'s argument.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ncclshim_encryption_config_t {
+    pub size: usize,
+    pub magic: c_uint,
+    pub version: c_uint,
+    /// `ncclEncryptionMode_t`: 0 none, 1 a pre-shared key.
+    pub mode: c_int,
+    pub psk: *const c_char,
+}
+
+// The device API's CFT handles (2.32.3+): pointers only.
+opaque! {
+    ncclshim_cft_le_id as ncclshim_cft_le_id_t;
+    ncclshim_cft_barrier_handle as ncclshim_cft_barrier_handle_t;
 }
 
 pub const ncclSuccess: ncclResult_t = 0;

@@ -30,6 +30,11 @@
 
 #[macro_use]
 mod collectives;
+mod buffer;
+#[macro_use]
+mod typed;
+#[macro_use]
+mod coll_config;
 mod comm;
 mod comm_query;
 mod config;
@@ -43,6 +48,11 @@ mod symmem;
 mod types;
 mod watchdog;
 
+pub use buffer::{
+    Allocation, Bf16, DeviceBuffer, DeviceMemory, DeviceMemoryMut, DeviceView, DeviceViewMut,
+    Element, Fp8E4M3, Fp8E5M2, Owner, F16,
+};
+pub use coll_config::CollConfig;
 pub use comm::{Blocking, CommState, Communicator};
 pub use comm_query::Answer;
 pub use config::Config;
@@ -51,7 +61,8 @@ pub use error::{Error, Result, Status};
 pub use ffi::{Capability, CommCapability, ConfigField};
 pub use nccl::{Attempt, Nccl};
 pub use probe::{probe, probe_with, CapabilityReport, CudaReport, NcclReport, ProbeReport};
-pub use symmem::SymmetricBuffer;
+pub use symmem::{Symmetric, SymmetricBuffer};
+pub use typed::Registered;
 pub use types::{DataType, RedOp, UniqueId, Version};
 pub use watchdog::{OnFailure, WatchCounts, Watchdog, Watched};
 

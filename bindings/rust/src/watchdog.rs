@@ -3,14 +3,13 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use ncclshim::{Blocking, Communicator, DataType, Nccl, RedOp, Stream, UniqueId, Watchdog};
-//! # fn run(nccl: &Nccl, id: &UniqueId, stream: &Stream, buf: *mut std::ffi::c_void) -> ncclshim::Result<()> {
+//! use ncclshim::{Blocking, Communicator, Nccl, RedOp, Stream, UniqueId, Watchdog};
+//! # fn run(nccl: &Nccl, id: &UniqueId, stream: &Stream, buf: &mut ncclshim::DeviceBuffer<f32>) -> ncclshim::Result<()> {
 //! let dog = Watchdog::start(Duration::from_millis(10), None)?;
 //! let comm = Communicator::init(nccl, 2, id, 0, Blocking::Split)?;
 //! comm.wait(Duration::from_secs(60))?; // bounded init, then the split
 //! let comm = dog.watch(comm, Duration::from_secs(60)).map_err(|(e, _)| e)?;
-//! // SAFETY: `buf` is a device buffer of 256 floats.
-//! unsafe { comm.all_reduce(buf, buf, 256, DataType::Float32, RedOp::Sum, stream)? };
+//! comm.all_reduce_in_place(buf, RedOp::Sum, stream)?;
 //! # Ok(()) }
 //! ```
 
@@ -26,7 +25,8 @@ use crate::{ffi, millis, text, Communicator, Cuda, DataType, RedOp, Stream};
 
 /// What the watchdog found: the status a checked call now returns (TIMEOUT for an operation
 /// past its deadline, NCCL_ERROR for an error NCCL reported, CUDA_ERROR for a failing event)
-/// and the message naming the operation.
+/// and the message naming the operation. A panic in it stays on the watchdog's thread (it
+/// never reaches C): its payload is dropped there, and leaked if that drop panics too.
 pub type OnFailure = Box<dyn Fn(Status, &str) + Send + Sync + 'static>;
 
 /// The watchdog's thread (`ncclshim_watchdog`). One per process is enough: it watches any
@@ -63,10 +63,16 @@ unsafe extern "C" fn trampoline(
     let callback = unsafe { &*(user as *const OnFailure) };
     let message = text(message);
     let outer = IN_CALLBACK.with(|flag| flag.replace(true));
-    // A panic must not unwind into C.
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    // A panic must not unwind into C, nor its payload's drop: a payload whose Drop panics
+    // is dropped under a second catch, and that one's payload is leaked.
+    if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         callback(Status::from_code(status), &message)
-    }));
+    })) {
+        if let Err(again) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(payload)))
+        {
+            std::mem::forget(again);
+        }
+    }
     IN_CALLBACK.with(|flag| flag.set(outer));
 }
 
@@ -214,11 +220,11 @@ macro_rules! watched_collectives {
             /// # Safety
             #[doc = concat!("As [`Communicator::", stringify!($name), "`].")]
             pub unsafe fn $name(&self, $($param: $type,)* stream: &Stream) -> Result<()> {
-                self.comm.check(0, stringify!($call))?;
-                // SAFETY: the caller's promise.
-                unsafe { self.comm.$name($($param,)* stream)? };
                 let call = CStr::from_bytes_with_nul(concat!(stringify!($call), "\0").as_bytes())
                     .expect("an NCCL name holds no NUL");
+                self.comm.check_named(0, call)?;
+                // SAFETY: the caller's promise.
+                unsafe { self.comm.$name($($param,)* stream)? };
                 self.record(stream, call, $count, $dtype)
             }
         )*
@@ -267,6 +273,20 @@ pub struct Watched<'w> {
 impl Watched<'_> {
     /// Mark an operation just enqueued on `stream` (`ncclshim_comm_record`): `call` names it
     /// in the watchdog's message.
+    ///
+    /// `stream` is borrowed for the call only, and that is all ncclshim needs: the record
+    /// enqueues an event of ncclshim's own on the stream during the call, and nothing after
+    /// the call (no thread of ncclshim's) names the stream again. The stream may be destroyed
+    /// as soon as this returns, while the operation is still watched:
+    ///
+    /// ```no_run
+    /// # fn f(cuda: &ncclshim::Cuda, comm: &ncclshim::Watched<'_>, buf: &mut ncclshim::DeviceBuffer<f32>) -> ncclshim::Result<()> {
+    /// let stream = cuda.create_stream()?;
+    /// comm.all_reduce_in_place(buf, ncclshim::RedOp::Sum, &stream)?; // recorded
+    /// cuda.sync_stream(&stream)?;
+    /// drop(stream); // the watchdog never uses it again
+    /// # Ok(()) }
+    /// ```
     pub fn record(
         &self,
         stream: &Stream,
@@ -324,6 +344,29 @@ impl Watched<'_> {
     }
 
     for_each_collective!(watched_collectives);
+    typed_collectives!();
+    config_collectives!();
+
+    /// A `...Config` call on the watched communicator: the watchdog's failure at once, the
+    /// communicator's call, then the record, as for the plain collectives.
+    fn enqueue_config(
+        &self,
+        call: &'static str,
+        count: usize,
+        dtype: DataType,
+        stream: &Stream,
+        make: impl FnOnce(&ffi::ncclshim_nccl_table, ffi::ncclComm_t) -> ffi::ncclResult_t,
+    ) -> Result<()> {
+        let name: &'static CStr = match call {
+            "ncclAllReduceConfig" => c_name(b"ncclAllReduceConfig\0"),
+            "ncclBroadcastConfig" => c_name(b"ncclBroadcastConfig\0"),
+            "ncclAllGatherConfig" => c_name(b"ncclAllGatherConfig\0"),
+            _ => c_name(b"ncclReduceScatterConfig\0"),
+        };
+        self.comm.check_named(0, name)?;
+        self.comm.enqueue_config(call, count, dtype, stream, make)?;
+        self.record(stream, name, count, dtype)
+    }
 
     /// Stop watching and give the communicator back.
     pub fn into_inner(self) -> Communicator {
@@ -362,4 +405,9 @@ impl std::fmt::Debug for Watched<'_> {
             .field("failure", &self.failure())
             .finish()
     }
+}
+
+/// A static C name.
+fn c_name(bytes: &'static [u8]) -> &'static CStr {
+    CStr::from_bytes_with_nul(bytes).expect("one terminating NUL")
 }

@@ -120,9 +120,31 @@ fn non_blocking_needs_nccl_2_14() {
         Status::Unavailable,
         &[],
     );
-    // and init_with_deadline falls back to a blocking communicator
-    let comm = Communicator::init_with_deadline(&fake.nccl, 2, &ID, 0, SECOND).unwrap();
+    // init_with_deadline refuses, naming the opt-in, before NCCL is called ...
+    expect_error(
+        Communicator::init_with_deadline(&fake.nccl, 2, &ID, 0, SECOND),
+        Status::Unavailable,
+        &["init_with_deadline", "init_with_deadline_or_blocking"],
+    );
+    assert_eq!(fake.count("ncclCommInitRank"), 0);
+    // ... and the opt-in makes a blocking communicator, which says so.
+    let comm = Communicator::init_with_deadline_or_blocking(&fake.nccl, 2, &ID, 0, SECOND).unwrap();
     assert_eq!(comm.state(), CommState::Ready);
+    assert_eq!(comm.blocking(), Blocking::Yes);
+}
+
+/// NCCL said success but wrote no communicator: the error carries NCCL's code and its name.
+#[test]
+fn success_without_a_communicator_carries_nccls_answer() {
+    let (_, _guard, fake) = need_fakes!("2.28.9");
+    fake.live(false); // the fake's init then writes nothing
+    let error = expect_error(
+        Communicator::init(&fake.nccl, 2, &ID, 0, Blocking::Yes),
+        Status::NcclError,
+        &["returned ncclSuccess but no communicator"],
+    );
+    assert_eq!(error.nccl_result(), Some(0));
+    assert_eq!(error.nccl_text(), Some("ncclSuccess"));
 }
 
 #[test]
@@ -155,8 +177,9 @@ fn collectives_reach_nccl_and_their_errors_come_back() {
     fake.inject("ncclAllReduce", 4, 1);
     fake.last_error("AllReduce : invalid type 99");
     // SAFETY: as above.
-    let error = unsafe { comm.all_reduce(null(), null_mut(), 8, DataType::Float32, RedOp::Sum, s) }
-        .unwrap_err();
+    let error =
+        unsafe { comm.all_reduce_raw(null(), null_mut(), 8, DataType::Float32, RedOp::Sum, s) }
+            .unwrap_err();
     assert_eq!(error.nccl_result(), Some(4));
     assert_eq!(error.nccl_last_error(), Some("AllReduce : invalid type 99"));
     assert!(
@@ -173,7 +196,7 @@ fn fp8_needs_nccl_2_24_and_a_failed_communicator_refuses_work() {
     let s = &Stream::DEFAULT;
     // SAFETY: refused before NCCL is called.
     let fp8 =
-        unsafe { comm.all_reduce(null(), null_mut(), 8, DataType::Float8e4m3, RedOp::Sum, s) };
+        unsafe { comm.all_reduce_raw(null(), null_mut(), 8, DataType::Float8e4m3, RedOp::Sum, s) };
     expect_error(fp8, Status::Unavailable, &["2.24.3"]);
     assert_eq!(fake.count("ncclAllReduce"), 0);
 
@@ -182,7 +205,7 @@ fn fp8_needs_nccl_2_24_and_a_failed_communicator_refuses_work() {
     let comm = init(&fake, Blocking::No);
     assert!(comm.wait(SECOND).is_err());
     // SAFETY: refused before NCCL is called.
-    let failed = unsafe { comm.broadcast(null(), null_mut(), 8, DataType::Float32, 0, s) };
+    let failed = unsafe { comm.broadcast_raw(null(), null_mut(), 8, DataType::Float32, 0, s) };
     expect_error(failed, Status::InvalidArgument, &["Failed"]);
 }
 
@@ -193,8 +216,8 @@ fn groups_start_and_end_around_the_work() {
     let out = fake.nccl.group(&[&comm], SECOND, || {
         // SAFETY: the fake touches no memory.
         unsafe {
-            comm.send(null(), 4, DataType::Float32, 1, &Stream::DEFAULT)?;
-            comm.recv(null_mut(), 4, DataType::Float32, 1, &Stream::DEFAULT)?;
+            comm.send_raw(null(), 4, DataType::Float32, 1, &Stream::DEFAULT)?;
+            comm.recv_raw(null_mut(), 4, DataType::Float32, 1, &Stream::DEFAULT)?;
         }
         Ok(42)
     });

@@ -147,11 +147,11 @@ fn device_memory_round_trip() {
     let mut back = vec![0f32; 100];
     // SAFETY: 400 bytes allocated above.
     unsafe {
-        cuda.copy_to_device(ptr, &data).unwrap();
-        cuda.copy_to_host(&mut back, ptr).unwrap();
+        cuda.copy_to_device_raw(ptr, &data).unwrap();
+        cuda.copy_to_host_raw(&mut back, ptr).unwrap();
         assert_eq!(back, data);
-        cuda.memset(ptr, 0, 400).unwrap();
-        cuda.copy_to_host(&mut back, ptr).unwrap();
+        cuda.memset_raw(ptr, 0, 400).unwrap();
+        cuda.copy_to_host_raw(&mut back, ptr).unwrap();
         assert!(back.iter().all(|v| *v == 0.0));
         cuda.mem_free(ptr).unwrap();
     }

@@ -14,6 +14,10 @@ use ncclshim::{Capability, CommCapability, ConfigField, DataType, RedOp, Status}
 #[path = "../gen_lists.rs"]
 mod build_script;
 
+#[path = "../csrc_build.rs"]
+#[allow(dead_code)]
+mod csrc_build;
+
 fn checkout() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -166,6 +170,13 @@ int main(void) {
   P("config", sizeof(ncclConfig_t));
   P("config.commName", offsetof(ncclConfig_t, commName));
   P("config.graphStreamOrdering", offsetof(ncclConfig_t, graphStreamOrdering));
+  P("config.nvlsHostMode", offsetof(ncclConfig_t, nvlsHostMode));
+  P("coll_config", sizeof(ncclCollConfig_t));
+  P("coll_config.userProfilerTag", offsetof(ncclCollConfig_t, userProfilerTag));
+  P("coll_config.launchCompletionEvent", offsetof(ncclCollConfig_t, launchCompletionEvent));
+  P("config_ext", sizeof(ncclConfigExt_t));
+  P("encryption_config", sizeof(ncclEncryptionConfig_t));
+  P("encryption_config.psk", offsetof(ncclEncryptionConfig_t, psk));
   P("unique_id", sizeof(ncclUniqueId));
   P("nccl_options", sizeof(ncclshim_nccl_options));
   P("nccl_options.min_version", offsetof(ncclshim_nccl_options, min_version));
@@ -189,11 +200,13 @@ int main(void) {
 
 #[test]
 fn c_layout_and_values_match() {
-    let include = checkout().join("include");
-    if !include.join("ncclshim/comm.h").exists() {
-        eprintln!("skipped: not in an ncclshim checkout");
-        return;
-    }
+    // The headers the crate carries (the checkout's, or the packaged copy).
+    let include = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("csrc/include");
+    assert!(
+        include.join("ncclshim/comm.h").exists(),
+        "{} has no headers",
+        include.display()
+    );
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     let (source, program) = (dir.join("layout.c"), dir.join("layout"));
     // Then NCCL's value of every DataType and RedOp variant, by its C name.
@@ -242,6 +255,28 @@ fn c_layout_and_values_match() {
         ("config", size_of::<ffi::ncclConfig_t>()),
         ("config.commName", offset_of!(ffi::ncclConfig_t, commName)),
         (
+            "config.nvlsHostMode",
+            offset_of!(ffi::ncclConfig_t, nvlsHostMode),
+        ),
+        ("coll_config", size_of::<ffi::ncclshim_coll_config_t>()),
+        (
+            "coll_config.userProfilerTag",
+            offset_of!(ffi::ncclshim_coll_config_t, userProfilerTag),
+        ),
+        (
+            "coll_config.launchCompletionEvent",
+            offset_of!(ffi::ncclshim_coll_config_t, launchCompletionEvent),
+        ),
+        ("config_ext", size_of::<ffi::ncclshim_config_ext_t>()),
+        (
+            "encryption_config",
+            size_of::<ffi::ncclshim_encryption_config_t>(),
+        ),
+        (
+            "encryption_config.psk",
+            offset_of!(ffi::ncclshim_encryption_config_t, psk),
+        ),
+        (
             "config.graphStreamOrdering",
             offset_of!(ffi::ncclConfig_t, graphStreamOrdering),
         ),
@@ -272,10 +307,7 @@ fn c_layout_and_values_match() {
             offset_of!(ffi::ncclshim_watch_counts, counts.outstanding),
         ),
         ("capabilities", Capability::ALL.len()),
-        (
-            "config_fields",
-            ConfigField::GraphStreamOrdering as usize + 1,
-        ),
+        ("config_fields", ConfigField::ALL.len()),
         (
             "stream_non_blocking",
             ffi::NCCLSHIM_CU_STREAM_NON_BLOCKING as usize,
@@ -415,4 +447,44 @@ fn function_declarations_are_read_from_the_headers() {
     let unnamed = format!("{mark} int ncclshim_e(int);");
     let error = build_script::functions(&mut out, &unnamed).unwrap_err();
     assert_holds(&error, &["ncclshim_e"]);
+}
+
+#[test]
+fn meson_statements_are_read_across_lines_and_comments() {
+    let s = csrc_build::statements("a = files('x.c', # c\n  'y.c')\nb = a + files('z.c')\n");
+    assert_eq!(s, ["a = files('x.c',    'y.c')", "b = a + files('z.c')"]);
+}
+
+/// The sources build.rs compiles are meson's for libncclshim: its src/ folders and the loader
+/// it links whole, not the drop-in, the probe or the probe's own loader part.
+#[test]
+fn the_library_sources_are_read_from_meson() {
+    let csrc = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("csrc");
+    let sources = csrc_build::library_sources(&csrc).unwrap();
+    let names: Vec<String> = sources
+        .iter()
+        .map(|p| p.strip_prefix(&csrc).unwrap().display().to_string())
+        .collect();
+    for wanted in [
+        "src/status.c",
+        "src/nccl/nccl_load.c",
+        "src/cuda/cuda_stream.c",
+        "src/comm/comm_init.c",
+        "loader/search.c",
+        "loader/elf_file.c",
+    ] {
+        assert!(
+            names.iter().any(|n| n == wanted),
+            "{wanted} not in {names:?}"
+        );
+    }
+    for unwanted in ["loader/trace.c", "src/dropin/dropin.c"] {
+        assert!(
+            !names.iter().any(|n| n == unwanted),
+            "{unwanted} is compiled"
+        );
+    }
+    assert!(names.len() > 40, "{names:?}");
+    let version = csrc_build::project_version(&csrc).unwrap();
+    assert!(version.split('.').count() == 3, "{version}");
 }

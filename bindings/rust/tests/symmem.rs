@@ -35,8 +35,8 @@ fn a_buffer_is_allocated_registered_and_freed() {
     let comm = init(&fake, Blocking::No);
     comm.wait(SECOND).unwrap();
     {
-        let buffer = SymmetricBuffer::alloc(&comm, 5000, &Stream::DEFAULT, SECOND).unwrap();
-        assert_eq!(buffer.len(), 8192);
+        let buffer = SymmetricBuffer::<u8>::alloc(&comm, 5000, &Stream::DEFAULT, SECOND).unwrap();
+        assert_eq!((buffer.len(), buffer.registered_bytes()), (5000, 8192));
         assert_eq!(buffer.as_ptr() as usize % 4096, 0);
         assert!(!buffer.window().is_null());
         assert_eq!((fake.allocations(), fake.windows()), (1, 1));
@@ -46,7 +46,7 @@ fn a_buffer_is_allocated_registered_and_freed() {
         (0, 0),
         "Drop deregisters and frees"
     );
-    let buffer = SymmetricBuffer::alloc(&comm, 1, &Stream::DEFAULT, SECOND).unwrap();
+    let buffer = SymmetricBuffer::<u8>::alloc(&comm, 1, &Stream::DEFAULT, SECOND).unwrap();
     buffer.free(SECOND).unwrap();
     assert_eq!(fake.allocations(), 0);
 }
@@ -58,10 +58,10 @@ fn a_buffer_dropped_on_a_blocking_communicator_goes_with_it() {
     let (build, _guard, fake) = need_fakes!("2.28.9");
     capture_driver(&build, 0, 0);
     let comm = init(&fake, Blocking::Yes);
-    drop(SymmetricBuffer::alloc(&comm, 5000, &Stream::DEFAULT, SECOND).unwrap());
+    drop(SymmetricBuffer::<u8>::alloc(&comm, 5000, &Stream::DEFAULT, SECOND).unwrap());
     assert_eq!(fake.count("ncclCommWindowDeregister"), 0);
     assert_eq!(fake.allocations(), 1);
-    let buffer = SymmetricBuffer::alloc(&comm, 1, &Stream::DEFAULT, SECOND).unwrap();
+    let buffer = SymmetricBuffer::<u8>::alloc(&comm, 1, &Stream::DEFAULT, SECOND).unwrap();
     buffer.free(SECOND).unwrap(); // explicitly: at once
     assert_eq!(fake.allocations(), 1);
     drop(comm);
@@ -73,7 +73,7 @@ fn a_buffer_dropped_on_a_blocking_communicator_goes_with_it() {
 fn symmetric_memory_needs_nccl_2_28() {
     let (_, _guard, fake) = need_fakes!("2.27.3");
     let comm = init(&fake, Blocking::Yes);
-    let alloc = SymmetricBuffer::alloc(&comm, 4096, &Stream::DEFAULT, SECOND);
+    let alloc = SymmetricBuffer::<u8>::alloc(&comm, 4096, &Stream::DEFAULT, SECOND);
     expect_error(alloc, Status::Unavailable, &["2.28.0", "2.27.3"]);
     assert_eq!(
         fake.count("ncclMemAlloc"),
@@ -88,7 +88,7 @@ fn success_with_a_null_window_is_unavailable_and_nothing_leaks() {
     capture_driver(&build, 0, 0);
     fake.null_window(true);
     let comm = init(&fake, Blocking::Yes);
-    let alloc = SymmetricBuffer::alloc(&comm, 4096, &Stream::DEFAULT, SECOND);
+    let alloc = SymmetricBuffer::<u8>::alloc(&comm, 4096, &Stream::DEFAULT, SECOND);
     expect_error(alloc, Status::Unavailable, &["do not register"]);
     assert_eq!(fake.allocations(), 0);
     // The communicator remembers: asked afterwards, it answers No without a trial.
@@ -102,7 +102,7 @@ fn registration_on_a_non_blocking_communicator_is_finished() {
     let (build, _guard, fake) = need_fakes!("2.28.9");
     capture_driver(&build, 0, 0);
     let comm = Communicator::init_with_deadline(&fake.nccl, 2, &ID, 0, SECOND).unwrap();
-    let buffer = SymmetricBuffer::alloc(&comm, 4096, &Stream::DEFAULT, SECOND).unwrap();
+    let buffer = SymmetricBuffer::<u8>::alloc(&comm, 4096, &Stream::DEFAULT, SECOND).unwrap();
     assert!(!buffer.window().is_null());
     fake.asynchronous(-1, 0); // deregistration never finishes: free times out, memory kept
     expect_error(buffer.free(Duration::from_millis(50)), Status::Timeout, &[]);
@@ -114,7 +114,7 @@ fn a_capturing_stream_is_refused() {
     let (build, _guard, fake) = need_fakes!("2.28.9");
     capture_driver(&build, 0, 1); // CU_STREAM_CAPTURE_STATUS_ACTIVE
     let comm = init(&fake, Blocking::Yes);
-    let alloc = SymmetricBuffer::alloc(&comm, 4096, &Stream::DEFAULT, SECOND);
+    let alloc = SymmetricBuffer::<u8>::alloc(&comm, 4096, &Stream::DEFAULT, SECOND);
     capture_driver(&build, 0, 0);
     expect_error(alloc, Status::InvalidArgument, &["capturing"]);
     assert_eq!(fake.allocations(), 0);

@@ -109,7 +109,7 @@ fn a_hang_fails_the_communicator_and_calls_back() {
     for _ in 0..3 {
         // SAFETY: the fake NCCL touches no buffer.
         unsafe {
-            comm.all_reduce(
+            comm.all_reduce_raw(
                 buf,
                 buf,
                 64,
@@ -126,7 +126,7 @@ fn a_hang_fails_the_communicator_and_calls_back() {
     query.answer(NEVER_FIRES);
     // SAFETY: as above.
     unsafe {
-        comm.all_reduce(
+        comm.all_reduce_raw(
             buf,
             buf,
             256,
@@ -139,8 +139,9 @@ fn a_hang_fails_the_communicator_and_calls_back() {
     let message = failure(&comm, "ncclAllReduce #4 (count 256, ncclFloat32)");
     // The next call fails at once with the watchdog's status and message.
     // SAFETY: as above.
-    let again =
-        unsafe { comm.all_reduce(buf, buf, 8, DataType::Float32, RedOp::Sum, &Stream::DEFAULT) };
+    let again = unsafe {
+        comm.all_reduce_raw(buf, buf, 8, DataType::Float32, RedOp::Sum, &Stream::DEFAULT)
+    };
     expect_error(again, Status::Timeout, &["ncclAllReduce #4"]);
     wait_until(Duration::from_secs(5), || !seen.lock().unwrap().is_empty());
     {
@@ -217,7 +218,7 @@ fn a_watchdog_dropped_from_its_own_callback_stops_after_it() {
     let watched = watched(&dog, &fake, Duration::from_millis(20));
     let buf = null_mut::<c_void>();
     // SAFETY: the fake NCCL touches no buffer.
-    unsafe { watched.all_reduce(buf, buf, 8, DataType::Float32, RedOp::Sum, &Stream::DEFAULT) }
+    unsafe { watched.all_reduce_raw(buf, buf, 8, DataType::Float32, RedOp::Sum, &Stream::DEFAULT) }
         .unwrap();
     // Safe code may forget the Watched (its communicator stays watched) and hand the
     // watchdog to the closure.
@@ -274,4 +275,80 @@ fn every_collective_of_a_watched_communicator_is_recorded() {
         assert_eq!(fake.count(name), 1, "{name}");
         assert_eq!(comm.counts().unwrap().recorded, i as u64 + 1, "{name}");
     }
+}
+
+/// A payload whose own Drop panics again.
+struct PanicsOnDrop(Arc<Mutex<u32>>);
+
+impl Drop for PanicsOnDrop {
+    fn drop(&mut self) {
+        *self.0.lock().unwrap() += 1;
+        panic!("the payload's drop panics too");
+    }
+}
+
+/// An on_failure that panics, with a payload whose Drop panics: neither panic reaches C (which
+/// would abort the test process); the watchdog goes on and the payload was dropped once.
+#[test]
+fn a_callback_panicking_with_a_panicking_payload_stays_on_its_thread() {
+    let (build, _guard, fake) = need_fakes!("2.28.9");
+    let (cuda, query) = capture_driver(&build);
+    let drops = Arc::new(Mutex::new(0));
+    let calls = Arc::new(Mutex::new(0));
+    let (d, c) = (drops.clone(), calls.clone());
+    let dog = Watchdog::start_with(
+        Duration::from_millis(5),
+        Some(&cuda),
+        Some(Box::new(move |_, _| {
+            *c.lock().unwrap() += 1;
+            std::panic::panic_any(PanicsOnDrop(d.clone()));
+        })),
+    )
+    .unwrap();
+    let comm = watched(&dog, &fake, Duration::from_millis(50));
+    query.answer(NEVER_FIRES);
+    // SAFETY: the fake NCCL touches no buffer.
+    let mut buffer = unsafe { ncclshim::DeviceViewMut::<f32>::from_raw(0, 8) };
+    comm.all_reduce_in_place(&mut buffer, RedOp::Sum, &Stream::DEFAULT)
+        .unwrap();
+    failure(&comm, "ncclAllReduce");
+    assert!(wait_until(Duration::from_secs(5), || *drops
+        .lock()
+        .unwrap()
+        == 1));
+    assert_eq!(*calls.lock().unwrap(), 1);
+    abort(comm);
+    drop(dog); // stops and joins: the thread survived the panics
+}
+
+/// The program destroys its stream as soon as its recorded work is synced, round after round
+/// (the next stream then gets the same handle from the driver): the record needs nothing from
+/// the stream after the call, so the watchdog never names a destroyed stream (the strict fake
+/// driver of tests/fakes aborts the test if it does) and reports nothing.
+#[test]
+fn a_stream_dropped_after_its_record_is_never_used_again() {
+    let (build, _guard, fake) = need_fakes!("2.28.9");
+    // The fake driver of the CUDA tests: the strict one aborts on a destroyed stream's handle.
+    let (cuda, _) = support::fake_cuda(&build, "13.0");
+    cuda.init().unwrap();
+    cuda.activate_device(0).unwrap();
+    let dog = Watchdog::start_with(Duration::from_millis(1), Some(&cuda), None).unwrap();
+    let comm = watched(&dog, &fake, Duration::from_secs(5));
+    // SAFETY: the fake NCCL touches no buffer.
+    let mut buffer = unsafe { ncclshim::DeviceViewMut::<f32>::from_raw(0, 8) };
+    for _ in 0..50 {
+        let stream = cuda.create_stream().unwrap();
+        for _ in 0..8 {
+            comm.all_reduce_in_place(&mut buffer, RedOp::Sum, &stream)
+                .unwrap();
+        }
+        cuda.sync_stream(&stream).unwrap();
+        drop(stream);
+        std::thread::sleep(Duration::from_millis(2)); // the watchdog's passes run meanwhile
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(comm.failure(), None);
+    assert_eq!(comm.state(), CommState::Ready);
+    assert_eq!(comm.counts().unwrap().recorded, 400);
+    abort(comm);
 }

@@ -112,30 +112,34 @@ macro_rules! collective_calls {
             (
                 "ncclAllReduce",
                 Box::new(move || unsafe {
-                    comm.all_reduce(send, recv, 8, DataType::Float32, RedOp::Sum, s)
+                    comm.all_reduce_raw(send, recv, 8, DataType::Float32, RedOp::Sum, s)
                 }),
             ),
             (
                 "ncclBroadcast",
-                Box::new(move || unsafe { comm.broadcast(send, recv, 8, DataType::Float32, 0, s) }),
+                Box::new(move || unsafe {
+                    comm.broadcast_raw(send, recv, 8, DataType::Float32, 0, s)
+                }),
             ),
             (
                 "ncclAllGather",
-                Box::new(move || unsafe { comm.all_gather(send, recv, 8, DataType::Bfloat16, s) }),
+                Box::new(move || unsafe {
+                    comm.all_gather_raw(send, recv, 8, DataType::Bfloat16, s)
+                }),
             ),
             (
                 "ncclReduceScatter",
                 Box::new(move || unsafe {
-                    comm.reduce_scatter(send, recv, 8, DataType::Int64, RedOp::Max, s)
+                    comm.reduce_scatter_raw(send, recv, 8, DataType::Int64, RedOp::Max, s)
                 }),
             ),
             (
                 "ncclSend",
-                Box::new(move || unsafe { comm.send(send, 8, DataType::Uint8, 1, s) }),
+                Box::new(move || unsafe { comm.send_raw(send, 8, DataType::Uint8, 1, s) }),
             ),
             (
                 "ncclRecv",
-                Box::new(move || unsafe { comm.recv(recv, 8, DataType::Uint8, 1, s) }),
+                Box::new(move || unsafe { comm.recv_raw(recv, 8, DataType::Uint8, 1, s) }),
             ),
         ];
         calls

@@ -1,0 +1,122 @@
+//! The crate's cost per collective against the raw table, in one process on one GPU: a
+//! one-rank all-reduce of 8 floats enqueued through `Communicator::all_reduce_in_place` (the
+//! buffer's checks, the table call, ncclshim's check of the result) and through
+//! `nccl.table().ncclAllReduce` directly with an engine's own test of the result, in
+//! alternating blocks, each block's time per call; the ratio of the medians.
+//!
+//!   engine_cost [--csv PATH] [--blocks N] [--calls N]
+//!
+//! Prints (and appends to PATH) one row `per_call_ratio,VERDICT,DETAIL` of engine_job's
+//! report: ok when the crate costs at most 1.02 times the raw call. Raw calls need `unsafe`,
+//! which is why this is not part of engine_job (`#![forbid(unsafe_code)]`).
+
+use std::io::Write as _;
+use std::time::{Duration, Instant};
+
+use ncclshim::{Communicator, Cuda, DataType, DeviceMemory, Error, Nccl, RedOp};
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn measure(blocks: usize, calls: usize) -> Result<(f64, f64), Error> {
+    let timeout = Duration::from_secs(60);
+    let nccl = Nccl::default_handle();
+    let cuda = Cuda::default_handle();
+    nccl.status()?;
+    cuda.init()?;
+    cuda.activate_device(0)?;
+    let comm = Communicator::init_with_deadline(&nccl, 1, &nccl.unique_id()?, 0, timeout)?;
+    let stream = cuda.create_stream()?;
+    let mut buffer = cuda.alloc_from(&[1f32; 8])?;
+    let ptr = buffer.device_ptr() as usize as *mut std::ffi::c_void;
+    let table = nccl.table();
+    let raw_comm = comm.nccl_comm();
+    let raw_call = || {
+        // SAFETY: the buffer holds 8 floats and outlives the waits; a live communicator.
+        let r = unsafe {
+            (table.ncclAllReduce)(
+                ptr,
+                ptr,
+                8,
+                DataType::Float32.raw(),
+                RedOp::Sum.raw(),
+                raw_comm,
+                stream.as_raw(),
+            )
+        };
+        // The engine's own check: success or in progress; anything else is an error.
+        match r {
+            0 | 7 => Ok(()),
+            _ => nccl.check_nccl(r, "ncclAllReduce"),
+        }
+    };
+    let (mut ours, mut raw) = (Vec::new(), Vec::new());
+    for block in 0..blocks + 2 {
+        let start = Instant::now();
+        for _ in 0..calls {
+            comm.all_reduce_in_place(&mut buffer, RedOp::Sum, &stream)?;
+        }
+        let t_ours = start.elapsed().as_nanos() as f64 / calls as f64;
+        comm.wait_stream(&cuda, &stream, timeout)?;
+        let start = Instant::now();
+        for _ in 0..calls {
+            raw_call()?;
+        }
+        let t_raw = start.elapsed().as_nanos() as f64 / calls as f64;
+        comm.wait_stream(&cuda, &stream, timeout)?;
+        if block >= 2 {
+            // the first two blocks warm up
+            ours.push(t_ours);
+            raw.push(t_raw);
+        }
+    }
+    Ok((median(ours), median(raw)))
+}
+
+fn main() -> std::process::ExitCode {
+    let (mut csv, mut blocks, mut calls) = (None, 41, 500);
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match (arg.as_str(), args.next()) {
+            ("--csv", Some(v)) => csv = Some(v),
+            ("--blocks", Some(v)) if v.parse::<usize>().is_ok_and(|n| n > 0) => {
+                blocks = v.parse().unwrap_or(41)
+            }
+            ("--calls", Some(v)) if v.parse::<usize>().is_ok_and(|n| n > 0) => {
+                calls = v.parse().unwrap_or(500)
+            }
+            _ => {
+                eprintln!("usage: engine_cost [--csv PATH] [--blocks N] [--calls N]");
+                return std::process::ExitCode::from(2);
+            }
+        }
+    }
+    let (verdict, detail) = match measure(blocks, calls) {
+        Ok((ours, raw)) => {
+            let ratio = ours / raw;
+            let verdict = if ratio <= 1.02 { "ok" } else { "FAIL" };
+            (verdict, format!("crate/raw {ratio:.3} (crate {ours:.0} ns; raw {raw:.0} ns per call; medians of {blocks} blocks of {calls})"))
+        }
+        Err(e) if e.status() == ncclshim::Status::NotFound => ("skip", e.to_string()),
+        Err(e) => ("FAIL", e.to_string()),
+    };
+    let row = format!("per_call_ratio,{verdict},{}", detail.replace(',', ";"));
+    println!("{row}");
+    if let Some(path) = csv {
+        let file = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&path);
+        if let Err(e) = file.and_then(|mut f| writeln!(f, "{row}")) {
+            eprintln!("engine_cost: cannot append to {path}: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    }
+    if verdict == "FAIL" {
+        std::process::ExitCode::FAILURE
+    } else {
+        std::process::ExitCode::SUCCESS
+    }
+}

@@ -382,11 +382,16 @@ class Frameworks(Live):
                 self.assertEqual(count("ncclSend"), before + 1)
         cuda = ctypes.CDLL(os.environ["NCCLSHIM_CUDA_LIBRARY"])
         cuda.fake_cuda_set_event_query(0)
+        # A watched record names its stream to the driver: a real stream of the fake's, with
+        # device 0 current, as in a CUDA program.
+        self.assertEqual(cuda.fake_cuda_use_device(0), 0)
+        cuda.fake_cuda_new_stream.restype = ctypes.c_void_p
+        stream = cuda.fake_cuda_new_stream(0)
         with ncclshim.Watchdog(interval=0.005) as dog:
             with Communicator(1, 0, ncclshim.unique_id()) as c:
                 c.watch(dog, timeout=5)
                 for _ in range(3):
-                    c.all_reduce(x, y, stream=0x55)
+                    c.all_reduce(x, y, stream=stream)
                 counts = ncclshim._clib.functions().STRUCTS["ncclshim_watch_counts"]()
                 counts.size = ctypes.sizeof(counts)
                 ncclshim._clib.check(ncclshim._clib.lib().ncclshim_comm_watch_counts(

@@ -730,7 +730,7 @@ class AskTheLoader(unittest.TestCase):
         # A copy in each level, the ones the loader skips here too: it takes the first one
         # it searches, and so must ncclshim.
         copies = {name: put_nccl(fake(v), os.path.join(self.lib, "glibc-hwcaps", name))
-                  for (name, _), v in zip(levels, ("2.28.9", "2.28.7", "2.28.3", "2.27.5"))}
+                  for (name, _), v in zip(levels, ("2.28.9", "2.29.7", "2.28.3", "2.21.5"))}
         hw = copies[searched[0]]
         code, d = self.doctor(LD_LIBRARY_PATH=self.lib)
         self.assertEqual((d["plain_process"], d["ncclshim"]), (hw, hw))

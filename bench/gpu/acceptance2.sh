@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The acceptance run that one GPU cannot do (issue 34), on 2 x H200, a part of session.sh:
+# The acceptance run that one GPU cannot do, on 2 x H200, a part of session.sh:
 #   LIMIT_acceptance2=540 PARTS=acceptance2 bash bench/gpu/session.sh
 # or alone from the repository root (it builds build-gpu/ when session.sh has not):
 #   bash bench/gpu/acceptance2.sh

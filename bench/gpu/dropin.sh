@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The drop-in on the GPU host (issue 16), from the repository root:
+# The drop-in on the GPU host, from the repository root:
 #   bash bench/gpu/dropin.sh
 # Steps, each independent of the others' outcome (a failure is reported and the next runs):
 #   build      ncclshim (build-gpu/), the hang program three ways, collectives direct

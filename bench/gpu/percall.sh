@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Host-visible time per all-reduce call with and without hang detection (issue 21), on the
+# Host-visible time per all-reduce call with and without hang detection, on the
 # GPU host, in one command from the repository root:
 #   [NCCL_2297=/path/libnccl.so.2] bash bench/gpu/percall.sh
 # Builds (or reuses) build-gpu/, builds bench/gpu/percall.c three ways per NCCL (direct,

@@ -8,7 +8,7 @@
 #include <pthread.h>
 #include <stddef.h>
 
-#include "../loader/search.h"
+#include "loader/search.h"
 #include "ncclshim/status.h"
 
 typedef struct ncs_handle ncs_handle;

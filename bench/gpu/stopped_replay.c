@@ -27,7 +27,7 @@
 
 #include "ncclshim/comm.h"
 #include "ncclshim/watchdog.h"
-#include "../../tests/fail_line.h"
+#include "fail_line.h"
 
 enum { NRANKS = 2, INTERVAL_MS = 10, COUNT = 1 << 20, REPLAYS = 3 };
 static int rank;

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../loader/objects.h"
+#include "loader/objects.h"
 #include "nccl_handle.h"
 
 extern char **environ;

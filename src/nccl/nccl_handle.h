@@ -4,7 +4,7 @@
 
 #include <pthread.h>
 
-#include "../handle.h"
+#include "src/handle.h"
 #include "ncclshim/ncclshim.h"
 
 struct ncclshim_nccl {

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../loader/dl.h"
-#include "../internal.h"
+#include "loader/dl.h"
+#include "src/internal.h"
 #include "nccl_handle.h"
 #include "nccl_names.h"
 

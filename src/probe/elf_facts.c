@@ -3,7 +3,7 @@
  * be truncated, foreign or hostile, and runs none of them. */
 #include "elf_facts.h"
 
-#include "../../loader/elf_banner.h"
+#include "loader/elf_banner.h"
 
 #include "parse_version.h"
 

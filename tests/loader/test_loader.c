@@ -16,10 +16,10 @@
 
 #include <cmocka.h>
 
-#include "../../loader/dl.h"
-#include "../../loader/ld_cache.h"
-#include "../../loader/objects.h"
-#include "../../loader/search.h"
+#include "loader/dl.h"
+#include "loader/ld_cache.h"
+#include "loader/objects.h"
+#include "loader/search.h"
 
 #define SONAME "libncshl-test.so.1"
 

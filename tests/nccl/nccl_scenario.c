@@ -10,8 +10,8 @@
 
 #include "ncclshim/ncclshim.h"
 
-#include "../scenario_print.h"
-#include "../support.h"
+#include "scenario_print.h"
+#include "support.h"
 
 int main(int argc, char **argv) {
   ncclshim_nccl_options options = NCCLSHIM_NCCL_OPTIONS_INIT;

@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 #include "ncclshim/ncclshim.h"
-#include "../support.h"
+#include "support.h"
 
 static char *scratch;
 

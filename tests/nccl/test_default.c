@@ -9,7 +9,7 @@
 #include <cmocka.h>
 
 #include "ncclshim/ncclshim.h"
-#include "../support.h"
+#include "support.h"
 
 enum { THREADS = 32 };
 

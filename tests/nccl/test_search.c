@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "../support.h"
+#include "support.h"
 #include "ncclshim/status.h"
 
 static char *root;    /* scratch tree */

@@ -22,7 +22,7 @@
 
 #include <cmocka.h>
 
-#include "../support.h"
+#include "support.h"
 
 static char *root;
 

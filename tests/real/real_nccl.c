@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../support.h"
+#include "support.h"
 #include "ncclshim/ncclshim.h"
 
 static int failures;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ncclshim/diag.h"
 #include "loader/elf_banner.h"
 #include "nccl_handle.h"
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ncclshim/diag.h"
 #include "loader/objects.h"
 #include "nccl_handle.h"
 #include "nccl_names.h"

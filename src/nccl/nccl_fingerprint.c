@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ncclshim/diag.h"
 #include "loader/objects.h"
 #include "nccl_handle.h"
 

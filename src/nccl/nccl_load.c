@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ncclshim/diag.h"
 #include "loader/dl.h"
 #include "src/internal.h"
 #include "nccl_handle.h"

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ncclshim/diag.h"
 #include "loader/elf_check.h"
 #include "src/handle.h"
 #include "src/internal.h"

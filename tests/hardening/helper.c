@@ -13,6 +13,7 @@
 
 #include "ncclshim/cuda.h"
 #include "ncclshim/ncclshim.h"
+#include "ncclshim/diag.h"
 
 #ifdef WITH_INTERNALS
 #include <stdlib.h>

@@ -19,6 +19,7 @@
 #include "hardening.h"
 #include "ncclshim/cuda.h"
 #include "ncclshim/ncclshim.h"
+#include "ncclshim/diag.h"
 
 static char *scratch;
 

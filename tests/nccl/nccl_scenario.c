@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 
 #include "ncclshim/ncclshim.h"
+#include "ncclshim/diag.h"
 
 #include "scenario_print.h"
 #include "support.h"

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "ncclshim/ncclshim.h"
+#include "ncclshim/diag.h"
 #include "support.h"
 
 static char *scratch;

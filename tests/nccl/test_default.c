@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "ncclshim/ncclshim.h"
+#include "ncclshim/diag.h"
 #include "support.h"
 
 enum { THREADS = 32 };

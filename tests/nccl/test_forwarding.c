@@ -1,6 +1,7 @@
 /* Every function of the list, through every fake release: a function the release exports
  * reaches it with every argument byte unchanged and its return value comes back; a function
  * it lacks returns ncclInvalidArgument with a message naming the version it needs. */
+#include "ncclshim/diag.h"
 #include "forward_check.h"
 
 #define FORWARD_TAG table_

@@ -11,6 +11,7 @@
 
 #include "support.h"
 #include "ncclshim/ncclshim.h"
+#include "ncclshim/diag.h"
 
 static int failures;
 

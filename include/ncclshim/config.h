@@ -1,19 +1,19 @@
 /* ncclshim's help with ncclConfig_t and ncclCollConfig_t: each field's first NCCL release,
- * initialisers sized for the loaded NCCL, and setters that refuse a field the loaded NCCL
- * would ignore. Part of the core API: ncclshim.h includes it. */
+ * initialisers that any NCCL reads right (no NCCL needed), and checks and setters that refuse
+ * a field the loaded NCCL does not honour. Part of the core API: ncclshim.h includes it. */
 #ifndef NCCLSHIM_CONFIG_H
 #define NCCLSHIM_CONFIG_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ncclshim/status.h"
+/* The handle type and statuses. ncclshim.h includes this file at its end, so either may come
+ * first: the include guards stop the loop. */
+#include "ncclshim/ncclshim.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef struct ncclshim_nccl ncclshim_nccl;
 
 /* ---- ncclConfig_t ------------------------------------------------------------------ */
 

@@ -16,11 +16,23 @@
 
 enum { MOST_LEVELS = 8 };
 
+/* The places under one directory of the search (ncshl_dir_places), found once per walk: a
+ * walk tries each of a handful of names in the same few directories. */
+typedef struct dir_places {
+  char *dir;
+  dev_t device; /* the directory's: another path to it (/lib and /usr/lib) has its places */
+  ino_t inode;
+  ncshl_list places;
+} dir_places;
+
 typedef struct walk {
-  const char *ld_cache;
+  ncshl_ld_cache cache;    /* mapped once per walk, as the loader maps it once per dlopen */
+  ncshl_list program_dirs; /* ncshl_search_dirs, listed once */
   char *file;
   size_t size;
   ncshl_list seen; /* files whose dependencies were looked at */
+  dir_places *dirs;
+  size_t dir_count;
 } walk;
 
 static int file_blocks(walk *w, const char *path, int level);
@@ -57,6 +69,40 @@ static void add_path_list(ncshl_list *dirs, const char *value, const char *origi
   }
 }
 
+/* The places of `dir`, found the first time it is asked for; NULL when the directory is
+ * absent (nothing under it can block) or out of memory (*failed set). */
+static const ncshl_list *places_of(walk *w, const char *dir, int *failed) {
+  *failed = 0;
+  for (size_t i = 0; i < w->dir_count; i++)
+    if (strcmp(w->dirs[i].dir, dir) == 0) return &w->dirs[i].places;
+  struct stat st;
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return NULL;
+  for (size_t i = 0; i < w->dir_count; i++)
+    if (w->dirs[i].device == st.st_dev && w->dirs[i].inode == st.st_ino) return &w->dirs[i].places;
+  dir_places *grown = realloc(w->dirs, (w->dir_count + 1) * sizeof(*grown));
+  if (grown != NULL) w->dirs = grown;
+  dir_places *d = grown ? &w->dirs[w->dir_count] : NULL;
+  if (d != NULL) *d = (dir_places){.dir = strdup(dir), .device = st.st_dev, .inode = st.st_ino};
+  if (d == NULL || d->dir == NULL || ncshl_dir_places(dir, &d->places) != 0) {
+    if (d != NULL) {
+      free(d->dir);
+      ncshl_list_free(&d->places);
+    }
+    *failed = 1;
+    return NULL;
+  }
+  w->dir_count++;
+  return &d->places;
+}
+
+/* 1 when `name` blocks in `dir` or under it, through the walk's places. */
+static int dir_blocks(walk *w, const char *dir, const char *name) {
+  int failed;
+  const ncshl_list *places = places_of(w, dir, &failed);
+  if (failed) return ncshl_dir_blocks(dir, name, w->file, w->size); /* the same, uncached */
+  return places != NULL && ncshl_places_block(places, name, w->file, w->size);
+}
+
 typedef struct dynamic {
   ncshl_list needed;
   const char *rpath, *runpath;
@@ -75,12 +121,12 @@ static int name_blocks(walk *w, const char *name, const char *rpath, const char 
                        const char *origin, int level) {
   ncshl_list dirs = {0}, cached = {0};
   if (runpath == NULL) add_path_list(&dirs, rpath, origin);
-  ncshl_search_dirs(&dirs);
+  for (size_t i = 0; i < w->program_dirs.count; i++)
+    ncshl_list_add(&dirs, w->program_dirs.items[i].path, NULL);
   add_path_list(&dirs, runpath, origin);
-  ncshl_ld_cache_lookup(w->ld_cache ? w->ld_cache : "/etc/ld.so.cache", name, &cached);
+  ncshl_ld_cache_find(&w->cache, name, &cached);
   int found = 0;
-  for (size_t i = 0; i < dirs.count && !found; i++)
-    found = ncshl_dir_blocks(dirs.items[i].path, name, w->file, w->size);
+  for (size_t i = 0; i < dirs.count && !found; i++) found = dir_blocks(w, dirs.items[i].path, name);
   for (size_t i = 0; i < cached.count && !found; i++) {
     found = ncshl_would_block(cached.items[i].path);
     if (found) snprintf(w->file, w->size, "%s", cached.items[i].path);
@@ -141,16 +187,35 @@ static int file_blocks(walk *w, const char *path, int level) {
   return found;
 }
 
+static void walk_start(walk *w, const char *ld_cache, char *file, size_t size) {
+  *w = (walk){.file = file, .size = size};
+  ncshl_ld_cache_open(ld_cache ? ld_cache : "/etc/ld.so.cache", &w->cache);
+  ncshl_search_dirs(&w->program_dirs);
+}
+
+static void walk_end(walk *w) {
+  for (size_t i = 0; i < w->dir_count; i++) {
+    free(w->dirs[i].dir);
+    ncshl_list_free(&w->dirs[i].places);
+  }
+  free(w->dirs);
+  ncshl_list_free(&w->seen);
+  ncshl_list_free(&w->program_dirs);
+  ncshl_ld_cache_close(&w->cache);
+}
+
 int ncshl_name_load_blocks(const char *name, const char *ld_cache, char *file, size_t size) {
-  walk w = {.ld_cache = ld_cache, .file = file, .size = size};
+  walk w;
+  walk_start(&w, ld_cache, file, size);
   int found = name_blocks(&w, name, NULL, NULL, "", 0);
-  ncshl_list_free(&w.seen);
+  walk_end(&w);
   return found;
 }
 
 int ncshl_file_load_blocks(const char *path, const char *ld_cache, char *file, size_t size) {
-  walk w = {.ld_cache = ld_cache, .file = file, .size = size};
+  walk w;
+  walk_start(&w, ld_cache, file, size);
   int found = file_blocks(&w, path, 0);
-  ncshl_list_free(&w.seen);
+  walk_end(&w);
   return found;
 }

@@ -189,8 +189,8 @@ static const ElfW(Sym) * lookup(const struct dl_phdr_info *info, const char *nam
   return t.gnu_hash ? gnu_lookup(&t, name) : sysv_lookup(&t, name);
 }
 
-static char *object_path(const struct dl_phdr_info *info, int is_program) {
-  const char *name = is_program ? "/proc/self/exe" : info->dlpi_name;
+static char *object_path(const char *name, int is_program) {
+  if (is_program) name = "/proc/self/exe";
   char *resolved = realpath(name, NULL);
   return resolved ? resolved : strdup(name);
 }
@@ -310,7 +310,7 @@ static int check_lookup(struct dl_phdr_info *info, size_t size, void *context) {
   if (walk == 0) return 0;
   s->found = 1;
   if (s->size > 0) {
-    char *path = object_path(info, info->dlpi_name[0] == '\0');
+    char *path = object_path(info->dlpi_name, info->dlpi_name[0] == '\0');
     snprintf(s->object, s->size, "%s", path ? path : info->dlpi_name);
     free(path);
   }
@@ -347,16 +347,18 @@ static int find_holder(struct dl_phdr_info *info, size_t size, void *context) {
                   : code          ? NCSHL_SYMBOL_FUNCTION
                                   : NCSHL_SYMBOL_DATA;
   s->held->base = info->dlpi_addr;
-  s->held->path = object_path(info, first && info->dlpi_name[0] == '\0');
+  s->held->name = info->dlpi_name;
+  s->held->is_program = first && info->dlpi_name[0] == '\0';
   return 1;
 }
 
 int ncshl_object_holding(const void *address, const char *name, ncshl_held *held) {
   holder_search s = {(uintptr_t)address, name, held, 0, 0};
-  held->path = NULL;
   dl_iterate_phdr(find_holder, &s);
   return s.found;
 }
+
+char *ncshl_held_path(const ncshl_held *held) { return object_path(held->name, held->is_program); }
 
 /* The same through a pipe, where process_vm_readv is refused (a seccomp filter) or missing
  * (qemu-user): write(2) answers EFAULT for bytes not mapped readable, rather than faulting. */
@@ -450,7 +452,7 @@ static int visit(struct dl_phdr_info *info, size_t size, void *context) {
                                                       : NCSHL_SYMBOL_DATA;
   o->address = o->kind == NCSHL_SYMBOL_TLS ? NULL : (void *)(info->dlpi_addr + sym->st_value);
   o->is_program = is_program;
-  o->path = object_path(info, is_program);
+  o->path = object_path(info->dlpi_name, is_program);
   if (o->path == NULL) {
     c->out_of_memory = 1;
     return 1;

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -296,13 +297,52 @@ typedef struct unsafe_search {
   char *object;
   size_t size;
   int found;
+  size_t index; /* of the object visited */
 } unsafe_search;
 
+/* Each object's tables as find_tables found them, for the next lookup's check in this thread:
+ * binding a library checks some 150 names against the same dozen objects. Valid while the
+ * loader's counts of objects added and removed stay those it was filled under (the same
+ * objects in the same order), each entry also matched by its load address and headers. */
+enum { MOST_CACHED = 32 };
+typedef struct cached_tables {
+  unsigned long long adds, subs;
+  size_t count;
+  struct {
+    uintptr_t base;
+    const ElfW(Phdr) * phdr;
+    dyn_tables tables;
+  } entry[MOST_CACHED];
+} cached_tables;
+static __thread cached_tables cache;
+
+static void tables_of(struct dl_phdr_info *info, size_t size, size_t index, dyn_tables *t) {
+  /* dlpi_adds and dlpi_subs exist when `size` covers them (glibc 2.4 and later). */
+  int counted = size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs);
+  if (counted && index == 0 && (cache.adds != info->dlpi_adds || cache.subs != info->dlpi_subs)) {
+    cache.adds = info->dlpi_adds;
+    cache.subs = info->dlpi_subs;
+    cache.count = 0;
+  }
+  if (counted && index < cache.count && cache.entry[index].base == info->dlpi_addr &&
+      cache.entry[index].phdr == info->dlpi_phdr) {
+    *t = cache.entry[index].tables;
+    t->info = info;
+    return;
+  }
+  find_tables(info, t);
+  if (counted && index == cache.count && index < MOST_CACHED) {
+    cache.entry[index].base = info->dlpi_addr;
+    cache.entry[index].phdr = info->dlpi_phdr;
+    cache.entry[index].tables = *t;
+    cache.count++;
+  }
+}
+
 static int check_lookup(struct dl_phdr_info *info, size_t size, void *context) {
-  (void)size;
   unsafe_search *s = context;
   dyn_tables t;
-  find_tables(info, &t);
+  tables_of(info, size, s->index++, &t);
   /* glibc walks the GNU table when there is one, else the System V one, else nothing. */
   int walk = t.gnu_hash    ? glibc_gnu_walk(&t, s->name)
              : t.sysv_hash ? glibc_sysv_walk(&t, s->name)
@@ -318,7 +358,7 @@ static int check_lookup(struct dl_phdr_info *info, size_t size, void *context) {
 }
 
 int ncshl_lookup_unsafe(const char *name, char *object, size_t size) {
-  unsafe_search s = {name, object, size, 0};
+  unsafe_search s = {name, object, size, 0, 0};
   dl_iterate_phdr(check_lookup, &s);
   return s.found;
 }

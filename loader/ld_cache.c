@@ -54,12 +54,13 @@ static void collect(const unsigned char *data, size_t size, const char *soname, 
   size_t span = size - at;
   uint32_t nlibs = word(base + 20);
   if (nlibs > (span - NEW_HEADER) / NEW_ENTRY) return;
+  const size_t length = strlen(soname) + 1; /* the key compared with its NUL, inside the file */
   for (uint32_t i = 0; i < nlibs; i++) {
     const unsigned char *entry = base + NEW_HEADER + (size_t)i * NEW_ENTRY;
-    const char *key = string_at(base, span, word(entry + 4));
+    uint32_t key = word(entry + 4);
+    if (key >= span || length > span - key || memcmp(base + key, soname, length) != 0) continue;
     const char *value = string_at(base, span, word(entry + 8));
-    if (key && value && value[0] == '/' && strcmp(key, soname) == 0)
-      ncshl_list_add(list, value, why);
+    if (value && value[0] == '/') ncshl_list_add(list, value, why);
   }
 }
 

@@ -30,7 +30,7 @@ typedef struct walk {
   ncshl_list program_dirs; /* ncshl_search_dirs, listed once */
   char *file;
   size_t size;
-  ncshl_list seen; /* files whose dependencies were looked at */
+  ncshl_list seen; /* files whose dependencies were looked at: "device:inode" */
   dir_places *dirs;
   size_t dir_count;
 } walk;
@@ -43,8 +43,8 @@ static int is_file(const char *path) {
 }
 
 /* One RPATH or RUNPATH entry into `dir`, $ORIGIN or ${ORIGIN} replaced by `origin`: 0 when
- * it holds another $ token (the loader expands $LIB and $PLATFORM, which NCCL's libraries
- * do not use) or does not fit. */
+ * the origin is unknown (NULL) and the entry names it, when it holds another $ token (the loader
+ * expands $LIB and $PLATFORM, which NCCL's libraries do not use) or does not fit. */
 static int expand_entry(const char *entry, size_t length, const char *origin, char *dir,
                         size_t size) {
   const char *token = memchr(entry, '$', length);
@@ -53,7 +53,7 @@ static int expand_entry(const char *entry, size_t length, const char *origin, ch
   size_t skip = rest >= 7 && strncmp(token, "$ORIGIN", 7) == 0     ? 7
                 : rest >= 9 && strncmp(token, "${ORIGIN}", 9) == 0 ? 9
                                                                    : 0;
-  if (skip == 0 || memchr(token + skip, '$', rest - skip) != NULL) return 0;
+  if (skip == 0 || origin == NULL || memchr(token + skip, '$', rest - skip) != NULL) return 0;
   return snprintf(dir, size, "%.*s%s%.*s", (int)before, entry, origin, (int)(rest - skip),
                   token + skip) < (int)size;
 }
@@ -148,27 +148,39 @@ static int name_blocks(walk *w, const char *name, const char *rpath, const char 
   return found;
 }
 
-static int file_blocks(walk *w, const char *path, int level) {
+/* The directory of the file at `path`, symlinks resolved, for $ORIGIN; 0 when it has none. */
+static int origin_of(const char *path, char *origin, size_t size) {
   char *real = realpath(path, NULL);
-  if (real == NULL || level > MOST_LEVELS) {
-    free(real);
-    return 0;
-  }
-  for (size_t i = 0; i < w->seen.count; i++)
-    if (strcmp(w->seen.items[i].path, real) == 0) {
-      free(real);
-      return 0;
-    }
-  ncshl_list_add(&w->seen, real, NULL);
-  char reason[256], origin[PATH_MAX];
-  snprintf(origin, sizeof(origin), "%s", real);
-  *strrchr(origin, '/') = '\0';
+  int ok = real != NULL && snprintf(origin, size, "%s", real) < (int)size;
   free(real);
+  if (ok) *strrchr(origin, '/') = '\0';
+  return ok;
+}
+
+/* 1 the first time the walk meets the file at `path` (by device and inode, so that a link
+ * and its target count once), 0 after that or when it is gone. */
+static int first_visit(walk *w, const char *path) {
+  struct stat st;
+  if (stat(path, &st) != 0) return 0;
+  char key[64];
+  snprintf(key, sizeof(key), "%llu:%llu", (unsigned long long)st.st_dev,
+           (unsigned long long)st.st_ino);
+  size_t before = w->seen.count;
+  ncshl_list_add(&w->seen, key, NULL); /* adds nothing for a key it holds */
+  return w->seen.count > before;
+}
+
+static int file_blocks(walk *w, const char *path, int level) {
+  if (level > MOST_LEVELS || !first_visit(w, path)) return 0;
+  char reason[256], origin[PATH_MAX];
   ncshl_elf_file f;
   dynamic d = {0};
   int found = 0;
   if (ncshl_elf_open(path, &f, reason, sizeof(reason)) == NCSHL_OK) {
     ncshl_elf_each_dynamic_string(&f, keep_dynamic, &d);
+    /* $ORIGIN only matters to a search path that names it: the realpath only then. */
+    int has_token = (d.rpath && strchr(d.rpath, '$')) || (d.runpath && strchr(d.runpath, '$'));
+    const char *own = has_token && origin_of(path, origin, sizeof(origin)) ? origin : NULL;
     for (size_t i = 0; i < d.needed.count && !found; i++) {
       const char *name = d.needed.items[i].path;
       if (strchr(name, '/') != NULL) { /* a path: opened as it is */
@@ -177,7 +189,7 @@ static int file_blocks(walk *w, const char *path, int level) {
         if (!found && is_file(name)) found = file_blocks(w, name, level + 1);
       } else {
         char *mapped = ncshl_mapped_name(name); /* the loader takes a mapped one, opening none */
-        if (mapped == NULL) found = name_blocks(w, name, d.rpath, d.runpath, origin, level);
+        if (mapped == NULL) found = name_blocks(w, name, d.rpath, d.runpath, own, level);
         free(mapped);
       }
     }

@@ -239,8 +239,7 @@ static int glibc_match(const dyn_tables *t, uintptr_t index, const char *name) {
 }
 
 /* do_lookup_x's walk of one object's GNU hash table for the name of hash `h`. */
-static int glibc_gnu_walk(const dyn_tables *t, const char *name) {
-  const uint32_t h = gnu_hash_of(name);
+static int glibc_gnu_walk(const dyn_tables *t, const char *name, uint32_t h) {
   uintptr_t header = (uintptr_t)t->gnu_hash;
   if (!readable(t->info, header, 4 * sizeof(uint32_t))) return -1;
   const uint32_t nbuckets = t->gnu_hash[0], symoffset = t->gnu_hash[1];
@@ -273,14 +272,14 @@ static int glibc_gnu_walk(const dyn_tables *t, const char *name) {
 enum { MOST_CHAIN_STEPS = 1 << 20 };
 
 /* The same for an object with only a System V hash table. */
-static int glibc_sysv_walk(const dyn_tables *t, const char *name) {
+static int glibc_sysv_walk(const dyn_tables *t, const char *name, uint32_t sysv_hash) {
   uintptr_t header = (uintptr_t)t->sysv_hash;
   if (!readable(t->info, header, 2 * sizeof(ElfW(Word)))) return -1;
   const ElfW(Word) nbucket = t->sysv_hash[0];
   if (nbucket == 0) return 0;
   const uintptr_t buckets = header + 2 * sizeof(ElfW(Word));
   const uintptr_t chain = buckets + (uintptr_t)nbucket * sizeof(ElfW(Word));
-  uintptr_t slot = sysv_hash_of(name) % nbucket;
+  uintptr_t slot = sysv_hash % nbucket;
   if (!readable_item(t->info, buckets, slot, sizeof(ElfW(Word)))) return -1;
   ElfW(Word) index = t->sysv_hash[2 + slot];
   for (int steps = 0; index != STN_UNDEF; steps++) {
@@ -294,6 +293,7 @@ static int glibc_sysv_walk(const dyn_tables *t, const char *name) {
 
 typedef struct unsafe_search {
   const char *name;
+  uint32_t gnu_hash, sysv_hash; /* the name's, computed once for every object */
   char *object;
   size_t size;
   int found;
@@ -316,10 +316,10 @@ typedef struct cached_tables {
 } cached_tables;
 static __thread cached_tables cache;
 
-static void tables_of(struct dl_phdr_info *info, size_t size, size_t index, dyn_tables *t) {
+static int tables_of(struct dl_phdr_info *info, size_t size, size_t index, dyn_tables *t) {
   /* dlpi_adds and dlpi_subs exist when `size` covers them (glibc 2.4 and later). */
   int counted = size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs);
-  if (counted && index == 0 && (cache.adds != info->dlpi_adds || cache.subs != info->dlpi_subs)) {
+  if (counted && (cache.adds != info->dlpi_adds || cache.subs != info->dlpi_subs)) {
     cache.adds = info->dlpi_adds;
     cache.subs = info->dlpi_subs;
     cache.count = 0;
@@ -328,15 +328,16 @@ static void tables_of(struct dl_phdr_info *info, size_t size, size_t index, dyn_
       cache.entry[index].phdr == info->dlpi_phdr) {
     *t = cache.entry[index].tables;
     t->info = info;
-    return;
+  } else {
+    find_tables(info, t);
+    if (counted && index == cache.count && index < MOST_CACHED) {
+      cache.entry[index].base = info->dlpi_addr;
+      cache.entry[index].phdr = info->dlpi_phdr;
+      cache.entry[index].tables = *t;
+      cache.count++;
+    }
   }
-  find_tables(info, t);
-  if (counted && index == cache.count && index < MOST_CACHED) {
-    cache.entry[index].base = info->dlpi_addr;
-    cache.entry[index].phdr = info->dlpi_phdr;
-    cache.entry[index].tables = *t;
-    cache.count++;
-  }
+  return t->symbols && t->strings && (t->gnu_hash || t->sysv_hash);
 }
 
 static int check_lookup(struct dl_phdr_info *info, size_t size, void *context) {
@@ -344,8 +345,8 @@ static int check_lookup(struct dl_phdr_info *info, size_t size, void *context) {
   dyn_tables t;
   tables_of(info, size, s->index++, &t);
   /* glibc walks the GNU table when there is one, else the System V one, else nothing. */
-  int walk = t.gnu_hash    ? glibc_gnu_walk(&t, s->name)
-             : t.sysv_hash ? glibc_sysv_walk(&t, s->name)
+  int walk = t.gnu_hash    ? glibc_gnu_walk(&t, s->name, s->gnu_hash)
+             : t.sysv_hash ? glibc_sysv_walk(&t, s->name, s->sysv_hash)
                            : 0;
   if (walk == 0) return 0;
   s->found = 1;
@@ -358,7 +359,7 @@ static int check_lookup(struct dl_phdr_info *info, size_t size, void *context) {
 }
 
 int ncshl_lookup_unsafe(const char *name, char *object, size_t size) {
-  unsafe_search s = {name, object, size, 0, 0};
+  unsafe_search s = {name, gnu_hash_of(name), sysv_hash_of(name), object, size, 0, 0};
   dl_iterate_phdr(check_lookup, &s);
   return s.found;
 }
@@ -373,14 +374,16 @@ typedef struct holder_search {
 } holder_search;
 
 static int find_holder(struct dl_phdr_info *info, size_t size, void *context) {
-  (void)size;
   holder_search *s = context;
-  int first = s->index++ == 0;
+  size_t index = s->index++;
   const ElfW(Phdr) *segment = segment_holding(info, s->address);
   if (segment == NULL) return 0;
   s->found = 1;
   /* The name's own entry in this object says what it is; else the segment does. */
-  const ElfW(Sym) *sym = lookup(info, s->name);
+  dyn_tables t;
+  const ElfW(Sym) *sym = !tables_of(info, size, index, &t) ? NULL
+                         : t.gnu_hash                      ? gnu_lookup(&t, s->name)
+                                                           : sysv_lookup(&t, s->name);
   int type = sym ? ELF64_ST_TYPE(sym->st_info) : -1;
   int code = sym ? type == STT_FUNC || type == STT_GNU_IFUNC : (segment->p_flags & PF_X) != 0;
   s->held->kind = type == STT_TLS ? NCSHL_SYMBOL_TLS
@@ -388,7 +391,7 @@ static int find_holder(struct dl_phdr_info *info, size_t size, void *context) {
                                   : NCSHL_SYMBOL_DATA;
   s->held->base = info->dlpi_addr;
   s->held->name = info->dlpi_name;
-  s->held->is_program = first && info->dlpi_name[0] == '\0';
+  s->held->is_program = index == 0 && info->dlpi_name[0] == '\0';
   return 1;
 }
 

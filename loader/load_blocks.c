@@ -105,14 +105,20 @@ static int dir_blocks(walk *w, const char *dir, const char *name) {
 
 typedef struct dynamic {
   ncshl_list needed;
-  const char *rpath, *runpath;
+  char *rpath, *runpath;
+  int out_of_memory;
 } dynamic;
 
+/* The strings are copies: the reader's live only during the call. */
 static int keep_dynamic(void *context, long long tag, const char *string) {
   dynamic *d = context;
+  char **kept = tag == DT_RPATH ? &d->rpath : tag == DT_RUNPATH ? &d->runpath : NULL;
   if (tag == DT_NEEDED) ncshl_list_add(&d->needed, string, NULL);
-  if (tag == DT_RPATH) d->rpath = string;
-  if (tag == DT_RUNPATH) d->runpath = string;
+  if (kept != NULL) {
+    free(*kept);
+    *kept = strdup(string);
+    d->out_of_memory |= *kept == NULL;
+  }
   return 0;
 }
 
@@ -172,30 +178,28 @@ static int first_visit(walk *w, const char *path) {
 
 static int file_blocks(walk *w, const char *path, int level) {
   if (level > MOST_LEVELS || !first_visit(w, path)) return 0;
-  char reason[256], origin[PATH_MAX];
-  ncshl_elf_file f;
+  char origin[PATH_MAX];
   dynamic d = {0};
   int found = 0;
-  if (ncshl_elf_open(path, &f, reason, sizeof(reason)) == NCSHL_OK) {
-    ncshl_elf_each_dynamic_string(&f, keep_dynamic, &d);
-    /* $ORIGIN only matters to a search path that names it: the realpath only then. */
-    int has_token = (d.rpath && strchr(d.rpath, '$')) || (d.runpath && strchr(d.runpath, '$'));
-    const char *own = has_token && origin_of(path, origin, sizeof(origin)) ? origin : NULL;
-    for (size_t i = 0; i < d.needed.count && !found; i++) {
-      const char *name = d.needed.items[i].path;
-      if (strchr(name, '/') != NULL) { /* a path: opened as it is */
-        found = ncshl_would_block(name);
-        if (found) snprintf(w->file, w->size, "%s", name);
-        if (!found && is_file(name)) found = file_blocks(w, name, level + 1);
-      } else {
-        char *mapped = ncshl_mapped_name(name); /* the loader takes a mapped one, opening none */
-        if (mapped == NULL) found = name_blocks(w, name, d.rpath, d.runpath, own, level);
-        free(mapped);
-      }
+  ncshl_elf_read_dynamic(path, keep_dynamic, &d);
+  /* $ORIGIN only matters to a search path that names it: the realpath only then. */
+  int has_token = (d.rpath && strchr(d.rpath, '$')) || (d.runpath && strchr(d.runpath, '$'));
+  const char *own = has_token && origin_of(path, origin, sizeof(origin)) ? origin : NULL;
+  for (size_t i = 0; i < d.needed.count && !found; i++) {
+    const char *name = d.needed.items[i].path;
+    if (strchr(name, '/') != NULL) { /* a path: opened as it is */
+      found = ncshl_would_block(name);
+      if (found) snprintf(w->file, w->size, "%s", name);
+      if (!found && is_file(name)) found = file_blocks(w, name, level + 1);
+    } else {
+      char *mapped = ncshl_mapped_name(name); /* the loader takes a mapped one, opening none */
+      if (mapped == NULL) found = name_blocks(w, name, d.rpath, d.runpath, own, level);
+      free(mapped);
     }
   }
   ncshl_list_free(&d.needed);
-  ncshl_elf_close(&f);
+  free(d.rpath);
+  free(d.runpath);
   return found;
 }
 

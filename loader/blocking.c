@@ -47,6 +47,12 @@ static const char *const legacy_names[] = {
 
 enum { LEGACY_DEPTH = 4 };
 
+static int listed(const char *name) {
+  for (size_t i = 0; i < sizeof(legacy_names) / sizeof(legacy_names[0]); i++)
+    if (strcmp(legacy_names[i], name) == 0) return 1;
+  return 0;
+}
+
 /* Called with each directory where the loader tries a name, in its order; non-zero stops. */
 typedef int (*place_fn)(void *context, const char *place);
 
@@ -59,7 +65,8 @@ static int legacy_places(const char *dir, int depth, place_fn each, void *contex
   for (size_t i = 0; i <= count; i++) {
     const char *sub = i < count ? legacy_names[i] : platform;
     struct stat st;
-    if (sub == NULL || snprintf(path, sizeof(path), "%s/%s", dir, sub) >= (int)sizeof(path) ||
+    if (sub == NULL || (i == count && listed(platform)) ||
+        snprintf(path, sizeof(path), "%s/%s", dir, sub) >= (int)sizeof(path) ||
         stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
       continue;
     if (legacy_places(path, depth + 1, each, context)) return 1;

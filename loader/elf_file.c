@@ -253,13 +253,17 @@ ncshl_outcome ncshl_elf_exports(const char *path, ncshl_symbol_fn each, void *co
 
 /* ---- The dynamic section as the loader reads it ---------------------------------------- */
 
-enum { MOST_READ_PHDRS = 256, MOST_DYNAMIC_ENTRIES = 4096, STRING_READ = 512 };
+enum { MOST_READ_PHDRS = 256, MOST_DYNAMIC_ENTRIES = 4096, STRING_READ = 4096 };
 #define MOST_STRING ((size_t)1 << 20)
 
 typedef struct read_file {
   int fd;
   ElfW(Phdr) * ph;
   unsigned phnum;
+  /* The last bytes read for a string: a file's few strings usually share one such window. */
+  unsigned long long window_at;
+  size_t window_length;
+  char window[STRING_READ];
 } read_file;
 
 /* The file offset of virtual address `vaddr` inside a PT_LOAD segment's bytes from the file,
@@ -283,19 +287,28 @@ static int read_at(const read_file *r, void *out, size_t length, unsigned long l
          pread(r->fd, out, length, (off_t)offset) == (ssize_t)length;
 }
 
-/* The NUL-terminated string at `vaddr` (DT_STRTAB plus an entry's value), read into `small`
- * or, when longer, into a malloc'd buffer that *grown takes; NULL when it lies outside the
- * segments or runs past MOST_STRING bytes. */
-static const char *loaded_string(const read_file *r, unsigned long long vaddr, char *small,
-                                 size_t size, char **grown) {
+/* The NUL-terminated string at `vaddr` (DT_STRTAB plus an entry's value): in the window, read
+ * there when it is not (up to STRING_READ bytes of the segment), or, when longer, read into a
+ * malloc'd buffer that *grown takes; NULL when it lies outside the segments or runs past
+ * MOST_STRING bytes. */
+static const char *loaded_string(read_file *r, unsigned long long vaddr, char **grown) {
   unsigned long long offset, room;
   *grown = NULL;
   if (!loaded_at(r, vaddr, &offset, &room)) return NULL;
-  size_t length = room < size ? (size_t)room : size;
-  if (!read_at(r, small, length, offset)) return NULL;
-  if (memchr(small, '\0', length) != NULL) return small;
-  if (room <= size) return NULL;
-  length = room < MOST_STRING ? (size_t)room : MOST_STRING;
+  if (offset < r->window_at || offset - r->window_at >= r->window_length ||
+      memchr(r->window + (offset - r->window_at), '\0',
+             r->window_length - (offset - r->window_at)) == NULL) {
+    size_t length = room < STRING_READ ? (size_t)room : STRING_READ;
+    r->window_length = 0;
+    if (!read_at(r, r->window, length, offset)) return NULL;
+    r->window_at = offset;
+    r->window_length = length;
+  }
+  const char *start = r->window + (offset - r->window_at);
+  size_t left = r->window_length - (size_t)(offset - r->window_at);
+  if (memchr(start, '\0', left) != NULL) return start;
+  if (room <= STRING_READ) return NULL;
+  size_t length = room < MOST_STRING ? (size_t)room : MOST_STRING;
   *grown = malloc(length);
   if (*grown != NULL && read_at(r, *grown, length, offset) && memchr(*grown, '\0', length))
     return *grown;
@@ -304,7 +317,7 @@ static const char *loaded_string(const read_file *r, unsigned long long vaddr, c
   return NULL;
 }
 
-static void each_loaded_string(const read_file *r, const ElfW(Dyn) * dyn, size_t count,
+static void each_loaded_string(read_file *r, const ElfW(Dyn) * dyn, size_t count,
                                ncshl_dynamic_fn each, void *context) {
   unsigned long long strtab = 0;
   int has_strtab = 0;
@@ -313,15 +326,13 @@ static void each_loaded_string(const read_file *r, const ElfW(Dyn) * dyn, size_t
       strtab = dyn[i].d_un.d_ptr;
       has_strtab = 1;
     }
-  char small[STRING_READ];
   for (size_t i = 0; has_strtab && i < count && dyn[i].d_tag != DT_NULL; i++) {
     long long tag = dyn[i].d_tag;
     if (tag != DT_NEEDED && tag != DT_SONAME && tag != DT_RPATH && tag != DT_RUNPATH) continue;
     unsigned long long value = dyn[i].d_un.d_val;
     char *grown = NULL;
-    const char *string = value <= ULLONG_MAX - strtab
-                             ? loaded_string(r, strtab + value, small, sizeof(small), &grown)
-                             : NULL;
+    const char *string =
+        value <= ULLONG_MAX - strtab ? loaded_string(r, strtab + value, &grown) : NULL;
     int stop = string != NULL && each(context, tag, string);
     free(grown);
     if (stop) return;

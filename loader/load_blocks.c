@@ -20,9 +20,11 @@ enum { MOST_LEVELS = 8 };
  * walk tries each of a handful of names in the same few directories. */
 typedef struct dir_places {
   char *dir;
-  dev_t device; /* the directory's: another path to it (/lib and /usr/lib) has its places */
+  int absent;   /* no directory there: nothing under it can block */
+  dev_t device; /* the directory's: another path to it (/lib and /usr/lib) shares its places */
   ino_t inode;
-  ncshl_list places;
+  size_t owner;      /* the entry holding the places: this one, or the first path to it */
+  ncshl_list places; /* the owner's */
 } dir_places;
 
 typedef struct walk {
@@ -74,25 +76,33 @@ static void add_path_list(ncshl_list *dirs, const char *value, const char *origi
 static const ncshl_list *places_of(walk *w, const char *dir, int *failed) {
   *failed = 0;
   for (size_t i = 0; i < w->dir_count; i++)
-    if (strcmp(w->dirs[i].dir, dir) == 0) return &w->dirs[i].places;
-  struct stat st;
-  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return NULL;
-  for (size_t i = 0; i < w->dir_count; i++)
-    if (w->dirs[i].device == st.st_dev && w->dirs[i].inode == st.st_ino) return &w->dirs[i].places;
+    if (strcmp(w->dirs[i].dir, dir) == 0)
+      return w->dirs[i].absent ? NULL : &w->dirs[w->dirs[i].owner].places;
   dir_places *grown = realloc(w->dirs, (w->dir_count + 1) * sizeof(*grown));
+  char *copy = grown ? strdup(dir) : NULL;
   if (grown != NULL) w->dirs = grown;
-  dir_places *d = grown ? &w->dirs[w->dir_count] : NULL;
-  if (d != NULL) *d = (dir_places){.dir = strdup(dir), .device = st.st_dev, .inode = st.st_ino};
-  if (d == NULL || d->dir == NULL || ncshl_dir_places(dir, &d->places) != 0) {
-    if (d != NULL) {
-      free(d->dir);
-      ncshl_list_free(&d->places);
-    }
+  if (copy == NULL) {
+    *failed = 1;
+    return NULL;
+  }
+  size_t self = w->dir_count;
+  dir_places *d = &w->dirs[self];
+  *d = (dir_places){.dir = copy, .owner = self};
+  struct stat st;
+  d->absent = stat(dir, &st) != 0 || !S_ISDIR(st.st_mode);
+  for (size_t i = 0; i < self && !d->absent && d->owner == self; i++)
+    if (!w->dirs[i].absent && w->dirs[i].device == st.st_dev && w->dirs[i].inode == st.st_ino)
+      d->owner = w->dirs[i].owner;
+  d->device = st.st_dev;
+  d->inode = st.st_ino;
+  if (!d->absent && d->owner == self && ncshl_dir_places(dir, &d->places) != 0) {
+    free(d->dir);
+    ncshl_list_free(&d->places);
     *failed = 1;
     return NULL;
   }
   w->dir_count++;
-  return &d->places;
+  return d->absent ? NULL : &w->dirs[d->owner].places;
 }
 
 /* 1 when `name` blocks in `dir` or under it, through the walk's places. */

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -300,21 +301,22 @@ typedef struct unsafe_search {
   size_t index; /* of the object visited */
 } unsafe_search;
 
-/* Each object's tables as find_tables found them, for the next lookup's check in this thread:
- * binding a library checks some 150 names against the same dozen objects. Valid while the
- * loader's counts of objects added and removed stay those it was filled under (the same
- * objects in the same order), each entry also matched by its load address and headers. */
-enum { MOST_CACHED = 32 };
-typedef struct cached_tables {
+/* Each object's tables as find_tables found them, for the next lookup's check: binding a
+ * library checks some 150 names against the same objects (hundreds in a large program). Valid
+ * while the loader's counts of objects added and removed stay those it was filled under (the
+ * same objects in the same order), each entry also matched by its load address and headers.
+ * Shared by the threads, under cache_lock, held around the whole dl_iterate_phdr walk. */
+typedef struct cached_object {
+  uintptr_t base;
+  const ElfW(Phdr) * phdr;
+  dyn_tables tables;
+} cached_object;
+static struct {
   unsigned long long adds, subs;
-  size_t count;
-  struct {
-    uintptr_t base;
-    const ElfW(Phdr) * phdr;
-    dyn_tables tables;
-  } entry[MOST_CACHED];
-} cached_tables;
-static __thread cached_tables cache;
+  size_t count, capacity;
+  cached_object *entry;
+} cache;
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int tables_of(struct dl_phdr_info *info, size_t size, size_t index, dyn_tables *t) {
   /* dlpi_adds and dlpi_subs exist when `size` covers them (glibc 2.4 and later). */
@@ -328,16 +330,22 @@ static int tables_of(struct dl_phdr_info *info, size_t size, size_t index, dyn_t
       cache.entry[index].phdr == info->dlpi_phdr) {
     *t = cache.entry[index].tables;
     t->info = info;
-  } else {
-    find_tables(info, t);
-    if (counted && index == cache.count && index < MOST_CACHED) {
-      cache.entry[index].base = info->dlpi_addr;
-      cache.entry[index].phdr = info->dlpi_phdr;
-      cache.entry[index].tables = *t;
-      cache.count++;
+    return t->symbols && t->strings && (t->gnu_hash || t->sysv_hash);
+  }
+  int usable = find_tables(info, t);
+  if (counted && index == cache.count && index == cache.capacity) {
+    size_t capacity = cache.capacity ? 2 * cache.capacity : 32;
+    cached_object *grown = realloc(cache.entry, capacity * sizeof(*grown));
+    if (grown != NULL) {
+      cache.entry = grown;
+      cache.capacity = capacity;
     }
   }
-  return t->symbols && t->strings && (t->gnu_hash || t->sysv_hash);
+  if (counted && index == cache.count && index < cache.capacity) {
+    cache.entry[index] = (cached_object){info->dlpi_addr, info->dlpi_phdr, *t};
+    cache.count++;
+  }
+  return usable;
 }
 
 static int check_lookup(struct dl_phdr_info *info, size_t size, void *context) {
@@ -360,7 +368,9 @@ static int check_lookup(struct dl_phdr_info *info, size_t size, void *context) {
 
 int ncshl_lookup_unsafe(const char *name, char *object, size_t size) {
   unsafe_search s = {name, gnu_hash_of(name), sysv_hash_of(name), object, size, 0, 0};
+  pthread_mutex_lock(&cache_lock);
   dl_iterate_phdr(check_lookup, &s);
+  pthread_mutex_unlock(&cache_lock);
   return s.found;
 }
 
@@ -397,7 +407,9 @@ static int find_holder(struct dl_phdr_info *info, size_t size, void *context) {
 
 int ncshl_object_holding(const void *address, const char *name, ncshl_held *held) {
   holder_search s = {(uintptr_t)address, name, held, 0, 0};
+  pthread_mutex_lock(&cache_lock);
   dl_iterate_phdr(find_holder, &s);
+  pthread_mutex_unlock(&cache_lock);
   return s.found;
 }
 

@@ -318,6 +318,13 @@ static struct {
 } cache;
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Unloaded (dlclose): the cache goes with the library, or each load and unload leaks it. */
+__attribute__((destructor)) static void free_cache(void) {
+  free(cache.entry);
+  cache.entry = NULL;
+  cache.count = cache.capacity = 0;
+}
+
 static int tables_of(struct dl_phdr_info *info, size_t size, size_t index, dyn_tables *t) {
   /* dlpi_adds and dlpi_subs exist when `size` covers them (glibc 2.4 and later). */
   int counted = size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs);

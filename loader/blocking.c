@@ -125,13 +125,6 @@ int ncshl_dir_places(const char *dir, ncshl_list *places) {
   return places->out_of_memory ? -1 : 0;
 }
 
-int ncshl_places_block(const ncshl_list *places, const char *name, char *file, size_t size) {
-  name_check c = {name, file, size};
-  for (size_t i = 0; i < places->count; i++)
-    if (place_blocks(&c, places->items[i].path)) return 1;
-  return 0;
-}
-
 void ncshl_search_dirs(ncshl_list *dirs) {
   void *program = dlopen(NULL, RTLD_NOW);
   Dl_serinfo sizes;

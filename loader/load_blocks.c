@@ -32,7 +32,8 @@ typedef struct walk {
   ncshl_list program_dirs; /* ncshl_search_dirs, listed once */
   char *file;
   size_t size;
-  ncshl_list seen; /* files whose dependencies were looked at: "device:inode" */
+  ncshl_list seen;    /* files whose dependencies were looked at: "device:inode" */
+  ncshl_list checked; /* paths found not to block */
   dir_places *dirs;
   size_t dir_count;
 } walk;
@@ -105,12 +106,31 @@ static const ncshl_list *places_of(walk *w, const char *dir, int *failed) {
   return d->absent ? NULL : &w->dirs[d->owner].places;
 }
 
+/* 1 when the file at `path` would block, its path then in w->file. A path found not to is not
+ * looked at again in the walk: the same place reached by two paths, the cache naming a file a
+ * directory holds, a dependency that two files need. */
+static int path_blocks(walk *w, const char *path) {
+  for (size_t i = 0; i < w->checked.count; i++)
+    if (strcmp(w->checked.items[i].path, path) == 0) return 0;
+  if (ncshl_would_block(path)) {
+    snprintf(w->file, w->size, "%s", path);
+    return 1;
+  }
+  ncshl_list_add(&w->checked, path, NULL);
+  return 0;
+}
+
 /* 1 when `name` blocks in `dir` or under it, through the walk's places. */
 static int dir_blocks(walk *w, const char *dir, const char *name) {
   int failed;
   const ncshl_list *places = places_of(w, dir, &failed);
   if (failed) return ncshl_dir_blocks(dir, name, w->file, w->size); /* the same, uncached */
-  return places != NULL && ncshl_places_block(places, name, w->file, w->size);
+  char path[PATH_MAX];
+  for (size_t i = 0; places != NULL && i < places->count; i++)
+    if (snprintf(path, sizeof(path), "%s/%s", places->items[i].path, name) < (int)sizeof(path) &&
+        path_blocks(w, path))
+      return 1;
+  return 0;
 }
 
 typedef struct dynamic {
@@ -143,10 +163,7 @@ static int name_blocks(walk *w, const char *name, const char *rpath, const char 
   ncshl_ld_cache_find(&w->cache, name, &cached);
   int found = 0;
   for (size_t i = 0; i < dirs.count && !found; i++) found = dir_blocks(w, dirs.items[i].path, name);
-  for (size_t i = 0; i < cached.count && !found; i++) {
-    found = ncshl_would_block(cached.items[i].path);
-    if (found) snprintf(w->file, w->size, "%s", cached.items[i].path);
-  }
+  for (size_t i = 0; i < cached.count && !found; i++) found = path_blocks(w, cached.items[i].path);
   /* Then the file the loader would map: the first in its order that is one. */
   char path[PATH_MAX];
   for (size_t i = 0; i < dirs.count + cached.count && !found; i++) {
@@ -226,6 +243,7 @@ static void walk_end(walk *w) {
   }
   free(w->dirs);
   ncshl_list_free(&w->seen);
+  ncshl_list_free(&w->checked);
   ncshl_list_free(&w->program_dirs);
   ncshl_ld_cache_close(&w->cache);
 }

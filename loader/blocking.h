@@ -20,6 +20,12 @@ int ncshl_would_block(const char *path);
  * haswell, ...; glibc before 2.37). The blocking path goes to `file`. */
 int ncshl_dir_blocks(const char *dir, const char *name, char *file, size_t size);
 
+/* The places under `dir` where the loader tries a name, for a search that tries many names in
+ * the same directories: its glibc-hwcaps levels and legacy subdirectories present and `dir`
+ * itself (none when `dir` is absent), found once and appended to `places`; then a name costs a
+ * stat per place. 0, or -1 when out of memory and the list is short. */
+int ncshl_dir_places(const char *dir, ncshl_list *places);
+
 /* The directories of the dynamic loader's search for a dlopen by this program, as the loader
  * itself lists them (dlinfo RTLD_DI_SERINFO): the program's RPATH, LD_LIBRARY_PATH with its
  * $ORIGIN, $LIB and $PLATFORM expanded and relative entries kept (none in a secure process,

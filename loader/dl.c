@@ -78,11 +78,8 @@ ncshl_definition ncshl_define(void *handle, const char *symbol, void **address, 
                                                              : NCSHL_DEFINED_DATA;
   struct link_map *own = NULL;
   if (kind == NCSHL_DEFINED_FUNCTION && definer != NULL &&
-      dlinfo(handle, RTLD_DI_LINKMAP, &own) == 0 && own != NULL && own->l_addr != held.base) {
-    *definer = held.path;
-    held.path = NULL;
-  }
+      dlinfo(handle, RTLD_DI_LINKMAP, &own) == 0 && own != NULL && own->l_addr != held.base)
+    *definer = ncshl_held_path(&held);
   dlerror();
-  free(held.path);
   return kind;
 }

@@ -2,8 +2,10 @@
 
 #include <elf.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -240,28 +242,6 @@ ncshl_outcome ncshl_elf_each_export(const ncshl_elf_file *f, ncshl_symbol_fn eac
   return NCSHL_OK;
 }
 
-void ncshl_elf_each_dynamic_string(const ncshl_elf_file *f, ncshl_dynamic_fn each, void *context) {
-  for (unsigned i = 0; i < f->shnum; i++) {
-    ElfW(Shdr) s, strtab;
-    ncshl_elf_section(f, i, &s);
-    if (s.sh_type != SHT_DYNAMIC || !ncshl_elf_inside(f, s.sh_offset, s.sh_size) ||
-        !ncshl_elf_section(f, s.sh_link, &strtab))
-      continue;
-    for (unsigned long long at = s.sh_offset; s.sh_size - (at - s.sh_offset) >= sizeof(ElfW(Dyn));
-         at += sizeof(ElfW(Dyn))) {
-      ElfW(Dyn) d;
-      memcpy(&d, f->bytes + at, sizeof(d));
-      if (d.d_tag == DT_NULL) return;
-      if (d.d_tag != DT_NEEDED && d.d_tag != DT_SONAME && d.d_tag != DT_RPATH &&
-          d.d_tag != DT_RUNPATH)
-        continue;
-      const char *string = ncshl_elf_string(f, &strtab, d.d_un.d_val);
-      if (string != NULL && each(context, d.d_tag, string)) return;
-    }
-    return;
-  }
-}
-
 ncshl_outcome ncshl_elf_exports(const char *path, ncshl_symbol_fn each, void *context, char *reason,
                                 size_t size) {
   ncshl_elf_file f;
@@ -269,4 +249,126 @@ ncshl_outcome ncshl_elf_exports(const char *path, ncshl_symbol_fn each, void *co
   if (status == NCSHL_OK) status = ncshl_elf_each_export(&f, each, context, reason, size);
   ncshl_elf_close(&f);
   return status;
+}
+
+/* ---- The dynamic section as the loader reads it ---------------------------------------- */
+
+enum { MOST_READ_PHDRS = 256, MOST_DYNAMIC_ENTRIES = 4096, STRING_READ = 4096 };
+#define MOST_STRING ((size_t)1 << 20)
+
+typedef struct read_file {
+  int fd;
+  ElfW(Phdr) * ph;
+  unsigned phnum;
+  /* The last bytes read for a string: a file's few strings usually share one such window. */
+  unsigned long long window_at;
+  size_t window_length;
+  char window[STRING_READ];
+} read_file;
+
+/* The file offset of virtual address `vaddr` inside a PT_LOAD segment's bytes from the file,
+ * with the bytes of that segment left from there in *room; 0 when no segment holds it. */
+static int loaded_at(const read_file *r, unsigned long long vaddr, unsigned long long *offset,
+                     unsigned long long *room) {
+  for (unsigned i = 0; i < r->phnum; i++) {
+    const ElfW(Phdr) *ph = &r->ph[i];
+    if (ph->p_type != PT_LOAD || vaddr < ph->p_vaddr || vaddr - ph->p_vaddr >= ph->p_filesz ||
+        ph->p_offset > ULLONG_MAX - ph->p_filesz)
+      continue;
+    *offset = ph->p_offset + (vaddr - ph->p_vaddr);
+    *room = ph->p_filesz - (vaddr - ph->p_vaddr);
+    return 1;
+  }
+  return 0;
+}
+
+static int read_at(const read_file *r, void *out, size_t length, unsigned long long offset) {
+  return offset <= (unsigned long long)INT64_MAX &&
+         pread(r->fd, out, length, (off_t)offset) == (ssize_t)length;
+}
+
+/* The NUL-terminated string at `vaddr` (DT_STRTAB plus an entry's value): in the window, read
+ * there when it is not (up to STRING_READ bytes of the segment), or, when longer, read into a
+ * malloc'd buffer that *grown takes; NULL when it lies outside the segments or runs past
+ * MOST_STRING bytes. */
+static const char *loaded_string(read_file *r, unsigned long long vaddr, char **grown) {
+  unsigned long long offset, room;
+  *grown = NULL;
+  if (!loaded_at(r, vaddr, &offset, &room)) return NULL;
+  if (offset < r->window_at || offset - r->window_at >= r->window_length ||
+      memchr(r->window + (offset - r->window_at), '\0',
+             r->window_length - (offset - r->window_at)) == NULL) {
+    size_t length = room < STRING_READ ? (size_t)room : STRING_READ;
+    r->window_length = 0;
+    if (!read_at(r, r->window, length, offset)) return NULL;
+    r->window_at = offset;
+    r->window_length = length;
+  }
+  const char *start = r->window + (offset - r->window_at);
+  size_t left = r->window_length - (size_t)(offset - r->window_at);
+  if (memchr(start, '\0', left) != NULL) return start;
+  if (room <= STRING_READ) return NULL;
+  size_t length = room < MOST_STRING ? (size_t)room : MOST_STRING;
+  *grown = malloc(length);
+  if (*grown != NULL && read_at(r, *grown, length, offset) && memchr(*grown, '\0', length))
+    return *grown;
+  free(*grown);
+  *grown = NULL;
+  return NULL;
+}
+
+static void each_loaded_string(read_file *r, const ElfW(Dyn) * dyn, size_t count,
+                               ncshl_dynamic_fn each, void *context) {
+  unsigned long long strtab = 0;
+  int has_strtab = 0;
+  for (size_t i = 0; i < count && dyn[i].d_tag != DT_NULL; i++)
+    if (dyn[i].d_tag == DT_STRTAB) {
+      strtab = dyn[i].d_un.d_ptr;
+      has_strtab = 1;
+    }
+  for (size_t i = 0; has_strtab && i < count && dyn[i].d_tag != DT_NULL; i++) {
+    long long tag = dyn[i].d_tag;
+    if (tag != DT_NEEDED && tag != DT_SONAME && tag != DT_RPATH && tag != DT_RUNPATH) continue;
+    unsigned long long value = dyn[i].d_un.d_val;
+    char *grown = NULL;
+    const char *string =
+        value <= ULLONG_MAX - strtab ? loaded_string(r, strtab + value, &grown) : NULL;
+    int stop = string != NULL && each(context, tag, string);
+    free(grown);
+    if (stop) return;
+  }
+}
+
+void ncshl_elf_read_dynamic(const char *path, ncshl_dynamic_fn each, void *context) {
+  read_file r = {.fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
+  if (r.fd < 0) return;
+  struct stat st;
+  ElfW(Ehdr) eh;
+  const unsigned char own_class = sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32;
+  const unsigned char own_data =
+      __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB;
+  if (fstat(r.fd, &st) == 0 && S_ISREG(st.st_mode) && read_at(&r, &eh, sizeof(eh), 0) &&
+      memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_ident[EI_CLASS] == own_class &&
+      eh.e_ident[EI_DATA] == own_data && eh.e_machine == ncshl_elf_native_machine() &&
+      eh.e_phentsize == sizeof(ElfW(Phdr)) && eh.e_phnum > 0 && eh.e_phnum <= MOST_READ_PHDRS &&
+      (r.ph = malloc(eh.e_phnum * sizeof(ElfW(Phdr)))) != NULL &&
+      read_at(&r, r.ph, eh.e_phnum * sizeof(ElfW(Phdr)), eh.e_phoff)) {
+    r.phnum = eh.e_phnum;
+    /* The loader reads the dynamic section where PT_DYNAMIC puts it in memory: the bytes of the
+     * PT_LOAD segment there (past them, zeros: the end). */
+    for (unsigned i = 0; i < r.phnum; i++) {
+      unsigned long long offset, room;
+      if (r.ph[i].p_type != PT_DYNAMIC || !loaded_at(&r, r.ph[i].p_vaddr, &offset, &room)) continue;
+      unsigned long long count = r.ph[i].p_memsz < room ? r.ph[i].p_memsz : room;
+      count /= sizeof(ElfW(Dyn));
+      if (count > MOST_DYNAMIC_ENTRIES) count = MOST_DYNAMIC_ENTRIES;
+      ElfW(Dyn) *dyn = count > 0 ? malloc(count * sizeof(*dyn)) : NULL;
+      if (dyn != NULL && read_at(&r, dyn, count * sizeof(*dyn), offset))
+        each_loaded_string(&r, dyn, count, each, context);
+      free(dyn);
+      break;
+    }
+  }
+  free(r.ph);
+  close(r.fd);
 }

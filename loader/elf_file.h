@@ -50,10 +50,13 @@ typedef int (*ncshl_symbol_fn)(void *context, const char *name, int is_function)
 ncshl_outcome ncshl_elf_each_export(const ncshl_elf_file *f, ncshl_symbol_fn each, void *context,
                                     char *reason, size_t size);
 /* Called once per entry of the dynamic section (up to DT_NULL) whose value names a string
- * (DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH), with that string read inside the file; return
- * non-zero to stop. */
+ * (DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH), with that string; return non-zero to stop. */
 typedef int (*ncshl_dynamic_fn)(void *context, long long tag, const char *string);
-void ncshl_elf_each_dynamic_string(const ncshl_elf_file *f, ncshl_dynamic_fn each, void *context);
+/* Those strings of the file at `path`, read as the dynamic loader reads them: through the
+ * program headers (the PT_DYNAMIC entries and DT_STRTAB where the PT_LOAD segments put them),
+ * with a few preads rather than a mapping of the file. A file of another class, byte order or
+ * machine, which the loader refuses, gives none. Each string lives only during its call. */
+void ncshl_elf_read_dynamic(const char *path, ncshl_dynamic_fn each, void *context);
 
 /* ncshl_elf_open, ncshl_elf_each_export and ncshl_elf_close of the file at `path`. */
 ncshl_outcome ncshl_elf_exports(const char *path, ncshl_symbol_fn each, void *context, char *reason,

@@ -54,32 +54,52 @@ static void collect(const unsigned char *data, size_t size, const char *soname, 
   size_t span = size - at;
   uint32_t nlibs = word(base + 20);
   if (nlibs > (span - NEW_HEADER) / NEW_ENTRY) return;
+  const size_t length = strlen(soname) + 1; /* the key compared with its NUL, inside the file */
   for (uint32_t i = 0; i < nlibs; i++) {
     const unsigned char *entry = base + NEW_HEADER + (size_t)i * NEW_ENTRY;
-    const char *key = string_at(base, span, word(entry + 4));
+    uint32_t key = word(entry + 4);
+    if (key >= span || length > span - key || memcmp(base + key, soname, length) != 0) continue;
     const char *value = string_at(base, span, word(entry + 8));
-    if (key && value && value[0] == '/' && strcmp(key, soname) == 0)
-      ncshl_list_add(list, value, why);
+    if (value && value[0] == '/') ncshl_list_add(list, value, why);
   }
 }
 
-int ncshl_ld_cache_lookup(const char *cache_path, const char *soname, ncshl_list *out) {
+void ncshl_ld_cache_open(const char *cache_path, ncshl_ld_cache *cache) {
+  *cache = (ncshl_ld_cache){0};
   int fd = open(cache_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return 0;
+  if (fd < 0) return;
   size_t why_size = strlen(cache_path) + 32;
-  char *why = malloc(why_size);
+  cache->why = malloc(why_size);
   struct stat st;
-  if (why != NULL && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+  if (cache->why != NULL && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
       st.st_size <= MAX_CACHE) {
-    snprintf(why, why_size, "registered in %s", cache_path);
+    snprintf(cache->why, why_size, "registered in %s", cache_path);
     void *data = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (data != MAP_FAILED) {
-      collect(data, (size_t)st.st_size, soname, why, out);
-      munmap(data, (size_t)st.st_size);
+      cache->data = data;
+      cache->size = (size_t)st.st_size;
     }
   }
   close(fd);
-  if (why == NULL) out->out_of_memory = 1;
-  free(why);
+  cache->out_of_memory = cache->why == NULL;
+}
+
+int ncshl_ld_cache_find(const ncshl_ld_cache *cache, const char *soname, ncshl_list *out) {
+  if (cache->data != NULL) collect(cache->data, cache->size, soname, cache->why, out);
+  if (cache->out_of_memory) out->out_of_memory = 1;
   return out->out_of_memory ? -1 : 0;
+}
+
+void ncshl_ld_cache_close(ncshl_ld_cache *cache) {
+  if (cache->data != NULL) munmap((void *)cache->data, cache->size);
+  free(cache->why);
+  *cache = (ncshl_ld_cache){0};
+}
+
+int ncshl_ld_cache_lookup(const char *cache_path, const char *soname, ncshl_list *out) {
+  ncshl_ld_cache cache;
+  ncshl_ld_cache_open(cache_path, &cache);
+  int result = ncshl_ld_cache_find(&cache, soname, out);
+  ncshl_ld_cache_close(&cache);
+  return result;
 }

@@ -12,4 +12,15 @@
  * format. */
 int ncshl_ld_cache_lookup(const char *cache_path, const char *soname, ncshl_list *out);
 
+/* The same in steps, for a search that looks up many names: the cache file mapped once. */
+typedef struct ncshl_ld_cache {
+  const unsigned char *data; /* NULL when absent, unreadable or too large */
+  size_t size;
+  char *why;
+  int out_of_memory;
+} ncshl_ld_cache;
+void ncshl_ld_cache_open(const char *cache_path, ncshl_ld_cache *cache);
+int ncshl_ld_cache_find(const ncshl_ld_cache *cache, const char *soname, ncshl_list *out);
+void ncshl_ld_cache_close(ncshl_ld_cache *cache);
+
 #endif

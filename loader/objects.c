@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -189,8 +191,8 @@ static const ElfW(Sym) * lookup(const struct dl_phdr_info *info, const char *nam
   return t.gnu_hash ? gnu_lookup(&t, name) : sysv_lookup(&t, name);
 }
 
-static char *object_path(const struct dl_phdr_info *info, int is_program) {
-  const char *name = is_program ? "/proc/self/exe" : info->dlpi_name;
+static char *object_path(const char *name, int is_program) {
+  if (is_program) name = "/proc/self/exe";
   char *resolved = realpath(name, NULL);
   return resolved ? resolved : strdup(name);
 }
@@ -238,8 +240,7 @@ static int glibc_match(const dyn_tables *t, uintptr_t index, const char *name) {
 }
 
 /* do_lookup_x's walk of one object's GNU hash table for the name of hash `h`. */
-static int glibc_gnu_walk(const dyn_tables *t, const char *name) {
-  const uint32_t h = gnu_hash_of(name);
+static int glibc_gnu_walk(const dyn_tables *t, const char *name, uint32_t h) {
   uintptr_t header = (uintptr_t)t->gnu_hash;
   if (!readable(t->info, header, 4 * sizeof(uint32_t))) return -1;
   const uint32_t nbuckets = t->gnu_hash[0], symoffset = t->gnu_hash[1];
@@ -272,14 +273,14 @@ static int glibc_gnu_walk(const dyn_tables *t, const char *name) {
 enum { MOST_CHAIN_STEPS = 1 << 20 };
 
 /* The same for an object with only a System V hash table. */
-static int glibc_sysv_walk(const dyn_tables *t, const char *name) {
+static int glibc_sysv_walk(const dyn_tables *t, const char *name, uint32_t sysv_hash) {
   uintptr_t header = (uintptr_t)t->sysv_hash;
   if (!readable(t->info, header, 2 * sizeof(ElfW(Word)))) return -1;
   const ElfW(Word) nbucket = t->sysv_hash[0];
   if (nbucket == 0) return 0;
   const uintptr_t buckets = header + 2 * sizeof(ElfW(Word));
   const uintptr_t chain = buckets + (uintptr_t)nbucket * sizeof(ElfW(Word));
-  uintptr_t slot = sysv_hash_of(name) % nbucket;
+  uintptr_t slot = sysv_hash % nbucket;
   if (!readable_item(t->info, buckets, slot, sizeof(ElfW(Word)))) return -1;
   ElfW(Word) index = t->sysv_hash[2 + slot];
   for (int steps = 0; index != STN_UNDEF; steps++) {
@@ -293,24 +294,79 @@ static int glibc_sysv_walk(const dyn_tables *t, const char *name) {
 
 typedef struct unsafe_search {
   const char *name;
+  uint32_t gnu_hash, sysv_hash; /* the name's, computed once for every object */
   char *object;
   size_t size;
   int found;
+  size_t index; /* of the object visited */
 } unsafe_search;
 
+/* Each object's tables as find_tables found them, for the next lookup's check: binding a
+ * library checks some 150 names against the same objects (hundreds in a large program). Valid
+ * while the loader's counts of objects added and removed stay those it was filled under (the
+ * same objects in the same order), each entry also matched by its load address and headers.
+ * Shared by the threads, under cache_lock, held around the whole dl_iterate_phdr walk. */
+typedef struct cached_object {
+  uintptr_t base;
+  const ElfW(Phdr) * phdr;
+  dyn_tables tables;
+} cached_object;
+static struct {
+  unsigned long long adds, subs;
+  size_t count, capacity;
+  cached_object *entry;
+} cache;
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Unloaded (dlclose): the cache goes with the library, or each load and unload leaks it. */
+__attribute__((destructor)) static void free_cache(void) {
+  free(cache.entry);
+  cache.entry = NULL;
+  cache.count = cache.capacity = 0;
+}
+
+static int tables_of(struct dl_phdr_info *info, size_t size, size_t index, dyn_tables *t) {
+  /* dlpi_adds and dlpi_subs exist when `size` covers them (glibc 2.4 and later). */
+  int counted = size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs);
+  if (counted && (cache.adds != info->dlpi_adds || cache.subs != info->dlpi_subs)) {
+    cache.adds = info->dlpi_adds;
+    cache.subs = info->dlpi_subs;
+    cache.count = 0;
+  }
+  if (counted && index < cache.count && cache.entry[index].base == info->dlpi_addr &&
+      cache.entry[index].phdr == info->dlpi_phdr) {
+    *t = cache.entry[index].tables;
+    t->info = info;
+    return t->symbols && t->strings && (t->gnu_hash || t->sysv_hash);
+  }
+  int usable = find_tables(info, t);
+  if (counted && index == cache.count && index == cache.capacity) {
+    size_t capacity = cache.capacity ? 2 * cache.capacity : 32;
+    cached_object *grown = realloc(cache.entry, capacity * sizeof(*grown));
+    if (grown != NULL) {
+      cache.entry = grown;
+      cache.capacity = capacity;
+    }
+  }
+  if (counted && index == cache.count && index < cache.capacity) {
+    cache.entry[index] = (cached_object){info->dlpi_addr, info->dlpi_phdr, *t};
+    cache.count++;
+  }
+  return usable;
+}
+
 static int check_lookup(struct dl_phdr_info *info, size_t size, void *context) {
-  (void)size;
   unsafe_search *s = context;
   dyn_tables t;
-  find_tables(info, &t);
+  tables_of(info, size, s->index++, &t);
   /* glibc walks the GNU table when there is one, else the System V one, else nothing. */
-  int walk = t.gnu_hash    ? glibc_gnu_walk(&t, s->name)
-             : t.sysv_hash ? glibc_sysv_walk(&t, s->name)
+  int walk = t.gnu_hash    ? glibc_gnu_walk(&t, s->name, s->gnu_hash)
+             : t.sysv_hash ? glibc_sysv_walk(&t, s->name, s->sysv_hash)
                            : 0;
   if (walk == 0) return 0;
   s->found = 1;
   if (s->size > 0) {
-    char *path = object_path(info, info->dlpi_name[0] == '\0');
+    char *path = object_path(info->dlpi_name, info->dlpi_name[0] == '\0');
     snprintf(s->object, s->size, "%s", path ? path : info->dlpi_name);
     free(path);
   }
@@ -318,8 +374,10 @@ static int check_lookup(struct dl_phdr_info *info, size_t size, void *context) {
 }
 
 int ncshl_lookup_unsafe(const char *name, char *object, size_t size) {
-  unsafe_search s = {name, object, size, 0};
+  unsafe_search s = {name, gnu_hash_of(name), sysv_hash_of(name), object, size, 0, 0};
+  pthread_mutex_lock(&cache_lock);
   dl_iterate_phdr(check_lookup, &s);
+  pthread_mutex_unlock(&cache_lock);
   return s.found;
 }
 
@@ -333,30 +391,36 @@ typedef struct holder_search {
 } holder_search;
 
 static int find_holder(struct dl_phdr_info *info, size_t size, void *context) {
-  (void)size;
   holder_search *s = context;
-  int first = s->index++ == 0;
+  size_t index = s->index++;
   const ElfW(Phdr) *segment = segment_holding(info, s->address);
   if (segment == NULL) return 0;
   s->found = 1;
   /* The name's own entry in this object says what it is; else the segment does. */
-  const ElfW(Sym) *sym = lookup(info, s->name);
+  dyn_tables t;
+  const ElfW(Sym) *sym = !tables_of(info, size, index, &t) ? NULL
+                         : t.gnu_hash                      ? gnu_lookup(&t, s->name)
+                                                           : sysv_lookup(&t, s->name);
   int type = sym ? ELF64_ST_TYPE(sym->st_info) : -1;
   int code = sym ? type == STT_FUNC || type == STT_GNU_IFUNC : (segment->p_flags & PF_X) != 0;
   s->held->kind = type == STT_TLS ? NCSHL_SYMBOL_TLS
                   : code          ? NCSHL_SYMBOL_FUNCTION
                                   : NCSHL_SYMBOL_DATA;
   s->held->base = info->dlpi_addr;
-  s->held->path = object_path(info, first && info->dlpi_name[0] == '\0');
+  s->held->name = info->dlpi_name;
+  s->held->is_program = index == 0 && info->dlpi_name[0] == '\0';
   return 1;
 }
 
 int ncshl_object_holding(const void *address, const char *name, ncshl_held *held) {
   holder_search s = {(uintptr_t)address, name, held, 0, 0};
-  held->path = NULL;
+  pthread_mutex_lock(&cache_lock);
   dl_iterate_phdr(find_holder, &s);
+  pthread_mutex_unlock(&cache_lock);
   return s.found;
 }
+
+char *ncshl_held_path(const ncshl_held *held) { return object_path(held->name, held->is_program); }
 
 /* The same through a pipe, where process_vm_readv is refused (a seccomp filter) or missing
  * (qemu-user): write(2) answers EFAULT for bytes not mapped readable, rather than faulting. */
@@ -450,7 +514,7 @@ static int visit(struct dl_phdr_info *info, size_t size, void *context) {
                                                       : NCSHL_SYMBOL_DATA;
   o->address = o->kind == NCSHL_SYMBOL_TLS ? NULL : (void *)(info->dlpi_addr + sym->st_value);
   o->is_program = is_program;
-  o->path = object_path(info, is_program);
+  o->path = object_path(info->dlpi_name, is_program);
   if (o->path == NULL) {
     c->out_of_memory = 1;
     return 1;

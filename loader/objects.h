@@ -52,8 +52,13 @@ typedef struct ncshl_held {
   ncshl_symbol_kind kind; /* the object's own entry for `name`; without one, FUNCTION when
                              the address lies in an executable segment, else DATA */
   uintptr_t base;         /* the object's load address (link_map's l_addr) */
-  char *path;             /* as ncshl_mapped's; malloc'd (NULL when out of memory) */
+  const char *name;       /* its link-map name, valid while it stays mapped */
+  int is_program;         /* the executable itself */
 } ncshl_held;
+
+/* The path of a held object, as ncshl_mapped's: malloc'd (NULL when out of memory). Apart,
+ * because resolving it costs a readlink per path component and most callers never need it. */
+char *ncshl_held_path(const ncshl_held *held);
 
 /* 1 with *held filled when a mapped object's PT_LOAD segment holds `address`; 0 when none
  * does (a thread-local variable's address). Reads only bounded tables, never glibc's

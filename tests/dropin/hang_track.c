@@ -27,6 +27,7 @@
 
 #include "fakes/fake_cuda.h"
 #include "has_dump.h"
+#include "support.h"
 #include "ncclshim/ncclshim.h" /* stands in for nccl.h */
 
 static fake_cuda_api fake;
@@ -229,9 +230,15 @@ int main(int argc, char **argv) {
     setenv("NCCLSHIM_RECORD", "100", 1);
     setenv("NCCLSHIM_RECORD_DIR", made, 1);
     setenv("NCCLSHIM_RECORD_HANG_MS", strcmp(scenario, "manyops") == 0 ? "1000" : "300", 1);
-    /* argv[0] as the runner gave it (under valgrind /proc/self/exe is valgrind's) */
-    execv(strchr(argv[0], '/') != NULL ? argv[0] : "/proc/self/exe", argv);
-    perror("execv");
+    /* argv[0] as the runner gave it (under valgrind /proc/self/exe is valgrind's), through a
+     * cross build's exe_wrapper: the kernel cannot run the target's ELF without binfmt_misc */
+    const char *again[12];
+    int words = test_wrapper_words(again, 8);
+    again[words] = strchr(argv[0], '/') != NULL ? argv[0] : "/proc/self/exe";
+    again[words + 1] = scenario;
+    again[words + 2] = NULL;
+    execvp(again[0], (char *const *)again);
+    perror(again[0]);
     return 2;
   }
   char err[512];

@@ -85,7 +85,12 @@ void run_record_case(void **state) {
   const record_case *c = *state;
   if (c->audit) SKIP_UNDER_SANITIZER();
   const char *wrapper[8];
-  if (c->native && test_wrapper_words(wrapper, 8) > 0) skip();
+  if (c->native && test_wrapper_words(wrapper, 8) > 0) {
+    print_message(
+        "skipped under the exe wrapper: qemu-user forks for vfork and aborts a "
+        "forked child that starts a thread\n");
+    skip();
+  }
   scenario s;
   const char *dir = record_run(&s, c);
   if (s.exit_code != c->exit_code)

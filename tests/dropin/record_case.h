@@ -40,7 +40,8 @@ typedef struct record_case {
   int cuda;  /* with the fake driver (tests/fakes) as the program's libcuda */
   int audit; /* the drop-in as LD_AUDIT instead of LD_PRELOAD (skipped under a sanitizer) */
   /* Skipped under a cross build's exe_wrapper: qemu-user (7.2) aborts when a forked child of
-   * a threaded process starts a thread (qemu_plugin_vcpu_init_hook: assertion failed). */
+   * a threaded process starts a thread (qemu_plugin_vcpu_init_hook: assertion failed), and
+   * runs vfork() as a plain fork (the child does not share its parent's memory). */
   int native;
   /* What run_record_case checks: the exit status; the values of keys the program printed;
    * counts of lines in its output and in its one dump (no rows: no dump is read); the

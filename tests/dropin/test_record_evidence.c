@@ -50,10 +50,12 @@ static void test_vfork_child_leaves_parent(void **state) {
 
 /* A vfork child that ends by exit() runs the library's destructor in its parent's memory:
  * no exit dump of its own, and the parent's dump on the signal is whole. (The loader's own
- * state is shared too: the parent's exit finds the destructors run, and dumps no more.) */
+ * state is shared too: the parent's exit finds the destructors run, and dumps no more.) Not
+ * under qemu-user, whose vfork is a fork: the parent's exit dump would follow. */
 static const record_case test_vfork_exit_leaves_parent = {
     .args = {"vforkexit"},
     .env = {DUMP_ON_USR1, AT_EXIT},
+    .native = 1,
     .values = {{"child_status", "0"}},
     .dump = {{{HEADER_LINE, "\"reason\":\"signal\"", "\"calls\":3,"}, 1},
              {{HEADER_LINE, "\"forked\""}, 0},
@@ -84,18 +86,23 @@ static void test_audit_with_preload_one_dump(void **state) {
   free(dump);
 }
 
-/* SIGSTKFLT and SIGRTMIN+n by name, as by number: the signal dumps, then ends the process. */
+/* SIGSTKFLT and SIGRTMIN+n by name, as by number: the signal dumps, then ends the process.
+ * qemu-user (7.2, a cross build's exe_wrapper) never delivers the target's two highest
+ * signals (their sigaction succeeds, raise does nothing): RTMAX-2 there, RTMAX-1 natively. */
 static void test_signal_names(void **state) {
   (void)state;
-  char realtime[64], number[16];
+  char realtime[64], highest[64], number[16];
+  const char *wrapper[8];
+  int below_max = test_wrapper_words(wrapper, 8) > 0 ? 2 : 1;
   snprintf(realtime, sizeof(realtime), "NCCLSHIM_RECORD_SIGNAL=SIGRTMIN+%d", 2);
+  snprintf(highest, sizeof(highest), "NCCLSHIM_RECORD_SIGNAL=RTMAX-%d", below_max);
   const struct {
     const char *setting;
     int signo;
   } named[] = {{"NCCLSHIM_RECORD_SIGNAL=SIGSTKFLT", SIGSTKFLT},
                {"NCCLSHIM_RECORD_SIGNAL=stkflt", SIGSTKFLT},
                {realtime, SIGRTMIN + 2},
-               {"NCCLSHIM_RECORD_SIGNAL=RTMAX-1", SIGRTMAX - 1}};
+               {highest, SIGRTMAX - below_max}};
   for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++) {
     scenario s;
     snprintf(number, sizeof(number), "%d", named[i].signo);

@@ -5,7 +5,7 @@ loads each mutant (the tests check that it does)."""
 import struct
 
 PT_LOAD, PT_DYNAMIC, PT_NOTE = 1, 2, 4
-DT_NULL, DT_NEEDED, DT_STRTAB, DT_STRSZ, DT_RUNPATH, DT_GNU_HASH = 0, 1, 5, 10, 29, 0x6FFFFEF5
+DT_NULL, DT_STRTAB, DT_STRSZ, DT_SONAME, DT_RUNPATH, DT_GNU_HASH = 0, 5, 10, 14, 29, 0x6FFFFEF5
 
 
 def _phdrs(data):
@@ -67,30 +67,30 @@ def rename_needed(path, old, new):
         f.write(data)
 
 
-def last_needed_to_runpath(path, runpath="$ORIGIN"):
-    """The file's last DT_NEEDED entry becomes a DT_RUNPATH of `runpath`, written over that
-    entry's name (which must be as long or longer)."""
+def soname_to_runpath(path, runpath="$ORIGIN"):
+    """The file's DT_SONAME entry becomes a DT_RUNPATH of `runpath`, written over the soname
+    (which must be as long or longer). Every DT_NEEDED is kept, whatever the architecture or
+    build puts there (x86-64's ld-linux, a sanitizer's runtime, libc alone on aarch64); a file
+    loaded by path needs no soname."""
     with open(path, "r+b") as f:
         data = bytearray(f.read())
         entries = _dynamic(data)
         strings = _file_offset(data, entries[DT_STRTAB])
         dynamic = next(fields for _, fields in _phdrs(data) if fields[0] == PT_DYNAMIC)
-        at, last = dynamic[2], None
+        at = dynamic[2]
         while True:
             tag, value = struct.unpack_from("<qQ", data, at)
             if tag == DT_NULL:
+                raise ValueError("%s has no DT_SONAME" % path)
+            if tag == DT_SONAME:
                 break
-            if tag == DT_NEEDED:
-                last = (at, value)
             at += 16
-        if last is None:
-            raise ValueError("%s needs nothing" % path)
-        name = strings + last[1]
+        name = strings + value
         old = data[name:data.index(b"\0", name)]
         if len(old) < len(runpath):
             raise ValueError("%s: %s is shorter than %s" % (path, old, runpath))
         data[name:name + len(old)] = runpath.encode().ljust(len(old), b"\0")
-        struct.pack_into("<q", data, last[0], DT_RUNPATH)
+        struct.pack_into("<q", data, at, DT_RUNPATH)
         f.seek(0)
         f.write(data)
 

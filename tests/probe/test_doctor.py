@@ -551,6 +551,7 @@ class OtherTexts(OneVenv):
         self.assertEqual([(e["found_by"], e["loads"]) for e in env], [("CONDA_PREFIX", file)])
         self.assertEqual(copy_of(doc["doctor"], file)["found_via"], "active-environment")
 
+    @needs_the_loader
     def test_conda_lib_is_not_a_wheel(self):
         """The conda environment's lib/ copy against another one a plain process maps: the
         warning names lib/, not a wheel."""

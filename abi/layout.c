@@ -11,6 +11,7 @@
 #include "ncclshim/cuda.h"
 #include "ncclshim/nccl_plugins.h"
 #include "ncclshim/ncclshim.h"
+#include "ncclshim/diag.h"
 #include "ncclshim/status.h"
 #include "ncclshim/symmem.h"
 

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "ncclshim/ncclshim.h"
+#include "ncclshim/diag.h"
 
 static double now_us(void) {
   struct timespec ts;

@@ -10,7 +10,7 @@ Cases (each dump generated in a temporary directory, in the format of docs/dropi
   calls-1m        one dump of 1,000,000 calls on one communicator (~350 MB)
 CSV columns: case,dump_mb,largest_mb,seconds (wall),cpu_seconds (user + system: the measure on a
 shared machine),max_rss_mb,rss_over_largest,output_kb,exit.
-The goals (issue 30): one-18mb <= 2 s; RSS <= 3x the largest dump; output linear in ranks.
+The goals: one-18mb <= 2 s; RSS <= 3x the largest dump; output linear in ranks.
 """
 import os
 import subprocess

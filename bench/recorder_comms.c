@@ -1,4 +1,4 @@
-/* The flight recorder with communicators coming and going (issue 22): COMMS communicators
+/* The flight recorder with communicators coming and going: COMMS communicators
  * created and destroyed in turn through the drop-in, CALLS all-reduces on each, NCCL being
  * bench/noop_nccl.c (NCCLSHIM_NCCL_LIBRARY). Run with NCCLSHIM_RECORD unset (off) and set
  * (on): the difference is the recorder's cost per call while its table churns. With the

@@ -3,7 +3,7 @@
  * The callee is bench/timed_nccl.c, whose ncclCommGetAsyncError says ncclInProgress until a
  * time set here. For each duration D, the work is made to finish D after the wait starts;
  * ncclshim_nccl_wait polls it, and the overshoot is its return time minus the moment the
- * work finished. The goal (issue 21) is overshoot <= max(2 us, 5 % of D). CPU is the
+ * work finished. The goal is overshoot <= max(2 us, 5 % of D). CPU is the
  * thread's CPU time over the wait's wall time (1.0: a core busy throughout).
  *   wait_cost LIBRARY REPS     prints CSV: wait_us,rep,overshoot_ns,cpu
  * NCCLSHIM_WAIT_SPIN_US (read by the library) selects the pacing under test. */

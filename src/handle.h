@@ -8,7 +8,7 @@
 #include <pthread.h>
 #include <stddef.h>
 
-#include "../loader/search.h"
+#include "loader/search.h"
 #include "ncclshim/status.h"
 
 typedef struct ncs_handle ncs_handle;
@@ -110,7 +110,7 @@ void ncs_registry_absent(ncs_binding_kind kind, const char *what, char *buf, siz
     return h && index < h->core.attempt_count ? &h->core.attempts[index] : NULL;         \
   }
 
-/* The count and entry of a list ncclshim hands out (NCCLSHIM_DECLARE_LIST), for a struct
+/* The count and entry of a list ncclshim hands out (ncclshim.h), for a struct
  * with `items` and `count`; each list frees its own entries. */
 #define NCCLSHIM_LIST_ACCESSORS(prefix, list_type, entry_type)                    \
   size_t prefix##_count(const list_type *list) { return list ? list->count : 0; } \

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../loader/outcome.h"
+#include "loader/outcome.h"
 #include "internal.h"
 #include "ncclshim/ncclshim.h"
 

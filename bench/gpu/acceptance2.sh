@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The acceptance run that one GPU cannot do (issue 34), on 2 x H200, a part of session.sh:
+# The acceptance run that one GPU cannot do, on 2 x H200, a part of session.sh:
 #   LIMIT_acceptance2=540 PARTS=acceptance2 bash bench/gpu/session.sh
 # or alone from the repository root (it builds build-gpu/ when session.sh has not):
 #   bash bench/gpu/acceptance2.sh
@@ -76,7 +76,7 @@ fail_all() {
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 [ "$gpus" -lt 2 ] && fail_all "needs 2 GPUs (found $gpus)"
 echo "=== build ($(date -u +%T))"
-if ! part_build || ! part_compile gcc -std=c11 -O2 -Wall -Wextra -Werror "-I$cuda/include" \
+if ! part_build || ! part_compile gcc -std=c11 -O2 -Wall -Wextra -Werror -Itests "-I$cuda/include" \
   bench/gpu/stopped_replay.c -o "$bin/stopped_replay" "-L$cuda/lib64" -lcudart \
   "-Wl,-rpath,$cuda/lib64"; then
   fail_all "build (see build.log)"

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "../../tests/fail_line.h"
+#include "fail_line.h"
 
 #ifdef VIA_TABLE
 #include "ncclshim/ncclshim.h"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 23 on the GPU host, in one command from the repository root (about 3 minutes):
+# Communicator capabilities on the GPU host, in one command from the repository root (about 3 minutes):
 #   bash bench/gpu/commcaps.sh
 # Builds (or reuses) build-gpu/, then on each NCCL (system 2.28.3, pip 2.28.9, and 2.29.7
 # when NCCL_2297=/path/to/libnccl.so.2 is given):

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 29 item 4 on the GPU host, a part of bench/gpu/session.sh (PARTS=commsplit), 90 s at
+# Split-blocking destroy on the GPU host, a part of bench/gpu/session.sh (PARTS=commsplit), 90 s at
 # most (about 30 s): a one-rank NCCLSHIM_COMM_SPLIT_BLOCKING communicator (init, split, one
 # all-reduce on the blocking child, destroy) on each NCCL (system, pip, 2.29.7 when
 # NCCL_2297 is set), with NCCL_COMM_BLOCKING unset, 0 and 1. NCCL lets the variable override

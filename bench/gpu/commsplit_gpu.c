@@ -2,8 +2,8 @@
  * communicator, initialised, waited for, its child used by one all-reduce, then destroyed, on
  * whatever NCCL_COMM_BLOCKING the environment gives. Prints one CSV line:
  *   case,verdict,destroy_status,state_after,destroy_ms
- * verdict `ok` when destroy returned OK and the communicator is DESTROYED (issue 29 item 4:
- * under NCCL_COMM_BLOCKING=0 destroy answered OK while the state stayed ready). Exit 0 ok,
+ * verdict `ok` when destroy returned OK and the communicator is DESTROYED (under
+ * NCCL_COMM_BLOCKING=0 destroy once answered OK while the state stayed ready). Exit 0 ok,
  * 1 FAIL, 77 no GPU or no NCCL. */
 #include <stdio.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The doctor on the GPU host against what the dynamic loader really maps (issues 24 and 31),
+# The doctor on the GPU host against what the dynamic loader really maps,
 # from the repository root:
 #   bash bench/gpu/doctor.sh WHEEL
 # WHEEL is the x86-64 wheel built on the build machine and carried here (session.sh passes

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The function list's first versions against what each real NCCL exports (issue 33: the Gin
+# The function list's first versions against what each real NCCL exports (the Gin
 # outbox/inbox rows, exported by 2.29.7 before any Linux header declared them). A part of
 # bench/gpu/session.sh (PARTS=exports), or alone after a build:
 #   OUT=/tmp/out bash bench/gpu/exports.sh [BUILD]      (BUILD: default build-gpu)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Faults between processes on the GPU host (issue 14), in one command from the repository root:
+# Faults between processes on the GPU host, in one command from the repository root:
 #   bash bench/gpu/faults.sh
 # Builds (or reuses) build-gpu/, then runs tests/comm/gpu/gpu_faults' killed-rank cases on
 # both NCCLs (system, pip wheel) over the default transports and over NCCL's sockets on

@@ -1,4 +1,4 @@
-// The watchdog and CUDA graphs on one GPU (issue 28), run by bench/gpu/graphs.sh: one-rank
+// The watchdog and CUDA graphs on one GPU, run by bench/gpu/graphs.sh: one-rank
 // NCCLSHIM_COMM_SPLIT_BLOCKING communicators on the NCCL that NCCLSHIM_NCCL_LIBRARY names,
 // watched with a DEADLINE_MS deadline and an INTERVAL_MS interval. An all-reduce with distinct
 // buffers launches a kernel; a "hang" is a kernel before it spinning on a host-mapped flag,

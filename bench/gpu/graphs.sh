@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The watchdog and CUDA graphs on one GPU (issue 28), a part of bench/gpu/session.sh
+# The watchdog and CUDA graphs on one GPU, a part of bench/gpu/session.sh
 # (PARTS=graphs), or from the repository root: bash bench/gpu/graphs.sh
 # Builds (or reuses) build-gpu/, compiles bench/gpu/graphs.cu with nvcc against it, then runs
 # its cases (one-rank communicators, deadline 300 ms, interval 10 ms) on the NCCL that

@@ -1,4 +1,4 @@
-"""The watchdog under torch.cuda.graph (issue 28, case capture-torch), run by graphs.sh.
+"""The watchdog under torch.cuda.graph (case capture-torch), run by graphs.sh.
 
 A one-rank NCCLSHIM_COMM_SPLIT_BLOCKING communicator watched with a 300 ms deadline; an
 all-reduce and its record enqueued eagerly behind a torch.cuda._sleep kernel, then the same

@@ -1,4 +1,4 @@
-"""A two-rank job in which rank 1 skips a collective (issue 34), NCCL and CUDA bound by ctypes
+"""A two-rank job in which rank 1 skips a collective, NCCL and CUDA bound by ctypes
 as vLLM's pynccl binds them, for the recorder's hang dump with no signal
 (bench/gpu/acceptance2.sh; tests/dropin/gpu/hang_job.py is its one-rank form).
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The recorder's hang dump on one GPU, with no signal sent (issue 30), a part of session.sh
+# The recorder's hang dump on one GPU, with no signal sent, a part of session.sh
 # (PARTS=hangdump; it builds build-gpu/ first), or alone from the repository root:
 #   bash bench/gpu/hangdump.sh
 # A one-rank job holds its stream with a kernel that spins on a host-mapped flag (it gives up
@@ -21,8 +21,8 @@
 #                        into the NCCL under it (hang_job cost's dropin_ns), with
 #                        NCCLSHIM_RECORD_HANG_MS=60000 against without, 3 runs each,
 #                        alternating: the difference of the medians is what the hang dump adds
-#                        per call (ok: at most 100 ns, the bound of the watchdog's record,
-#                        issue 28). The enqueue medians of the runs are in the detail.
+#                        per call (ok: at most 100 ns, the bound set for the watchdog's
+#                        record). The enqueue medians of the runs are in the detail.
 # Writes $OUT/hangdump/summary.csv (case,verdict,detected_ms,detail) and each case's logs,
 # dumps and compare output in $OUT/hangdump/<case>/. About 60 s; every job has a timeout.
 # shellcheck source=bench/gpu/part_common.sh

@@ -1,6 +1,6 @@
 /* Host-visible time per all-reduce call (float32, sum, one process per GPU), from the call to
  * the moment the host knows the result is there, for the ways a program can run it with and
- * without hang detection (issue 21). One source, three builds (bench/gpu/percall.sh):
+ * without hang detection. One source, three builds (bench/gpu/percall.sh):
  *   direct  linked with -lnccl
  *   dropin  linked with -lncclshim-nccl
  *   shim    linked with -lncclshim (-DVIA_TABLE)

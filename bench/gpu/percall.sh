@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Host-visible time per all-reduce call with and without hang detection (issue 21), on the
+# Host-visible time per all-reduce call with and without hang detection, on the
 # GPU host, in one command from the repository root:
 #   [NCCL_2297=/path/libnccl.so.2] bash bench/gpu/percall.sh
 # Builds (or reuses) build-gpu/, builds bench/gpu/percall.c three ways per NCCL (direct,
@@ -30,7 +30,7 @@ bin=$out/bin
 mkdir -p "$bin"
 for which in "${ncclses[@]}"; do
   lib=$(nccl_lib "$which")
-  cc=(gcc -std=c11 -O2 -Wall -Wextra -Werror "-I$cuda/include" "-I$(nccl_inc "$which")"
+  cc=(gcc -std=c11 -O2 -Wall -Wextra -Werror -Itests "-I$cuda/include" "-I$(nccl_inc "$which")"
     bench/gpu/percall.c)
   cudart=("-L$cuda/lib64" -lcudart "-Wl,-rpath,$cuda/lib64")
   if ! { "${cc[@]}" -o "$bin/direct-$which" "$lib" -Wl,-rpath,"$(dirname "$lib")" "${cudart[@]}" &&

@@ -3,9 +3,9 @@
     python3 bench/gpu/percall_summary.py DIR
 
 summary.csv: the median over rounds of each (NCCL, build, variant, size). ratios.md: the goals
-of issue 21, each ratio taken inside one process (one round of one build) and then its median
-over rounds, with the lowest and highest round beside it; the detection of a stopped rank; the
-bounded wait's lateness on the CPU.
+for the cost of hang detection, each ratio taken inside one process (one round of one build)
+and then its median over rounds, with the lowest and highest round beside it; the detection of
+a stopped rank; the bounded wait's lateness on the CPU.
 """
 import csv
 import os
@@ -72,7 +72,7 @@ def percall_tables(out):
         return f"{mid:.3f}" + (" **over**" if mid > GOAL else "") + \
             (f" ({xs[0]:.2f}–{xs[-1]:.2f})" if len(xs) > 1 else "")
 
-    lines = ["# Per-call time (us, median over rounds) and the ratios of issue 21", "",
+    lines = ["# Per-call time (us, median over rounds) and the cost ratios of hang detection", "",
              "Each ratio is taken inside one process, then its median over rounds "
              "(lowest–highest round in brackets). 'blocking, linked' is the direct build's "
              "blocking call (linked with -lnccl), a check that the in-process baseline, called "

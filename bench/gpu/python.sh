@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ncclshim's Python communicator on the GPU host (issue 32), a part of session.sh
+# ncclshim's Python communicator on the GPU host, a part of session.sh
 # (PARTS=python), from the repository root:
 #   bash bench/gpu/python.sh
 # Runs bench/gpu/python_gpu.py in the torch venv (TORCH_PYTHON, /opt/torch/.venv/bin/python)

@@ -1,4 +1,4 @@
-"""ncclshim's Python communicator across two processes, one per GPU (issue 34), run by
+"""ncclshim's Python communicator across two processes, one per GPU, run by
 bench/gpu/acceptance2.sh in the torch venv:
 
     python_two.py OUTDIR                       starts both ranks, merges their rows

@@ -1,4 +1,4 @@
-// What ncclshim_comm_record costs the enqueueing thread (issue 28, goal: median <= 100 ns),
+// What ncclshim_comm_record costs the enqueueing thread (goal: median <= 100 ns),
 // run by bench/gpu/recordcost.sh on one GPU: a one-rank NCCLSHIM_COMM_SPLIT_BLOCKING
 // communicator watched (deadline 60 s, interval 10 ms) on the NCCL that
 // NCCLSHIM_NCCL_LIBRARY names, 8-float all-reduces with distinct buffers (each launches a

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What ncclshim_comm_record costs the enqueueing thread (issue 28: median <= 100 ns), a part
+# What ncclshim_comm_record costs the enqueueing thread (goal: median <= 100 ns), a part
 # of bench/gpu/session.sh (PARTS=recordcost), or from the repository root:
 #   bash bench/gpu/recordcost.sh
 # Builds (or reuses) build-gpu/, compiles bench/gpu/recordcost.cu with nvcc against it and

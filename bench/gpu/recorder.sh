@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The flight recorder on the GPU host with no signal sent (issue 22), from the repository root:
+# The flight recorder on the GPU host with no signal sent, from the repository root:
 #   bash bench/gpu/recorder.sh
 # Each run is a 2-GPU job in which rank 1 stops issuing collectives; the job ends by itself
 # (a watchdog's ncclCommAbort then abort(); an exit), the recorder dumps on the abort, on

@@ -1,4 +1,4 @@
-/* A rank stopped inside a CUDA-graph replay, on two GPUs (issue 34), run by
+/* A rank stopped inside a CUDA-graph replay, on two GPUs, run by
  * bench/gpu/acceptance2.sh:
  *   stopped_replay DEADLINE_MS
  * Two processes, one per GPU (forked before any CUDA call; rank 0's unique id goes down a
@@ -27,7 +27,7 @@
 
 #include "ncclshim/comm.h"
 #include "ncclshim/watchdog.h"
-#include "../../tests/fail_line.h"
+#include "fail_line.h"
 
 enum { NRANKS = 2, INTERVAL_MS = 10, COUNT = 1 << 20, REPLAYS = 3 };
 static int rank;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 18 on the GPU host, from the repository root:   bash bench/gpu/truth.sh
+# The loader's truth on the GPU host, from the repository root:   bash bench/gpu/truth.sh
 # Builds (or reuses) build-gpu/, then, each step on its own (one failing does not stop the
 # rest): the torch case as the `gpu` test gpu-torch-census (import torch, then ncclshim in the
 # same process reuses the wheel's NCCL; the system NCCL opened explicitly is refused as a

@@ -4,6 +4,7 @@
  * marked row per entry of the X-macro lists, which it turns into the package's ctypes module
  * (_functions.py). Never compiled. */
 #include "ncclshim/comm.h"
+#include "ncclshim/diag.h"
 #include "ncclshim/symmem.h"
 
 #define PY_PARAM_(type, name) py_param type py_named name

@@ -128,6 +128,8 @@ fn compile(csrc: &Path, out: &Path) -> PathBuf {
         "-DNCCLSHIM_BUILDING".into(),
         format!("-DNCCLSHIM_VERSION=\"{version}\""),
         format!("-I{}", csrc.join("include").display()),
+        // meson.build's layers_inc: the root, for the includes that name a layer ("loader/dl.h").
+        format!("-I{}", csrc.display()),
     ];
     // The glibc baseline (compat/glibc_baseline.h): the C part needs no glibc newer than 2.17.
     let target = |key: &str| env::var(key).unwrap_or_default();

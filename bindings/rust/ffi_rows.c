@@ -8,6 +8,7 @@
 #include "ncclshim/comm.h"
 #include "ncclshim/comm_query.h"
 #include "ncclshim/cuda.h"
+#include "ncclshim/diag.h"
 #include "ncclshim/nccl_plugins.h"
 #include "ncclshim/ncclshim.h"
 #include "ncclshim/status.h"

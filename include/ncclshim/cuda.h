@@ -62,7 +62,9 @@ typedef struct ncclshim_cuda_table {
 
 /* Facts about a row of the list (status.h): "cuMemAlloc", its `ask` version (3020), required
  * or not. */
-NCCLSHIM_DECLARE_FUNCTION_FACTS(ncclshim_cuda, ncclshim_cuda_function)
+NCCLSHIM_API const char *ncclshim_cuda_function_name(enum ncclshim_cuda_function fn);
+NCCLSHIM_API int ncclshim_cuda_function_version(enum ncclshim_cuda_function fn);
+NCCLSHIM_API int ncclshim_cuda_function_required(enum ncclshim_cuda_function fn);
 
 /* ---- Handles ----------------------------------------------------------------------- */
 
@@ -75,7 +77,7 @@ typedef struct ncclshim_cuda_options {
 #define NCCLSHIM_CUDA_OPTIONS_INIT \
   { sizeof(ncclshim_cuda_options), NULL }
 
-/* The handle's functions (NCCLSHIM_DECLARE_HANDLE, status.h):
+/* The handle's functions (those both handles offer: status.h):
  * ncclshim_cuda_open finds, opens and binds a CUDA driver. The search, in order:
  * options->path, else the absolute path in NCCLSHIM_CUDA_LIBRARY (either one is used alone:
  * if it is unusable the open fails, it never falls back); else a libcuda.so.1 already mapped
@@ -98,7 +100,19 @@ typedef struct ncclshim_cuda_options {
  * _attempt_count, _attempt) accept NULL, answering as for "out of memory". The message
  * reads "CUDA driver 13.0 from /usr/lib/libcuda.so.580.1 (...)", or why none is usable; the
  * path is the driver file actually mapped. */
-NCCLSHIM_DECLARE_HANDLE(ncclshim_cuda, ncclshim_cuda, ncclshim_cuda_options, ncclshim_cuda_table)
+NCCLSHIM_API ncclshim_status ncclshim_cuda_open(const ncclshim_cuda_options *options,
+                                                ncclshim_cuda **out);
+NCCLSHIM_API void ncclshim_cuda_close(ncclshim_cuda *handle);
+NCCLSHIM_API ncclshim_cuda *ncclshim_cuda_default(void);
+NCCLSHIM_API const ncclshim_cuda_table *ncclshim_cuda_functions(const ncclshim_cuda *handle);
+NCCLSHIM_API ncclshim_status ncclshim_cuda_status(const ncclshim_cuda *handle);
+NCCLSHIM_API const char *ncclshim_cuda_message(const ncclshim_cuda *handle);
+NCCLSHIM_API const char *ncclshim_cuda_path(const ncclshim_cuda *handle);
+NCCLSHIM_API ncclshim_found_via ncclshim_cuda_found_via(const ncclshim_cuda *handle);
+NCCLSHIM_API int ncclshim_cuda_preloaded(const ncclshim_cuda *handle);
+NCCLSHIM_API size_t ncclshim_cuda_attempt_count(const ncclshim_cuda *handle);
+NCCLSHIM_API const ncclshim_attempt *ncclshim_cuda_attempt(const ncclshim_cuda *handle,
+                                                           size_t index);
 
 /* ---- Accessors: each accepts NULL (answering as for "out of memory") ------------------ */
 

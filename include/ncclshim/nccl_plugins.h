@@ -127,8 +127,11 @@ typedef struct ncclshim_plugin_list ncclshim_plugin_list;
  * ncclshim_plugin_list_free. Thread-safe (reads the environment). */
 NCCLSHIM_API ncclshim_status ncclshim_nccl_plugins(const ncclshim_nccl *nccl,
                                                    ncclshim_plugin_list **out);
-/* ncclshim_plugin_list_count, _entry and _free (NCCLSHIM_DECLARE_LIST, ncclshim.h). */
-NCCLSHIM_DECLARE_LIST(ncclshim_plugin_list, ncclshim_plugin_list, ncclshim_plugin)
+/* The list's count, entry and free (as every list's: ncclshim.h). */
+NCCLSHIM_API size_t ncclshim_plugin_list_count(const ncclshim_plugin_list *list);
+NCCLSHIM_API const ncclshim_plugin *ncclshim_plugin_list_entry(const ncclshim_plugin_list *list,
+                                                               size_t index);
+NCCLSHIM_API void ncclshim_plugin_list_free(ncclshim_plugin_list *list);
 
 /* 1 when any entry is REFUSED, NO_ABI, NOT_FOUND or UNREADABLE: a plugin asked for (or
  * present under its default name) that the loaded NCCL will silently not use. */

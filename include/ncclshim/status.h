@@ -75,18 +75,13 @@ typedef struct ncclshim_attempt {
   const char *reason;     /* why it was refused, dlerror() text included; "" when chosen */
 } ncclshim_attempt;
 
-/* Facts about a row of a binding's function list, declared by
- * NCCLSHIM_DECLARE_FUNCTION_FACTS(prefix, function_enum) beside the list's table: the row's
+/* Facts about a row of a binding's function list, declared beside the list's table
+ * (ncclshim.h, cuda.h) for its prefix: the row's
  * name (prefix_function_name), its version (prefix_function_version; what the version means
  * is the list's) and 1 when it is REQUIRED (prefix_function_required). Out-of-range values
  * give "(unknown function)", 0 and 0. */
-#define NCCLSHIM_DECLARE_FUNCTION_FACTS(prefix, function_enum)            \
-  NCCLSHIM_API const char *prefix##_function_name(enum function_enum fn); \
-  NCCLSHIM_API int prefix##_function_version(enum function_enum fn);      \
-  NCCLSHIM_API int prefix##_function_required(enum function_enum fn);
-
 /* The functions both handles offer (ncclshim_nccl in ncclshim.h, ncclshim_cuda in cuda.h),
- * declared there by NCCLSHIM_DECLARE_HANDLE(prefix, type, options_type, table_type), where
+ * each written out there for its prefix (ncclshim_nccl's trail, the last two, in diag.h);
  * each header says what its open searches and returns:
  *   prefix_open(options, out)  search, open and bind; options NULL for the defaults
  *   prefix_close(h)            free the handle's bookkeeping (the library stays mapped)
@@ -106,18 +101,6 @@ typedef struct ncclshim_attempt {
  *                              the search trail, in the order tried: how many candidates
  *                              were tried, and the index-th (NULL when index >= the count);
  *                              each record lives as long as the handle */
-#define NCCLSHIM_DECLARE_HANDLE(prefix, type, options_type, table_type)                \
-  NCCLSHIM_API ncclshim_status prefix##_open(const options_type *options, type **out); \
-  NCCLSHIM_API void prefix##_close(type *handle);                                      \
-  NCCLSHIM_API type *prefix##_default(void);                                           \
-  NCCLSHIM_API const table_type *prefix##_functions(const type *handle);               \
-  NCCLSHIM_API ncclshim_status prefix##_status(const type *handle);                    \
-  NCCLSHIM_API const char *prefix##_message(const type *handle);                       \
-  NCCLSHIM_API const char *prefix##_path(const type *handle);                          \
-  NCCLSHIM_API ncclshim_found_via prefix##_found_via(const type *handle);              \
-  NCCLSHIM_API int prefix##_preloaded(const type *handle);                             \
-  NCCLSHIM_API size_t prefix##_attempt_count(const type *handle);                      \
-  NCCLSHIM_API const ncclshim_attempt *prefix##_attempt(const type *handle, size_t index);
 
 /* The calling thread's most recent failure message from ncclshim ("" when none); never
  * NULL. Each thread has its own (thread-safe): the pointer stays valid until the thread

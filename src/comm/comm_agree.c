@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ncclshim/diag.h"
 #include "comm_internal.h"
 #include "ncclshim/comm_query.h"
 #include "ncclshim/nccl_plugins.h"

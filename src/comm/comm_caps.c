@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ncclshim/diag.h"
 #include "comm_internal.h"
 #include "ncclshim/comm_query.h"
 #include "ncclshim/symmem.h"

@@ -3,6 +3,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ncclshim/diag.h"
 #include "comm_internal.h"
 
 static ncclshim_comm *new_comm(ncclshim_nccl *nccl, int rank, int nranks) {

@@ -6,7 +6,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "../internal.h"
+#include "src/internal.h"
 #include "ncclshim/comm.h"
 
 struct ncclshim_comm {

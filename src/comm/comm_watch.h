@@ -16,7 +16,7 @@
 #ifndef NCCLSHIM_COMM_WATCH_H
 #define NCCLSHIM_COMM_WATCH_H
 
-#include "../track/track.h"
+#include "src/track/track.h"
 #include "comm_internal.h"
 
 #define WATCH_PINNED ((uintptr_t)1) /* the low bit of comm->watch: a record is using it */

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "ncclshim/diag.h"
 #include "symmem_internal.h"
 
 #define ALIGNMENT ((size_t)NCCL_WIN_REQUIRED_ALIGNMENT)

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../loader/dl.h"
+#include "loader/dl.h"
 #include "cuda_handle.h"
 
 typedef ncclshim_cu_result (*proc_address_v2_fn)(const char *symbol, void **pfn, int cudaVersion,

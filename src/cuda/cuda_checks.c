@@ -1,7 +1,7 @@
 /* What every helper checks first, and how a failed driver call is reported. */
 #include <unistd.h>
 
-#include "../internal.h"
+#include "src/internal.h"
 #include "cuda_handle.h"
 
 ncclshim_status ncs_cuda_usable(const ncclshim_cuda *cuda, const char *what) {

@@ -2,7 +2,7 @@
 #ifndef NCCLSHIM_CUDA_HANDLE_H
 #define NCCLSHIM_CUDA_HANDLE_H
 
-#include "../handle.h"
+#include "src/handle.h"
 #include "ncclshim/cuda.h"
 
 /* The table every handle starts with: each entry reports that no driver is loaded. */

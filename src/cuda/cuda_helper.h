@@ -3,7 +3,7 @@
 #ifndef NCCLSHIM_CUDA_HELPER_H
 #define NCCLSHIM_CUDA_HELPER_H
 
-#include "../internal.h"
+#include "src/internal.h"
 #include "cuda_handle.h"
 
 /* Start a helper: the checks every helper makes. */

@@ -2,7 +2,7 @@
  * version and still fork workers that use CUDA. */
 #include <unistd.h>
 
-#include "../internal.h"
+#include "src/internal.h"
 #include "cuda_handle.h"
 
 ncclshim_status ncclshim_cuda_init(ncclshim_cuda *cuda) {

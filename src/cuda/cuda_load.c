@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../loader/dl.h"
-#include "../internal.h"
+#include "loader/dl.h"
+#include "src/internal.h"
 #include "cuda_handle.h"
 
 /* The search names the file in front of the reason (and the real file after it, when the

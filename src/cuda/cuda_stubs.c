@@ -4,7 +4,7 @@
  * cuGetErrorName/String never fail that way: they answer from ncclshim's own table. */
 #include <stdio.h>
 
-#include "../internal.h"
+#include "src/internal.h"
 #include "cuda_handle.h"
 
 /* For each function, the version of the latest driver bound without it (atomic). */

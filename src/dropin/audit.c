@@ -17,9 +17,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../loader/objects.h"
-#include "../internal.h"
-#include "../nccl/nccl_names.h"
+#include "loader/objects.h"
+#include "src/internal.h"
+#include "src/nccl/nccl_names.h"
 #include "audit_got.h"
 #include "record.h"
 #include "record_cuda.h"

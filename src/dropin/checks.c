@@ -7,7 +7,7 @@
  *   ncclGetLastError. */
 #include <stdio.h>
 
-#include "../internal.h"
+#include "src/internal.h"
 #include "checks.h"
 #include "dropin.h"
 #include "ncclshim/comm_query.h"

@@ -11,9 +11,9 @@
 #include <stdatomic.h>
 #include <stdio.h>
 
-#include "../internal.h"
-#include "../nccl/nccl_names.h"
-#include "../nccl/nccl_stub_set.h"
+#include "src/internal.h"
+#include "src/nccl/nccl_names.h"
+#include "src/nccl/nccl_stub_set.h"
 #include "checks.h"
 #include "dropin.h"
 #include "interpose.h"

@@ -5,8 +5,8 @@
 #include <dlfcn.h>
 #include <stdio.h>
 
-#include "../internal.h"
-#include "../../loader/list.h"
+#include "src/internal.h"
+#include "loader/list.h"
 #include "interpose.h"
 #include "say.h"
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../loader/objects.h"
+#include "loader/objects.h"
 #include "ncclshim/cuda.h"
 #include "record_cuda.h"
 

@@ -6,7 +6,7 @@
 
 #include <link.h>
 
-#include "../track/track.h"
+#include "src/track/track.h"
 
 /* The driver, or NULL when none is usable (none mapped, or one older than CUDA 10.0). */
 const ncs_track_driver *ncs_rec_driver(void);

@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../internal.h"
+#include "src/internal.h"
 #include "record.h"
 #include "record_hang.h"
 #include "record_state.h"

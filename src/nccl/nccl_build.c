@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../loader/elf_banner.h"
+#include "ncclshim/diag.h"
+#include "loader/elf_banner.h"
 #include "nccl_handle.h"
 
 int ncs_nccl_read_banner(const char *path, char **tag) {

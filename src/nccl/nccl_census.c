@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../loader/objects.h"
+#include "ncclshim/diag.h"
+#include "loader/objects.h"
 #include "nccl_handle.h"
 #include "nccl_names.h"
 

@@ -3,7 +3,7 @@
  * start with size, magic and version; each field has the first release that honours it. */
 #include <string.h>
 
-#include "../internal.h"
+#include "src/internal.h"
 #include "nccl_handle.h"
 
 #define FIELD_KIND_INT 0

@@ -15,7 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../loader/objects.h"
+#include "ncclshim/diag.h"
+#include "loader/objects.h"
 #include "nccl_handle.h"
 
 extern char **environ;

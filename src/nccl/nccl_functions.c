@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ncclshim/diag.h"
 #include "nccl_handle.h"
 #include "ncclshim/pp.h"
 

@@ -4,8 +4,9 @@
 
 #include <pthread.h>
 
-#include "../handle.h"
+#include "src/handle.h"
 #include "ncclshim/ncclshim.h"
+#include "ncclshim/diag.h"
 
 struct ncclshim_nccl {
   ncs_handle core;           /* first: the lifecycle shared with the CUDA binding */

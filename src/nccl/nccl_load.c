@@ -6,8 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../loader/dl.h"
-#include "../internal.h"
+#include "ncclshim/diag.h"
+#include "loader/dl.h"
+#include "src/internal.h"
 #include "nccl_handle.h"
 #include "nccl_names.h"
 

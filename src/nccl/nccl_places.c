@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../../loader/python_places.h"
+#include "loader/python_places.h"
 #include "nccl_handle.h"
 
 /* An absolute directory from the environment, or NULL: relative values are ignored so that

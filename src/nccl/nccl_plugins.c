@@ -8,10 +8,10 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "../../loader/elf_file.h"
-#include "../../loader/locate.h"
-#include "../handle.h"
-#include "../internal.h"
+#include "loader/elf_file.h"
+#include "loader/locate.h"
+#include "src/handle.h"
+#include "src/internal.h"
 
 typedef struct plugin_abi {
   ncclshim_plugin_kind kind;

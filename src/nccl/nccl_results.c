@@ -1,7 +1,7 @@
 /* NCCL's result codes: the name and NCCL's own text of every value a release has used
  * (ncclGetErrorString in NCCL's src/init.cc; docs/nccl-abi.md, section 2); and the names of
  * its datatypes. */
-#include "../internal.h"
+#include "src/internal.h"
 #include "ncclshim/ncclshim.h"
 
 /* clang-format off */

@@ -4,7 +4,7 @@
  * function and why. */
 #include <stdio.h>
 
-#include "../internal.h"
+#include "src/internal.h"
 #include "nccl_handle.h"
 #include "nccl_stub_set.h"
 

@@ -5,9 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../loader/elf_check.h"
-#include "../handle.h"
-#include "../internal.h"
+#include "ncclshim/diag.h"
+#include "loader/elf_check.h"
+#include "src/handle.h"
+#include "src/internal.h"
 #include "nccl_handle.h"
 
 struct ncclshim_nccl_list {

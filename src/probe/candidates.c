@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ncclshim/diag.h"
 #include "inventory.h"
 
 static const char *step_reason(ncclshim_found_via how) {

@@ -1,9 +1,10 @@
 /* A library's facts from its section headers, read through the loader's one ELF reader
  * (loader/elf_file.c: every offset checked against the file): the doctor reads files that may
  * be truncated, foreign or hostile, and runs none of them. */
+#include "ncclshim/diag.h"
 #include "elf_facts.h"
 
-#include "../../loader/elf_banner.h"
+#include "loader/elf_banner.h"
 
 #include "parse_version.h"
 

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "../../loader/elf_file.h"
+#include "loader/elf_file.h"
 
 typedef struct elf_facts {
   int ok;                /* 1 when the file was read as an ELF shared object of this machine */

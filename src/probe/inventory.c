@@ -9,7 +9,7 @@
 
 #include "ncclshim/cuda.h"
 #include "parse_version.h"
-#include "../../loader/trace.h"
+#include "loader/trace.h"
 
 int inventory_find(const inventory *inv, const char *path) {
   for (size_t i = 0; i < inv->count; i++)

@@ -1,6 +1,7 @@
 /* ncclshim-probe: what NCCL and CUDA driver this machine offers, and what they can do.
  * Exit status: 0 report made and requirements met; 1 a requirement unmet; 2 usage error or
  * the probe could not run. */
+#include "ncclshim/diag.h"
 #include "probe.h"
 
 #include <errno.h>

@@ -7,6 +7,7 @@
 #include "ncclshim/cuda.h"
 #include "ncclshim/nccl_plugins.h"
 #include "ncclshim/ncclshim.h"
+#include "ncclshim/diag.h"
 
 /* The JSON document's "schema_version": raised whenever a key is renamed, removed or changes
  * type (1 was the unversioned first form). New keys alone do not raise it. */

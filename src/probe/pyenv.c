@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../loader/python_places.h"
+#include "loader/python_places.h"
 #include "inventory.h"
 
 static void env_clear(py_env *e) {

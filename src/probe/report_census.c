@@ -2,6 +2,7 @@
  * see, as text and as JSON members, for the two reports to call. */
 #include <stdio.h>
 
+#include "ncclshim/diag.h"
 #include "json.h"
 #include "probe.h"
 #include "report_census.h"

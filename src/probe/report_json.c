@@ -1,6 +1,7 @@
 /* The probe's JSON document: the same facts as the text, under stable keys. */
 #include <stdio.h>
 
+#include "ncclshim/diag.h"
 #include "json.h"
 #include "probe.h"
 #include "report_census.h"

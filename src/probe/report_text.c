@@ -2,6 +2,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+#include "ncclshim/diag.h"
 #include "probe.h"
 #include "report_census.h"
 #include "text.h"

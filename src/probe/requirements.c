@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ncclshim/diag.h"
 #include "parse_version.h"
 #include "probe.h"
 

@@ -1,5 +1,5 @@
 #include "cuda_fakes.h"
-#include "../support.h"
+#include "support.h"
 
 #include <dlfcn.h>
 #include <setjmp.h>

@@ -5,8 +5,8 @@
 
 #include "ncclshim/cuda.h"
 
-#include "../scenario_print.h"
-#include "../support.h"
+#include "scenario_print.h"
+#include "support.h"
 
 int main(int argc, char **argv) {
   ncclshim_cuda_options options = NCCLSHIM_CUDA_OPTIONS_INIT;

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "../support.h"
+#include "support.h"
 #include "cuda_fakes.h"
 
 static ncclshim_cuda *cuda; /* the 13.0 fake, initialised */

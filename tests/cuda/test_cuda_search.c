@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "../support.h"
+#include "support.h"
 #include "cuda_fakes.h"
 
 static char *root;      /* scratch tree */

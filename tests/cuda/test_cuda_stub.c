@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "../support.h"
+#include "support.h"
 #include "cuda_fakes.h"
 #include "ncclshim/cuda.h"
 

@@ -2,7 +2,7 @@
 #ifndef NCCLSHIM_TEST_DROPIN_TESTS_H
 #define NCCLSHIM_TEST_DROPIN_TESTS_H
 
-#include "../support.h"
+#include "support.h"
 
 int run_interpose_tests(void);
 int run_recorder_tests(void);

@@ -27,7 +27,7 @@
 
 #include "fakes/fake_cuda.h"
 #include "has_dump.h"
-#include "../support.h"
+#include "support.h"
 #include "ncclshim/ncclshim.h" /* stands in for nccl.h */
 
 static fake_cuda_api fake;

@@ -17,9 +17,9 @@
  *   interposed threads              8 threads making, using and destroying communicators,
  *                                   while the main thread dumps (SIGUSR1) again and again
  *   interposed tworanks             ranks 0 and 1 of one communicator in this process: rank 0
- *                                   issues 3 all-reduces, rank 1 2 (its second of another
+ *                                   enqueues 3 all-reduces, rank 1 2 (its second of another
  *                                   count); each splits (color 7, key its rank), each child
- *                                   issues 1
+ *                                   enqueues 1
  *   interposed vfork                a vfork child (after two all-reduces) that gets the dump
  *                                   signal before it exits, then its parent dumps (SIGUSR1)
  *   interposed vforkexit            the same, the child ending by exit() (destructors run)

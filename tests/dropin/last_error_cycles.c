@@ -1,4 +1,4 @@
-/* ncclshim_last_error() after 1100 dlopen/dlclose cycles of libncclshim (issue 22): each
+/* ncclshim_last_error() after 1100 dlopen/dlclose cycles of libncclshim: each
  * load used to create a pthread key for the thread's message and never delete it, so that
  * after PTHREAD_KEYS_MAX (1024) loads no key was left and every message was lost. A load now
  * deletes its key (and frees the unloading thread's message) when it is unloaded. The

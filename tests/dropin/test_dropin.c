@@ -22,7 +22,7 @@ static const char *dropin_last_error(void) {
   return dropin_message;
 }
 #define ncclshim_last_error dropin_last_error
-#include "../forward_check.h"
+#include "forward_check.h"
 #undef ncclshim_last_error
 #include "dropin_tests.h"
 

@@ -1,4 +1,4 @@
-/* The recorder in every process shape (issue 30): NCCL unloaded and loaded again under audit
+/* The recorder in every process shape: NCCL unloaded and loaded again under audit
  * mode, ... Each test failed before its fix. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -2,7 +2,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../../loader/outcome.h"
+#include "loader/outcome.h"
 #include "fuzz.h"
 
 char *fuzz_string(const uint8_t *data, size_t size) {

@@ -4,7 +4,7 @@
  * is OK or LOAD_FAILED with a reason; nothing may read outside the bytes given. */
 #include <string.h>
 
-#include "../../loader/elf_check.h"
+#include "loader/elf_check.h"
 #include "fuzz.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {

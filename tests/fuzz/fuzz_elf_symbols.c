@@ -4,8 +4,8 @@
  * (elf_banner.c) on the same file: a packed version and a terminated tag, empty or "+...". */
 #include <string.h>
 
-#include "../../loader/elf_banner.h"
-#include "../../loader/elf_file.h"
+#include "loader/elf_banner.h"
+#include "loader/elf_file.h"
 #include "fuzz.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../loader/search.h"
+#include "loader/search.h"
 #include "fuzz.h"
 
 void ncs_nccl_places(ncshl_list *dirs);

@@ -3,7 +3,7 @@
  * was valid UTF-8 (invalid bytes become U+FFFD). */
 #include <string.h>
 
-#include "../../src/probe/json.h"
+#include "src/probe/json.h"
 #include "fuzz.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {

@@ -15,9 +15,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../../loader/dl.h"
-#include "../../loader/elf_file.h"
-#include "../../loader/objects.h"
+#include "loader/dl.h"
+#include "loader/elf_file.h"
+#include "loader/objects.h"
 #include "fuzz.h"
 
 static unsigned char *base;

@@ -3,7 +3,7 @@
  * doctor's other version texts (parse_version.h) on the same bytes: 0 or a value in range. */
 #include <string.h>
 
-#include "../../src/probe/parse_version.h"
+#include "src/probe/parse_version.h"
 #include "fuzz.h"
 #include "ncclshim/ncclshim.h"
 

@@ -13,11 +13,12 @@
 
 #include "ncclshim/cuda.h"
 #include "ncclshim/ncclshim.h"
+#include "ncclshim/diag.h"
 
 #ifdef WITH_INTERNALS
 #include <stdlib.h>
 
-#include "../../loader/list.h"
+#include "loader/list.h"
 
 void ncs_nccl_environment_places(ncshl_list *dirs);
 void ncs_nccl_places(ncshl_list *dirs);

@@ -22,6 +22,7 @@
 #include "hardening.h"
 #include "ncclshim/cuda.h"
 #include "ncclshim/ncclshim.h"
+#include "ncclshim/diag.h"
 
 static int watching, opened, leaky;
 static char leaky_what[512];

@@ -1,4 +1,4 @@
-/* Issue 18, item 11: dlopen + ncclshim_init + dlclose of libncclshim, repeated. The default
+/* dlopen + ncclshim_init + dlclose of libncclshim, repeated. The default
  * handle lives in the library's static storage and goes away with its pages; what stays a
  * cycle (the strings the handle points to), and the figure this test prints, are in
  * docs/loader.md, "Unloading libncclshim". The bound fails if the handle itself leaks again

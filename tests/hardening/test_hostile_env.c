@@ -125,7 +125,7 @@ static void test_empty_variables(void **state) {
   run(&s, env);
   expect(&s, "nccl", "NOT_FOUND", "libnccl.so.2 was not found");
   expect(&s, "cuda", "NOT_FOUND", "libcuda.so.1 was not found");
-  /* Empty variables name no place: the directory steps leave only their notes (issue 31). */
+  /* Empty variables name no place: the directory steps leave only their notes. */
   assert_non_null(strstr(hs_attempt(&s, "nccl", "environment"), "no Python environment"));
   assert_string_equal(hs_attempt(&s, "cuda", "environment"), "");
   assert_non_null(

@@ -19,6 +19,7 @@
 #include "hardening.h"
 #include "ncclshim/cuda.h"
 #include "ncclshim/ncclshim.h"
+#include "ncclshim/diag.h"
 
 static char *scratch;
 
@@ -153,8 +154,8 @@ static void test_symlink_loop(void **state) {
   expect_both(through, NCCLSHIM_LOAD_FAILED, "Too many levels of symbolic links");
 }
 
-/* A name no file can have is NOT_FOUND (issue 18: it was LOAD_FAILED, which means "a file
- * exists but could not be loaded"). */
+/* A name no file can have is NOT_FOUND, never LOAD_FAILED (which means "a file exists but
+ * could not be loaded"). */
 static void test_long_path(void **state) {
   (void)state;
   char *path = hs_long_path(10000);

@@ -17,8 +17,8 @@
 
 #include <cmocka.h>
 
-#include "../../loader/elf_check.h"
-#include "../../src/probe/json.h"
+#include "loader/elf_check.h"
+#include "src/probe/json.h"
 #include "hardening.h"
 
 #if defined(__x86_64__)

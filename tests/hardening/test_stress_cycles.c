@@ -15,6 +15,7 @@
 
 #include "ncclshim/cuda.h"
 #include "ncclshim/ncclshim.h"
+#include "ncclshim/diag.h"
 #include "support.h"
 
 enum { DEFAULT_CYCLES = 10000, WARM_UP = 200 };

@@ -13,6 +13,7 @@
 
 #include "fail_line.h"
 #include "ncclshim/ncclshim.h"
+#include "ncclshim/diag.h"
 #include "support.h"
 
 enum { THREADS = 64, DEFAULT_ROUNDS = 1000 };

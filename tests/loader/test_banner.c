@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "../../loader/elf_banner.h"
+#include "loader/elf_banner.h"
 
 /* The scan of `length` bytes as a file without a section table (scanned whole). */
 static int banner_of(const char *data, size_t length, char *tag, size_t size) {

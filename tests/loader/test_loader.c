@@ -16,10 +16,10 @@
 
 #include <cmocka.h>
 
-#include "../../loader/dl.h"
-#include "../../loader/ld_cache.h"
-#include "../../loader/objects.h"
-#include "../../loader/search.h"
+#include "loader/dl.h"
+#include "loader/ld_cache.h"
+#include "loader/objects.h"
+#include "loader/search.h"
 
 #define SONAME "libncshl-test.so.1"
 
@@ -505,7 +505,7 @@ static void test_ld_cache_and_list(void **state) {
   free(link);
 }
 
-/* Issue 31: an object found in the link map by SONAME, file name or file (device and inode),
+/* An object found in the link map by SONAME, file name or file (device and inode),
  * without opening anything; and nothing for what is not mapped. */
 static void test_mapped_name(void **state) {
   (void)state;

@@ -1,4 +1,4 @@
-/* Not NCCL: exports ncclGetVersion as a variable (issue 18: calling it crashed the process).
+/* Not NCCL: exports ncclGetVersion as a variable (calling it as a function would crash).
  * Built twice: a plain variable, and with -DTHREAD_LOCAL a thread-local one. */
 #ifdef THREAD_LOCAL
 __attribute__((visibility("default"))) _Thread_local int ncclGetVersion = 22809;

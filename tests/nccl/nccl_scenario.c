@@ -9,9 +9,10 @@
 #include <sys/resource.h>
 
 #include "ncclshim/ncclshim.h"
+#include "ncclshim/diag.h"
 
-#include "../scenario_print.h"
-#include "../support.h"
+#include "scenario_print.h"
+#include "support.h"
 
 int main(int argc, char **argv) {
   ncclshim_nccl_options options = NCCLSHIM_NCCL_OPTIONS_INIT;

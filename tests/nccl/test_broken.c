@@ -10,7 +10,8 @@
 #include <cmocka.h>
 
 #include "ncclshim/ncclshim.h"
-#include "../support.h"
+#include "ncclshim/diag.h"
+#include "support.h"
 
 static char *scratch;
 

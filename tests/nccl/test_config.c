@@ -11,7 +11,7 @@
 #include <cmocka.h>
 
 #include "ncclshim/ncclshim.h"
-#include "../support.h"
+#include "support.h"
 
 static ncclshim_nccl *open_fake(const char *variant) {
   ncclshim_nccl_options options = NCCLSHIM_NCCL_OPTIONS_INIT;

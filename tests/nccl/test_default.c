@@ -9,7 +9,8 @@
 #include <cmocka.h>
 
 #include "ncclshim/ncclshim.h"
-#include "../support.h"
+#include "ncclshim/diag.h"
+#include "support.h"
 
 enum { THREADS = 32 };
 

@@ -1,7 +1,8 @@
 /* Every function of the list, through every fake release: a function the release exports
  * reaches it with every argument byte unchanged and its return value comes back; a function
  * it lacks returns ncclInvalidArgument with a message naming the version it needs. */
-#include "../forward_check.h"
+#include "ncclshim/diag.h"
+#include "forward_check.h"
 
 #define FORWARD_TAG table_
 #define FORWARD_CALLEE(name) fwd_table->name

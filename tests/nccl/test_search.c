@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "../support.h"
+#include "support.h"
 #include "ncclshim/status.h"
 
 static char *root;    /* scratch tree */
@@ -65,7 +65,7 @@ static void test_no_nccl(void **state) {
   assert_string_equal(scenario_attempt(s, "already-loaded|NOT_FOUND|libnccl.so.2"),
                       "already-loaded|NOT_FOUND|libnccl.so.2|not loaded in this process");
   assert_non_null(strstr(scenario_attempt(s, "system-search"), "cannot open shared object file"));
-  /* Issue 31: every step leaves a line in the trail, a step with no candidate its why. */
+  /* Every step leaves a line in the trail, a step with no candidate its why. */
   assert_non_null(
       strstr(scenario_attempt(s, "library-path|NOT_FOUND"), "LD_LIBRARY_PATH is not set"));
   assert_non_null(
@@ -222,7 +222,7 @@ static const scenario *expect_python_chooses(const char *prefix, const char *ver
   return &last;
 }
 
-/* issue 24: a venv used without activating it (no VIRTUAL_ENV), as services and IDEs do: its
+/* A venv used without activating it (no VIRTUAL_ENV), as services and IDEs do: its
  * bin/python3 is a symlink to the base interpreter, so only the path the program was started
  * by leads to the venv's wheel. */
 static void test_unactivated_venv(void **state) {

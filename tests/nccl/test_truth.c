@@ -1,4 +1,4 @@
-/* Issue 18, "the loader tells the truth": each case in a fresh process (nccl_scenario), with
+/* The loader tells the truth: each case in a fresh process (nccl_scenario), with
  * exactly the environment given and the machine's own NCCL hidden.
  *  1. a library that only links NCCL is reported as the NCCL behind it;
  *  2. ncclGetVersion exported as a variable or thread-local is NOT_NCCL, never called;
@@ -22,7 +22,7 @@
 
 #include <cmocka.h>
 
-#include "../support.h"
+#include "support.h"
 
 static char *root;
 
@@ -226,7 +226,7 @@ static void test_environment_before_cache(void **state) {
   EXPECT_VALUES(s, "via", "active-environment", "version", "2.30.7");
   /* Every NCCL visible: the chosen one, mapped, and the cache's, not loaded. */
   EXPECT_VALUES(s, "list_status", "OK");
-  /* The chosen one is named by the step that found it, as "via" (issue 24). */
+  /* The chosen one is named by the step that found it, as "via". */
   assert_non_null(
       strstr(find_line(s, "visible", fake_path("2.30.7")), "active-environment|2.30.7|1|1|"));
   assert_non_null(strstr(find_line(s, "visible", cached), "ld-cache|none|0|0|"));
@@ -269,7 +269,7 @@ static void test_fingerprint_from_build_id(void **state) {
   expect_in(s, "fingerprint", "nccl2.28.9-q");
 }
 
-/* Issue 31: without a build-id the fingerprint reads a bounded sample, whatever the size: a
+/* Without a build-id the fingerprint reads a bounded sample, whatever the size: a
  * 4 GiB sparse copy must not be read whole (an mmap of it faults a million pages in). */
 static void test_fingerprint_without_build_id_is_bounded(void **state) {
   (void)state;

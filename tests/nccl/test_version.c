@@ -176,7 +176,7 @@ static void *other_thread(void *arg) {
   return (void *)(long)ncclshim_last_nccl_result();
 }
 
-/* The number behind ncclshim_nccl_check's message, without parsing it (issue 25). */
+/* The number behind ncclshim_nccl_check's message, without parsing it. */
 static void test_last_nccl_result(void **state) {
   (void)state;
   ncclshim_nccl_options options = NCCLSHIM_NCCL_OPTIONS_INIT;

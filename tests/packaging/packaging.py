@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Packaging checks (issue 9). One check per run:
+"""Packaging checks: what an install gives its consumers. One check per run:
 
     packaging.py install           `meson install --destdir`: files, links, SONAMEs, headers
                                    that compile alone, .pc files, the CMake files, the

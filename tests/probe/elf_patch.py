@@ -1,4 +1,4 @@
-"""Mutants of a 64-bit little-endian shared object, made in place by the tests of issue 31:
+"""Mutants of a 64-bit little-endian shared object, made in place for the hostile-file tests:
 a PT_NOTE that points outside the file's mapping, a GNU hash table whose buckets point
 anywhere. Only what the dynamic loader itself never reads is changed, so that glibc still
 loads each mutant (the tests check that it does)."""

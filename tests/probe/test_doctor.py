@@ -258,7 +258,7 @@ class UnactivatedVenv(OneVenv):
         self.assertIn("LD_LIBRARY_PATH", x["what_to_do"])
 
     def test_stale_virtual_env(self):
-        """Issue 31: VIRTUAL_ENV naming another venv than the one the program runs from is
+        """VIRTUAL_ENV naming another venv than the one the program runs from is
         stale: the program's own venv comes first."""
         if WRAPPER or VALGRIND:
             self.skipTest("needs the program started by its own path")
@@ -379,7 +379,7 @@ class OtherTexts(OneVenv):
     def explain(self, text, env=None):
         return explain(text, env=env or self.env)
 
-    # Issue 31: each kind of error, from the texts users paste (the issue, field-problems.md).
+    # Each kind of error, from the texts users paste (as collected in field-problems.md).
     def test_cxx_runtime_is_not_an_nccl_problem(self):
         x = self.explain("ImportError: /lib/x86_64-linux-gnu/libstdc++.so.6: version "
                          "`GLIBCXX_3.4.32' not found (required by /opt/venv/lib/python3.12/"
@@ -481,7 +481,7 @@ class OtherTexts(OneVenv):
         self.assertEqual(envs[os.path.join(m.root, "deb")], ("--python", deb_file))
 
     def test_pythonuserbase_and_one_order(self):
-        """Issue 31: the user site honours PYTHONUSERBASE, and a conda environment's wheel
+        """The user site honours PYTHONUSERBASE, and a conda environment's wheel
         comes before its lib/ for the doctor as for ncclshim's search (pip torch in conda)."""
         m = Machine(self)
         base = os.path.join(m.root, "userbase")
@@ -605,7 +605,7 @@ class OtherTexts(OneVenv):
 
 @needs_the_loader
 class AskTheLoader(unittest.TestCase):
-    """Issue 31: "a plain process loads" is what the dynamic loader maps, in the cases a model
+    """What "a plain process loads" means is what the dynamic loader maps, in the cases a model
     of it got wrong: relative, empty and $LIB entries of LD_LIBRARY_PATH, LD_PRELOAD, files the
     loader fails on (named, an error), files the search refuses but the loader takes; and what
     --explain and --doctor make of it: an NCCL only on LD_LIBRARY_PATH, only a broken wheel,
@@ -797,7 +797,7 @@ class AskTheLoader(unittest.TestCase):
         self.assertNotEqual(d["ncclshim"], lib)
 
     def test_false_banner(self):
-        """A banner naming an older release than the functions the file defines (issue 31):
+        """A banner naming an older release than the functions the file defines:
         the functions win, and the doctor says the banner is false."""
         lib = put_nccl(fake("b2.29.7-cuda13.0"), self.lib)
         replace_in_file(self, lib, b"NCCL version 2.29.7+", b"NCCL version 2.18.5+")
@@ -833,7 +833,7 @@ def in_mount_namespace(argv, env, bind):
 
 
 class RealCacheInANamespace(unittest.TestCase):
-    """Issue 31: with the machine's own /etc/ld.so.cache replaced (a mount namespace), the
+    """With the machine's own /etc/ld.so.cache replaced (a mount namespace), the
     doctor's plain process is what the loader maps through that cache, no model of it."""
 
     def doctor_in_namespace(self, stale):

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Issue 31, "no input hangs or crashes": the probe, --doctor and --explain against what a
-hostile machine holds. Each case was a hang or a crash before the fix:
+"""The probe, --doctor and --explain neither hang nor crash on what a hostile
+machine holds. Each case was a hang or a crash before the fix:
   - a FIFO named libnccl.so.2 in an LD_LIBRARY_PATH directory (absolute, relative, empty
     entry): the already-loaded step and the loader's own search opened it and blocked;
   - an NCCL whose PT_NOTE has a p_vaddr outside its mapping (glibc loads it): the build-id

@@ -216,7 +216,7 @@ class Requirements(unittest.TestCase):
         self.assertIn("Exit status: 0 report made", out)
 
     def test_every_combination_honoured_or_refused(self):
-        """Issue 31: the report's options with --doctor or --explain, and an empty --library,
+        """The report's options with --doctor or --explain, and an empty --library,
         are refused (exit 2), never silently dropped."""
         for mode in (["--doctor"], ["--explain", "undefined symbol: ncclSend"]):
             for extra in (["--require", "2.28"], ["--library", fake("2.28.9")], ["--verify"],
@@ -276,7 +276,7 @@ class RelativeLibrary(unittest.TestCase):
 
 
 class HostileText(unittest.TestCase):
-    """Control characters of a path cannot forge lines of the text report (issue 18, 7)."""
+    """Control characters of a path cannot forge lines of the text report."""
 
     def setUp(self):
         self.dir = tempfile.mkdtemp().encode()

@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "ncclshim/ncclshim.h"
+#include "ncclshim/diag.h"
 
 #define FIELD(field) \
   printf("ncclshim_nccl_entry.%s %zu\n", #field, offsetof(ncclshim_nccl_entry, field));

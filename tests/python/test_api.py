@@ -56,7 +56,7 @@ class Loaded(unittest.TestCase):
                          sorted([(os.path.realpath(a), "2.28.3"), (os.path.realpath(b), "2.29.7")]))
 
     def test_plugins_are_not_nccls(self):
-        """Issue 31: an NCCL plugin (libnccl-net.so, libnccl-tuner-x.so) is no NCCL."""
+        """An NCCL plugin (libnccl-net.so, libnccl-tuner-x.so) is no NCCL."""
         net = self.copy("no-version", "libnccl-net.so")
         tuner = self.copy("no-version", "libnccl-tuner-example.so")
         self.assertEqual(loaded_after(net, tuner), [])
@@ -156,7 +156,7 @@ class NonVenvInterpreter(unittest.TestCase):
 
 
 class CommandLineProblems(unittest.TestCase):
-    """Issue 31: `python -m ncclshim` says an environment problem in one line and exits 2
+    """`python -m ncclshim` says an environment problem in one line and exits 2
     (1 means "a problem found"), keeps the probe's exit codes, and runs only its own probe."""
 
     def setUp(self):

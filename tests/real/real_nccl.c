@@ -9,8 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../support.h"
+#include "support.h"
 #include "ncclshim/ncclshim.h"
+#include "ncclshim/diag.h"
 
 static int failures;
 

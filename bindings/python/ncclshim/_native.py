@@ -44,7 +44,7 @@ def probe_path():
 
 
 class Entry(ctypes.Structure):
-    """ncclshim_nccl_entry (include/ncclshim/ncclshim.h)."""
+    """ncclshim_nccl_entry (include/ncclshim/diag.h)."""
     _fields_ = [("path", ctypes.c_char_p), ("version", ctypes.c_int), ("how", ctypes.c_int),
                 ("mapped", ctypes.c_int), ("in_program", ctypes.c_int), ("chosen", ctypes.c_int)]
 

@@ -173,7 +173,7 @@ fn watch_refuses_a_communicator_not_ready_and_gives_it_back() {
     );
 }
 
-/// Issue 29, item 1: the Watchdog is owned by its own callback's closure (through an
+/// The Watchdog may be owned by its own callback's closure (through an
 /// `Arc<Mutex<Option<Watchdog>>>`) and dropped there, on the watchdog's thread. The stop
 /// must wait until the callback has returned, and the closure must outlive it: the witness
 /// the closure owns is dropped only after the callback said it returned. Before, the

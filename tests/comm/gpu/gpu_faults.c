@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "gpu_faults.h"
-#include "../../support.h"
+#include "support.h"
 
 /* The kill comes this long after both ranks loop; the whole case is bounded. */
 enum { KILL_AFTER_MS = 200, CASE_LIMIT_MS = 45000, EXIT_LIMIT_MS = 15000 };

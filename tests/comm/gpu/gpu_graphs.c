@@ -1,4 +1,4 @@
-/* The watchdog and CUDA graphs on one GPU (issue 28), plain C: a one-rank split-blocking
+/* The watchdog and CUDA graphs on one GPU, plain C: a one-rank split-blocking
  * communicator watched with a 300 ms deadline. The capture and graph functions, which
  * ncclshim's list does not bind, come from the loaded libcuda.so.1 by their exported names;
  * a "hang" is a cuStreamWaitValue32 on host-mapped memory before the all-reduce, which this

@@ -4,6 +4,7 @@
  *   gpu_symmem blocking|nonblocking */
 #include <stdio.h>
 
+#include "ncclshim/diag.h"
 #include "gpu_common.h"
 #include "ncclshim/symmem.h"
 

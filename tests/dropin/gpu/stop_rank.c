@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../fail_line.h"
+#include "fail_line.h"
 
 #define CHECK(ok, ...) CHECK_OR(_exit(1), "rank", rank, ok, __VA_ARGS__)
 

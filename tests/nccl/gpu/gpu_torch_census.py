@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 18 on the GPU host: ncclshim in a process where PyTorch already mapped its NCCL.
+"""The loader's truth on the GPU host: ncclshim in a process where PyTorch already mapped its NCCL.
 
    gpu_torch_census.py LIBNCCLSHIM            the test (meson suite 'gpu'); 77 without torch
    gpu_torch_census.py LIBNCCLSHIM --list     every NCCL visible, as ncclshim lists it

@@ -16,7 +16,8 @@ struct ncclshim_comm {
   atomic_int refs;               /* the caller's, the abort thread's, one per symmetric buffer */
   pthread_mutex_t lock;          /* guards the fields below */
   pthread_cond_t abort_returned; /* on CLOCK_MONOTONIC */
-  ncclshim_comm_state state;
+  /* written under the lock; ncs_comm_get_state reads it without */
+  _Atomic ncclshim_comm_state state;
   int abort_done;                /* ncclCommAbort has returned ... */
   ncclResult_t abort_result;     /* ... this */
   ncclResult_t failure;          /* the error that made it FAILED */

@@ -26,11 +26,10 @@ void ncclshim_comm_free(ncclshim_comm *comm) {
   if (comm != NULL) ncs_comm_unref(comm);
 }
 
+/* A snapshot, as a locked read would give: every write is made under the lock, and an
+ * atomic load keeps the collectives' per-call check of the state free of the lock. */
 ncclshim_comm_state ncs_comm_get_state(ncclshim_comm *comm) {
-  pthread_mutex_lock(&comm->lock);
-  ncclshim_comm_state state = comm->state;
-  pthread_mutex_unlock(&comm->lock);
-  return state;
+  return atomic_load_explicit(&comm->state, memory_order_acquire);
 }
 
 void ncs_comm_set_state(ncclshim_comm *comm, ncclshim_comm_state state) {

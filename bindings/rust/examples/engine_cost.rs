@@ -1,8 +1,9 @@
 //! The crate's cost per collective against the raw table, in one process on one GPU: a
 //! one-rank all-reduce of 8 floats enqueued through `Communicator::all_reduce_in_place` (the
 //! buffer's checks, the table call, ncclshim's check of the result) and through
-//! `nccl.table().ncclAllReduce` directly with an engine's own test of the result, in
-//! alternating blocks, each block's time per call; the ratio of the medians.
+//! `nccl.table().ncclAllReduce` directly with an engine's own test of the result, on the same
+//! stream and buffer, in interleaved blocks (each side first in every other block), each
+//! block's time per call; the ratio of the medians.
 //!
 //!   engine_cost [--csv PATH] [--blocks N] [--calls N]
 //!
@@ -54,18 +55,32 @@ fn measure(blocks: usize, calls: usize) -> Result<(f64, f64), Error> {
     };
     let (mut ours, mut raw) = (Vec::new(), Vec::new());
     for block in 0..blocks + 2 {
-        let start = Instant::now();
-        for _ in 0..calls {
-            comm.all_reduce_in_place(&mut buffer, RedOp::Sum, &stream)?;
-        }
-        let t_ours = start.elapsed().as_nanos() as f64 / calls as f64;
-        comm.wait_stream(&cuda, &stream, timeout)?;
-        let start = Instant::now();
-        for _ in 0..calls {
-            raw_call()?;
-        }
-        let t_raw = start.elapsed().as_nanos() as f64 / calls as f64;
-        comm.wait_stream(&cuda, &stream, timeout)?;
+        let crate_block = |buffer: &mut ncclshim::DeviceBuffer<f32>| -> Result<f64, Error> {
+            let start = Instant::now();
+            for _ in 0..calls {
+                comm.all_reduce_in_place(buffer, RedOp::Sum, &stream)?;
+            }
+            let t = start.elapsed().as_nanos() as f64 / calls as f64;
+            comm.wait_stream(&cuda, &stream, timeout)?;
+            Ok(t)
+        };
+        let raw_block = || -> Result<f64, Error> {
+            let start = Instant::now();
+            for _ in 0..calls {
+                raw_call()?;
+            }
+            let t = start.elapsed().as_nanos() as f64 / calls as f64;
+            comm.wait_stream(&cuda, &stream, timeout)?;
+            Ok(t)
+        };
+        // Each side goes first in every other block, so neither gains from the order.
+        let (t_ours, t_raw) = if block % 2 == 0 {
+            let t = crate_block(&mut buffer)?;
+            (t, raw_block()?)
+        } else {
+            let t = raw_block()?;
+            (crate_block(&mut buffer)?, t)
+        };
         if block >= 2 {
             // the first two blocks warm up
             ours.push(t_ours);

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use ncclshim::{
     Bf16, Blocking, Capability, Communicator, Cuda, Error, Nccl, RedOp, Status, SymmetricBuffer,
-    Watchdog,
+    Watchdog, WINDOW_COLL_SYMMETRIC,
 };
 
 /// The report: its rows, each also written to the CSV file at once (a crash leaves the rows
@@ -262,12 +262,22 @@ fn job(cases: &mut Cases, count: usize, timeout: Duration) -> Result<(), Error> 
             let mut buffer = nccl.alloc::<f32>(count)?;
             cuda.copy_to_device(&host, &mut buffer)?;
             {
-                let mut window = comm.register_window(&mut buffer, 0)?;
+                let mut window = comm.register_window(&mut buffer, WINDOW_COLL_SYMMETRIC)?;
                 comm.all_reduce_in_place(&mut window, RedOp::Sum, &stream)?;
                 comm.wait_stream(&cuda, &stream, timeout)?;
             }
             same("window", &cuda.to_vec(&buffer)?, &host)?;
-            Ok("ncclCommWindowRegister guard".into())
+            // Without the flag NCCL may register the window or decline it (success with no
+            // window: UNAVAILABLE, documented); anything else is a failure.
+            let plain = match comm.register_window(&mut buffer, 0) {
+                Ok(_) => "registered".to_string(),
+                Err(e) if e.status() == Status::Unavailable => format!("declined by NCCL ({e})"),
+                Err(e) => return Err(e),
+            };
+            Ok(format!(
+                "ncclCommWindowRegister guard on ncclMemAlloc memory, symmetric flag; \
+                 without the flag: {plain}"
+            ))
         },
     );
     cases.run("streams_events", None, || {

@@ -21,8 +21,14 @@ macro_rules! communicator_collectives {
             $(#[$doc])*
             pub unsafe fn $name(&self, $($param: $type,)* stream: &Stream) -> Result<()> {
                 let comm = self.ready($dtype)?;
+                // SAFETY: the table lives as long as `self.nccl`.
+                let result = (unsafe { &*self.table }.$call)($($arg,)* comm, stream.as_raw());
+                // Success needs no further check: the communicator was READY just before.
+                if result == ffi::ncclSuccess {
+                    return Ok(());
+                }
                 self.check_named(
-                    (self.nccl.table().$call)($($arg,)* comm, stream.as_raw()),
+                    result,
                     std::ffi::CStr::from_bytes_with_nul(concat!(stringify!($call), "\0").as_bytes())
                         .expect("an NCCL name holds no NUL"),
                 )
@@ -99,6 +105,8 @@ impl CommState {
 pub struct Communicator {
     raw: *mut ffi::ncclshim_comm,
     nccl: Nccl,
+    /// `nccl`'s function table, fetched once: every collective calls through it.
+    table: *const ffi::ncclshim_nccl_table,
     timeout: Duration,
     blocking: Blocking,
     /// Symmetric buffers dropped while a blocking deregistration could hang: freed once the
@@ -141,6 +149,7 @@ impl Communicator {
         Ok(Communicator {
             raw,
             nccl: nccl.clone(),
+            table: nccl.table(),
             timeout: Duration::from_secs(60),
             blocking,
             dropped_buffers: RefCell::default(),

@@ -62,7 +62,7 @@ pub use ffi::{Capability, CommCapability, ConfigField};
 pub use nccl::{Attempt, Nccl};
 pub use probe::{probe, probe_with, CapabilityReport, CudaReport, NcclReport, ProbeReport};
 pub use symmem::{Symmetric, SymmetricBuffer};
-pub use typed::Registered;
+pub use typed::{Registered, WINDOW_COLL_SYMMETRIC};
 pub use types::{DataType, RedOp, UniqueId, Version};
 pub use watchdog::{OnFailure, WatchCounts, Watchdog, Watched};
 

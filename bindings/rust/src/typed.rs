@@ -30,6 +30,11 @@ use std::time::Duration;
 use crate::error::{Error, Result, Status};
 use crate::{ffi, Blocking, Capability, Communicator, DeviceMemory, DeviceMemoryMut, DevicePtr};
 
+/// NCCL's `NCCL_WIN_COLL_SYMMETRIC` flag for [`Communicator::register_window`]: a window for
+/// NCCL's symmetric kernels. NCCL 2.28 registers `ncclMemAlloc` memory with it, and can answer
+/// success with no window (UNAVAILABLE here) to the same memory registered without it.
+pub const WINDOW_COLL_SYMMETRIC: i32 = 0x01;
+
 /// INVALID_ARGUMENT for `call`.
 fn refuse(call: &str, why: String) -> Error {
     Error::new(Status::InvalidArgument, format!("{call}: {why}"))
@@ -276,8 +281,9 @@ impl Communicator {
     /// every rank registers its buffer of the same size. Only on a [`Blocking::No`]
     /// communicator (INVALID_ARGUMENT otherwise), whose wait the deregistration on drop can
     /// bound (at most [`Communicator::timeout`]); on a blocking one, use
-    /// [`crate::SymmetricBuffer`]. UNAVAILABLE when NCCL reports success but gives no window
-    /// (NCCL 2.29+ where windows do not register).
+    /// [`crate::SymmetricBuffer`]. UNAVAILABLE when NCCL reports success but gives no window:
+    /// NCCL 2.29+ where windows do not register, and NCCL 2.28 for a window without
+    /// [`WINDOW_COLL_SYMMETRIC`] (seen on an H200 with 2.28.3, `ncclMemAlloc` memory).
     pub fn register_window<'a, M: DeviceMemoryMut>(
         &'a self,
         buffer: &'a mut M,

@@ -23,16 +23,23 @@
 //                               each call timed by itself (less the clock's own cost); the
 //                               stream synchronised every SYNC_EVERY pairs. Rows
 //                               KIND,event_record|record|record_minus_event_record|enqueue,ns
-//                               (medians; the third is the median of the paired differences).
+//                               (medians; the third is the median of the paired differences),
+//                               then KIND,event_ring_idle|event_ring_queried,ns: an all-reduce
+//                               then cuEventRecord on the next of RING events in turn (what a
+//                               record pays for an event of its own), the events left alone or
+//                               each queried by another thread every INTERVAL_MS (as the
+//                               watchdog's look does): how much of the record's cost is the
+//                               driver's, for distinct events another thread touches.
 // The cases print cases.csv rows (case,verdict,detail; verdict ok or FAIL: why). Exit 0 when
 // every verdict is ok, 1 otherwise, 77 without a GPU.
 #include <atomic>
+#include <thread>
 
 #include "ncclshim/comm.h"
 #include "tracker_common.cuh"
 
 enum { DEADLINE_MS = 300, INTERVAL_MS = 10, COUNT = 1024, BURST = 8, SPIN_LIMIT_MS = 3000 };
-enum { SYNC_EVERY = 128, WARM_PAIRS = 512, HELD_SEQ = BURST / 2 + 1 };
+enum { SYNC_EVERY = 128, WARM_PAIRS = 512, HELD_SEQ = BURST / 2 + 1, RING = 2048 };
 
 static const ncclshim_nccl_table *T;
 static const ncclshim_cuda_table *CU;
@@ -292,6 +299,35 @@ static void hold_one(int kind) {
 }
 
 // Medians of one kind of stream, printed as cost rows.
+// The median of cuEventRecord on RING distinct events in turn, each after an all-reduce;
+// `queried`: another thread queries every event each INTERVAL_MS meanwhile.
+static double ring_median(ncclshim_comm *comm, cudaStream_t s, std::vector<CUevent> &ring,
+                          int pairs, int queried, double clock, int *failed) {
+  std::atomic<bool> done(false);
+  CUcontext ctx = NULL;
+  *failed |= CU->cuCtxGetCurrent(&ctx) != 0;
+  std::thread looker([&] {
+    if (queried) CU->cuCtxSetCurrent(ctx);
+    while (queried && !done.load()) {
+      for (CUevent e : ring) CU->cuEventQuery(e);
+      usleep(INTERVAL_MS * 1000);
+    }
+  });
+  std::vector<double> ns;
+  for (int i = -WARM_PAIRS; i < pairs && !*failed; i++) {
+    *failed |= all_reduce(comm, s) != ncclSuccess;
+    int64_t t0 = tracker_now_ns();
+    *failed |= CU->cuEventRecord(ring[(size_t)(i + WARM_PAIRS) % RING], (CUstream)s) != 0;
+    int64_t t1 = tracker_now_ns();
+    if (i >= 0) ns.push_back((double)(t1 - t0) - clock);
+    if ((i + WARM_PAIRS) % SYNC_EVERY == SYNC_EVERY - 1) *failed |= cudaStreamSynchronize(s) != 0;
+  }
+  done.store(true);
+  looker.join();
+  *failed |= cudaStreamSynchronize(s) != cudaSuccess;
+  return ns.empty() ? 0 : tracker_median(ns);
+}
+
 static int cost_kind(ncclshim_comm *comm, int kind, int pairs, CUevent ev, double clock) {
   cudaStream_t s = NULL;
   if (tracker_stream(kind, &s) != cudaSuccess) return 1;
@@ -335,6 +371,14 @@ static int cost_kind(ncclshim_comm *comm, int kind, int pairs, CUevent ev, doubl
     uint64_t records = after.recorded - before.recorded;
     fprintf(stderr, "%s: %llu records, %llu events\n", k, (unsigned long long)records,
             (unsigned long long)(after.events - before.events));
+    std::vector<CUevent> ring(RING);
+    for (CUevent &e : ring) failed |= CU->cuEventCreate(&e, NCCLSHIM_CU_EVENT_DISABLE_TIMING) != 0;
+    for (int queried = 0; queried < 2 && !failed; queried++) {
+      double median = ring_median(comm, s, ring, pairs, queried, clock, &failed);
+      if (!failed) printf("%s,event_ring_%s,%.1f\n", k, queried ? "queried" : "idle", median);
+    }
+    for (CUevent e : ring)
+      if (e != NULL) CU->cuEventDestroy(e);
   }
   fflush(stdout);
   tracker_stream_done(kind, s);

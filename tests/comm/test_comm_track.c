@@ -465,11 +465,58 @@ static void test_statuses_documented(void **state) {
   }
 }
 
+/* Busy-wait about `ns` (an NCCL call's time on the program's thread). */
+static void spin_ns(long ns) {
+  struct timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  do clock_gettime(CLOCK_MONOTONIC, &b);
+  while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < ns);
+}
+
+/* The cost benchmark's loop (bench/gpu/tracker_comm.cu): a look every 10 ms, 20000 records on
+ * one stream a few microseconds apart, each event completing 1 ms after its record. Each
+ * record calls cuStreamIsCapturing and cuEventRecord once, and never asks or switches a
+ * context; the rest (events made as the pool grows, the look's queries) is printed per
+ * record. */
+static void test_steady_state_record_calls_two_functions(void **state) {
+  (void)state;
+  enum { RECORDS = 20000, WARM = 4000 };
+  static const char *const functions[] = {
+      "cuStreamIsCapturing", "cuEventRecord",  "cuEventCreate", "cuCtxGetCurrent",
+      "cuCtxSetCurrent",     "cuStreamGetCtx", "cuEventQuery",  NULL};
+  ncclshim_watchdog *dog = start_every(10);
+  ncclshim_nccl *nccl = fake_open("2.28.9");
+  ncclshim_comm *comm = watched(nccl, dog, 60000);
+  CUstream s = new_stream();
+  fake.set_stream_delay(s, 1);
+  int before[8] = {0};
+  for (int i = 0; i < RECORDS; i++) {
+    if (i == WARM)
+      for (int f = 0; functions[f] != NULL; f++) before[f] = fake.count(functions[f]);
+    assert_int_equal(RECORD(comm, s, 64), NCCLSHIM_OK);
+    spin_ns(5000);
+  }
+  int ok = 1;
+  for (int f = 0; functions[f] != NULL; f++) {
+    double per = (double)(fake.count(functions[f]) - before[f]) / (RECORDS - WARM);
+    printf("steady state: %s %.4f per record\n", functions[f], per);
+    if (f < 2) ok = ok && fake.count(functions[f]) - before[f] == RECORDS - WARM;
+    if (f == 4 || f == 5) ok = ok && fake.count(functions[f]) == before[f];
+  }
+  assert_int_equal(cu->cuStreamSynchronize(s), 0);
+  assert_int_equal(ncclshim_comm_destroy(comm, 1000), NCCLSHIM_OK);
+  ncclshim_comm_free(comm);
+  assert_int_equal(cu->cuStreamDestroy(s), 0);
+  stop(dog);
+  assert_true(ok);
+}
+
 int main(void) {
   if (fake_cuda_bind(NULL, &fake) != 0) return 1;
   cu = ncclshim_cuda_functions(ncclshim_cuda_default());
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_sync_then_destroy_in_a_loop, setup),
+      cmocka_unit_test_setup(test_steady_state_record_calls_two_functions, setup),
       cmocka_unit_test_setup(test_more_than_any_pool_then_a_hang_elsewhere, setup),
       cmocka_unit_test_setup(test_every_failing_driver_call_is_answered, setup),
       cmocka_unit_test_setup(test_slow_record_delays_no_other_communicator, setup),

@@ -280,10 +280,10 @@ impl Communicator {
     /// `NCCL_WIN_*`; the window-register capability, 2.27+; UNAVAILABLE before). Collective:
     /// every rank registers its buffer of the same size. Only on a [`Blocking::No`]
     /// communicator (INVALID_ARGUMENT otherwise), whose wait the deregistration on drop can
-    /// bound (at most [`Communicator::timeout`]); on a blocking one, use
-    /// [`crate::SymmetricBuffer`]. UNAVAILABLE when NCCL reports success but gives no window:
-    /// NCCL 2.29+ where windows do not register, and NCCL 2.28 for a window without
-    /// [`WINDOW_COLL_SYMMETRIC`] (seen on an H200 with 2.28.3, `ncclMemAlloc` memory).
+    /// bound (at most [`Communicator::timeout`], which also bounds the wait for the
+    /// registration to complete before the window is read); on a blocking one, use
+    /// [`crate::SymmetricBuffer`]. UNAVAILABLE when the registration completed but NCCL gave
+    /// no window (NCCL 2.29+ where windows do not register on this system).
     pub fn register_window<'a, M: DeviceMemoryMut>(
         &'a self,
         buffer: &'a mut M,
@@ -302,19 +302,27 @@ impl Communicator {
             ));
         }
         let comm = self.live("ncclCommWindowRegister")?;
-        let mut window: ffi::ncclshim_window_t = std::ptr::null_mut();
+        // On a non-blocking communicator NCCL finishes the registration in the background and
+        // writes the window then: into a slot of its own on the heap, read after the wait.
+        let mut slot: Box<ffi::ncclshim_window_t> = Box::new(std::ptr::null_mut());
         let ptr = buffer.device_ptr() as usize as *mut c_void;
-        // SAFETY: a live communicator, the buffer's own address and size, an out-pointer.
+        // SAFETY: a live communicator, the buffer's own address and size, an out-pointer
+        // that outlives the registration (leaked below if the wait gives up).
         let result = unsafe {
             (self.nccl().table().ncclCommWindowRegister)(
                 comm,
                 ptr,
                 buffer.bytes(),
-                &mut window,
+                &mut *slot,
                 flags,
             )
         };
         self.check(result, "ncclCommWindowRegister")?;
+        if let Err(error) = self.wait(self.timeout()) {
+            std::mem::forget(slot); // NCCL may still write the window into it
+            return Err(error);
+        }
+        let window = *slot;
         if window.is_null() {
             return Err(Error::answered(
                 Status::Unavailable,

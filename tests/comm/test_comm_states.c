@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "comm_fakes.h"
+#include "comm_fixture.h"
 #include "ncclshim/symmem.h"
 #include "support.h"
 
@@ -57,6 +58,12 @@ static ncclshim_comm *make_failed_by_watchdog(ncclshim_nccl *nccl) {
   fake_cuda_event_query(NOT_READY);
   assert_int_equal(ncclshim_comm_record(comm, NULL, "ncclAllReduce", 1, ncclFloat32), NCCLSHIM_OK);
   assert_int_equal(fake_wait_abort_returns(aborts + 1, (int)test_slack_ms(10000)), aborts + 1);
+  /* The fake's ncclCommAbort has returned; its thread has yet to say so (slow under
+   * valgrind). A call on the failed communicator names how far the abort has gone. */
+  WAIT_FOR(ncclshim_comm_record(comm, NULL, "ncclAllReduce", 1, ncclFloat32) != NCCLSHIM_OK &&
+               strstr(ncclshim_last_error(), "it has been aborted") != NULL,
+           10000);
+  assert_non_null(strstr(ncclshim_last_error(), "it has been aborted"));
   fake_cuda_event_query(0);
   cuda_fake()->complete_all(); /* the aborted work is gone: the stream is idle again */
   assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_FAILED);

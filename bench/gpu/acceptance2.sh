@@ -52,13 +52,7 @@ verdict() { if [ -z "$1" ]; then echo ok; else echo "FAIL: ${1%; }"; fi; }
 
 # The rows in the order above, a FAIL for a case that has none; exit 0 when all are ok.
 finish() {
-  local c line sorted=$out/acceptance.sorted
-  echo "case,verdict,figures" >"$sorted"
-  for c in "${cases[@]}"; do
-    line=$(grep -m1 "^$c," "$csv")
-    echo "${line:-$c,FAIL: not run,\"\"}" >>"$sorted"
-  done
-  mv "$sorted" "$csv"
+  part_order_rows "$csv" "case,verdict,figures" "" "${cases[@]}"
   local ok
   ok=$(tail -n +2 "$csv" | cut -d, -f2 | grep -c '^ok$')
   echo "acceptance2: $ok ok of ${#cases[@]} in $((SECONDS - start)) s" | tee "$out/summary.txt"

@@ -84,3 +84,20 @@ part_compile() {
     return 1
   fi
 }
+
+# part_order_rows CSV HEADER KEEP CASE...: rewrite CSV as HEADER, then one row per CASE in
+# that order (a case with no row becomes "CASE,FAIL: not run"), then the rows matching the
+# regular expression KEEP (none when it is empty).
+part_order_rows() {
+  local csv=$1 header=$2 keep=$3 c line
+  shift 3
+  {
+    echo "$header"
+    for c in "$@"; do
+      line=$(grep -m1 "^$c," "$csv")
+      echo "${line:-$c,FAIL: not run,\"\"}"
+    done
+    [ -z "$keep" ] || grep -E "$keep" "$csv"
+  } >"$csv.sorted"
+  mv "$csv.sorted" "$csv"
+}

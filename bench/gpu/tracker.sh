@@ -95,14 +95,7 @@ exit_why() {
 # The fixed cases in order, a FAIL for each that has no row, then the graphs rows; the
 # summary's count. Exit 0 when every row is ok and the cost passed.
 finish() {
-  local c line sorted=$out/cases.sorted
-  echo "case,verdict,detail" >"$sorted"
-  for c in "${cases[@]}"; do
-    line=$(grep -m1 "^$c," "$csv")
-    echo "${line:-$c,FAIL: not run,\"\"}" >>"$sorted"
-  done
-  grep '^graphs-' "$csv" >>"$sorted"
-  mv "$sorted" "$csv"
+  part_order_rows "$csv" "case,verdict,detail" '^graphs-' "${cases[@]}"
   local all ok
   all=$(($(wc -l <"$csv") - 1))
   ok=$(tail -n +2 "$csv" | cut -d, -f2 | grep -c '^ok$')

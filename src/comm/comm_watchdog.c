@@ -18,14 +18,16 @@ static int fail(ncclshim_comm *comm, const ncs_watch_verdict *v) {
   pthread_mutex_lock(&comm->lock);
   int ours = comm->state == NCCLSHIM_COMM_READY;
   if (ours) {
-    comm->state = NCCLSHIM_COMM_FAILED;
     comm->failure = v->code;
     comm->failed_status = v->status;
     int rc = comm->abort_started ? 0 : ncs_comm_abort_start(comm);
     snprintf(comm->reason, sizeof(comm->reason), "%s; %s", v->text,
              rc == 0 ? "the watchdog started ncclCommAbort"
                      : "the watchdog could not start a thread for ncclCommAbort");
+    /* The message before the state: the state is read without the lock, and whoever sees
+     * FAILED must find the watchdog's message (ncclshim_comm_failure) with it. */
     atomic_store(&comm->failed_by_watchdog, 1);
+    comm->state = NCCLSHIM_COMM_FAILED;
   }
   pthread_mutex_unlock(&comm->lock);
   return ours;

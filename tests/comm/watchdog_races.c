@@ -6,7 +6,8 @@
  *  - another communicator passes its deadline: it is failed on time, and
  *    ncclshim_watchdog_stop returns at once;
  *  - a second thread records on the same communicator: refused;
- * and the callback calling ncclshim_watchdog_stop: refused, nothing stopped. */
+ * and the callback calling ncclshim_watchdog_stop: refused, nothing stopped; and a thread
+ * reading the state without a pause: whenever it sees FAILED, the message is there. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -160,4 +161,29 @@ void test_stop_from_the_callback_refused(void **state) {
   ncclshim_comm_free(second);
   assert_int_equal(ncclshim_watchdog_stop(dog), NCCLSHIM_OK);
   ncclshim_nccl_close(nccl);
+}
+
+/* The state is read without the lock: the thread that sees FAILED the moment the watchdog
+ * sets it must find the watchdog's message already there (it once came after the state, an
+ * abort thread's start later). */
+void test_failed_state_comes_with_its_message(void **state) {
+  (void)state;
+  ncclshim_watchdog *dog = start_every(1);
+  enum { ROUNDS = 10 };
+  for (int round = 0; round < ROUNDS; round++) {
+    ncclshim_nccl *nccl;
+    ncclshim_comm *comm = watched_for(&nccl, dog, 5);
+    fake_cuda_event_query(NOT_READY);
+    assert_int_equal(all_reduce(comm, 8), NCCLSHIM_OK);
+    int64_t limit = now_ms() + test_slack_ms(5000);
+    while (ncclshim_comm_state_of(comm) == NCCLSHIM_COMM_READY && now_ms() < limit) {
+    }
+    assert_int_equal(ncclshim_comm_state_of(comm), NCCLSHIM_COMM_FAILED);
+    assert_non_null(strstr(ncclshim_comm_failure(comm), "ncclAllReduce #1"));
+    fake_cuda_event_query(0);
+    assert_int_equal(ncclshim_comm_abort(comm, 5000), NCCLSHIM_OK);
+    ncclshim_comm_free(comm);
+    ncclshim_nccl_close(nccl);
+  }
+  assert_int_equal(ncclshim_watchdog_stop(dog), NCCLSHIM_OK);
 }

@@ -97,7 +97,8 @@ void fake_release_record(void);
   X(test_hang_beside_a_busy_stream, watched_2289)      \
   X(test_callback_frees_nothing_a_record_holds, setup) \
   X(test_slow_record_delays_nothing_else, setup)       \
-  X(test_stop_from_the_callback_refused, setup)
+  X(test_stop_from_the_callback_refused, setup)        \
+  X(test_failed_state_comes_with_its_message, setup)
 #define DECLARE_WATCHDOG_TEST(test, setup) void test(void **state);
 WATCHDOG_CASE_FILE_TESTS(DECLARE_WATCHDOG_TEST)
 #undef DECLARE_WATCHDOG_TEST

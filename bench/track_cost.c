@@ -1,0 +1,277 @@
+/* What the tracker's record costs beside the driver's own cuEventRecord, taken apart, on any
+ * driver: the GPU host's (bench/gpu/tracker.sh runs it there) or a fake one here.
+ *   track_cost PAIRS          (NCCLSHIM_CUDA_LIBRARY=/path/libcuda.so.1 picks another driver)
+ *   track_cost PAIRS noop     a driver whose calls do nothing, built in: the tracker's own cost
+ * Per kind of stream (created, legacy, per-thread) and per way of looking, call by call in
+ * turns on one stream, each call timed by itself (less the clock's own cost):
+ *   event_record   cuEventRecord of one event, again and again (the driver's floor)
+ *   capture_check  cuStreamIsCapturing, then that cuEventRecord (what the record adds in
+ *                  driver calls)
+ *   track_record   the watchdog's step: ncs_track_capturing, then ncs_track_record (an event
+ *                  of its own, from the tracker's pool)
+ *   ring_record    cuEventRecord of the next of RING events in turn, never queried (what a
+ *                  distinct event costs the driver, without the tracker)
+ * and the ways of looking (ncs_track_look frees the completed operations' events for reuse):
+ *   quiet    the recording thread looks after each synchronisation (no other thread)
+ *   look10   another thread looks every 10 ms (the watchdog's pass in bench/gpu/tracker.sh)
+ *   look1    another thread looks every 1 ms
+ * each with the stream idle and with work enqueued before every call (a 4 KiB host-to-device
+ * copy, untimed): rows kind,work,look,what,ns (medians) and any,any,clock,ns. Exit 0, 1 when a call
+ * failed, 77 without a driver or device. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ncclshim/cuda.h"
+#include "track.h"
+
+enum { SYNC_EVERY = 128, WARM = 512, WHATS = 4, LOOKS = 3, KINDS = 3, RING = 2048 };
+
+static const char *const what_names[WHATS] = {"event_record", "capture_check", "track_record",
+                                              "ring_record"};
+static const char *const look_names[LOOKS] = {"quiet", "look10", "look1"};
+static const int look_ms[LOOKS] = {0, 10, 1};
+static const char *const kind_names[KINDS] = {"created", "legacy", "per-thread"};
+
+static const ncclshim_cuda_table *CU;
+static ncs_track_driver driver;
+static CUdeviceptr work_buffer; /* 0: no work (the built-in driver) */
+static char work_source[4096];
+
+/* The built-in driver that does nothing: every call answers success at once; an event or a
+ * stream is a distinct address; there is one context. */
+static char noop_objects[1 << 16];
+static atomic_int noop_next;
+static ncclshim_cu_result noop_make(void **out) {
+  *out = &noop_objects[atomic_fetch_add(&noop_next, 1) % (int)sizeof(noop_objects)];
+  return 0;
+}
+static ncclshim_cu_result noop_event_create(CUevent *e, unsigned flags) {
+  (void)flags;
+  return noop_make((void **)e);
+}
+static ncclshim_cu_result noop_stream_create(CUstream *s, unsigned flags) {
+  (void)flags;
+  return noop_make((void **)s);
+}
+static ncclshim_cu_result noop_event(CUevent e) { return e != NULL ? 0 : 1; }
+static ncclshim_cu_result noop_record(CUevent e, CUstream s) {
+  (void)s;
+  return e != NULL ? 0 : 1;
+}
+static ncclshim_cu_result noop_stream(CUstream s) {
+  (void)s;
+  return 0;
+}
+static ncclshim_cu_result noop_capturing(CUstream s, ncclshim_cu_stream_capture_status *c) {
+  (void)s;
+  *c = NCCLSHIM_CU_STREAM_CAPTURE_STATUS_NONE;
+  return 0;
+}
+static ncclshim_cu_result noop_get_current(CUcontext *c) {
+  *c = (CUcontext)noop_objects;
+  return 0;
+}
+static ncclshim_cu_result noop_set_current(CUcontext c) { return c != NULL ? 0 : 1; }
+static ncclshim_cu_result noop_stream_ctx(CUstream s, CUcontext *c) {
+  (void)s;
+  return noop_get_current(c);
+}
+static ncclshim_cu_result noop_device_get(CUdevice *d, int ordinal) {
+  *d = ordinal;
+  return 0;
+}
+static ncclshim_cu_result noop_retain(CUcontext *c, CUdevice d) {
+  (void)d;
+  return noop_get_current(c);
+}
+
+static const ncclshim_cuda_table *noop_table(void) {
+  static ncclshim_cuda_table t;
+  t.cuEventCreate = noop_event_create;
+  t.cuEventDestroy = noop_event;
+  t.cuEventRecord = noop_record;
+  t.cuEventQuery = noop_event;
+  t.cuCtxGetCurrent = noop_get_current;
+  t.cuCtxSetCurrent = noop_set_current;
+  t.cuStreamIsCapturing = noop_capturing;
+  t.cuStreamGetCtx = noop_stream_ctx;
+  t.cuStreamCreate = noop_stream_create;
+  t.cuStreamDestroy = noop_stream;
+  t.cuStreamSynchronize = noop_stream;
+  t.cuDeviceGet = noop_device_get;
+  t.cuDevicePrimaryCtxRetain = noop_retain;
+  return &t;
+}
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int by_value(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof(*v), by_value);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* What clock_gettime itself costs, timed as the calls are. */
+static double clock_cost(void) {
+  enum { N = 10001 };
+  static double v[N];
+  for (int i = 0; i < N; i++) {
+    int64_t a = now_ns();
+    v[i] = (double)(now_ns() - a);
+  }
+  return median(v, N);
+}
+
+typedef struct looker {
+  pthread_t thread;
+  ncs_tracker *t;
+  CUcontext ctx;
+  int every_ms;
+  atomic_int stop, failed;
+} looker;
+
+static void *look_loop(void *arg) {
+  looker *l = arg;
+  CUcontext current = NULL;
+  if (CU->cuCtxSetCurrent(l->ctx) == 0) current = l->ctx;
+  struct timespec pause = {0, (long)l->every_ms * 1000000};
+  while (!atomic_load(&l->stop)) {
+    ncs_track_seen seen;
+    ncs_track_look(l->t, &current, &seen);
+    if (seen.failed) atomic_store(&l->failed, 1);
+    nanosleep(&pause, NULL);
+  }
+  return NULL;
+}
+
+/* One call of `what`, timed (ring: RING events, used in turn). */
+static double timed(int what, ncs_tracker *t, CUevent ev, CUevent *ring, CUstream s, double clock,
+                    int *failed) {
+  static unsigned next;
+  static const ncs_track_op op = {.call = "ncclAllReduce", .count = 1024, .type = 7, .n = 1};
+  ncclshim_cu_result r = 0;
+  int64_t a = now_ns();
+  if (what == 0) {
+    r = CU->cuEventRecord(ev, s);
+  } else if (what == 1) {
+    ncclshim_cu_stream_capture_status capture;
+    r = CU->cuStreamIsCapturing(s, &capture);
+    if (r == 0) r = CU->cuEventRecord(ev, s);
+  } else if (what == 3) {
+    r = CU->cuEventRecord(ring[next++ % RING], s);
+  } else {
+    ncs_track_failure why;
+    if (ncs_track_capturing(&driver, s, &r) != 0 || ncs_track_record(t, s, &op, a, &why) != 0)
+      r = r != 0 ? r : why.result != 0 ? why.result : 1;
+  }
+  int64_t b = now_ns();
+  if (r != 0) {
+    fprintf(stderr, "track_cost: %s failed with %d\n", what_names[what], (int)r);
+    *failed = 1;
+  }
+  return (double)(b - a) - clock;
+}
+
+/* The medians of one kind of stream and one way of looking, printed. */
+static int measure(int kind, int work, int look, CUcontext ctx, int pairs, double clock) {
+  CUstream s = kind == 1   ? NCCLSHIM_CU_STREAM_LEGACY
+               : kind == 2 ? NCCLSHIM_CU_STREAM_PER_THREAD
+                           : NULL;
+  if (kind == 0 && CU->cuStreamCreate(&s, 1 /* non-blocking */) != 0) return 1;
+  CUevent ev = NULL, ring[RING];
+  ncs_tracker *t = ncs_track_create(&driver);
+  if (t == NULL || CU->cuEventCreate(&ev, NCCLSHIM_CU_EVENT_DISABLE_TIMING) != 0) return 1;
+  for (int i = 0; i < RING; i++)
+    if (CU->cuEventCreate(&ring[i], NCCLSHIM_CU_EVENT_DISABLE_TIMING) != 0) return 1;
+  looker l = {.t = t, .ctx = ctx, .every_ms = look_ms[look]};
+  if (look > 0 && pthread_create(&l.thread, NULL, look_loop, &l) != 0) return 1;
+  double *v[WHATS];
+  for (int w = 0; w < WHATS; w++) v[w] = malloc((size_t)pairs * sizeof(double));
+  int failed = 0, n = 0;
+  for (int i = -WARM; i < pairs && !failed; i++) {
+    for (int turn = 0; turn < WHATS; turn++) {
+      int what = (turn + i + WHATS * 4) % WHATS; /* each first, second and third in turn */
+      if (work && CU->cuMemcpyHtoDAsync(work_buffer, work_source, sizeof(work_source), s) != 0)
+        failed = 1;
+      double ns = timed(what, t, ev, ring, s, clock, &failed);
+      if (i >= 0) v[what][n] = ns;
+    }
+    if (i >= 0) n++;
+    if ((i + WARM) % SYNC_EVERY == SYNC_EVERY - 1) {
+      failed |= CU->cuStreamSynchronize(s) != 0;
+      ncs_track_seen seen;
+      CUcontext current = ctx;
+      if (look == 0) ncs_track_look(t, &current, &seen);
+    }
+  }
+  failed |= CU->cuStreamSynchronize(s) != 0;
+  if (look > 0) {
+    atomic_store(&l.stop, 1);
+    pthread_join(l.thread, NULL);
+    failed |= atomic_load(&l.failed);
+  }
+  if (!failed)
+    for (int w = 0; w < WHATS; w++)
+      printf("%s,%s,%s,%s,%.1f\n", kind_names[kind], work ? "work" : "idle", look_names[look],
+             what_names[w], median(v[w], n));
+  for (int w = 0; w < WHATS; w++) free(v[w]);
+  ncs_track_destroy(t);
+  CU->cuEventDestroy(ev);
+  for (int i = 0; i < RING; i++) CU->cuEventDestroy(ring[i]);
+  if (kind == 0) CU->cuStreamDestroy(s);
+  return failed;
+}
+
+int main(int argc, char **argv) {
+  int pairs = argc >= 2 ? atoi(argv[1]) : 0;
+  int noop = argc == 3 && strcmp(argv[2], "noop") == 0;
+  if (pairs <= 0 || argc > 3 || (argc == 3 && !noop)) {
+    fprintf(stderr, "usage: %s PAIRS [noop]\n", argv[0]);
+    return 2;
+  }
+  if (noop) {
+    CU = noop_table();
+  } else {
+    ncclshim_cuda *cuda = ncclshim_cuda_default();
+    if (ncclshim_cuda_init(cuda) != NCCLSHIM_OK) {
+      fprintf(stderr, "track_cost: no CUDA driver: %s\n", ncclshim_last_error());
+      return 77;
+    }
+    CU = ncclshim_cuda_functions(cuda);
+  }
+  ncs_track_driver_of_table(CU, &driver);
+  CUdevice dev = 0;
+  CUcontext ctx = NULL;
+  if (CU->cuDeviceGet(&dev, 0) != 0 || CU->cuDevicePrimaryCtxRetain(&ctx, dev) != 0 ||
+      CU->cuCtxSetCurrent(ctx) != 0) {
+    fprintf(stderr, "track_cost: no device 0\n");
+    return 77;
+  }
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  double clock = clock_cost();
+  int failed = 0;
+  if (!noop && CU->cuMemAlloc(&work_buffer, sizeof(work_source)) != 0) {
+    fprintf(stderr, "track_cost: cuMemAlloc failed\n");
+    return 1;
+  }
+  printf("kind,work,look,what,ns\n");
+  for (int kind = 0; kind < KINDS; kind++)
+    for (int work = 0; work <= (work_buffer != 0); work++)
+      for (int look = 0; look < LOOKS; look++)
+        failed |= measure(kind, work, look, ctx, pairs, clock);
+  printf("any,any,any,clock,%.1f\n", clock);
+  return failed;
+}

@@ -15,8 +15,10 @@
  *   quiet    the recording thread looks after each synchronisation (no other thread)
  *   look10   another thread looks every 10 ms (the watchdog's pass in bench/gpu/tracker.sh)
  *   look1    another thread looks every 1 ms
- * each with the stream idle and with work enqueued before every call (a 4 KiB host-to-device
- * copy, untimed): rows kind,work,look,what,ns (medians) and any,any,clock,ns. Exit 0, 1 when a call
+ * each with the stream idle, and with work enqueued before every call, untimed: a 4 KiB
+ * host-to-device copy ("copy"), or a one-rank all-reduce of 1,024 floats through the NCCL
+ * that ncclshim_init finds ("allreduce", as bench/gpu/tracker_comm.cu times the record):
+ * rows kind,work,look,what,ns (medians) and any,any,clock,ns. Exit 0, 1 when a call
  * failed, 77 without a driver or device. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -27,6 +29,7 @@
 #include <unistd.h>
 
 #include "ncclshim/cuda.h"
+#include "ncclshim/ncclshim.h"
 #include "track.h"
 
 enum { SYNC_EVERY = 128, WARM = 512, WHATS = 4, LOOKS = 3, KINDS = 3, RING = 2048 };
@@ -39,8 +42,35 @@ static const char *const kind_names[KINDS] = {"created", "legacy", "per-thread"}
 
 static const ncclshim_cuda_table *CU;
 static ncs_track_driver driver;
+enum { IDLE, COPY, ALLREDUCE, WORKS };
+static const char *const work_names[WORKS] = {"idle", "copy", "allreduce"};
 static CUdeviceptr work_buffer; /* 0: no work (the built-in driver) */
 static char work_source[4096];
+static ncclComm_t comm; /* NULL: no all-reduce (no NCCL) */
+
+/* The untimed work before a call; 0 when enqueued. */
+static int enqueue_work(int work, CUstream s) {
+  const ncclshim_nccl_table *nccl = ncclshim_table();
+  if (work == COPY) return CU->cuMemcpyHtoDAsync(work_buffer, work_source, sizeof(work_source), s);
+  if (work == ALLREDUCE)
+    return nccl->ncclAllReduce((const void *)work_buffer, (void *)(work_buffer + 2048), 256,
+                               ncclFloat32, ncclSum, comm, (cudaStream_t)s);
+  return 0;
+}
+
+/* A one-rank communicator on device 0, when NCCL loads. */
+static void open_comm(void) {
+  ncclUniqueId id;
+  const ncclshim_nccl_table *nccl = ncclshim_table();
+  ncclResult_t r = ncclSuccess;
+  if (ncclshim_init() != NCCLSHIM_OK) {
+    fprintf(stderr, "track_cost: no all-reduce rows: %s\n", ncclshim_last_error());
+  } else if ((r = nccl->ncclGetUniqueId(&id)) != ncclSuccess ||
+             (r = nccl->ncclCommInitRank(&comm, 1, id, 0)) != ncclSuccess) {
+    fprintf(stderr, "track_cost: no all-reduce rows: NCCL's init failed with %d\n", (int)r);
+    comm = NULL;
+  }
+}
 
 /* The built-in driver that does nothing: every call answers success at once; an event or a
  * stream is a distinct address; there is one context. */
@@ -204,8 +234,7 @@ static int measure(int kind, int work, int look, CUcontext ctx, int pairs, doubl
   for (int i = -WARM; i < pairs && !failed; i++) {
     for (int turn = 0; turn < WHATS; turn++) {
       int what = (turn + i + WHATS * 4) % WHATS; /* each first, second and third in turn */
-      if (work && CU->cuMemcpyHtoDAsync(work_buffer, work_source, sizeof(work_source), s) != 0)
-        failed = 1;
+      if (enqueue_work(work, s) != 0) failed = 1;
       double ns = timed(what, t, ev, ring, s, clock, &failed);
       if (i >= 0) v[what][n] = ns;
     }
@@ -225,7 +254,7 @@ static int measure(int kind, int work, int look, CUcontext ctx, int pairs, doubl
   }
   if (!failed)
     for (int w = 0; w < WHATS; w++)
-      printf("%s,%s,%s,%s,%.1f\n", kind_names[kind], work ? "work" : "idle", look_names[look],
+      printf("%s,%s,%s,%s,%.1f\n", kind_names[kind], work_names[work], look_names[look],
              what_names[w], median(v[w], n));
   for (int w = 0; w < WHATS; w++) free(v[w]);
   ncs_track_destroy(t);
@@ -267,11 +296,14 @@ int main(int argc, char **argv) {
     fprintf(stderr, "track_cost: cuMemAlloc failed\n");
     return 1;
   }
+  if (!noop) open_comm();
+  int works = noop ? 1 : comm != NULL ? WORKS : ALLREDUCE;
   printf("kind,work,look,what,ns\n");
   for (int kind = 0; kind < KINDS; kind++)
-    for (int work = 0; work <= (work_buffer != 0); work++)
+    for (int work = 0; work < works; work++)
       for (int look = 0; look < LOOKS; look++)
         failed |= measure(kind, work, look, ctx, pairs, clock);
   printf("any,any,any,clock,%.1f\n", clock);
+  if (comm != NULL) ncclshim_table()->ncclCommDestroy(comm);
   return failed;
 }

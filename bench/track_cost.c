@@ -11,6 +11,9 @@
  *                  of its own, from the tracker's pool)
  *   ring_record    cuEventRecord of the next of RING events in turn, never queried (what a
  *                  distinct event costs the driver, without the tracker)
+ *   comm_record    ncclshim_comm_record on a watched one-rank communicator (deadline 60 s,
+ *                  its watchdog looking every 10 ms whatever the way of looking): the whole
+ *                  public call, where NCCL loads (the all-reduce rows need it too)
  * and the ways of looking (ncs_track_look frees the completed operations' events for reuse):
  *   quiet    the recording thread looks after each synchronisation (no other thread)
  *   look10   another thread looks every 10 ms (the watchdog's pass in bench/gpu/tracker.sh)
@@ -30,12 +33,13 @@
 
 #include "ncclshim/cuda.h"
 #include "ncclshim/ncclshim.h"
+#include "ncclshim/watchdog.h"
 #include "track.h"
 
-enum { SYNC_EVERY = 128, WARM = 512, WHATS = 4, LOOKS = 3, KINDS = 3, RING = 2048 };
+enum { SYNC_EVERY = 128, WARM = 512, WHATS = 5, LOOKS = 3, KINDS = 3, RING = 2048 };
 
 static const char *const what_names[WHATS] = {"event_record", "capture_check", "track_record",
-                                              "ring_record"};
+                                              "ring_record", "comm_record"};
 static const char *const look_names[LOOKS] = {"quiet", "look10", "look1"};
 static const int look_ms[LOOKS] = {0, 10, 1};
 static const char *const kind_names[KINDS] = {"created", "legacy", "per-thread"};
@@ -46,7 +50,8 @@ enum { IDLE, COPY, ALLREDUCE, WORKS };
 static const char *const work_names[WORKS] = {"idle", "copy", "allreduce"};
 static CUdeviceptr work_buffer; /* 0: no work (the built-in driver) */
 static char work_source[4096];
-static ncclComm_t comm; /* NULL: no all-reduce (no NCCL) */
+static ncclshim_comm *comm; /* NULL: no all-reduce and no comm_record (no NCCL) */
+static ncclshim_watchdog *dog;
 
 /* The untimed work before a call; 0 when enqueued. */
 static int enqueue_work(int work, CUstream s) {
@@ -54,21 +59,30 @@ static int enqueue_work(int work, CUstream s) {
   if (work == COPY) return CU->cuMemcpyHtoDAsync(work_buffer, work_source, sizeof(work_source), s);
   if (work == ALLREDUCE)
     return nccl->ncclAllReduce((const void *)work_buffer, (void *)(work_buffer + 2048), 256,
-                               ncclFloat32, ncclSum, comm, (cudaStream_t)s);
+                               ncclFloat32, ncclSum, ncclshim_comm_raw(comm), (cudaStream_t)s);
   return 0;
 }
 
-/* A one-rank communicator on device 0, when NCCL loads. */
+/* A watched one-rank communicator on device 0, when NCCL loads. */
 static void open_comm(void) {
   ncclUniqueId id;
-  const ncclshim_nccl_table *nccl = ncclshim_table();
-  ncclResult_t r = ncclSuccess;
-  if (ncclshim_init() != NCCLSHIM_OK) {
-    fprintf(stderr, "track_cost: no all-reduce rows: %s\n", ncclshim_last_error());
-  } else if ((r = nccl->ncclGetUniqueId(&id)) != ncclSuccess ||
-             (r = nccl->ncclCommInitRank(&comm, 1, id, 0)) != ncclSuccess) {
-    fprintf(stderr, "track_cost: no all-reduce rows: NCCL's init failed with %d\n", (int)r);
+  ncclshim_comm_options options = NCCLSHIM_COMM_OPTIONS_INIT;
+  options.blocking = NCCLSHIM_COMM_SPLIT_BLOCKING;
+  const char *step = "ncclshim_init";
+  if (ncclshim_init() != NCCLSHIM_OK ||
+      (step = "ncclGetUniqueId", ncclshim_table()->ncclGetUniqueId(&id)) != ncclSuccess ||
+      (step = "ncclshim_comm_init", ncclshim_comm_init(NULL, 1, &id, 0, &options, &comm)) !=
+          NCCLSHIM_OK ||
+      (step = "ncclshim_comm_wait", ncclshim_comm_wait(comm, 60000)) != NCCLSHIM_OK ||
+      (step = "ncclshim_watchdog_start", ncclshim_watchdog_start(NULL, &dog)) != NCCLSHIM_OK ||
+      (step = "ncclshim_comm_watch", ncclshim_comm_watch(comm, dog, 60000)) != NCCLSHIM_OK) {
+    fprintf(stderr, "track_cost: no all-reduce or comm_record rows: %s failed: %s\n", step,
+            ncclshim_last_error());
+    if (comm != NULL) ncclshim_comm_abort(comm, 10000);
+    ncclshim_comm_free(comm);
+    ncclshim_watchdog_stop(dog);
     comm = NULL;
+    dog = NULL;
   }
 }
 
@@ -202,6 +216,9 @@ static double timed(int what, ncs_tracker *t, CUevent ev, CUevent *ring, CUstrea
     if (r == 0) r = CU->cuEventRecord(ev, s);
   } else if (what == 3) {
     r = CU->cuEventRecord(ring[next++ % RING], s);
+  } else if (what == 4) {
+    if (comm != NULL && ncclshim_comm_record(comm, s, "ncclAllReduce", 256, ncclFloat32) != 0)
+      r = 1;
   } else {
     ncs_track_failure why;
     if (ncs_track_capturing(&driver, s, &r) != 0 || ncs_track_record(t, s, &op, a, &why) != 0)
@@ -253,7 +270,7 @@ static int measure(int kind, int work, int look, CUcontext ctx, int pairs, doubl
     failed |= atomic_load(&l.failed);
   }
   if (!failed)
-    for (int w = 0; w < WHATS; w++)
+    for (int w = 0; w < (comm != NULL ? WHATS : WHATS - 1); w++)
       printf("%s,%s,%s,%s,%.1f\n", kind_names[kind], work_names[work], look_names[look],
              what_names[w], median(v[w], n));
   for (int w = 0; w < WHATS; w++) free(v[w]);
@@ -304,6 +321,10 @@ int main(int argc, char **argv) {
       for (int look = 0; look < LOOKS; look++)
         failed |= measure(kind, work, look, ctx, pairs, clock);
   printf("any,any,any,clock,%.1f\n", clock);
-  if (comm != NULL) ncclshim_table()->ncclCommDestroy(comm);
+  if (comm != NULL) {
+    ncclshim_comm_destroy(comm, 10000);
+    ncclshim_comm_free(comm);
+    ncclshim_watchdog_stop(dog);
+  }
   return failed;
 }

@@ -52,6 +52,7 @@ pub(crate) struct Plan {
 /// [`crate::Watched`] alike: each names the NCCL call it guards.
 impl Plan {
     /// `send` into `recv`, as many elements (all-reduce, broadcast).
+    #[inline]
     pub(crate) fn same<T: crate::Element>(
         call: &str,
         send: &impl DeviceMemory<Elem = T>,
@@ -59,10 +60,7 @@ impl Plan {
     ) -> Result<Plan> {
         let (s, r) = (send.len(), recv.len());
         if s != r {
-            return Err(refuse(
-                call,
-                format!("send holds {s} elements and recv {r}: they must hold as many"),
-            ));
+            return Err(unequal(call, s, r));
         }
         Ok(Plan::of(send, recv, s))
     }
@@ -102,6 +100,16 @@ impl Plan {
             count,
         }
     }
+}
+
+/// [`Plan::same`]'s refusal, out of the collectives' line.
+#[cold]
+#[inline(never)]
+fn unequal(call: &str, send: usize, recv: usize) -> Error {
+    refuse(
+        call,
+        format!("send holds {send} elements and recv {recv}: they must hold as many"),
+    )
 }
 
 /// `big` must be `small` × the number of ranks.
@@ -145,6 +153,7 @@ macro_rules! typed_collectives {
     () => {
         /// `ncclAllReduce` of `send` into `recv` (as many elements); the failure semantics
         /// are the crate's (README.md, "Failure semantics").
+        #[inline]
         pub fn all_reduce<T: $crate::Element>(
             &self,
             send: &impl $crate::DeviceMemory<Elem = T>,
@@ -157,6 +166,7 @@ macro_rules! typed_collectives {
             unsafe { self.all_reduce_raw(p.send, p.recv, p.count, T::DATA_TYPE, op, stream) }
         }
         /// `ncclAllReduce` in place: `buffer` reduced across the ranks.
+        #[inline]
         pub fn all_reduce_in_place<T: $crate::Element>(
             &self,
             buffer: &mut impl $crate::DeviceMemoryMut<Elem = T>,
@@ -169,6 +179,7 @@ macro_rules! typed_collectives {
         }
         /// `ncclBroadcast` of `root`'s `send` into every rank's `recv` (as many elements;
         /// `send` is read on the root only). `root` must be a rank.
+        #[inline]
         pub fn broadcast<T: $crate::Element>(
             &self,
             send: &impl $crate::DeviceMemory<Elem = T>,
@@ -182,6 +193,7 @@ macro_rules! typed_collectives {
             unsafe { self.broadcast_raw(p.send, p.recv, p.count, T::DATA_TYPE, root, stream) }
         }
         /// `ncclBroadcast` in place: `root`'s `buffer` into every rank's.
+        #[inline]
         pub fn broadcast_in_place<T: $crate::Element>(
             &self,
             buffer: &mut impl $crate::DeviceMemoryMut<Elem = T>,
@@ -195,6 +207,7 @@ macro_rules! typed_collectives {
         }
         /// `ncclAllGather`: every rank's `send` into `recv`, in rank order; `recv` holds
         /// `send.len()` × the number of ranks.
+        #[inline]
         pub fn all_gather<T: $crate::Element>(
             &self,
             send: &impl $crate::DeviceMemory<Elem = T>,
@@ -207,6 +220,7 @@ macro_rules! typed_collectives {
         }
         /// `ncclReduceScatter`: `send` (`recv.len()` × the number of ranks) reduced, this
         /// rank's block into `recv`.
+        #[inline]
         pub fn reduce_scatter<T: $crate::Element>(
             &self,
             send: &impl $crate::DeviceMemory<Elem = T>,
@@ -220,6 +234,7 @@ macro_rules! typed_collectives {
         }
         /// `ncclSend` of `buffer` to `peer` (pair it with the peer's [`recv`](Self::recv),
         /// in a group when ranks exchange both ways). `peer` must be a rank.
+        #[inline]
         pub fn send<T: $crate::Element>(
             &self,
             buffer: &impl $crate::DeviceMemory<Elem = T>,
@@ -232,6 +247,7 @@ macro_rules! typed_collectives {
             unsafe { self.send_raw(p, buffer.len(), T::DATA_TYPE, peer, stream) }
         }
         /// `ncclRecv` into `buffer` from `peer`. `peer` must be a rank.
+        #[inline]
         pub fn recv<T: $crate::Element>(
             &self,
             buffer: &mut impl $crate::DeviceMemoryMut<Elem = T>,

@@ -243,11 +243,13 @@ impl Communicator {
         CommState::from_raw(unsafe { ffi::ncclshim_comm_state_of(self.raw) })
     }
     /// Its rank.
+    #[inline]
     pub fn rank(&self) -> i32 {
         // SAFETY: accessor.
         unsafe { ffi::ncclshim_comm_rank(self.raw) }
     }
     /// The number of ranks.
+    #[inline]
     pub fn size(&self) -> i32 {
         // SAFETY: accessor.
         unsafe { ffi::ncclshim_comm_size(self.raw) }

@@ -65,6 +65,7 @@ impl Plan {
         Ok(Plan::of(send, recv, s))
     }
     /// `buffer` into itself.
+    #[inline]
     pub(crate) fn in_place(buffer: &mut impl DeviceMemoryMut) -> Plan {
         let p = buffer.device_ptr() as usize as *mut c_void;
         Plan {
@@ -74,6 +75,7 @@ impl Plan {
         }
     }
     /// Every rank's `send` into `recv`, which holds send × ranks (all-gather).
+    #[inline]
     pub(crate) fn gather<T: crate::Element>(
         comm: &Communicator,
         call: &str,
@@ -84,6 +86,7 @@ impl Plan {
         Ok(Plan::of(send, recv, send.len()))
     }
     /// `send` (recv × ranks) reduced, a block into `recv` (reduce-scatter).
+    #[inline]
     pub(crate) fn scatter<T: crate::Element>(
         comm: &Communicator,
         call: &str,
@@ -93,6 +96,7 @@ impl Plan {
         ranks_times(comm, call, ("send", send.len()), ("recv", recv.len()))?;
         Ok(Plan::of(send, recv, recv.len()))
     }
+    #[inline]
     fn of(send: &impl DeviceMemory, recv: &mut impl DeviceMemoryMut, count: usize) -> Plan {
         Plan {
             send: send.device_ptr() as usize as *const c_void,
@@ -113,35 +117,56 @@ fn unequal(call: &str, send: usize, recv: usize) -> Error {
 }
 
 /// `big` must be `small` × the number of ranks.
+#[inline]
 fn ranks_times(
     comm: &Communicator,
     call: &str,
-    (big_name, big): (&str, usize),
-    (small_name, small): (&str, usize),
+    big: (&str, usize),
+    small: (&str, usize),
 ) -> Result<()> {
     let ranks = comm.size().max(0) as usize;
-    match small.checked_mul(ranks) {
-        Some(want) if want == big => Ok(()),
-        _ => Err(refuse(
-            call,
-            format!(
-                "{big_name} holds {big} elements; {small_name} holds {small} and the \
-                 communicator has {ranks} ranks, so {big_name} must hold {small} x {ranks}"
-            ),
-        )),
+    match small.1.checked_mul(ranks) {
+        Some(want) if want == big.1 => Ok(()),
+        _ => Err(not_ranks_times(call, big, small, ranks)),
     }
 }
 
+/// [`ranks_times`]'s refusal, out of the collectives' line.
+#[cold]
+#[inline(never)]
+fn not_ranks_times(
+    call: &str,
+    (big_name, big): (&str, usize),
+    (small_name, small): (&str, usize),
+    ranks: usize,
+) -> Error {
+    refuse(
+        call,
+        format!(
+            "{big_name} holds {big} elements; {small_name} holds {small} and the \
+             communicator has {ranks} ranks, so {big_name} must hold {small} x {ranks}"
+        ),
+    )
+}
+
 /// `rank` must be one of the communicator's.
+#[inline]
 pub(crate) fn a_rank(comm: &Communicator, call: &str, what: &str, rank: i32) -> Result<()> {
     let ranks = comm.size();
     if (0..ranks).contains(&rank) {
         return Ok(());
     }
-    Err(refuse(
+    Err(not_a_rank(call, what, rank, ranks))
+}
+
+/// [`a_rank`]'s refusal, out of the collectives' line.
+#[cold]
+#[inline(never)]
+fn not_a_rank(call: &str, what: &str, rank: i32, ranks: i32) -> Error {
+    refuse(
         call,
         format!("{what} {rank} is not a rank of this communicator (0..{ranks})"),
-    ))
+    )
 }
 
 /// The safe collectives, for `impl Communicator` and `impl Watched`: each checks its buffers

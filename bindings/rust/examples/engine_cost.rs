@@ -2,8 +2,8 @@
 //! one-rank all-reduce of 8 floats enqueued through `Communicator::all_reduce_in_place` (the
 //! buffer's checks, the table call, ncclshim's check of the result) and through
 //! `nccl.table().ncclAllReduce` directly with an engine's own test of the result, on the same
-//! stream and buffer, in interleaved blocks (each side first in every other block), each
-//! block's time per call; the ratio of the medians.
+//! stream and buffer, in interleaved blocks (each side first in every other block, both at
+//! the block's stack depth, one of 64), each block's time per call; the ratio of the medians.
 //!
 //!   engine_cost [--csv PATH] [--blocks N] [--calls N] [--fake]
 //!
@@ -68,6 +68,22 @@ fn switch_fake_live(nccl: &Nccl) -> Result<(), Error> {
     Ok(())
 }
 
+/// `run`, `frames` stack frames further down. Where the stack begins is random in every
+/// process (to 16 bytes), and a call's cost can depend on it (a store to the stack slows down
+/// when a store elsewhere lies a multiple of 4 KiB away): the blocks run at 64 depths, so that
+/// neither side's median rests on one chance place of its stack.
+#[inline(never)]
+fn deeper<R>(frames: usize, run: &mut dyn FnMut() -> R) -> R {
+    let pad = std::hint::black_box([0u8; 48]);
+    let result = if frames == 0 {
+        run()
+    } else {
+        deeper(frames - 1, run)
+    };
+    std::hint::black_box(&pad);
+    result
+}
+
 fn measure(blocks: usize, calls: usize, fake: bool) -> Result<(f64, f64), Error> {
     let timeout = Duration::from_secs(60);
     let nccl = Nccl::default_handle();
@@ -123,14 +139,17 @@ fn measure(blocks: usize, calls: usize, fake: bool) -> Result<(f64, f64), Error>
             comm.wait_stream(&cuda, &stream, timeout)?;
             Ok(t)
         };
-        // Each side goes first in every other block, so neither gains from the order.
-        let (t_ours, t_raw) = if block % 2 == 0 {
-            let t = crate_block(&mut buffer)?;
-            (t, raw_block()?)
-        } else {
-            let t = raw_block()?;
-            (crate_block(&mut buffer)?, t)
-        };
+        // Each side goes first in every other block, so neither gains from the order; both
+        // run at the block's stack depth.
+        let (t_ours, t_raw) = deeper(block % 64, &mut || {
+            if block % 2 == 0 {
+                let t = crate_block(&mut buffer)?;
+                Ok((t, raw_block()?))
+            } else {
+                let t = raw_block()?;
+                Ok((crate_block(&mut buffer)?, t))
+            }
+        })?;
         if block >= 2 {
             // the first two blocks warm up
             ours.push(t_ours);

@@ -492,7 +492,7 @@ pub fn nccl_enum(out: &mut String, text: &str, c_type: &str, name: &str) -> Resu
     for variant in &variants {
         let _ = writeln!(out, "        {name}::{variant},");
     }
-    let _ = writeln!(out, "    ];\n    /// NCCL's value.\n    pub fn raw(self) -> {c_type} {{\n        self as i32\n    }}\n}}");
+    let _ = writeln!(out, "    ];\n    /// NCCL's value.\n    #[inline]\n    pub fn raw(self) -> {c_type} {{\n        self as i32\n    }}\n}}");
     Ok(())
 }
 

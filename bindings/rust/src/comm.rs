@@ -14,24 +14,28 @@ use crate::{millis, text, Capability, Cuda, DataType, Nccl, RedOp, Stream, Uniqu
 /// result as [`Communicator::check`] does, under the call's own name. It holds no `unsafe`
 /// block: the call through the table compiles only inside the `unsafe fn`, whose `# Safety`
 /// covers the arguments.
+///
+/// They are `#[inline]`, so that the caller's crate compiles the success path into its own
+/// code: one read of the state (an atomic load in C), the table call and a test of its result.
+/// Everything else (fp8, a communicator not READY, NCCL's refusal) is out of line.
 macro_rules! communicator_collectives {
     ($($(#[$doc:meta])* fn $name:ident($($param:ident: $type:ty),* $(,)?)
         [$count:ident, $dtype:ident] => $call:ident($($arg:expr),* $(,)?);)*) => {
         $(
             $(#[$doc])*
+            #[inline]
             pub unsafe fn $name(&self, $($param: $type,)* stream: &Stream) -> Result<()> {
-                let comm = self.ready($dtype)?;
+                let comm = match self.ready_at_once($dtype) {
+                    Some(comm) => comm,
+                    None => self.ready($dtype)?,
+                };
                 // SAFETY: the table lives as long as `self.nccl`.
                 let result = (unsafe { &*self.table }.$call)($($arg,)* comm, stream.as_raw());
                 // Success needs no further check: the communicator was READY just before.
                 if result == ffi::ncclSuccess {
                     return Ok(());
                 }
-                self.check_named(
-                    result,
-                    std::ffi::CStr::from_bytes_with_nul(concat!(stringify!($call), "\0").as_bytes())
-                        .expect("an NCCL name holds no NUL"),
-                )
+                self.check_refused(result, concat!(stringify!($call), "\0"))
             }
         )*
     };
@@ -239,11 +243,13 @@ impl Communicator {
         CommState::from_raw(unsafe { ffi::ncclshim_comm_state_of(self.raw) })
     }
     /// Its rank.
+    #[inline]
     pub fn rank(&self) -> i32 {
         // SAFETY: accessor.
         unsafe { ffi::ncclshim_comm_rank(self.raw) }
     }
     /// The number of ranks.
+    #[inline]
     pub fn size(&self) -> i32 {
         // SAFETY: accessor.
         unsafe { ffi::ncclshim_comm_size(self.raw) }
@@ -257,6 +263,7 @@ impl Communicator {
         self.raw
     }
     /// NCCL's `ncclComm_t` while READY, NULL otherwise (which NCCL refuses cleanly).
+    #[inline]
     pub fn nccl_comm(&self) -> ffi::ncclComm_t {
         // SAFETY: accessor.
         unsafe { ffi::ncclshim_comm_raw(self.raw) }
@@ -312,6 +319,7 @@ impl Communicator {
 
     /// NCCL's communicator for an operation on `dtype`: INVALID_ARGUMENT unless READY,
     /// UNAVAILABLE for fp8 data on an NCCL without it.
+    #[inline(never)]
     pub(crate) fn ready(&self, dtype: DataType) -> Result<ffi::ncclComm_t> {
         if dtype.is_fp8() {
             self.nccl.require(Capability::Fp8, "fp8 data")?;
@@ -324,6 +332,28 @@ impl Communicator {
             ));
         }
         Ok(comm)
+    }
+
+    /// [`Communicator::ready`]'s answer where it needs no more than the state: NCCL's
+    /// communicator for data other than fp8 while READY; None sends the caller to `ready`.
+    #[inline(always)]
+    fn ready_at_once(&self, dtype: DataType) -> Option<ffi::ncclComm_t> {
+        if dtype.is_fp8() {
+            return None;
+        }
+        let comm = self.nccl_comm();
+        (!comm.is_null()).then_some(comm)
+    }
+
+    /// [`Communicator::check_named`] of a collective's result other than ncclSuccess, out of
+    /// the collective's line: `call` is its name, with the NUL.
+    #[cold]
+    #[inline(never)]
+    fn check_refused(&self, result: ffi::ncclResult_t, call: &'static str) -> Result<()> {
+        self.check_named(
+            result,
+            CStr::from_bytes_with_nul(call.as_bytes()).expect("an NCCL name holds no NUL"),
+        )
     }
 
     for_each_collective!(communicator_collectives);

@@ -83,6 +83,7 @@ macro_rules! driver_owned {
     ($type:ident, $raw:ty, $destroy:path, $pending:literal) => {
         impl $type {
             #[doc = concat!("The raw handle, for [`crate::ffi`]; valid while this `", stringify!($type), "` lives.")]
+            #[inline]
             pub fn as_raw(&self) -> $raw {
                 self.raw
             }

@@ -52,6 +52,7 @@ pub(crate) struct Plan {
 /// [`crate::Watched`] alike: each names the NCCL call it guards.
 impl Plan {
     /// `send` into `recv`, as many elements (all-reduce, broadcast).
+    #[inline]
     pub(crate) fn same<T: crate::Element>(
         call: &str,
         send: &impl DeviceMemory<Elem = T>,
@@ -59,14 +60,12 @@ impl Plan {
     ) -> Result<Plan> {
         let (s, r) = (send.len(), recv.len());
         if s != r {
-            return Err(refuse(
-                call,
-                format!("send holds {s} elements and recv {r}: they must hold as many"),
-            ));
+            return Err(unequal(call, s, r));
         }
         Ok(Plan::of(send, recv, s))
     }
     /// `buffer` into itself.
+    #[inline]
     pub(crate) fn in_place(buffer: &mut impl DeviceMemoryMut) -> Plan {
         let p = buffer.device_ptr() as usize as *mut c_void;
         Plan {
@@ -76,6 +75,7 @@ impl Plan {
         }
     }
     /// Every rank's `send` into `recv`, which holds send × ranks (all-gather).
+    #[inline]
     pub(crate) fn gather<T: crate::Element>(
         comm: &Communicator,
         call: &str,
@@ -86,6 +86,7 @@ impl Plan {
         Ok(Plan::of(send, recv, send.len()))
     }
     /// `send` (recv × ranks) reduced, a block into `recv` (reduce-scatter).
+    #[inline]
     pub(crate) fn scatter<T: crate::Element>(
         comm: &Communicator,
         call: &str,
@@ -95,6 +96,7 @@ impl Plan {
         ranks_times(comm, call, ("send", send.len()), ("recv", recv.len()))?;
         Ok(Plan::of(send, recv, recv.len()))
     }
+    #[inline]
     fn of(send: &impl DeviceMemory, recv: &mut impl DeviceMemoryMut, count: usize) -> Plan {
         Plan {
             send: send.device_ptr() as usize as *const c_void,
@@ -104,36 +106,67 @@ impl Plan {
     }
 }
 
+/// [`Plan::same`]'s refusal, out of the collectives' line.
+#[cold]
+#[inline(never)]
+fn unequal(call: &str, send: usize, recv: usize) -> Error {
+    refuse(
+        call,
+        format!("send holds {send} elements and recv {recv}: they must hold as many"),
+    )
+}
+
 /// `big` must be `small` × the number of ranks.
+#[inline]
 fn ranks_times(
     comm: &Communicator,
     call: &str,
-    (big_name, big): (&str, usize),
-    (small_name, small): (&str, usize),
+    big: (&str, usize),
+    small: (&str, usize),
 ) -> Result<()> {
     let ranks = comm.size().max(0) as usize;
-    match small.checked_mul(ranks) {
-        Some(want) if want == big => Ok(()),
-        _ => Err(refuse(
-            call,
-            format!(
-                "{big_name} holds {big} elements; {small_name} holds {small} and the \
-                 communicator has {ranks} ranks, so {big_name} must hold {small} x {ranks}"
-            ),
-        )),
+    match small.1.checked_mul(ranks) {
+        Some(want) if want == big.1 => Ok(()),
+        _ => Err(not_ranks_times(call, big, small, ranks)),
     }
 }
 
+/// [`ranks_times`]'s refusal, out of the collectives' line.
+#[cold]
+#[inline(never)]
+fn not_ranks_times(
+    call: &str,
+    (big_name, big): (&str, usize),
+    (small_name, small): (&str, usize),
+    ranks: usize,
+) -> Error {
+    refuse(
+        call,
+        format!(
+            "{big_name} holds {big} elements; {small_name} holds {small} and the \
+             communicator has {ranks} ranks, so {big_name} must hold {small} x {ranks}"
+        ),
+    )
+}
+
 /// `rank` must be one of the communicator's.
+#[inline]
 pub(crate) fn a_rank(comm: &Communicator, call: &str, what: &str, rank: i32) -> Result<()> {
     let ranks = comm.size();
     if (0..ranks).contains(&rank) {
         return Ok(());
     }
-    Err(refuse(
+    Err(not_a_rank(call, what, rank, ranks))
+}
+
+/// [`a_rank`]'s refusal, out of the collectives' line.
+#[cold]
+#[inline(never)]
+fn not_a_rank(call: &str, what: &str, rank: i32, ranks: i32) -> Error {
+    refuse(
         call,
         format!("{what} {rank} is not a rank of this communicator (0..{ranks})"),
-    ))
+    )
 }
 
 /// The safe collectives, for `impl Communicator` and `impl Watched`: each checks its buffers
@@ -145,6 +178,7 @@ macro_rules! typed_collectives {
     () => {
         /// `ncclAllReduce` of `send` into `recv` (as many elements); the failure semantics
         /// are the crate's (README.md, "Failure semantics").
+        #[inline]
         pub fn all_reduce<T: $crate::Element>(
             &self,
             send: &impl $crate::DeviceMemory<Elem = T>,
@@ -157,6 +191,7 @@ macro_rules! typed_collectives {
             unsafe { self.all_reduce_raw(p.send, p.recv, p.count, T::DATA_TYPE, op, stream) }
         }
         /// `ncclAllReduce` in place: `buffer` reduced across the ranks.
+        #[inline]
         pub fn all_reduce_in_place<T: $crate::Element>(
             &self,
             buffer: &mut impl $crate::DeviceMemoryMut<Elem = T>,
@@ -169,6 +204,7 @@ macro_rules! typed_collectives {
         }
         /// `ncclBroadcast` of `root`'s `send` into every rank's `recv` (as many elements;
         /// `send` is read on the root only). `root` must be a rank.
+        #[inline]
         pub fn broadcast<T: $crate::Element>(
             &self,
             send: &impl $crate::DeviceMemory<Elem = T>,
@@ -182,6 +218,7 @@ macro_rules! typed_collectives {
             unsafe { self.broadcast_raw(p.send, p.recv, p.count, T::DATA_TYPE, root, stream) }
         }
         /// `ncclBroadcast` in place: `root`'s `buffer` into every rank's.
+        #[inline]
         pub fn broadcast_in_place<T: $crate::Element>(
             &self,
             buffer: &mut impl $crate::DeviceMemoryMut<Elem = T>,
@@ -195,6 +232,7 @@ macro_rules! typed_collectives {
         }
         /// `ncclAllGather`: every rank's `send` into `recv`, in rank order; `recv` holds
         /// `send.len()` × the number of ranks.
+        #[inline]
         pub fn all_gather<T: $crate::Element>(
             &self,
             send: &impl $crate::DeviceMemory<Elem = T>,
@@ -207,6 +245,7 @@ macro_rules! typed_collectives {
         }
         /// `ncclReduceScatter`: `send` (`recv.len()` × the number of ranks) reduced, this
         /// rank's block into `recv`.
+        #[inline]
         pub fn reduce_scatter<T: $crate::Element>(
             &self,
             send: &impl $crate::DeviceMemory<Elem = T>,
@@ -220,6 +259,7 @@ macro_rules! typed_collectives {
         }
         /// `ncclSend` of `buffer` to `peer` (pair it with the peer's [`recv`](Self::recv),
         /// in a group when ranks exchange both ways). `peer` must be a rank.
+        #[inline]
         pub fn send<T: $crate::Element>(
             &self,
             buffer: &impl $crate::DeviceMemory<Elem = T>,
@@ -232,6 +272,7 @@ macro_rules! typed_collectives {
             unsafe { self.send_raw(p, buffer.len(), T::DATA_TYPE, peer, stream) }
         }
         /// `ncclRecv` into `buffer` from `peer`. `peer` must be a rank.
+        #[inline]
         pub fn recv<T: $crate::Element>(
             &self,
             buffer: &mut impl $crate::DeviceMemoryMut<Elem = T>,

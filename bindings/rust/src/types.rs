@@ -54,6 +54,7 @@ impl DataType {
         }
     }
     /// Whether it needs NCCL's fp8 types (2.24+: the `fp8` capability).
+    #[inline]
     pub fn is_fp8(self) -> bool {
         matches!(self, DataType::Float8e4m3 | DataType::Float8e5m2)
     }

@@ -210,6 +210,18 @@ fn fp8_needs_nccl_2_24_and_a_failed_communicator_refuses_work() {
 }
 
 #[test]
+fn fp8_goes_to_an_nccl_that_has_it() {
+    let (_, _guard, fake) = need_fakes!("2.28.9");
+    let comm = init(&fake, Blocking::Yes);
+    let s = &Stream::DEFAULT;
+    for dtype in [DataType::Float8e4m3, DataType::Float8e5m2] {
+        // SAFETY: the fake touches no memory.
+        unsafe { comm.all_reduce_raw(null(), null_mut(), 8, dtype, RedOp::Sum, s) }.unwrap();
+    }
+    assert_eq!(fake.count("ncclAllReduce"), 2);
+}
+
+#[test]
 fn groups_start_and_end_around_the_work() {
     let (_, _guard, fake) = need_fakes!("2.28.9");
     let comm = init(&fake, Blocking::Yes);

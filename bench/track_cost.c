@@ -2,6 +2,10 @@
  * driver: the GPU host's (bench/gpu/tracker.sh runs it there) or a fake one here.
  *   track_cost PAIRS          (NCCLSHIM_CUDA_LIBRARY=/path/libcuda.so.1 picks another driver)
  *   track_cost PAIRS noop     a driver whose calls do nothing, built in: the tracker's own cost
+ *   track_cost PAIRS locked   the same, but cuEventRecord, cuEventQuery and cuStreamIsCapturing
+ *                             hold one process-wide lock for 200, 300 and 30 ns, as the real
+ *                             driver's lock is held: a stand-in, on a CPU, for what a looking
+ *                             thread's queries cost a recording thread
  * Per kind of stream (created, legacy, per-thread) and per way of looking, call by call in
  * turns on one stream, each call timed by itself (less the clock's own cost):
  *   event_record   cuEventRecord of one event, again and again (the driver's floor)
@@ -90,6 +94,21 @@ static void open_comm(void) {
  * stream is a distinct address; there is one context. */
 static char noop_objects[1 << 16];
 static atomic_int noop_next;
+static int noop_locked; /* "locked": the calls hold driver_lock */
+static atomic_flag driver_lock = ATOMIC_FLAG_INIT;
+
+static int64_t now_ns(void);
+
+/* Hold the built-in driver's lock for `ns` (when "locked"). */
+static void hold(int ns) {
+  if (!noop_locked) return;
+  while (atomic_flag_test_and_set_explicit(&driver_lock, memory_order_acquire)) {
+  }
+  int64_t until = now_ns() + ns;
+  while (now_ns() < until) {
+  }
+  atomic_flag_clear_explicit(&driver_lock, memory_order_release);
+}
 static ncclshim_cu_result noop_make(void **out) {
   *out = &noop_objects[atomic_fetch_add(&noop_next, 1) % (int)sizeof(noop_objects)];
   return 0;
@@ -103,8 +122,13 @@ static ncclshim_cu_result noop_stream_create(CUstream *s, unsigned flags) {
   return noop_make((void **)s);
 }
 static ncclshim_cu_result noop_event(CUevent e) { return e != NULL ? 0 : 1; }
+static ncclshim_cu_result noop_query(CUevent e) {
+  hold(300);
+  return e != NULL ? 0 : 1;
+}
 static ncclshim_cu_result noop_record(CUevent e, CUstream s) {
   (void)s;
+  hold(200);
   return e != NULL ? 0 : 1;
 }
 static ncclshim_cu_result noop_stream(CUstream s) {
@@ -113,6 +137,7 @@ static ncclshim_cu_result noop_stream(CUstream s) {
 }
 static ncclshim_cu_result noop_capturing(CUstream s, ncclshim_cu_stream_capture_status *c) {
   (void)s;
+  hold(30);
   *c = NCCLSHIM_CU_STREAM_CAPTURE_STATUS_NONE;
   return 0;
 }
@@ -139,7 +164,7 @@ static const ncclshim_cuda_table *noop_table(void) {
   t.cuEventCreate = noop_event_create;
   t.cuEventDestroy = noop_event;
   t.cuEventRecord = noop_record;
-  t.cuEventQuery = noop_event;
+  t.cuEventQuery = noop_query;
   t.cuCtxGetCurrent = noop_get_current;
   t.cuCtxSetCurrent = noop_set_current;
   t.cuStreamIsCapturing = noop_capturing;
@@ -283,9 +308,10 @@ static int measure(int kind, int work, int look, CUcontext ctx, int pairs, doubl
 
 int main(int argc, char **argv) {
   int pairs = argc >= 2 ? atoi(argv[1]) : 0;
-  int noop = argc == 3 && strcmp(argv[2], "noop") == 0;
+  noop_locked = argc == 3 && strcmp(argv[2], "locked") == 0;
+  int noop = noop_locked || (argc == 3 && strcmp(argv[2], "noop") == 0);
   if (pairs <= 0 || argc > 3 || (argc == 3 && !noop)) {
-    fprintf(stderr, "usage: %s PAIRS [noop]\n", argv[0]);
+    fprintf(stderr, "usage: %s PAIRS [noop|locked]\n", argv[0]);
     return 2;
   }
   if (noop) {

@@ -1,8 +1,38 @@
 /* The tracker's record side: its nodes and per-context pools of events, and the record made
  * on the program's thread (track.h says the contract). */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "track_internal.h"
+
+/* A number of the calling thread's own (1, 2, ...: never one that another thread had), for
+ * the handles that name the calling thread's stream; NCS_TRACK_NO_THREAD when none could be
+ * had (the look then infers nothing from or for that node). Behind a pthread key rather than
+ * _Thread_local, as the per-thread message of src/status.c is. */
+static pthread_once_t thread_once = PTHREAD_ONCE_INIT;
+static pthread_key_t thread_key;
+static int thread_key_ok;
+static atomic_uintptr_t last_thread;
+
+static void make_thread_key(void) { thread_key_ok = pthread_key_create(&thread_key, NULL) == 0; }
+
+/* Unloaded (dlclose): the key goes back (a process has 1024 of them). */
+__attribute__((destructor)) static void delete_thread_key(void) {
+  if (!thread_key_ok) return;
+  thread_key_ok = 0;
+  pthread_key_delete(thread_key);
+}
+
+static uintptr_t track_thread(void) {
+  pthread_once(&thread_once, make_thread_key);
+  if (!thread_key_ok) return NCS_TRACK_NO_THREAD;
+  uintptr_t id = (uintptr_t)pthread_getspecific(thread_key);
+  if (id == 0) {
+    id = atomic_fetch_add(&last_thread, 1) + 1;
+    if (pthread_setspecific(thread_key, (void *)id) != 0) return NCS_TRACK_NO_THREAD;
+  }
+  return id;
+}
 
 void ncs_track_driver_of_table(const ncclshim_cuda_table *table, ncs_track_driver *d) {
 #define NCS_TRACK_FROM_TABLE_(name) d->name = table->name;
@@ -30,6 +60,8 @@ void ncs_track_destroy(ncs_tracker *t) {
     t->pools = p->next;
     free(p);
   }
+  free(t->seen);
+  free(t->same);
   free(t);
 }
 
@@ -206,6 +238,7 @@ static ncclshim_cu_result record_node(ncs_tracker *t, ncs_track_node *node, CUst
     node->pool = pool;
     if (make_event(t->d, pool->ctx, &node->event, why) != NCCLSHIM_CUDA_SUCCESS) return why->result;
   }
+  node->called = atomic_fetch_add(&t->ticks, 1);
   ncclshim_cu_result r = t->d->cuEventRecord(node->event, stream);
   if (r == NCCLSHIM_CUDA_ERROR_INVALID_HANDLE && !resolved) {
     /* The cached context is not the stream's (a stream handle reused in another context,
@@ -225,6 +258,7 @@ static ncclshim_cu_result record_node(ncs_tracker *t, ncs_track_node *node, CUst
       return why->result;
     r = t->d->cuEventRecord(node->event, stream);
   }
+  node->returned = atomic_fetch_add(&t->ticks, 1);
   if (r != NCCLSHIM_CUDA_SUCCESS) { /* an event the driver refused is not reused */
     t->d->cuEventDestroy(node->event);
     node->event = NULL;
@@ -262,6 +296,9 @@ int ncs_track_record(ncs_tracker *t, CUstream stream, const ncs_track_op *op, in
   node->next = NULL;
   node->op = *op;
   node->start_ns = now_ns;
+  node->stream = stream;
+  node->thread = stream == NULL || stream == NCCLSHIM_CU_STREAM_PER_THREAD ? track_thread() : 0;
+  node->answered = 0;
   atomic_store_explicit(&node->state, NODE_RESERVED, memory_order_relaxed);
   if (t->tail != NULL)
     t->tail->next = node;

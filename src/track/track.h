@@ -9,7 +9,9 @@
  *     touched again (a destroyed stream's handle crashes the driver, and the next stream
  *     created gets the same handle).
  *   - The background thread (ncs_track_look) calls only cuEventQuery, cuCtxSetCurrent and
- *     cuEventDestroy, on events the tracker made.
+ *     cuEventDestroy, on events the tracker made; and few of them: each query holds the
+ *     driver's lock that a record waits for, so it asks about a few events per stream and
+ *     infers the rest from the stream's order (track_look.c says when that holds).
  *   - An event is made in the context of the stream it is recorded on. The context of each
  *     stream last seen is cached (CACHE rows); a record that the driver refuses with
  *     CUDA_ERROR_INVALID_HANDLE (the event is another context's) asks cuStreamGetCtx (the

@@ -8,6 +8,7 @@
 #include "track.h"
 
 enum { NODE_BLOCK = 64, CACHE = 64 };
+#define NCS_TRACK_NO_THREAD UINTPTR_MAX
 enum { NODE_RESERVED = 1, NODE_RECORDED, NODE_FAILED, NODE_DONE };
 
 typedef struct ncs_track_pool ncs_track_pool;
@@ -19,6 +20,16 @@ typedef struct ncs_track_node {
   ncs_track_pool *pool; /* the context `event` was made in (with an event) */
   int64_t start_ns;
   ncs_track_op op;
+  /* The stream it was recorded on, as the look groups them (track_look.c): the handle, and
+   * the recording thread for the handles that name a per-thread stream (NULL, 0x2); the
+   * tracker's ticks just before cuEventRecord was called and just after it returned. */
+  CUstream stream;
+  uintptr_t thread;
+  uint64_t called, returned;
+  /* The look's: a final answer (complete, or a failure) known for this node, found by a
+   * query or inferred from a later event of the same stream. */
+  int answered;
+  ncclshim_cu_result answer;
 } ncs_track_node;
 
 /* The events of one context: its nodes that hold a spare event. Never freed before the
@@ -46,6 +57,11 @@ struct ncs_tracker {
     ncs_track_pool *pool;
   } cache[CACHE];
   ncs_track_counts counts;
+  atomic_uint_fast64_t ticks; /* orders the records of one stream (track_look.c) */
+  /* The look's scratch (only the looking thread uses it): the RECORDED nodes of one look,
+   * and one stream's among them. */
+  ncs_track_node **seen, **same;
+  size_t capacity;
 };
 
 /* The spin lock: a record takes it once on its way in (an atomic exchange and a store),

@@ -1,7 +1,24 @@
 /* The tracker's look, on the one thread that looks (the watchdog's, the hang dump's): it
- * queries the events of the queue, oldest first, without the lock; the completed ones leave
- * the queue and their events are reused. */
+ * learns which events of the queue have completed, without the lock; the completed ones leave
+ * the queue and their events are reused.
+ *
+ * A query per event would cost the program: each cuEventQuery holds the driver's lock for a
+ * few hundred ns, and a recording thread's cuEventRecord waits for it (on the H200, a look
+ * every 10 ms added 300 to 600 ns to every record; bench/track_cost.c). So the look asks
+ * about a few events of each stream and infers the rest from the stream's order: when an
+ * event has completed, so has every event recorded on the same stream before it, that is,
+ * whose cuEventRecord returned before that event's was called (the tracker's ticks say so;
+ * records made at the same time by two threads prove nothing either way). A stream's events
+ * are searched by halves, newest first: a stream whose work is done costs one query, a busy
+ * one about log2(n). "The same stream" is the same handle, context and, for the handles
+ * that name the calling thread's stream (NULL, per-thread), the same recording thread. A
+ * handle reused by a new stream is no exception: the driver releases a destroyed stream
+ * (and so its handle) only once its work has completed. */
+#include <stdlib.h>
+
 #include "track_internal.h"
+
+enum { STREAMS_PER_LOOK = 16 };
 
 /* 1 when a query's answer concerns a capture, never a failure: 900 .. 908, and
  * CUDA_ERROR_INVALID_VALUE, which a query of an event recorded in a capture can give. */
@@ -24,8 +41,103 @@ static ncclshim_cu_result query(ncs_tracker *t, ncs_track_node *node, CUcontext 
   return r;
 }
 
+/* A final answer for `node` (complete or failed; never "not ready", which can change). */
+static void answer(ncs_track_node *node, ncclshim_cu_result r) {
+  node->answered = 1;
+  node->answer = r;
+}
+
+/* The node's answer: the one known, else a query's (kept when final). */
+static ncclshim_cu_result ask(ncs_tracker *t, ncs_track_node *node, CUcontext *current) {
+  if (node->answered) return node->answer;
+  ncclshim_cu_result r = query(t, node, current);
+  if (r != NCCLSHIM_CUDA_ERROR_NOT_READY) answer(node, r);
+  return r;
+}
+
+static int same_stream(const ncs_track_node *a, const ncs_track_node *b) {
+  return a->stream == b->stream && a->pool == b->pool && a->thread == b->thread;
+}
+
+/* `done` (of stream[0 .. n)) has completed: so has each one before it whose record returned
+ * before done's was called. */
+static void complete_before(ncs_track_node **stream, size_t n, const ncs_track_node *done) {
+  for (size_t i = 0; i < n && stream[i] != done; i++)
+    if (!stream[i]->answered && stream[i]->returned < done->called)
+      answer(stream[i], NCCLSHIM_CUDA_SUCCESS);
+}
+
+/* The nodes of one stream (in the queue's order): the newest asked first, then halves of what
+ * lies between the last one known complete and the first one known pending. A failed or
+ * captured event ends the search (the walk in ncs_track_look reports it). */
+static void search(ncs_tracker *t, ncs_track_node **stream, size_t n, CUcontext *current) {
+  size_t lo = 0, hi = n - 1;
+  ncclshim_cu_result r = ask(t, stream[hi], current);
+  if (r == NCCLSHIM_CUDA_SUCCESS) complete_before(stream, n, stream[hi]);
+  if (r != NCCLSHIM_CUDA_ERROR_NOT_READY) return;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    r = ask(t, stream[mid], current);
+    if (r == NCCLSHIM_CUDA_SUCCESS) {
+      complete_before(stream, n, stream[mid]);
+      lo = mid + 1;
+    } else if (r == NCCLSHIM_CUDA_ERROR_NOT_READY) {
+      hi = mid;
+    } else {
+      return;
+    }
+  }
+}
+
+/* Room for `n` nodes in the look's scratch; 0 without memory (the look then asks about each
+ * node in turn, as it meets it). */
+static int room(ncs_tracker *t, size_t n) {
+  if (n <= t->capacity) return 1;
+  size_t want = n + n / 2 + 64;
+  ncs_track_node **seen = realloc(t->seen, want * sizeof(*seen));
+  if (seen != NULL) t->seen = seen;
+  ncs_track_node **same = seen != NULL ? realloc(t->same, want * sizeof(*same)) : NULL;
+  if (same != NULL) t->same = same;
+  if (seen == NULL || same == NULL) return 0;
+  t->capacity = want;
+  return 1;
+}
+
+/* Before the walk: the RECORDED nodes (the lock taken to list them), grouped by stream, each
+ * stream searched without the lock. What this finds is only a shortcut: the walk asks about
+ * any node left without an answer. */
+static void infer(ncs_tracker *t, CUcontext *current) {
+  track_lock(t);
+  uint64_t listed = t->counts.outstanding;
+  track_unlock(t);
+  if (listed == 0 || !room(t, (size_t)listed)) return;
+  size_t n = 0;
+  track_lock(t);
+  for (ncs_track_node *node = t->head; node != NULL && n < t->capacity; node = node->next)
+    if (atomic_load_explicit(&node->state, memory_order_acquire) == NODE_RECORDED &&
+        !node->answered && node->thread != NCS_TRACK_NO_THREAD)
+      t->seen[n++] = node;
+  track_unlock(t);
+  /* Only this thread changes a RECORDED node, so the list stays true without the lock. At
+   * most STREAMS_PER_LOOK streams are searched: grouping costs n per stream. */
+  int streams = 0;
+  for (size_t first = 0; first < n && streams < STREAMS_PER_LOOK; first++) {
+    ncs_track_node *lead = t->seen[first];
+    if (lead == NULL) continue; /* already in an earlier stream's search */
+    streams++;
+    size_t count = 0;
+    for (size_t i = first; i < n; i++)
+      if (t->seen[i] != NULL && same_stream(t->seen[i], lead)) {
+        t->same[count++] = t->seen[i];
+        t->seen[i] = NULL;
+      }
+    search(t, t->same, count, current);
+  }
+}
+
 int ncs_track_look(ncs_tracker *t, CUcontext *current, ncs_track_seen *seen) {
   seen->pending = seen->failed = 0;
+  infer(t, current);
   track_lock(t);
   ncs_track_node *node = t->head;
   while (node != NULL) {
@@ -38,7 +150,7 @@ int ncs_track_look(ncs_tracker *t, CUcontext *current, ncs_track_seen *seen) {
     }
     if (state == NODE_RECORDED) {
       track_unlock(t);
-      ncclshim_cu_result r = query(t, node, current);
+      ncclshim_cu_result r = ask(t, node, current);
       track_lock(t);
       if (r == NCCLSHIM_CUDA_ERROR_NOT_READY) {
         seen->pending = 1;

@@ -476,8 +476,9 @@ static void spin_ns(long ns) {
 /* The cost benchmark's loop (bench/gpu/tracker_comm.cu): a look every 10 ms, 20000 records on
  * one stream a few microseconds apart, each event completing 1 ms after its record. Each
  * record calls cuStreamIsCapturing and cuEventRecord once, and never asks or switches a
- * context; the rest (events made as the pool grows, the look's queries) is printed per
- * record. */
+ * context; the look asks about a few events per look, not one per record (its queries hold
+ * the driver's lock, which the records wait for); the rest (events made as the pool grows)
+ * is printed per record. */
 static void test_steady_state_record_calls_two_functions(void **state) {
   (void)state;
   enum { RECORDS = 20000, WARM = 4000 };
@@ -502,6 +503,7 @@ static void test_steady_state_record_calls_two_functions(void **state) {
     printf("steady state: %s %.4f per record\n", functions[f], per);
     if (f < 2) ok = ok && fake.count(functions[f]) - before[f] == RECORDS - WARM;
     if (f == 4 || f == 5) ok = ok && fake.count(functions[f]) == before[f];
+    if (f == 6) ok = ok && per < 0.05;
   }
   assert_int_equal(cu->cuStreamSynchronize(s), 0);
   assert_int_equal(ncclshim_comm_destroy(comm, 1000), NCCLSHIM_OK);

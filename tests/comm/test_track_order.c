@@ -1,0 +1,195 @@
+/* The tracker's look (src/track/track_look.c) infers completions from each stream's order,
+ * on the strict fake driver (tests/fakes/fake_cuda.h), the tracker driven directly:
+ *  - a stream whose work is done costs one query, not one per operation;
+ *  - a busy stream's first pending operation is found by halves (about log2(n) queries),
+ *    with the counts right;
+ *  - two records on one stream at the same time prove nothing about each other: the older
+ *    in the queue, recorded last, is pending while the newer has completed;
+ *  - the handles that name the calling thread's stream (NULL, per-thread) are each thread's
+ *    own: one thread's completed event says nothing of another's;
+ *  - a stream destroyed after its work completed, its handle reused: nothing wrong inferred. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "fakes/fake_cuda.h"
+#include "ncclshim/cuda.h"
+#include "track.h"
+
+enum { NOT_READY = 600 };
+
+static fake_cuda_api fake;
+static const ncclshim_cuda_table *cu;
+static ncs_track_driver driver;
+
+static int setup(void **state) {
+  (void)state;
+  fake.reset();
+  assert_int_equal(fake.use_device(0), 0);
+  return 0;
+}
+
+static CUstream new_stream(void) {
+  CUstream s = NULL;
+  assert_int_equal(cu->cuStreamCreate(&s, 0), 0);
+  return s;
+}
+
+/* Record operation `seq` on `stream`; asserted watched. */
+static void record(ncs_tracker *t, CUstream stream, uint64_t seq) {
+  ncs_track_op op = {.call = "ncclAllReduce", .count = 8, .type = 7, .seq = seq, .n = 1};
+  ncs_track_failure why = {NULL, 0};
+  assert_int_equal(ncs_track_record(t, stream, &op, (int64_t)seq, &why), 0);
+}
+
+/* One look; the cuEventQuery calls it made. */
+static int look(ncs_tracker *t, ncs_track_seen *seen) {
+  int before = fake.count("cuEventQuery");
+  CUcontext current = NULL;
+  ncs_track_look(t, &current, seen);
+  return fake.count("cuEventQuery") - before;
+}
+
+static void test_done_stream_costs_one_query(void **state) {
+  (void)state;
+  enum { OPS = 1000 };
+  ncs_tracker *t = ncs_track_create(&driver);
+  CUstream s = new_stream();
+  for (int i = 1; i <= OPS; i++) record(t, s, (uint64_t)i);
+  ncs_track_seen seen;
+  int queries = look(t, &seen);
+  assert_int_equal(seen.pending, 0);
+  assert_int_equal(seen.failed, 0);
+  assert_int_equal(ncs_track_counts_of(t).outstanding, 0);
+  assert_int_equal(queries, 1); /* the newest: every one before it is complete */
+  ncs_track_destroy(t);
+  assert_int_equal(cu->cuStreamDestroy(s), 0);
+}
+
+static void test_busy_stream_found_by_halves(void **state) {
+  (void)state;
+  enum { OPS = 1000, DONE = 600 };
+  ncs_tracker *t = ncs_track_create(&driver);
+  CUstream s = new_stream();
+  fake.set_stream_answer(s, NOT_READY, DONE); /* the first DONE complete, then none */
+  for (int i = 1; i <= OPS; i++) record(t, s, (uint64_t)i);
+  ncs_track_seen seen;
+  int queries = look(t, &seen);
+  assert_int_equal(seen.pending, 1);
+  assert_int_equal(seen.op.seq, DONE + 1);
+  assert_int_equal(ncs_track_counts_of(t).outstanding, OPS - DONE);
+  assert_in_range(queries, 1, 2 * 10 + 2); /* log2(1000) is about 10 */
+  fake.release_stream(s);
+  queries = look(t, &seen);
+  assert_int_equal(seen.pending, 0);
+  assert_int_equal(ncs_track_counts_of(t).outstanding, 0);
+  assert_int_equal(queries, 1);
+  ncs_track_destroy(t);
+  assert_int_equal(cu->cuStreamDestroy(s), 0);
+}
+
+/* A record made on another thread (device 0's context current there); `answer`, when not
+ * 0, is what its stream's events answer from then on (set on that thread: a per-thread
+ * stream is the thread's own). */
+typedef struct recorder {
+  ncs_tracker *t;
+  CUstream stream;
+  uint64_t seq;
+  int answer;
+} recorder;
+
+static void *record_on_thread(void *arg) {
+  recorder *r = arg;
+  assert_int_equal(cu->cuCtxSetCurrent(fake.context(0)), 0);
+  if (r->answer != 0) fake.set_stream_answer(r->stream, r->answer, 0);
+  record(r->t, r->stream, r->seq);
+  return NULL;
+}
+
+static void test_records_at_once_prove_nothing(void **state) {
+  (void)state;
+  ncs_tracker *t = ncs_track_create(&driver);
+  CUstream s = new_stream();
+  /* #1's record is held inside cuEventRecord: it is first in the queue. */
+  recorder first = {t, s, 1, 0};
+  pthread_t thread;
+  fake.block_next_record(s);
+  assert_int_equal(pthread_create(&thread, NULL, record_on_thread, &first), 0);
+  for (int i = 0; i < 5000 && !fake.blocked(); i++) nanosleep(&(struct timespec){0, 1000000}, NULL);
+  assert_int_equal(fake.blocked(), 1);
+  record(t, s, 2); /* recorded on the stream before #1's event: completes */
+  fake.set_stream_answer(s, NOT_READY, 0);
+  fake.release_record(); /* #1's event goes on the stream now, behind #2's: pending */
+  assert_int_equal(pthread_join(thread, NULL), 0);
+  ncs_track_seen seen;
+  look(t, &seen);
+  assert_int_equal(seen.pending, 1);
+  assert_int_equal(seen.op.seq, 1);
+  assert_int_equal(ncs_track_counts_of(t).outstanding, 2); /* #2 leaves after #1 */
+  fake.release_stream(s);
+  ncs_track_destroy(t);
+  assert_int_equal(cu->cuStreamDestroy(s), 0);
+}
+
+static void test_per_thread_handles_are_each_threads(void **state) {
+  (void)state;
+  CUstream handles[] = {NULL, NCCLSHIM_CU_STREAM_PER_THREAD};
+  for (size_t h = 0; h < sizeof(handles) / sizeof(handles[0]); h++) {
+    setup(NULL);
+    ncs_tracker *t = ncs_track_create(&driver);
+    /* Another thread's operation on its own stream of that handle, never completing... */
+    recorder other = {t, handles[h], 1, NOT_READY};
+    pthread_t thread;
+    assert_int_equal(pthread_create(&thread, NULL, record_on_thread, &other), 0);
+    assert_int_equal(pthread_join(thread, NULL), 0);
+    /* ... then this thread's, completed. */
+    fake.set_stream_answer(handles[h], FAKE_CUDA_ANY_RESULT, 0);
+    record(t, handles[h], 2);
+    ncs_track_seen seen;
+    look(t, &seen);
+    assert_int_equal(seen.pending, 1);
+    assert_int_equal(seen.op.seq, 1);
+    fake.complete_all();
+    ncs_track_destroy(t);
+  }
+}
+
+static void test_reused_handle_infers_nothing_wrong(void **state) {
+  (void)state;
+  ncs_tracker *t = ncs_track_create(&driver);
+  CUstream s = new_stream();
+  for (int i = 1; i <= 8; i++) record(t, s, (uint64_t)i);
+  assert_int_equal(cu->cuStreamSynchronize(s), 0);
+  assert_int_equal(cu->cuStreamDestroy(s), 0);
+  CUstream again = new_stream();
+  assert_ptr_equal(again, s); /* the driver's handle, reused */
+  fake.set_stream_answer(again, NOT_READY, 0);
+  for (int i = 9; i <= 16; i++) record(t, again, (uint64_t)i);
+  ncs_track_seen seen;
+  look(t, &seen);
+  assert_int_equal(seen.pending, 1);
+  assert_int_equal(seen.op.seq, 9);
+  assert_int_equal(ncs_track_counts_of(t).outstanding, 8);
+  fake.release_stream(again);
+  ncs_track_destroy(t);
+  assert_int_equal(cu->cuStreamDestroy(again), 0);
+}
+
+int main(void) {
+  if (fake_cuda_bind(NULL, &fake) != 0) return 1;
+  cu = ncclshim_cuda_functions(ncclshim_cuda_default());
+  ncs_track_driver_of_table(cu, &driver);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup(test_done_stream_costs_one_query, setup),
+      cmocka_unit_test_setup(test_busy_stream_found_by_halves, setup),
+      cmocka_unit_test_setup(test_records_at_once_prove_nothing, setup),
+      cmocka_unit_test_setup(test_per_thread_handles_are_each_threads, setup),
+      cmocka_unit_test_setup(test_reused_handle_infers_nothing_wrong, setup),
+  };
+  return cmocka_run_group_tests_name("track-order", tests, NULL, NULL);
+}

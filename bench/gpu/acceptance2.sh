@@ -70,7 +70,7 @@ fail_all() {
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 [ "$gpus" -lt 2 ] && fail_all "needs 2 GPUs (found $gpus)"
 echo "=== build ($(date -u +%T))"
-if ! part_build || ! part_compile gcc -std=c11 -O2 -Wall -Wextra -Werror -Itests "-I$cuda/include" \
+if ! part_build || ! part_compile gcc -std=c11 -O2 -Wall -Wextra -Werror -Itests/support "-I$cuda/include" \
   bench/gpu/stopped_replay.c -o "$bin/stopped_replay" "-L$cuda/lib64" -lcudart \
   "-Wl,-rpath,$cuda/lib64"; then
   fail_all "build (see build.log)"

@@ -24,7 +24,7 @@ note() { summary+=("$(printf '%-28s %s' "$1" "$2")"); echo "=== $1: $2"; }
 
 step_build() {
   part_build || { note build FAILED; return 1; }
-  local cc=(gcc -std=c11 -O2 -Wall -Wextra -Werror -Itests "-I$cuda/include")
+  local cc=(gcc -std=c11 -O2 -Wall -Wextra -Werror -Itests/support "-I$cuda/include")
   local cudart=("-L$cuda/lib64" -lcudart "-Wl,-rpath,$cuda/lib64")
   local ok=1
   "${cc[@]}" -I"$sys_include" tests/dropin/gpu/stop_rank.c -o "$out/stop-linked" \

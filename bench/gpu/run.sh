@@ -33,7 +33,7 @@ build() {
   local lib inc
   lib=$(nccl_lib "$4")
   inc=$([ "$4" = sys ] && echo /usr/include || echo "$pip_root/include")
-  local cc=(gcc -std=c11 -O2 -Wall -Wextra -Werror -Itests "-I$cuda_inc" -I"$inc" "$1" -o "$2")
+  local cc=(gcc -std=c11 -O2 -Wall -Wextra -Werror -Itests/support "-I$cuda_inc" -I"$inc" "$1" -o "$2")
   local cudart=("-L$cuda_lib" -lcudart "-Wl,-rpath,$cuda_lib")
   case $3 in
   direct) "${cc[@]}" "$lib" -Wl,-rpath,"$(dirname "$lib")" "${cudart[@]}" ;;

@@ -15,7 +15,7 @@
 #include <cstring>
 
 #include NCCLSHIM_DECLARED_H
-#include "fakes/fake_nccl.h"
+#include "tests/fakes/fake_nccl.h"
 
 namespace {
 

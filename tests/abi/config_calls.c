@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fakes/fake_nccl.h"
+#include "tests/fakes/fake_nccl.h"
 
 static int failures;
 

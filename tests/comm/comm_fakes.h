@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "fakes/fake_cuda.h"
+#include "tests/fakes/fake_cuda.h"
 #include "ncclshim/comm.h"
 
 /* Open fake variant `variant` ("2.28.9", ...) explicitly, make it the one the helpers below

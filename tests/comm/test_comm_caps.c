@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "comm_fixture.h"
-#include "fakes/fake_nccl.h"
+#include "tests/fakes/fake_nccl.h"
 #include "ncclshim/comm_query.h"
 #include "ncclshim/symmem.h"
 

@@ -26,7 +26,7 @@
 #include <cmocka.h>
 
 #include "comm_fixture.h"
-#include "fakes/fake_cuda.h"
+#include "tests/fakes/fake_cuda.h"
 
 enum { NOT_READY = 600, TIMEOUT_MS = 100, INTERVAL_MS = 5 };
 

@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "fakes/fake_cuda.h"
+#include "tests/fakes/fake_cuda.h"
 #include "ncclshim/cuda.h"
 #include "track.h"
 

@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fakes/fake_cuda.h"
+#include "tests/fakes/fake_cuda.h"
 #include "has_dump.h"
 #include "support.h"
 #include "ncclshim/ncclshim.h" /* stands in for nccl.h */

@@ -18,8 +18,8 @@
 #include <cmocka.h>
 
 #define NCCLSHIM_DECLARE_DEVICE_API /* the device API's names, as the drop-in exports them */
-#include "fakes/fake_cuda.h"
-#include "fakes/fake_nccl.h"
+#include "tests/fakes/fake_cuda.h"
+#include "tests/fakes/fake_nccl.h"
 #include "ncclshim/ncclshim.h"
 
 static int agree_on; /* the mode this run was started in */

@@ -20,7 +20,7 @@
                             signal dumps there, and the program goes on)
 
 Environment (tests/dropin/meson.build): CC, SOURCE_ROOT, DROPIN_LIBRARY, FAKE_NCCL, INTERPOSED,
-COMPARE, UNDER_NCCL, CTYPES_JOB, PYTHONPATH (tests/, for support.py). Exit status: 0 pass, 1
+COMPARE, UNDER_NCCL, CTYPES_JOB, PYTHONPATH (tests/support/, for support.py). Exit status: 0 pass, 1
 fail.
 """
 import os

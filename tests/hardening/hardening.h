@@ -1,4 +1,4 @@
-/* Helpers shared by the hardening tests (on top of ../support.h). */
+/* Helpers shared by the hardening tests (on top of tests/support/support.h). */
 #ifndef NCCLSHIM_TEST_HARDENING_H
 #define NCCLSHIM_TEST_HARDENING_H
 

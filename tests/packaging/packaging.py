@@ -14,7 +14,7 @@
 
 The consumers run on a fake NCCL and must report the ncclshim they were built against.
 Environment (tests/packaging/meson.build sets it): MESON, CC, SOURCE_ROOT, BUILD_ROOT,
-FAKE_NCCL (a fake libnccl.so.2 of version 2.28.9), VERSION (ncclshim's), PYTHONPATH (tests/,
+FAKE_NCCL (a fake libnccl.so.2 of version 2.28.9), VERSION (ncclshim's), PYTHONPATH (tests/support/,
 for support.py).
 Exit status: 0 pass, 1 fail, 77 skipped (cmake absent).
 """

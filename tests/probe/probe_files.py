@@ -48,7 +48,7 @@ def run_probe_command(cmd, valgrind_cmd, stdout=subprocess.PIPE, **kwargs):
 class ProbeRunner:
     """How one test script starts the probe under test: through the probe's own ld.so with
     no ld.so cache (--inhibit-cache, and NCCLSHIM_LD_CACHE=/dev/null for ncclshim's reading
-    of it), the machine's NCCL and libcuda hidden (--audit hide_audit, tests/hide_system.c),
+    of it), the machine's NCCL and libcuda hidden (--audit hide_audit, tests/support/hide_system.c),
     and otherwise exactly the environment a run is given.
     doctor: for --doctor and --explain, which look for Python environments on PATH and under
     HOME and ask the dynamic loader (a child): PATH and HOME lead nowhere, and LD_AUDIT hides

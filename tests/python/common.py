@@ -40,7 +40,7 @@ def skip_if_needed():
 
 
 def child_env(**extra):
-    """A child's environment: nothing of the caller's settings (tests/support.py), no ld.so
+    """A child's environment: nothing of the caller's settings (tests/support/support.py), no ld.so
     cache for ncclshim's search, no home directory; then `extra`."""
     return support.clean_env(**{"NCCLSHIM_LD_CACHE": "/dev/null", "HOME": "/nonexistent",
                                 **extra})

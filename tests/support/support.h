@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "fakes/fake_nccl.h"
+#include "tests/fakes/fake_nccl.h"
 
 /* Path of a fake variant ("2.28.9", "missing-required", ...); static storage per call site
  * is not needed: the result is malloc'd and never freed (tests are short-lived). */

@@ -5,7 +5,7 @@
 #
 # From the repository root on the GPU host (2 GPUs, system NCCL and the pip wheel's NCCL).
 # Unpacks the archive in /tmp; runs the unpacked probe (text and JSON) on its own search and
-# on each NCCL; builds the gpu suite's programs (tests/comm/gpu) through pkg-config ncclshim
+# on each NCCL; builds the gpu suite's programs (tests/gpu/comm) through pkg-config ncclshim
 # and the plain NCCL program bench/gpu/collectives.c through pkg-config ncclshim-nccl (the
 # drop-in), all against the unpacked tree, and runs them on each NCCL. Each step is
 # independent and time-limited; logs in ${OUT:-/tmp/out}/release/, one line per step here.
@@ -68,7 +68,7 @@ gpu_build() {
     for prog in gpu_collectives gpu_symmem; do
       # shellcheck disable=SC2046 # pkg-config's flags are words
       gcc -std=c11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -o "$unpack/bin/$prog" \
-        "tests/comm/gpu/$prog.c" tests/comm/gpu/gpu_common.c \
+        "tests/gpu/comm/$prog.c" tests/gpu/comm/gpu_common.c \
         $(pkg-config --cflags --libs ncclshim) -Wl,-rpath,"$tree/lib" || return 1
     done
   ldd "$unpack/bin/gpu_collectives" | grep ncclshim

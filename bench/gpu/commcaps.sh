@@ -21,8 +21,8 @@ summary=$out/summary.txt
 
 say "commcaps.sh: $(date -u +%FT%TZ) on $(hostname)"
 tool=$build/commcaps_gpu
-part_build && part_compile cc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Itests/comm/gpu \
-  bench/gpu/commcaps_gpu.c tests/comm/gpu/gpu_common.c -o "$tool" || exit 1
+part_build && part_compile cc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Itests/gpu/comm \
+  bench/gpu/commcaps_gpu.c tests/gpu/comm/gpu_common.c -o "$tool" || exit 1
 plugin=$PWD/$build/libnccl-net-commcaps-old.so
 cc -shared -fPIC -fvisibility=hidden -DFAKE_PLUGIN_HARMLESS -DSYMBOL_A=ncclNetPlugin_v4 \
   tests/probe/fake_plugin.c -o "$plugin" >>"$out/build.log" 2>&1 || exit 1

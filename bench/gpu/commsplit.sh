@@ -10,8 +10,8 @@
 # shellcheck source=bench/gpu/part_common.sh
 source "$(dirname "$0")/part_common.sh" commsplit
 tool=$build/commsplit_gpu
-part_build && part_compile cc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Itests/comm/gpu \
-  bench/gpu/commsplit_gpu.c tests/comm/gpu/gpu_common.c -o "$tool" || exit 1
+part_build && part_compile cc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Itests/gpu/comm \
+  bench/gpu/commsplit_gpu.c tests/gpu/comm/gpu_common.c -o "$tool" || exit 1
 
 csv=$out/split.csv
 echo "case,verdict,destroy_status,state_after,destroy_ms" >"$csv"

@@ -3,7 +3,7 @@
 #   bash bench/gpu/devapi.sh [--no-build-nccl]
 # For NCCL 2.28.3 (system), 2.28.9 (pip wheel) and 2.29.7 (built from .nccl-src/ in the
 # background while the others run; --no-build-nccl or no .nccl-src/ skips it), builds
-# tests/devapi/gpu/devapi.cu with nvcc against that release's nccl.h and nccl_device.h three
+# tests/gpu/devapi/devapi.cu with nvcc against that release's nccl.h and nccl_device.h three
 # ways (through ncclshim's table, through the drop-in, linked directly) and runs each: a device
 # communicator with an LSA barrier requirement, the teams queried on the host, a kernel that
 # all-reduces through LSA pointers of a symmetric window, the sums checked, everything
@@ -57,7 +57,7 @@ run_release() {
     local exe="$bin/devapi-$name-$way" log="$out/devapi-$name-$way.log"
     # GIN's GDAKI transport is not used: leave out its headers (doca), which some installs lack.
     local flags=(-std=c++17 -O2 -arch=sm_90 -DNCCL_GIN_GDAKI_ENABLE=0 -Iinclude
-      tests/devapi/gpu/devapi.cu -o "$exe" -ldl -lpthread)
+      tests/gpu/devapi/devapi.cu -o "$exe" -ldl -lpthread)
     # /usr/include is searched already; naming it again (-isystem) reorders the C++ headers'
     # #include_next <math.h> past it, and the build fails.
     [ "$inc" = /usr/include ] || flags+=(-isystem "$inc")

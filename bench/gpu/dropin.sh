@@ -27,11 +27,11 @@ step_build() {
   local cc=(gcc -std=c11 -O2 -Wall -Wextra -Werror -Itests/support "-I$cuda/include")
   local cudart=("-L$cuda/lib64" -lcudart "-Wl,-rpath,$cuda/lib64")
   local ok=1
-  "${cc[@]}" -I"$sys_include" tests/dropin/gpu/stop_rank.c -o "$out/stop-linked" \
+  "${cc[@]}" -I"$sys_include" tests/gpu/dropin/stop_rank.c -o "$out/stop-linked" \
     -L"$build/src/dropin" -lncclshim-nccl -Wl,-rpath,"$PWD/$build/src/dropin" "${cudart[@]}" || ok=0
-  "${cc[@]}" -I"$sys_include" tests/dropin/gpu/stop_rank.c -o "$out/stop-sys" "$sys_nccl" \
+  "${cc[@]}" -I"$sys_include" tests/gpu/dropin/stop_rank.c -o "$out/stop-sys" "$sys_nccl" \
     "${cudart[@]}" || ok=0
-  "${cc[@]}" -I"$pip_root/include" tests/dropin/gpu/stop_rank.c -o "$out/stop-pip" "$pip_nccl" \
+  "${cc[@]}" -I"$pip_root/include" tests/gpu/dropin/stop_rank.c -o "$out/stop-pip" "$pip_nccl" \
     -Wl,-rpath,"$pip_root/lib" "${cudart[@]}" || ok=0
   "${cc[@]}" -I"$sys_include" bench/gpu/collectives.c -o "$out/collectives-sys" "$sys_nccl" \
     "${cudart[@]}" || ok=0
@@ -93,7 +93,7 @@ step_torch() {
   [ -x "$python" ] || { note torch "SKIPPED (no $python)"; return; }
   LD_PRELOAD=$dropin NCCLSHIM_DEBUG=1 NCCLSHIM_RECORD=10000 NCCLSHIM_RECORD_DIR="$dir" \
     NCCLSHIM_RECORD_AT_EXIT=1 timeout -k 5 150 "$python" -m torch.distributed.run \
-    --nproc-per-node 2 tests/dropin/gpu/torch_allreduce.py >"$dir/run.log" 2>&1
+    --nproc-per-node 2 tests/gpu/dropin/torch_allreduce.py >"$dir/run.log" 2>&1
   local rc=$?
   grep -E "all-reduce ok|interposing|forwarding|warning|Error|error" "$dir/run.log" | head -20
   python3 $compare "$dir" >"$dir/compare.txt" 2>&1

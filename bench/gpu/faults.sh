@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Faults between processes on the GPU host, in one command from the repository root:
 #   bash bench/gpu/faults.sh
-# Builds (or reuses) build-gpu/, then runs tests/comm/gpu/gpu_faults' killed-rank cases on
+# Builds (or reuses) build-gpu/, then runs tests/gpu/comm/gpu_faults' killed-rank cases on
 # both NCCLs (system, pip wheel) over the default transports and over NCCL's sockets on
 # loopback, the example over sockets, and the example under torchrun and mpirun. Each step
 # has its own hard timeout and runs whatever the others did; a time budget (BUDGET_S, 330 s)
@@ -15,7 +15,7 @@
 # NVLink multicast stays off.
 # shellcheck source=bench/gpu/part_common.sh
 source "$(dirname "$0")/part_common.sh" faults 330
-faults=$build/tests/comm/gpu_faults
+faults=$build/tests/gpu/comm/gpu_faults
 example=$build/examples/ncclshim-allreduce
 cases=(
   "blocking collective fork" "blocking collective spawn"
@@ -35,7 +35,7 @@ echo "step,nccl,transport,exit,seconds,result" >"$out/launchers.csv"
 : >"$out/orphans.txt"
 
 # Processes of ours, which kill_orphans lists and kills after each step.
-ours="$PWD/$build/(tests/comm/gpu_faults|examples/ncclshim-allreduce)|/proc/self/exe --worker"
+ours="$PWD/$build/(tests/gpu/comm/gpu_faults|examples/ncclshim-allreduce)|/proc/self/exe --worker"
 
 fault_case() { # NCCL TRANSPORT COMM POINT LAUNCH
   local which=$1 tr=$2 name="$4-$3-$5"
@@ -96,15 +96,15 @@ for which in $chosen; do
   done
   if [ "$which" = "${chosen%% *}" ] && [ "${LAUNCHERS:-1}" != 0 ]; then
     echo "=== the example over sockets and under launchers ($(date -u +%T), $(time_left) s left)"
-    launcher_step example-fork "$which" socket "$build/tests/comm/gpu_example" "$PWD/$example" \
+    launcher_step example-fork "$which" socket "$build/tests/gpu/comm/gpu_example" "$PWD/$example" \
       fork --count 262144 --iters 5 --timeout-ms 30000
-    launcher_step example-launcher "$which" socket "$build/tests/comm/gpu_example" \
+    launcher_step example-launcher "$which" socket "$build/tests/gpu/comm/gpu_example" \
       "$PWD/$example" launcher
-    launcher_step example-torchrun "$which" default bash tests/comm/gpu/launchers.sh \
+    launcher_step example-torchrun "$which" default bash tests/gpu/comm/launchers.sh \
       "$PWD/$example" torchrun
-    launcher_step example-torchrun "$which" socket bash tests/comm/gpu/launchers.sh \
+    launcher_step example-torchrun "$which" socket bash tests/gpu/comm/launchers.sh \
       "$PWD/$example" torchrun
-    launcher_step example-mpirun "$which" default bash tests/comm/gpu/launchers.sh \
+    launcher_step example-mpirun "$which" default bash tests/gpu/comm/launchers.sh \
       "$PWD/$example" mpirun
   fi
 done

@@ -37,7 +37,7 @@ for lib in "${libs[@]}"; do
   say "graphs on $lib: exit $rc"
   [ -s "$log.csv" ] || echo "graphs,FAIL: exit $rc: $(tail -1 "$log" | tr ',' ';'),,0,0," >"$log.csv"
   cat "$log.csv" >>"$csv"
-  # The gpu suite's own case (tests/comm/gpu/gpu_graphs.c: driver API, no kernel).
+  # The gpu suite's own case (tests/gpu/comm/gpu_graphs.c: driver API, no kernel).
   NCCLSHIM_NCCL_LIBRARY=$lib timeout "$(cap 20)" meson test -C "$build" --no-rebuild \
     gpu-watchdog-graphs >"$log.suite" 2>&1
   rc=$?

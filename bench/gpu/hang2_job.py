@@ -1,6 +1,6 @@
 """A two-rank job in which rank 1 skips a collective, NCCL and CUDA bound by ctypes
 as vLLM's pynccl binds them, for the recorder's hang dump with no signal
-(bench/gpu/acceptance2.sh; tests/dropin/gpu/hang_job.py is its one-rank form).
+(bench/gpu/acceptance2.sh; tests/gpu/dropin/hang_job.py is its one-rank form).
 
     python3 hang2_job.py --rank R --uid FILE --nccl LIBNCCL --cudart LIBCUDART --dir DIR
                          [--lookup library|global] [--limit S]

@@ -3,7 +3,7 @@
 # (PARTS=hangdump; it builds build-gpu/ first), or alone from the repository root:
 #   bash bench/gpu/hangdump.sh
 # A one-rank job holds its stream with a kernel that spins on a host-mapped flag (it gives up
-# by itself after 4 s), then issues an all-reduce behind it (tests/dropin/gpu/hang_job.c,
+# by itself after 4 s), then issues an all-reduce behind it (tests/gpu/dropin/hang_job.c,
 # hang_job.py). With NCCLSHIM_RECORD_HANG_MS=500 the recorder must dump by itself, once, with
 # reason "hang" and one stderr line, and ncclshim-record-compare must name the stuck call:
 #   hang-preload-sys     hang_job linked to the system NCCL, the drop-in in LD_PRELOAD
@@ -15,7 +15,7 @@
 #   capture-c            an all-reduce captured into a CUDA graph (global mode) and replayed 3
 #                        times with the hang dump on: the capture works, no hang dump, the exit
 #                        dump marks the call "captured", compare says so (exit 3)
-#   capture-torch        an all-gather through torch.cuda.graph (tests/dropin/gpu/torch_capture.py)
+#   capture-torch        an all-gather through torch.cuda.graph (tests/gpu/dropin/torch_capture.py)
 #   record-cost          what the drop-in adds to an 8-float all-reduce (LD_PRELOAD, recorder
 #                        on), paired call by call in one process against the same call straight
 #                        into the NCCL under it (hang_job cost's dropin_ns), with
@@ -42,14 +42,14 @@ row() { # CASE VERDICT DETECTED DETAIL
 
 build_jobs() {
   [ -f "$dropin" ] || meson compile -C "$build" ncclshim-nccl >"$out/build.log" 2>&1
-  "$nvcc" -arch=sm_90 -shared -Xcompiler -fPIC tests/dropin/gpu/hang_gpu.cu -o "$bin/libhang_gpu.so" &&
+  "$nvcc" -arch=sm_90 -shared -Xcompiler -fPIC tests/gpu/dropin/hang_gpu.cu -o "$bin/libhang_gpu.so" &&
     for target in sys pip link; do
       case $target in
       sys) dir=$(dirname "$sys_nccl") name=libnccl.so.2 ;;
       pip) dir=$(dirname "$pip_nccl") name=libnccl.so.2 ;;
       link) dir=$(dirname "$dropin") name=libncclshim-nccl.so.0 ;;
       esac
-      gcc -std=c11 -D_GNU_SOURCE -Iinclude -Itests/dropin tests/dropin/gpu/hang_job.c -o "$bin/hang_job_$target" \
+      gcc -std=c11 -D_GNU_SOURCE -Iinclude -Itests/dropin tests/gpu/dropin/hang_job.c -o "$bin/hang_job_$target" \
         -L"$bin" -lhang_gpu -L"$dir" -l:"$name" -Xlinker -rpath -Xlinker "$bin" \
         -Xlinker -rpath -Xlinker "$dir" || return 1
     done
@@ -144,7 +144,7 @@ hang_case hang-preload-pip LD_PRELOAD="$dropin" -- "$bin/hang_job_pip" hang
 hang_case hang-link NCCLSHIM_NCCL_LIBRARY="$sys_nccl" -- "$bin/hang_job_link" hang
 hang_case hang-audit-preload LD_AUDIT="$dropin" LD_PRELOAD="$dropin" -- "$bin/hang_job_sys" hang
 if [ -x "$python" ]; then
-  hang_case hang-audit-ctypes LD_AUDIT="$dropin" -- "$python" tests/dropin/gpu/hang_job.py \
+  hang_case hang-audit-ctypes LD_AUDIT="$dropin" -- "$python" tests/gpu/dropin/hang_job.py \
     --nccl "$pip_nccl" --gpu "$bin/libhang_gpu.so" --dir
 else
   row hang-audit-ctypes "FAIL: no $python" "" ""
@@ -193,7 +193,7 @@ fi
 # The torch case last, only while the part is within its 90 s (torch takes 15-30 s to start).
 if [ -x "$python" ] && [ $((SECONDS - start)) -lt 55 ]; then
   run_case capture-torch 35 LD_PRELOAD="$dropin" NCCLSHIM_RECORD_HANG_MS=500 \
-    NCCLSHIM_RECORD_AT_EXIT=1 -- "$python" tests/dropin/gpu/torch_capture.py
+    NCCLSHIM_RECORD_AT_EXIT=1 -- "$python" tests/gpu/dropin/torch_capture.py
   capture_check capture-torch $? "capture=ok" ncclAllGather
 else
   row capture-torch "FAIL: not run (no $python, or $((SECONDS - start)) s used)" "" ""

@@ -6,13 +6,13 @@
 # SIGABRT, at exit, and on a launcher's SIGTERM should one come (NCCLSHIM_RECORD_SIGNAL=TERM;
 # nothing is sent by this script), and ncclshim-record-compare must say "rank 1 is behind"
 # (exit 1):
-#   torch-preload-pip   tests/dropin/gpu/torch_allreduce.py under torch.distributed.run, the
+#   torch-preload-pip   tests/gpu/dropin/torch_allreduce.py under torch.distributed.run, the
 #                       drop-in in LD_PRELOAD, rank 1 skipping the last all-reduce and leaving,
 #                       PyTorch's
 #                       NCCL timeout 15 s (its watchdog aborts rank 0: TORCH_NCCL_ASYNC_ERROR_HANDLING=1,
 #                       ncclCommAbort then abort()); torch's own NCCL (pip 2.28.9)
 #   torch-audit-pip     the same under audit mode (LD_AUDIT=the drop-in)
-#   ctypes-audit-pip    tests/dropin/gpu/ctypes_allreduce.py (ctypes binding as vLLM's pynccl,
+#   ctypes-audit-pip    tests/gpu/dropin/ctypes_allreduce.py (ctypes binding as vLLM's pynccl,
 #                       cudart by ctypes), audit mode, each rank's own watchdog (12 s); pip 2.28.9
 #   ctypes-audit-sys    the same on the system NCCL (2.28.3)
 #   torch-preload-sys   the torch job with the system NCCL preloaded too (only when the run is
@@ -75,7 +75,7 @@ torch_run() {
   recorder_env "$dir"
   env "${how[@]}" "${rec_env[@]}" SKIP_RANK=1 NCCL_TIMEOUT_S=15 \
     TORCH_NCCL_ASYNC_ERROR_HANDLING=1 timeout -k 5 100 "$python" -m torch.distributed.run \
-    --nproc-per-node 2 tests/dropin/gpu/torch_allreduce.py >"$dir/run.log" 2>&1
+    --nproc-per-node 2 tests/gpu/dropin/torch_allreduce.py >"$dir/run.log" 2>&1
   local rc=$?
   grep -E "skipping|leaving|interposing|audit mode|Watchdog|timed out|wrote|warning" "$dir/run.log" |
     cut -c1-200 | head -12
@@ -95,7 +95,7 @@ ctypes_run() {
   fi
   recorder_env "$dir"
   env LD_AUDIT="$dropin" "${rec_env[@]}" timeout -k 5 80 "$python" \
-    tests/dropin/gpu/ctypes_allreduce.py --nccl "$nccl" --cudart "$cudart" --stop-rank 1 \
+    tests/gpu/dropin/ctypes_allreduce.py --nccl "$nccl" --cudart "$cudart" --stop-rank 1 \
     --stop-after 5 --timeout 12 >"$dir/run.log" 2>&1
   local rc=$?
   grep -E "stopped|waiting|watchdog|launcher|audit mode|wrote|warning" "$dir/run.log" |

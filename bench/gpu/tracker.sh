@@ -142,9 +142,9 @@ nccl_dir=$(dirname "$sys_nccl")
 nccl_inc=()
 [ "$sys_include" != /usr/include ] && nccl_inc=("-I$sys_include")
 if ! part_build || [ ! -f "$dropin" ] ||
-  ! part_compile "$cuda/bin/nvcc" -arch=sm_90 -O2 -Itests/dropin/gpu bench/gpu/tracker_comm.cu \
+  ! part_compile "$cuda/bin/nvcc" -arch=sm_90 -O2 -Itests/gpu/dropin bench/gpu/tracker_comm.cu \
     -o "$bin/tracker_comm" ||
-  ! "$cuda/bin/nvcc" -arch=sm_90 -O2 "${nccl_inc[@]}" -Itests/dropin -Itests/dropin/gpu \
+  ! "$cuda/bin/nvcc" -arch=sm_90 -O2 "${nccl_inc[@]}" -Itests/dropin -Itests/gpu/dropin \
     bench/gpu/tracker_nccl.cu \
     -o "$bin/tracker_nccl" "-L$nccl_dir" -l:libnccl.so.2 -Xlinker -rpath -Xlinker "$nccl_dir" \
     >>"$out/build.log" 2>&1; then

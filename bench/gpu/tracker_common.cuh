@@ -6,7 +6,7 @@
 //   per-thread  the per-thread default stream (cudaStreamPerThread, CU_STREAM_PER_THREAD)
 // A held stream is released by tracker_release(), or by the kernel itself after its limit (a
 // kernel that waited forever would deadlock an abort): tracker_gave_up() then answers 1.
-// Build with -Itests/dropin/gpu.
+// Build with -Itests/gpu/dropin.
 #ifndef NCCLSHIM_BENCH_TRACKER_COMMON_CUH
 #define NCCLSHIM_BENCH_TRACKER_COMMON_CUH
 
@@ -20,7 +20,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "spin_kernel.cuh" /* tests/dropin/gpu: the kernel that holds a stream */
+#include "spin_kernel.cuh" /* tests/gpu/dropin: the kernel that holds a stream */
 
 enum { TRACKER_KINDS = 3 };
 static const char *const tracker_kind_names[TRACKER_KINDS] = {"created", "legacy", "per-thread"};

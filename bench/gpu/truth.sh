@@ -35,7 +35,7 @@ echo "=== build ($(date -u +%T))"
 part_build || { echo "build failed: nothing else can run"; exit 1; }
 lib=$PWD/$build/src/libncclshim.so
 probe=$PWD/$build/src/probe/ncclshim-probe
-census=tests/nccl/gpu/gpu_torch_census.py
+census=tests/gpu/nccl/gpu_torch_census.py
 
 # 1. The torch case, as meson runs it (suite gpu), and the same script directly, verbose.
 run gpu-torch-census-meson meson test -C "$build" --no-rebuild --print-errorlogs gpu-torch-census

@@ -1,5 +1,5 @@
 /* Faults between processes, on the fakes: the logic of the GPU suite's killed-rank cases
- * (tests/comm/gpu/gpu_faults.c), so that CI covers it without GPUs.
+ * (tests/gpu/comm/gpu_faults.c), so that CI covers it without GPUs.
  *  - a peer lost while a collective runs and the transport reports it (sockets): the stream
  *    wait ends early with NCCL_ERROR, the communicator is FAILED, only an abort releases it;
  *  - the same where nothing is ever reported (NVLink: the kernel just waits): the stream wait

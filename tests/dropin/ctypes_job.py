@@ -1,6 +1,6 @@
 """An NCCL job bound with ctypes, as vLLM's pynccl binds it (a CDLL of the library's path,
 the unique id as a 128-byte structure passed by value): the fake-NCCL counterpart of
-tests/dropin/gpu/ctypes_allreduce.py, for audit mode (tests/dropin/test_files.py audit).
+tests/gpu/dropin/ctypes_allreduce.py, for audit mode (tests/dropin/test_files.py audit).
     ctypes_job.py LIBRARY RANK N   rank RANK of 2 issues N all-reduces and exits"""
 import ctypes
 import sys

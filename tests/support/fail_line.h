@@ -1,5 +1,5 @@
 /* The failure check of the plain C programs, those without cmocka: the GPU benchmarks and
- * jobs (bench/gpu/, tests/dropin/gpu/), whose ranks share stderr, and the hardening stress
+ * jobs (bench/gpu/, tests/gpu/dropin/), whose ranks share stderr, and the hardening stress
  * tests. Header-only: each program builds it in with nothing else of the tests.
  *   CHECK_OR(LEAVE, WHO, N, OK, FORMAT, ...)
  * unless OK, writes one line "WHO N: message" to stderr in one call (two ranks' lines do not

@@ -3,7 +3,8 @@
  * between devices it makes one device's stream wait on another's event; it checks each device
  * description against nvidia-smi (when present) and that a forked child is refused.
  * Exits 0 when every check passed, 1 on any failure, 77 (skipped) without a usable driver or
- * device. Run: meson test -C build --suite gpu --print-errorlogs (or build/tests/cuda/gpu_cuda). */
+ * device. Run: meson test -C build --suite gpu --print-errorlogs (or
+ * build/tests/gpu/cuda/gpu_cuda). */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* A rank killed while its peer works (tests/comm/gpu/gpu_faults.c): what a case is, what the
+/* A rank killed while its peer works (tests/gpu/comm/gpu_faults.c): what a case is, what the
  * ranks tell the harness, and the work of one rank (gpu_faults_rank.c). */
 #ifndef NCCLSHIM_GPU_FAULTS_H
 #define NCCLSHIM_GPU_FAULTS_H

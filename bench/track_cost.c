@@ -1,5 +1,5 @@
 /* What the tracker's record costs beside the driver's own cuEventRecord, taken apart, on any
- * driver: the GPU host's (bench/gpu/tracker.sh runs it there) or a fake one here.
+ * driver: the GPU host's (tests/gpu/track/tracker.sh runs it there) or a fake one here.
  *   track_cost PAIRS          (NCCLSHIM_CUDA_LIBRARY=/path/libcuda.so.1 picks another driver)
  *   track_cost PAIRS noop     a driver whose calls do nothing, built in: the tracker's own cost
  *   track_cost PAIRS locked   the same, but cuEventRecord, cuEventQuery and cuStreamIsCapturing
@@ -20,11 +20,11 @@
  *                  public call, where NCCL loads (the all-reduce rows need it too)
  * and the ways of looking (ncs_track_look frees the completed operations' events for reuse):
  *   quiet    the recording thread looks after each synchronisation (no other thread)
- *   look10   another thread looks every 10 ms (the watchdog's pass in bench/gpu/tracker.sh)
+ *   look10   another thread looks every 10 ms (the watchdog's pass in tests/gpu/track/tracker.sh)
  *   look1    another thread looks every 1 ms
  * each with the stream idle, and with work enqueued before every call, untimed: a 4 KiB
  * host-to-device copy ("copy"), or a one-rank all-reduce of 1,024 floats through the NCCL
- * that ncclshim_init finds ("allreduce", as bench/gpu/tracker_comm.cu times the record):
+ * that ncclshim_init finds ("allreduce", as tests/gpu/track/tracker_comm.cu times the record):
  * rows kind,work,look,what,ns (medians) and any,any,clock,ns. Exit 0, 1 when a call
  * failed, 77 without a driver or device. */
 #include <pthread.h>

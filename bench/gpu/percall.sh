@@ -15,8 +15,8 @@
 # detection <= deadline + 10 %), detect.csv, wait-cost.csv, percall-*.png when gnuplot is
 # there, logs. A time budget (BUDGET_S, 280 s) skips what is left rather than overrun; no
 # process outlives its step. NVLink multicast stays off.
-# shellcheck source=bench/gpu/part_common.sh
-source "$(dirname "$0")/part_common.sh" percall 280
+# shellcheck source=tests/gpu/part_common.sh
+source "$(dirname "$0")/../../tests/gpu/part_common.sh" percall 280
 rounds=${ROUNDS:-2}
 deadline=${DEADLINE_MS:-1000}
 max_bytes=${MAX_BYTES:-1073741824}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What ncclshim_comm_record costs the enqueueing thread (goal: median <= 100 ns), a part
-# of bench/gpu/session.sh (PARTS=recordcost), or from the repository root:
+# of tests/gpu/run.sh (PARTS=recordcost), or from the repository root:
 #   bash bench/gpu/recordcost.sh
 # Builds (or reuses) build-gpu/, compiles bench/gpu/recordcost.cu with nvcc against it and
 # runs it on the NCCL that NCCLSHIM_NCCL_LIBRARY names, or when it is unset on $SYS_NCCL and
@@ -9,8 +9,8 @@
 # first NCCL's: row `record` is the median of the paired differences, the pieces beside
 # it), record-cost-2297.csv for NCCL_2297, verdict.csv (case,verdict,nccl,ns,limit_ns: the
 # goal is record <= 100 ns), a log per run. About 10 s per NCCL. NVLink multicast stays off.
-# shellcheck source=bench/gpu/part_common.sh
-source "$(dirname "$0")/part_common.sh" recordcost
+# shellcheck source=tests/gpu/part_common.sh
+source "$(dirname "$0")/../../tests/gpu/part_common.sh" recordcost
 
 bin=$build/bench-recordcost
 part_build && part_compile "$cuda/bin/nvcc" -arch=sm_90 -O2 bench/gpu/recordcost.cu -o "$bin" ||

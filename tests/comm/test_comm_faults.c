@@ -25,7 +25,7 @@
 #include "ncclshim/symmem.h"
 
 /* A wait must end at its deadline, never before; how soon after it (within 10 % on the GPU
- * host) is a benchmark's figure (bench/gpu/faults.sh), not a unit test's: under TSan or
+ * host) is a benchmark's figure (tests/gpu/comm/faults.sh), not a unit test's: under TSan or
  * valgrind, beside other tests, a thread waits its turn. late_ms() only tells "ended" from
  * "hung". */
 enum { NOT_READY = 600, DEADLINE_MS = 300 };

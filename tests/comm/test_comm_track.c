@@ -473,7 +473,7 @@ static void spin_ns(long ns) {
   while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < ns);
 }
 
-/* The cost benchmark's loop (bench/gpu/tracker_comm.cu): a look every 10 ms, 20000 records on
+/* The cost benchmark's loop (tests/gpu/track/tracker_comm.cu): a look every 10 ms, 20000 records on
  * one stream a few microseconds apart, each event completing 1 ms after its record. Each
  * record calls cuStreamIsCapturing and cuEventRecord once, and never asks or switches a
  * context; the look asks about a few events per look, not one per record (its queries hold

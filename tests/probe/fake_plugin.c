@@ -10,6 +10,6 @@ EXPORT const char SYMBOL_A[] = "fake plugin";
 EXPORT const char SYMBOL_B[] = "fake plugin";
 #endif
 
-#ifndef FAKE_PLUGIN_HARMLESS /* bench/gpu/commcaps.sh builds one NCCL itself may load */
+#ifndef FAKE_PLUGIN_HARMLESS /* tests/gpu/comm/commcaps.sh builds one NCCL itself may load */
 __attribute__((constructor)) static void never_run(void) { abort(); }
 #endif

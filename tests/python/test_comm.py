@@ -201,7 +201,7 @@ class LazyLayer(unittest.TestCase):
 
 
 class GpuScriptDryRun(unittest.TestCase):
-    """bench/gpu/python_gpu.py over mock torch and CuPy (gpu_mock/) on the fakes: every case
+    """tests/gpu/python/python_gpu.py over mock torch and CuPy (gpu_mock/) on the fakes: every case
     runs its Python to the end. What only a GPU gives (results, DLPack, JAX) fails as the
     mocks make it fail; the rest, the watchdog case with it, must be ok."""
     # case -> how it fails on the mocks: the fake NCCL writes no result, the mock torch has
@@ -215,11 +215,11 @@ class GpuScriptDryRun(unittest.TestCase):
         out = tempfile.mkdtemp(prefix="ncclshim-gpu-dryrun-")
         self.addCleanup(shutil.rmtree, out)
         here = os.path.dirname(os.path.abspath(__file__))
-        bench = os.path.join(here, "..", "..", "bench", "gpu")
+        gpu = os.path.join(os.path.dirname(here), "gpu", "python")
         proc = subprocess.run(
-            [sys.executable, os.path.join(bench, "python_gpu.py"), out], capture_output=True,
+            [sys.executable, os.path.join(gpu, "python_gpu.py"), out], capture_output=True,
             text=True, timeout=240, env=package_env(
-                PYTHONPATH=os.pathsep.join([os.path.join(here, "gpu_mock"), PACKAGE, bench]),
+                PYTHONPATH=os.pathsep.join([os.path.join(here, "gpu_mock"), PACKAGE, gpu]),
                 NCCLSHIM_PYTHON_FUNCTIONS=FUNCTIONS, NCCLSHIM_NCCL_LIBRARY=fake("2.28.9"),
                 NCCLSHIM_CUDA_LIBRARY=FAKE_CUDA,
                 **({"NCCLSHIM_PYTHON_FAST": FAST} if FAST else {}), **env))

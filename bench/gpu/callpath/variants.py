@@ -2,8 +2,8 @@
 ncclAllReduce's signature that does nothing): no NCCL and no GPU work, only Python, torch's
 accessors and ctypes. It is how the communicator's inline path was chosen (docs/python.md,
 "What a call costs"). "pair reader frame" calls the package's own checked pair reader (the
-pure Python path's, ncclshim.buffers.pair). bench/gpu/python.sh runs it in the torch venv, with the
-package on PYTHONPATH:
+pure Python path's, ncclshim.buffers.pair). tests/gpu/python/python.sh runs it in the torch
+venv, with the package on PYTHONPATH:
 
     gcc -O2 -shared -fPIC -o /tmp/libnoop7.so bench/gpu/callpath/noop7.c
     python bench/gpu/callpath/variants.py /tmp/libnoop7.so 60 > call-path-variants.csv
@@ -27,7 +27,8 @@ OPS = {"sum": 0}
 
 
 class PyNcclStyle:
-    """As bench/gpu/pynccl_style.py calls NCCL: no checks, ctypes objects for the pointers."""
+    """As tests/gpu/python/pynccl_style.py calls NCCL: no checks, ctypes objects for the
+    pointers."""
 
     def __init__(self, fn):
         self.fn, self.comm = fn, vp(1)

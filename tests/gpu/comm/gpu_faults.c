@@ -10,7 +10,7 @@
  * collectives) watched by the watchdog with the same deadline: the failure must come from
  * the watchdog within the deadline + 10 % of the operation it names.
  * Prints "FAULTS-CSV,..." (the figures) and "FAULTS-MSG,..." (rank 0's message) for
- * bench/gpu/faults.sh. NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 in the environment make NCCL use
+ * tests/gpu/comm/faults.sh. NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 in the environment make NCCL use
  * its socket transport over loopback, as between nodes. Exit 0 pass, 1 fail, 77 skipped. */
 #include <errno.h>
 #include <poll.h>

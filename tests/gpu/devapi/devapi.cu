@@ -5,7 +5,7 @@
  * ncclGetPeerDevicePointer, compared with the loaded library's own functions (dlsym).
  * Multimem stays off: no multicast object is created, the multimem queries are skipped.
  *
- * bench/gpu/devapi.sh builds it with nvcc against one release's nccl.h and nccl_device.h, in
+ * tests/gpu/devapi/devapi.sh builds it with nvcc against one release's nccl.h and nccl_device.h, in
  * one of three ways:
  *   -DVIA_TABLE   every NCCL call through ncclshim's table (links libncclshim)
  *   -DVIA_DROPIN  NCCL's names, linked against libncclshim-nccl alone

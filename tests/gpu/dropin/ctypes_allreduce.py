@@ -2,7 +2,7 @@
 the library's path; ncclGetUniqueId, ncclCommInitRank, ncclAllReduce; the unique id a
 128-byte structure passed by value), with the CUDA runtime through ctypes too for memory and
 streams. LD_PRELOAD cannot see its calls; the drop-in's audit mode (LD_AUDIT) records them
-(bench/gpu/recorder.sh).
+(tests/gpu/dropin/recorder.sh).
 
     python3 ctypes_allreduce.py --nccl LIBNCCL --cudart LIBCUDART [--stop-rank R]
                                 [--stop-after N] [--timeout S]

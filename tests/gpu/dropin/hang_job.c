@@ -1,4 +1,4 @@
-/* A one-rank NCCL job for the hang dump on one GPU (bench/gpu/hangdump.sh), written against
+/* A one-rank NCCL job for the hang dump on one GPU (tests/gpu/dropin/hangdump.sh), written against
  * NCCL's names and linked to an NCCL (the drop-in goes over it with LD_PRELOAD) or to the
  * drop-in; its CUDA work is libhang_gpu.so's (hang_gpu.cu).
  *   hang_job hang DIR      two all-reduces that complete, then a kernel that holds the

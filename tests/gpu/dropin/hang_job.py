@@ -1,5 +1,5 @@
 """The one-rank hang job of hang_job.c, with NCCL bound by ctypes as vLLM's pynccl binds it (a
-CDLL of the library's path), for the drop-in's audit mode (LD_AUDIT; bench/gpu/hangdump.sh).
+CDLL of the library's path), for the drop-in's audit mode (LD_AUDIT; tests/gpu/dropin/hangdump.sh).
 Its CUDA work is libhang_gpu.so's (hang_gpu.cu), by ctypes too.
 
     python3 hang_job.py --nccl LIBNCCL --gpu LIBHANG_GPU --dir DIR

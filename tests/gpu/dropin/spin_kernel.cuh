@@ -1,6 +1,6 @@
 // A kernel that holds its stream: it spins until flag[0] is set (by the host, through mapped
 // memory) or limit_ns have passed on the GPU's clock, and then sets flag[1] (it gave up). Shared
-// by hang_gpu.cu and bench/gpu/tracker_common.cuh.
+// by hang_gpu.cu and tests/gpu/track/tracker_common.cuh.
 #ifndef NCCLSHIM_TEST_SPIN_KERNEL_CUH
 #define NCCLSHIM_TEST_SPIN_KERNEL_CUH
 

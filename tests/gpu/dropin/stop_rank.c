@@ -1,8 +1,9 @@
-/* A job that hangs on purpose, for the flight recorder on the GPU host (bench/gpu/dropin.sh).
- * A plain NCCL program (real nccl.h, cuda_runtime.h): two processes, one GPU each, all-reduce
- * after all-reduce; rank STOP stops issuing after STOP_AFTER of them, the other issues one more
- * and blocks waiting for it. The parent then sends SIGNAL (the recorder's dump signal) to both,
- * waits, and kills them: the dumps say who stopped where.
+/* A job that hangs on purpose, for the flight recorder on the GPU host
+ * (tests/gpu/dropin/dropin.sh). A plain NCCL program (real nccl.h, cuda_runtime.h): two
+ * processes, one GPU each, all-reduce after all-reduce; rank STOP stops issuing after
+ * STOP_AFTER of them, the other issues one more and blocks waiting for it. The parent then
+ * sends SIGNAL (the recorder's dump signal) to both, waits, and kills them: the dumps say who
+ * stopped where.
  *   stop_rank STOP STOP_AFTER SIGNAL   exit 0 when both ranks reached their stall and were
  *                                       signalled; 77 with fewer than 2 GPUs */
 #define _POSIX_C_SOURCE 200809L /* kill, pause */

@@ -1,4 +1,5 @@
-"""torch.distributed all-reduce on every GPU, for the drop-in (bench/gpu/dropin.sh, recorder.sh):
+"""torch.distributed all-reduce on every GPU, for the drop-in (tests/gpu/dropin/dropin.sh,
+recorder.sh):
     python -m torch.distributed.run --nproc-per-node 2 torch_allreduce.py
 Each rank prints "rank R: all-reduce ok (N rounds)" when every result is right.
 

@@ -1,6 +1,6 @@
 """A one-rank torch.distributed job (NCCL backend, one GPU) that captures an all-gather with
 torch.cuda.graph (global capture mode) and replays it three times, for the recorder's
-"captured" mark (bench/gpu/hangdump.sh runs it under the drop-in, LD_PRELOAD).
+"captured" mark (tests/gpu/dropin/hangdump.sh runs it under the drop-in, LD_PRELOAD).
 
     python3 torch_capture.py
 

@@ -1,4 +1,4 @@
-"""A mock CuPy, only what bench/gpu/python_gpu.py uses, for its dry run: the runtime as
+"""A mock CuPy, only what tests/gpu/python/python_gpu.py uses, for its dry run: the runtime as
 cupy-cuda13x 14.2.0 has it (hostAlloc, hostAllocMapped, freeHost; no hostGetDevicePointer);
 RawKernel compiles unless MOCK_CUPY_NVRTC=0 (the script then builds the kernel with nvcc and
 loads it through RawModule); a launch makes the fake driver's events hang until the flag is

@@ -1,4 +1,4 @@
-"""A mock torch, only what bench/gpu/python_gpu.py uses, for its dry run without a GPU
+"""A mock torch, only what tests/gpu/python/python_gpu.py uses, for its dry run without a GPU
 (test_comm.py GpuScriptDryRun), and what comm_checks.py's Frameworks cases hand the package:
 tensors are host buffers that call themselves "cuda" (the fake NCCL never touches them), or
 made-up pointers (comm_checks.py's); values are kept for small tensors only, and since the fake NCCL

@@ -1,16 +1,24 @@
 #!/usr/bin/env bash
-# Everything that needs the GPU host, in one command from the repository root:
-#   [STAGES="tests probe collectives allreduce init"] bash bench/gpu/run.sh [MAX_ALLREDUCE_BYTES]
-# Builds ncclshim there, runs the test suites that need no cmocka (abi, real, probe, gpu), the
-# probe against both real NCCLs, the plain-NCCL collectives program linked directly and
-# through the drop-in, and the all-reduce benchmark (direct, drop-in, table), and leaves
-# logs and CSVs in $OUT (or /tmp/ncclshim-gpu). NVLink multicast stays off.
+# Every measurement on the GPU host, in one command from the repository root:
+#   [STAGES="collectives allreduce init percall recordcost recorder"] bash bench/gpu/run.sh \
+#     [MAX_ALLREDUCE_BYTES]
+# Builds ncclshim there (build-gpu/, or $BUILD), then runs each stage (all by default):
+#   collectives  the plain-NCCL collectives program linked directly and through the drop-in
+#   allreduce    the all-reduce benchmark (direct, drop-in, table), one process per GPU
+#   init         NCCL's load and ncclshim's, on both real NCCLs (bench/init_cost)
+#   percall      host time per all-reduce call with and without hang detection (percall.sh)
+#   recordcost   what ncclshim_comm_record costs the enqueueing thread (recordcost.sh)
+#   recorder     the flight recorder's cost per call and over many communicators (recorder.sh)
+# and leaves logs and CSVs in $OUT (or /tmp/ncclshim-gpu): the first three's in
+# gpu-results.tgz, the scripts' in $OUT/<stage>/. NVLink multicast stays off. What decides ok
+# or FAIL (the gpu suite, the probe, the acceptance parts) is tests/gpu/run.sh's.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 out=${OUT:-/tmp/ncclshim-gpu}
 res=/tmp/ncclshim-results
 rm -rf "$res" && mkdir -p "$res" "$out"
+build=${BUILD:-build-gpu}
 max_bytes=${1:-4294967296}
 host=h200x2
 sys_nccl=/usr/lib/x86_64-linux-gnu/libnccl.so.2
@@ -24,7 +32,7 @@ step() {
   save
   echo "=== $* ($(date -u +%T))"
 }
-stages=${STAGES:-tests probe collectives allreduce init}
+stages=${STAGES:-collectives allreduce init percall recordcost recorder}
 want() { [[ " $stages " == *" $1 "* ]]; }
 nccl_lib() { [ "$1" = sys ] && echo $sys_nccl || echo $pip_nccl; }
 # build SOURCE OUTPUT direct|dropin|table sys|pip: a plain NCCL program against that NCCL's
@@ -37,8 +45,8 @@ build() {
   local cudart=("-L$cuda_lib" -lcudart "-Wl,-rpath,$cuda_lib")
   case $3 in
   direct) "${cc[@]}" "$lib" -Wl,-rpath,"$(dirname "$lib")" "${cudart[@]}" ;;
-  dropin) "${cc[@]}" -Lbuild-gpu/src/dropin -lncclshim-nccl -Wl,-rpath,"$PWD/build-gpu/src/dropin" "${cudart[@]}" ;;
-  table) "${cc[@]}" -DVIA_TABLE -Iinclude -Lbuild-gpu/src -lncclshim -Wl,-rpath,"$PWD/build-gpu/src" "${cudart[@]}" ;;
+  dropin) "${cc[@]}" "-L$build/src/dropin" -lncclshim-nccl -Wl,-rpath,"$PWD/$build/src/dropin" "${cudart[@]}" ;;
+  table) "${cc[@]}" -DVIA_TABLE -Iinclude "-L$build/src" -lncclshim -Wl,-rpath,"$PWD/$build/src" "${cudart[@]}" ;;
   esac
 }
 
@@ -55,38 +63,9 @@ step machine
 head -5 "$res/machine.txt"
 
 step build
-if ! { meson setup build-gpu && ninja -C build-gpu; } >"$res/build.log" 2>&1; then
+if ! { { [ -f "$build/build.ninja" ] || meson setup "$build"; } && ninja -C "$build"; } >"$res/build.log" 2>&1; then
   tail -40 "$res/build.log"
   exit 1
-fi
-
-if want tests; then
-step "meson test: abi real probe gpu"
-meson test -C build-gpu --suite abi --suite real --suite probe --suite gpu --print-errorlogs \
-  --timeout-multiplier 2 >"$res/meson-test.log" 2>&1
-grep -E "^ *[0-9]+/[0-9]+ |^Ok:|^Fail:|^Skipped:" "$res/meson-test.log"
-cp build-gpu/meson-logs/testlog.txt "$res/testlog.txt"
-step "meson test: gpu, on the pip wheel's NCCL"
-NCCLSHIM_NCCL_LIBRARY=$pip_nccl meson test -C build-gpu --suite gpu --print-errorlogs \
-  >"$res/meson-test-gpu-pip.log" 2>&1
-grep -E "^ *[0-9]+/[0-9]+ |^Ok:|^Fail:|^Skipped:" "$res/meson-test-gpu-pip.log"
-cp build-gpu/meson-logs/testlog.txt "$res/testlog-gpu-pip.txt"
-fi
-
-if want probe; then
-step probe
-probe=build-gpu/src/probe/ncclshim-probe
-$probe -v >"$res/probe-default.txt" 2>&1
-$probe --json >"$res/probe-default.json" 2>&1
-for which in sys pip; do
-  lib=$(nccl_lib $which)
-  $probe -v --library "$lib" >"$res/probe-$which.txt" 2>&1
-  $probe --json --library "$lib" >"$res/probe-$which.json" 2>&1
-  $probe --library "$lib" --require 2.28 --require symmetric-memory >/dev/null
-  echo "probe --library $which --require 2.28 --require symmetric-memory: exit $?"
-done
-VIRTUAL_ENV=/opt/torch/.venv $probe --no-devices -v >"$res/probe-venv.txt" 2>&1
-head -40 "$res/probe-default.txt"
 fi
 
 if want collectives; then
@@ -137,12 +116,22 @@ step "init cost on the real NCCLs"
 echo "way,library,us" >"$res/init-cost-$host.csv"
 for lib in $sys_nccl $pip_nccl; do
   for _ in $(seq 1 "${INIT_REPS:-40}"); do
-    build-gpu/bench/init_cost raw "$lib" 2>/dev/null >>"$res/init-cost-$host.csv"
-    build-gpu/bench/init_cost shim "$lib" 2>>"$res/init-cuinit.log" >>"$res/init-cost-$host.csv"
+    "$build/bench/init_cost" raw "$lib" 2>/dev/null >>"$res/init-cost-$host.csv"
+    "$build/bench/init_cost" shim "$lib" 2>>"$res/init-cuinit.log" >>"$res/init-cost-$host.csv"
   done
 done
 sort -u "$res/init-cuinit.log"
 fi
+
+# The measurements with a script of their own (sourcing tests/gpu/part_common.sh), each in
+# $OUT/<stage>/ under its own time limit (LIMIT_<stage>, else PART_LIMIT_S, 300 s).
+for script in percall recordcost recorder; do
+  want $script || continue
+  step "$script"
+  limit=LIMIT_$script
+  OUT=$out BUILD=$build timeout "${!limit:-${PART_LIMIT_S:-300}}" bash "bench/gpu/$script.sh" 2>&1 |
+    tail -25
+done
 
 step summary
 python3 bench/summarize.py "$res" "$host" | tee "$res/summary.txt"

@@ -17,7 +17,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 
 # Every part, the cheap and one-GPU ones first; the scripts' folders are their areas.
-all_parts="suite exports plugin_abis truth doctor commsplit commcaps graphs hangdump
+all_parts="suite probe exports plugin_abis truth doctor commsplit commcaps graphs hangdump
   tracker python faults devapi dropin recorder acceptance2"
 
 # part_script PART: its script, tests/gpu/<area>/PART.sh (nothing for suite or an unknown one).

@@ -12,8 +12,8 @@
 #              drop-in with NCCLSHIM_DEBUG=1 (must say "interposing", results checked)
 #   torch      torch.distributed all-reduce, 2 processes (torch.distributed.run), under
 #              LD_PRELOAD, the recorder on at exit; then the compare command on its dumps
-#   cost       bench/recorder_cost: ns per call through the drop-in, recorder off and on
-# Logs in ${OUT:-/tmp/out}/dropin/; a summary at the end. NVLink multicast stays off.
+# Logs in ${OUT:-/tmp/out}/dropin/; a summary at the end. NVLink multicast stays off. The
+# recorder's cost per call is a measurement: bench/gpu/recorder.sh.
 # Under 6 minutes: every GPU step has a timeout.
 # shellcheck source=tests/gpu/part_common.sh
 source "$(dirname "$0")/../part_common.sh" dropin
@@ -112,32 +112,10 @@ step_torch() {
   fi
 }
 
-step_cost() {
-  local noop csv="$out/recorder-cost-h200x2.csv"
-  noop=$(realpath "$build/bench/libnoop-nccl.so" 2>/dev/null) || { note cost "SKIPPED (not built)"; return; }
-  echo "recorder,call,calls,rep,ns_per_call" >"$csv"
-  for _ in 1 2 3; do
-    NCCLSHIM_NCCL_LIBRARY=$noop "$build/bench/recorder_cost" 20000000 5 >>"$csv"
-    NCCLSHIM_NCCL_LIBRARY=$noop NCCLSHIM_RECORD=10000 NCCLSHIM_RECORD_DIR=/tmp \
-      "$build/bench/recorder_cost" 20000000 5 >>"$csv"
-  done
-  python3 - "$csv" <<'PY' | tee "$out/recorder-cost-summary-h200x2.txt"
-import csv, statistics, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-med = {}
-for r in rows:
-    med.setdefault((r["recorder"], r["call"]), []).append(float(r["ns_per_call"]))
-for call in ("ncclAllReduce", "ncclGroupStart"):
-    off, on = statistics.median(med[("off", call)]), statistics.median(med[("on", call)])
-    print("%s: recorder off %.2f ns, on %.2f ns: +%.2f ns per call" % (call, off, on, on - off))
-PY
-  note cost "$(tr '\n' ' ' <"$out/recorder-cost-summary-h200x2.txt")"
-}
-
 { date -u; nvidia-smi --query-gpu=index,name,driver_version --format=csv; ls -l "$sys_nccl" "$pip_nccl"; } \
   >"$out/machine.txt" 2>&1
 # STEPS="build torch" runs those alone (a rerun); all by default.
-steps=" ${STEPS:-build hang preload torch cost} "
+steps=" ${STEPS:-build hang preload torch} "
 want() { [[ $steps == *" $1 "* ]]; }
 want build && step_build
 if want hang; then
@@ -147,6 +125,5 @@ if want hang; then
 fi
 want preload && step_preload
 want torch && step_torch
-want cost && step_cost
 echo "=== summary"
 printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"

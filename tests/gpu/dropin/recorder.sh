@@ -17,9 +17,8 @@
 #   ctypes-audit-sys    the same on the system NCCL (2.28.3)
 #   torch-preload-sys   the torch job with the system NCCL preloaded too (only when the run is
 #                       under 170 s so far, to stay within 4 minutes)
-#   cost                bench/recorder_comms: 10,000 communicators created and destroyed in
-#                       turn, ns per all-reduce with the recorder off and on, ids checked
-# Logs, dumps and verdicts in ${OUT:-/tmp/out}/recorder/<run>/; a summary at the end.
+# Logs, dumps and verdicts in ${OUT:-/tmp/out}/recorder/<run>/; a summary at the end. The
+# recorder's cost (per call, over 10,000 communicators) is a measurement: bench/gpu/recorder.sh.
 # About 3.5 minutes; every job has a timeout. NVLink multicast stays off.
 # shellcheck source=tests/gpu/part_common.sh
 source "$(dirname "$0")/../part_common.sh" recorder
@@ -105,36 +104,9 @@ ctypes_run() {
   verdict "$name" "$dir" $rc "0 (both ranks ended by their watchdog's abort())" $rc_ok
 }
 
-step_cost() {
-  local csv="$out/recorder-comms-h200x2.csv" noop
-  noop=$(realpath "$build/bench/libnoop-nccl.so" 2>/dev/null) || { note cost "SKIPPED (not built)"; return; }
-  mkdir -p "$out/cost-dumps"
-  echo "recorder,comms,calls,ns_per_call,ns_per_comm" >"$csv"
-  local ids=ok
-  for _ in 1 2 3; do
-    NCCLSHIM_NCCL_LIBRARY=$noop "$build/bench/recorder_comms" 10000 1000 >>"$csv"
-    NCCLSHIM_NCCL_LIBRARY=$noop NCCLSHIM_RECORD=10000 NCCLSHIM_RECORD_DIR="$out/cost-dumps" \
-      NCCLSHIM_RECORD_SIGNAL=USR1 "$build/bench/recorder_comms" 10000 1000 \
-      >"$out/cost-on.txt" 2>&1 || ids=LOST
-    grep -v "^ids:\|^ncclshim" "$out/cost-on.txt" >>"$csv"
-    grep "^ids:" "$out/cost-on.txt" | tee -a "$out/cost-ids.txt"
-  done
-  local line
-  line=$(python3 - "$csv" <<'PY'
-import csv, statistics, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-m = {k: statistics.median(float(r["ns_per_call"]) for r in rows if r["recorder"] == k)
-     for k in ("off", "on")}
-print("10,000 communicators: all-reduce %.1f ns off, %.1f ns on: +%.1f ns per call"
-      % (m["off"], m["on"], m["on"] - m["off"]))
-PY
-)
-  note cost "$line; ids $ids"
-}
-
 { date -u; nvidia-smi --query-gpu=index,name,driver_version --format=csv; ls -l "$sys_nccl" "$pip_nccl";
   ldd --version | head -1; } >"$out/machine.txt" 2>&1
-steps=" ${STEPS:-build torch ctypes cost} "
+steps=" ${STEPS:-build torch ctypes} "
 want() { [[ $steps == *" $1 "* ]]; }
 want build && step_build
 if want torch; then
@@ -148,6 +120,5 @@ fi
 if want torch && [ $((SECONDS - start)) -lt 170 ]; then
   torch_run torch-preload-sys preload "$sys_nccl"
 fi
-want cost && step_cost
 echo "=== summary ($((SECONDS - start)) s)"
 printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"

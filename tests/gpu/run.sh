@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every acceptance part on the GPU host, in one call from the repository root:
 #   [PARTS="suite faults doctor"] bash tests/gpu/run.sh          (default: every part, in order)
-#   bash tests/gpu/run.sh --list                                 (the parts and their scripts)
+#   bash tests/gpu/run.sh --list      (the parts and their scripts; exit 1 when a part has no
+#                                      script or a script of tests/gpu/<area>/ is no part)
 # A part is the meson suites (suite) or one script, tests/gpu/<area>/<part>.sh, whose verdicts
 # are ok or FAIL; what only measures is bench/gpu/run.sh's. Per part: LIMIT_<part> seconds
 # (PART_LIMIT_S, 300, by default); the suite runs on NCCLS (default "sys pip 2297"); doctor
@@ -26,14 +27,25 @@ part_script() {
   [ -f "${found[0]}" ] && echo "${found[0]}"
 }
 
+# The scripts of tests/gpu/<area>/ that are no part: what the parts or the gpu suite run.
+helpers="launchers.sh"
+
 if [ "${1:-}" = --list ]; then
+  status=0
   for part in $all_parts; do
     script=$(part_script "$part")
     [ "$part" = suite ] && script="meson test --suite gpu (each NCCL), abi, real, probe"
     printf '%-12s %s\n' "$part" "${script:-MISSING}"
     [ -n "$script" ] || status=1
   done
-  exit "${status:-0}"
+  for script in tests/gpu/*/*.sh; do
+    name=$(basename "$script")
+    # shellcheck disable=SC2086 # the lists split into words
+    printf '%s\n' $all_parts $helpers | grep -qx "${name%.sh}\|$name" && continue
+    echo "$script: not a part of tests/gpu/run.sh (add it to all_parts or helpers)"
+    status=1
+  done
+  exit "$status"
 fi
 
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1

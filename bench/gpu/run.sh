@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Every measurement on the GPU host, in one command from the repository root:
-#   [STAGES="collectives allreduce init percall recordcost recorder"] bash bench/gpu/run.sh \
+#   [STAGES="collectives allreduce init fingerprint percall recordcost recorder"] bash bench/gpu/run.sh \
 #     [MAX_ALLREDUCE_BYTES]
 # Builds ncclshim there (build-gpu/, or $BUILD), then runs each stage (all by default):
 #   collectives  the plain-NCCL collectives program linked directly and through the drop-in
 #   allreduce    the all-reduce benchmark (direct, drop-in, table), one process per GPU
 #   init         NCCL's load and ncclshim's, on both real NCCLs (bench/init_cost)
+#   fingerprint  ncclshim_nccl_fingerprint on both real NCCLs (bench/fingerprint_cost; goal:
+#                <= 0.1 ms, no bytes read)
 #   percall      host time per all-reduce call with and without hang detection (percall.sh)
 #   recordcost   what ncclshim_comm_record costs the enqueueing thread (recordcost.sh)
 #   recorder     the flight recorder's cost per call and over many communicators (recorder.sh)
@@ -32,7 +34,7 @@ step() {
   save
   echo "=== $* ($(date -u +%T))"
 }
-stages=${STAGES:-collectives allreduce init percall recordcost recorder}
+stages=${STAGES:-collectives allreduce init fingerprint percall recordcost recorder}
 want() { [[ " $stages " == *" $1 "* ]]; }
 nccl_lib() { [ "$1" = sys ] && echo $sys_nccl || echo $pip_nccl; }
 # build SOURCE OUTPUT direct|dropin|table sys|pip: a plain NCCL program against that NCCL's
@@ -121,6 +123,17 @@ for lib in $sys_nccl $pip_nccl; do
   done
 done
 sort -u "$res/init-cuinit.log"
+fi
+
+if want fingerprint; then
+step "fingerprint cost on the real NCCLs"
+for which in sys pip; do
+  {
+    echo "way,library,handle,us,bytes_read,minor_faults,major_faults"
+    timeout 120 "$build/bench/fingerprint_cost" "$(nccl_lib $which)" 30 2>"$res/fingerprint-$which.txt"
+  } >"$res/fingerprint-cost-$which-$host.csv"
+  echo "fingerprint on $which: exit $?; $(tail -n +2 "$res/fingerprint-cost-$which-$host.csv" | wc -l) rows"
+done
 fi
 
 # The measurements with a script of their own (sourcing tests/gpu/part_common.sh), each in

@@ -5,7 +5,8 @@
 # same process reuses the wheel's NCCL; the system NCCL opened explicitly is refused as a
 # second copy with the flag, mapped with a warning without), and what ncclshim sees on the
 # host and in the venv: the probe (text with the trail, JSON) and every NCCL visible
-# (ncclshim_nccl_list_visible through ctypes). Also the fingerprint's cost on both real NCCLs.
+# (ncclshim_nccl_list_visible through ctypes). The fingerprint's cost on both real NCCLs is a
+# measurement: bench/gpu/run.sh (STAGES=fingerprint).
 # Logs in $OUT/truth/ (default /tmp/out/truth); a summary at the end. NVLink multicast stays
 # off; nothing here creates a communicator. Well under 6 minutes (the build is most of it).
 # shellcheck source=tests/gpu/part_common.sh
@@ -61,14 +62,6 @@ lib.ncclshim_nccl_message.restype = ctypes.c_char_p
 h = lib.ncclshim_nccl_default()
 print(lib.ncclshim_nccl_status(h), lib.ncclshim_nccl_message(h).decode())
 raise SystemExit(0 if lib.ncclshim_nccl_status(h) == 17 else 1)"
-# 5. The fingerprint's cost on both real NCCLs (goal: <= 0.1 ms, no bytes read).
-for which in sys pip; do
-  file=$(nccl_lib "$which")
-  run fingerprint-$which sh -c "echo way,library,handle,us,bytes_read,minor_faults,major_faults;
-    $build/bench/fingerprint_cost '$file' 30 2>'$out/fingerprint-$which.txt'"
-done
-cp "$out/fingerprint-sys.log" "$out/fingerprint-cost-sys-h200x2.csv" 2>/dev/null
-cp "$out/fingerprint-pip.log" "$out/fingerprint-cost-pip-h200x2.csv" 2>/dev/null
 
 echo "=== summary (logs in $out)"
 printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"

@@ -47,7 +47,7 @@ NCCL_OWN = {
     "NCCL_PROFILER_PLUGIN", "NCCL_RAS_ENABLE", "NCCL_TIMEOUT", "NCCL_LAUNCH_MODE",
     "NCCL_RUNTIME_CONNECT", "NCCL_WORK_FIFO_DEPTH", "NCCL_ENV_PLUGIN", "NCCL_CONF_FILE",
     "NCCL_SET_THREAD_NAME", "NCCL_NCHANNELS_PER_NET_PEER", "NCCL_MNNVL_ENABLE",
-    "NCCL_2297",  # the GPU scripts' path to NCCL 2.29.7 (bench/gpu)
+    "NCCL_2297",  # the GPU scripts' path to NCCL 2.29.7 (tests/gpu, bench/gpu)
 }
 # meson's built-in and base options the docs may name.
 MESON_OWN = {

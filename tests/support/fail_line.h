@@ -1,6 +1,6 @@
 /* The failure check of the plain C programs, those without cmocka: the GPU benchmarks and
- * jobs (bench/gpu/, tests/gpu/dropin/), whose ranks share stderr, and the hardening stress
- * tests. Header-only: each program builds it in with nothing else of the tests.
+ * jobs (bench/gpu/, tests/gpu/comm/, tests/gpu/dropin/), whose ranks share stderr, and the
+ * hardening stress tests. Header-only: each program builds it in with nothing else of the tests.
  *   CHECK_OR(LEAVE, WHO, N, OK, FORMAT, ...)
  * unless OK, writes one line "WHO N: message" to stderr in one call (two ranks' lines do not
  * interleave), then runs LEAVE, the statement that ends the caller: exit(1), _exit(1) in a

@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_clock.h"
 #include "ncclshim/cuda.h"
 #include "ncclshim/ncclshim.h"
 #include "ncclshim/watchdog.h"
@@ -96,8 +97,6 @@ static char noop_objects[1 << 16];
 static atomic_int noop_next;
 static int noop_locked; /* "locked": the calls hold driver_lock */
 static atomic_flag driver_lock = ATOMIC_FLAG_INIT;
-
-static int64_t now_ns(void);
 
 /* Hold the built-in driver's lock for `ns` (when "locked"). */
 static void hold(int ns) {
@@ -177,22 +176,6 @@ static const ncclshim_cuda_table *noop_table(void) {
   return &t;
 }
 
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int by_value(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof(*v), by_value);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* What clock_gettime itself costs, timed as the calls are. */
 static double clock_cost(void) {
   enum { N = 10001 };
@@ -201,7 +184,7 @@ static double clock_cost(void) {
     int64_t a = now_ns();
     v[i] = (double)(now_ns() - a);
   }
-  return median(v, N);
+  return median_of(v, N);
 }
 
 typedef struct looker {
@@ -297,7 +280,7 @@ static int measure(int kind, int work, int look, CUcontext ctx, int pairs, doubl
   if (!failed)
     for (int w = 0; w < (comm != NULL ? WHATS : WHATS - 1); w++)
       printf("%s,%s,%s,%s,%.1f\n", kind_names[kind], work_names[work], look_names[look],
-             what_names[w], median(v[w], n));
+             what_names[w], median_of(v[w], (size_t)n));
   for (int w = 0; w < WHATS; w++) free(v[w]);
   ncs_track_destroy(t);
   CU->cuEventDestroy(ev);

@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "bench_checks.h"
+#include "bench_clock.h"
 #ifdef VIA_TABLE
 #include <stdatomic.h>
 
@@ -55,17 +56,6 @@
 enum { NRANKS = 2, MAX_VARIANTS = 6, TIMEOUT_MS = 60000 };
 static float *sendbuf, *recvbuf;
 static cudaStream_t stream;
-
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int by_value(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 /* ---- NCCL's own functions, for blocking and spin --------------------------------------- */
 
@@ -242,12 +232,6 @@ static int calls_at(size_t bytes) {
   return bytes <= (1 << 20) ? 1000 : bytes <= (64 << 20) ? 400 : bytes <= (256 << 20) ? 100 : 40;
 }
 
-/* Sorts x and gives its median. */
-static double median_of(double *x, int count) {
-  qsort(x, (size_t)count, sizeof(double), by_value);
-  return x[count / 2];
-}
-
 static void measure(variant *variants, int count, size_t min_bytes, size_t max_bytes) {
   int code = nccl_version();
   static const size_t sizes[] = {8,       32,       128,      512,       2048,
@@ -274,10 +258,10 @@ static void measure(variant *variants, int count, size_t min_bytes, size_t max_b
     }
     for (int v = 0; v < count && rank == 0; v++) {
       double *x = us + (size_t)v * calls, *e = enq + (size_t)v * calls;
-      double med = median_of(x, calls), p10 = x[calls / 10], p90 = x[calls * 9 / 10];
+      double med = median_of(x, (size_t)calls), p10 = x[calls / 10], p90 = x[calls * 9 / 10];
       printf("%s,%d.%d.%d,%zu,%.3f,%.3f,%.3f,%d,", variants[v].name, code / 10000, code / 100 % 100,
              code % 100, bytes, med, p10, p90, calls);
-      if (non_blocking(&variants[v])) printf("%.3f", median_of(e, calls));
+      if (non_blocking(&variants[v])) printf("%.3f", median_of(e, (size_t)calls));
       printf("\n");
     }
     fflush(stdout);

@@ -30,7 +30,7 @@ bin=$out/bin
 mkdir -p "$bin"
 for which in "${ncclses[@]}"; do
   lib=$(nccl_lib "$which")
-  cc=(gcc -std=c11 -O2 -Wall -Wextra -Werror -Itests/support "-I$cuda/include" "-I$(nccl_inc "$which")"
+  cc=(gcc -std=c11 -O2 -Wall -Wextra -Werror -Itests/support -Ibench "-I$cuda/include" "-I$(nccl_inc "$which")"
     bench/gpu/percall.c)
   cudart=("-L$cuda/lib64" -lcudart "-Wl,-rpath,$cuda/lib64")
   if ! { "${cc[@]}" -o "$bin/direct-$which" "$lib" -Wl,-rpath,"$(dirname "$lib")" "${cudart[@]}" &&

@@ -149,9 +149,14 @@ int ncs_track_look(ncs_tracker *t, CUcontext *current, ncs_track_seen *seen) {
       break;
     }
     if (state == NODE_RECORDED) {
-      track_unlock(t);
-      ncclshim_cu_result r = ask(t, node, current);
-      track_lock(t);
+      /* An answer known needs no query: the lock stays taken (a recording thread waits
+       * for it less often). */
+      ncclshim_cu_result r = node->answered ? node->answer : NCCLSHIM_CUDA_ERROR_NOT_READY;
+      if (!node->answered) {
+        track_unlock(t);
+        r = ask(t, node, current);
+        track_lock(t);
+      }
       if (r == NCCLSHIM_CUDA_ERROR_NOT_READY) {
         seen->pending = 1;
         seen->op = node->op;

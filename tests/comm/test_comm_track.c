@@ -503,7 +503,7 @@ static void test_steady_state_record_calls_two_functions(void **state) {
     printf("steady state: %s %.4f per record\n", functions[f], per);
     if (f < 2) ok = ok && fake.count(functions[f]) - before[f] == RECORDS - WARM;
     if (f == 4 || f == 5) ok = ok && fake.count(functions[f]) == before[f];
-    if (f == 6) ok = ok && per < 0.05;
+    if (f == 6) ok = ok && per < 0.5; /* 0.01 here, up to 0.13 under TSan; 1 without inference */
   }
   assert_int_equal(cu->cuStreamSynchronize(s), 0);
   assert_int_equal(ncclshim_comm_destroy(comm, 1000), NCCLSHIM_OK);

@@ -151,8 +151,10 @@ int ncs_track_look(ncs_tracker *t, CUcontext *current, ncs_track_seen *seen) {
     if (state == NODE_RECORDED) {
       /* An answer known needs no query: the lock stays taken (a recording thread waits
        * for it less often). */
-      ncclshim_cu_result r = node->answered ? node->answer : NCCLSHIM_CUDA_ERROR_NOT_READY;
-      if (!node->answered) {
+      ncclshim_cu_result r;
+      if (node->answered) {
+        r = node->answer;
+      } else {
         track_unlock(t);
         r = ask(t, node, current);
         track_lock(t);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every measurement on the GPU host, in one command from the repository root:
-#   [STAGES="collectives allreduce init fingerprint percall recordcost recorder"] bash bench/gpu/run.sh \
+#   [STAGES="collectives allreduce init fingerprint capturefacts percall recordcost recorder"] \
+#     bash bench/gpu/run.sh \
 #     [MAX_ALLREDUCE_BYTES]
 # Builds ncclshim there (build-gpu/, or $BUILD), then runs each stage (all by default):
 #   collectives  the plain-NCCL collectives program linked directly and through the drop-in
@@ -8,6 +9,8 @@
 #   init         NCCL's load and ncclshim's, on both real NCCLs (bench/init_cost)
 #   fingerprint  ncclshim_nccl_fingerprint on both real NCCLs (bench/fingerprint_cost; goal:
 #                <= 0.1 ms, no bytes read)
+#   capturefacts what the driver answers a look that queries an event recorded in a capture,
+#                and the capture check's cost (bench/gpu/capture_facts.c)
 #   percall      host time per all-reduce call with and without hang detection (percall.sh)
 #   recordcost   what ncclshim_comm_record costs the enqueueing thread (recordcost.sh)
 #   recorder     the flight recorder's cost per call and over many communicators (recorder.sh)
@@ -34,7 +37,7 @@ step() {
   save
   echo "=== $* ($(date -u +%T))"
 }
-stages=${STAGES:-collectives allreduce init fingerprint percall recordcost recorder}
+stages=${STAGES:-collectives allreduce init fingerprint capturefacts percall recordcost recorder}
 want() { [[ " $stages " == *" $1 "* ]]; }
 nccl_lib() { [ "$1" = sys ] && echo $sys_nccl || echo $pip_nccl; }
 # build SOURCE OUTPUT direct|dropin|table sys|pip: a plain NCCL program against that NCCL's
@@ -134,6 +137,15 @@ for which in sys pip; do
   } >"$res/fingerprint-cost-$which-$host.csv"
   echo "fingerprint on $which: exit $?; $(tail -n +2 "$res/fingerprint-cost-$which-$host.csv" | wc -l) rows"
 done
+fi
+
+if want capturefacts; then
+step "capture facts"
+gcc -std=c11 -O2 -Wall -Wextra -Werror "-I$cuda_inc" bench/gpu/capture_facts.c -o "$res/capture_facts" \
+  -L"$cuda_lib/stubs" -lcuda -lpthread &&
+  timeout 120 "$res/capture_facts" >"$res/capture-facts-$host.csv" 2>"$res/capture-facts.log"
+echo "capture facts: exit $?"
+grep '^facts' "$res/capture-facts-$host.csv"
 fi
 
 # The measurements with a script of their own (sourcing tests/gpu/part_common.sh), each in

@@ -1,0 +1,156 @@
+/* What the real driver does with an event recorded while its stream captures, seen from a
+ * second thread that queries it, as the tracker's look would (bench/gpu/run.sh, stage
+ * capturefacts). It decides whether a record may skip its capture check
+ * (cuStreamIsCapturing): it may only if a look that queries a captured event, in the capture
+ * mode the look runs under, neither breaks the program's capture nor gets an answer it
+ * could take for a completion or a failure.
+ *
+ * For each capture mode of the capturing thread, each mode of the querying thread and each
+ * event it queries (`plain`: one completed before the capture; `captured`: the one recorded
+ * in it), on a non-blocking stream: begin a capture, enqueue a memset, record an event; the
+ * other thread queries its event once; end the capture, instantiate, launch, synchronize;
+ * query the captured event again, record it anew outside any capture and query it after a
+ * synchronize (can a pool reuse it?). Then the cost of a record with and without the capture
+ * check, idle, on that stream and on the two default ones.
+ * Prints CSV rows
+ *   facts,capture_mode,look_mode,queried,record,query,end,launch,query_after,reuse_record,
+ *         reuse_query
+ *   cost,stream,what,ns   (median of 200 rounds of 1000 calls; three turns)
+ * the CUresult numbers as the driver gives them. Usage: capture_facts (device 0). */
+#define _GNU_SOURCE /* clock_gettime under -std=c11 */
+#include <cuda.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define CHECK(call)                                                       \
+  do {                                                                    \
+    CUresult r_ = (call);                                                 \
+    if (r_ != CUDA_SUCCESS) {                                             \
+      fprintf(stderr, "%s:%d: %s = %d\n", __FILE__, __LINE__, #call, r_); \
+      exit(1);                                                            \
+    }                                                                     \
+  } while (0)
+
+static const char *const mode_names[] = {"global", "thread_local", "relaxed"};
+
+typedef struct look {
+  CUcontext ctx;
+  CUstreamCaptureMode mode;
+  CUevent event;
+  CUresult query;
+} look;
+
+static void *look_once(void *arg) {
+  look *l = arg;
+  CHECK(cuCtxSetCurrent(l->ctx));
+  CUstreamCaptureMode mode = l->mode;
+  CHECK(cuThreadExchangeStreamCaptureMode(&mode));
+  l->query = cuEventQuery(l->event);
+  CHECK(cuThreadExchangeStreamCaptureMode(&mode));
+  return NULL;
+}
+
+static void facts(CUcontext ctx, CUstream s, CUdeviceptr buffer, CUstreamCaptureMode capture,
+                  CUstreamCaptureMode look_mode, int query_captured) {
+  CUevent plain, captured;
+  CHECK(cuEventCreate(&plain, CU_EVENT_DISABLE_TIMING));
+  CHECK(cuEventCreate(&captured, CU_EVENT_DISABLE_TIMING));
+  CHECK(cuEventRecord(plain, s));
+  CHECK(cuStreamSynchronize(s));
+  look l = {.ctx = ctx, .mode = look_mode, .event = query_captured ? captured : plain};
+  CHECK(cuStreamBeginCapture(s, capture));
+  CHECK(cuMemsetD32Async(buffer, 1, 1024, s));
+  CUresult record = cuEventRecord(captured, s);
+  pthread_t thread;
+  if (pthread_create(&thread, NULL, look_once, &l) != 0) exit(1);
+  pthread_join(thread, NULL);
+  CUgraph graph = NULL;
+  CUresult end = cuStreamEndCapture(s, &graph);
+  CUresult launch = CUDA_ERROR_UNKNOWN;
+  if (end == CUDA_SUCCESS) {
+    CUgraphExec exec;
+    launch = cuGraphInstantiate(&exec, graph, 0);
+    if (launch == CUDA_SUCCESS) {
+      launch = cuGraphLaunch(exec, s);
+      CHECK(cuStreamSynchronize(s));
+      CHECK(cuGraphExecDestroy(exec));
+    }
+    CHECK(cuGraphDestroy(graph));
+  }
+  CUresult after = cuEventQuery(captured);
+  CUresult reuse_record = cuEventRecord(captured, s);
+  CHECK(cuStreamSynchronize(s));
+  CUresult reuse_query = cuEventQuery(captured);
+  printf("facts,%s,%s,%s,%d,%d,%d,%d,%d,%d,%d\n", mode_names[capture], mode_names[look_mode],
+         query_captured ? "captured" : "plain", record, l.query, end, launch, after, reuse_record,
+         reuse_query);
+  CHECK(cuEventDestroy(plain));
+  CHECK(cuEventDestroy(captured));
+}
+
+static double now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e9 + t.tv_nsec;
+}
+
+static int by_value(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Median ns per record of 200 rounds of 1000, with or without the capture check first. */
+static double record_ns(CUstream s, CUevent e, int check) {
+  enum { ROUNDS = 200, CALLS = 1000 };
+  static double per[ROUNDS];
+  for (int round = 0; round < ROUNDS; round++) {
+    double start = now_ns();
+    for (int i = 0; i < CALLS; i++) {
+      CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+      if (check) CHECK(cuStreamIsCapturing(s, &status));
+      if (status == CU_STREAM_CAPTURE_STATUS_NONE) CHECK(cuEventRecord(e, s));
+    }
+    per[round] = (now_ns() - start) / CALLS;
+    CHECK(cuStreamSynchronize(s));
+  }
+  qsort(per, ROUNDS, sizeof(per[0]), by_value);
+  return per[ROUNDS / 2];
+}
+
+int main(void) {
+  CUdevice device;
+  CUcontext ctx;
+  CUstream s;
+  CUdeviceptr buffer;
+  CUevent e;
+  CHECK(cuInit(0));
+  CHECK(cuDeviceGet(&device, 0));
+  CHECK(cuDevicePrimaryCtxRetain(&ctx, device));
+  CHECK(cuCtxSetCurrent(ctx));
+  CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CHECK(cuMemAlloc(&buffer, 4096));
+  printf(
+      "facts,capture_mode,look_mode,queried,record,query,end,launch,query_after,"
+      "reuse_record,reuse_query\n");
+  for (int capture = 0; capture < 3; capture++)
+    for (int mode = 0; mode < 3; mode++)
+      for (int which = 0; which < 2; which++)
+        facts(ctx, s, buffer, (CUstreamCaptureMode)capture, (CUstreamCaptureMode)mode, which);
+  CHECK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+  printf("cost,stream,what,ns\n");
+  const CUstream streams[] = {s, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD};
+  static const char *const stream_names[] = {"created", "legacy", "per-thread"};
+  for (int turn = 0; turn < 3; turn++)
+    for (int k = 0; k < 3; k++) {
+      printf("cost,%s,event_record,%.1f\n", stream_names[k], record_ns(streams[k], e, 0));
+      printf("cost,%s,capture_check_and_record,%.1f\n", stream_names[k],
+             record_ns(streams[k], e, 1));
+    }
+  CHECK(cuEventDestroy(e));
+  CHECK(cuMemFree(buffer));
+  CHECK(cuStreamDestroy(s));
+  CHECK(cuDevicePrimaryCtxRelease(device));
+  return 0;
+}

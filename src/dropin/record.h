@@ -33,6 +33,7 @@ typedef struct ncs_rec_call {
   int datatype, op, root, peer, rank, nranks, color;
   const void *stream;
   const ncclshim_coll_config_t *coll_config; /* a ...Config collective's config, or NULL */
+  int simulated; /* ncclGroupSimulateEnd given a simInfo: the group ends, launching nothing */
   /* Filled by ncs_rec_begin: */
   int skip;       /* NCCL calling its own name, inside a recorded call: not recorded */
   int captured;   /* an operation on a stream capturing into a CUDA graph */

@@ -29,6 +29,7 @@
 #define REC_ROLE_stream ~, STREAM
 #define REC_ROLE_asyncError ~, ASYNC
 #define REC_ROLE_config ~, CONFIG
+#define REC_ROLE_simInfo ~, SIMINFO
 #define REC_NOTE(type, name) \
   NCCLSHIM_PP_CAT(REC_NOTE_, NCCLSHIM_PP_SELECT(REC_ROLE_##name, NONE))(name)
 
@@ -65,6 +66,10 @@
  * Read once NCCL accepted the call (record_ring.c), never before. */
 #define REC_NOTE_CONFIG(name) \
   rec_.coll_config = _Generic((name), const ncclshim_coll_config_t * : (name), default : NULL);
+/* ncclGroupSimulateEnd(NULL) launches the group as ncclGroupEnd does; given a simInfo, NCCL
+ * only estimates its time. */
+#define REC_NOTE_SIMINFO(name) \
+  rec_.simulated = _Generic((name), ncclshim_sim_info_t * : (name) != NULL, default : 0);
 #define REC_NOTE_ASYNC(name) \
   rec_.async_out = _Generic((name), ncclResult_t * : (name), default : (ncclResult_t *)0);
 

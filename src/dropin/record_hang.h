@@ -2,13 +2,13 @@
 #ifndef NCCLSHIM_DROPIN_RECORD_HANG_H
 #define NCCLSHIM_DROPIN_RECORD_HANG_H
 
-#include <stdint.h>
+#include "record.h"
 
-/* An operation enqueued on `stream` (not captured): its call's ring index plus one, and its
- * sequence number. Inside a group it waits for the group's end. */
-void ncs_rec_hang_op(const void *stream, int fn, uint64_t index, uint64_t seq);
-/* ncclGroupStart or ncclGroupEnd returned; `succeeded` 0 drops the group's operations. */
-void ncs_rec_hang_group(int fn, int succeeded);
+/* A recorded call returned `result`: an operation enqueued (not captured) gets its event,
+ * inside a group at the group's end, on a non-blocking communicator once NCCL says it is
+ * launched; the group calls, ncclCommGetAsyncError and the calls that end a communicator
+ * settle what waits. */
+void ncs_rec_hang_call(const ncs_rec_call *call, int result);
 /* In a forked child: the lock made afresh. */
 void ncs_rec_hang_forked(void);
 

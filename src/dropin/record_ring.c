@@ -227,12 +227,7 @@ void ncs_rec_end(ncs_rec_call *call, int result) {
   int succeeded = result == ncclSuccess || result == ncclInProgress;
   if (succeeded) made_or_ended(call);
   if (succeeded && call->coll_config != NULL && call->index != 0) note_config(call);
-  if (ncs_rec->hang_ms != 0) {
-    if (call->is_op && succeeded && !call->captured && call->index != 0)
-      ncs_rec_hang_op(call->stream, call->fn, call->index, call->seq);
-    else if (call->fn == NCCLSHIM_FN_ncclGroupStart || call->fn == NCCLSHIM_FN_ncclGroupEnd)
-      ncs_rec_hang_group(call->fn, succeeded);
-  }
+  if (ncs_rec->hang_ms != 0) ncs_rec_hang_call(call, result);
   if (call->async_out != NULL && result == ncclSuccess) check_async(call);
   if (failed(result)) {
     if (call->index == 0) publish(call, result); /* a query: recorded now it failed */

@@ -13,6 +13,12 @@
  *                            hung: the line names it alone, with its own sequence number
  *   hang_track failingrecord cuEventRecord fails, then a cuEventQuery: each said on stderr,
  *                            naming the operation; a later hang is still dumped
+ *   hang_track inprogress    a non-blocking communicator's all-reduce answers ncclInProgress,
+ *                            its work reaches the stream later (held there): its event is
+ *                            recorded at the ncclCommGetAsyncError that says it launched,
+ *                            and the hang is dumped; one dropped by ncclCommDestroy is not
+ *   hang_track simulated     a group ended by ncclGroupSimulateEnd launches nothing: the
+ *                            next all-reduce, alone, is watched (hung, it is dumped)
  * It runs itself again with the recorder's settings (read when the drop-in loads): a
  * directory of its own for the dump, NCCLSHIM_RECORD_HANG_MS, stderr kept in a file there
  * and read back. */
@@ -31,6 +37,7 @@
 #include "ncclshim/ncclshim.h" /* stands in for nccl.h */
 
 static fake_cuda_api fake;
+static void (*nccl_inject)(const char *function, int result, int times);
 static int failures;
 
 #define CHECK(condition)                                                       \
@@ -172,6 +179,44 @@ static void failingrecord(const char *dir) {
   stream_destroy(s);
 }
 
+static void inprogress(const char *dir) {
+  ncclComm_t comm = new_comm(), other = split_of(comm);
+  CUstream s = new_stream(), t = new_stream();
+  nccl_inject("ncclAllReduce", ncclInProgress, 1);
+  CHECK(ncclAllReduce(NULL, NULL, 8, ncclFloat32, ncclSum, other, (cudaStream_t)t) ==
+        ncclInProgress); /* never launched: its communicator is destroyed first */
+  CHECK(ncclCommDestroy(other) == ncclSuccess);
+  all_reduce(comm, s, 8); /* #1, launched in the call */
+  nccl_inject("ncclAllReduce", ncclInProgress, 1);
+  CHECK(ncclAllReduce(NULL, NULL, 9, ncclFloat32, ncclSum, comm, (cudaStream_t)s) ==
+        ncclInProgress);                   /* #2 */
+  CHECK(fake.count("cuEventRecord") == 1); /* #2's waits for NCCL's launch */
+  fake.set_stream_answer(s, 600, 0);       /* NCCL's thread launches #2 there, and it hangs */
+  ncclResult_t state = ncclInProgress;
+  CHECK(ncclCommGetAsyncError(comm, &state) == ncclSuccess && state == ncclSuccess);
+  CHECK(fake.count("cuEventRecord") == 2);
+  CHECK(wait_for_dump(dir, 10000));
+  fake.release_stream(s);
+  stream_destroy(s);
+  stream_destroy(t);
+}
+
+static void simulated(const char *dir) {
+  ncclComm_t comm = new_comm();
+  CUstream s = new_stream();
+  ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
+  CHECK(ncclGroupStart() == ncclSuccess);
+  all_reduce(comm, s, 8); /* #1: only estimated */
+  CHECK(ncclGroupSimulateEnd(&info) == ncclSuccess);
+  CHECK(fake.count("cuEventRecord") == 0);
+  fake.set_stream_answer(s, 600, 0);
+  all_reduce(comm, s, 9); /* #2, outside any group: watched at once, and hung */
+  CHECK(fake.count("cuEventRecord") == 1);
+  CHECK(wait_for_dump(dir, 10000));
+  fake.release_stream(s);
+  stream_destroy(s);
+}
+
 /* What stderr held: lines that must be there (and how often), and text that must not. The
  * hang thread says its line once the dump is in place, a moment after the scenario saw the
  * dump: where a hang line is due, it is waited for (10 s at most). */
@@ -207,6 +252,10 @@ static void check_stderr(const char *path, const char *scenario) {
     CHECK(strstr(text, ": cuEventQuery answered 999; that operation is no longer watched") != NULL);
     CHECK(strstr(text, "(hang: ncclAllReduce #5 not complete after 300 ms)") != NULL);
   }
+  if (strcmp(scenario, "inprogress") == 0)
+    CHECK(strstr(text, "(hang: ncclAllReduce #2 not complete after 300 ms)") != NULL);
+  if (strcmp(scenario, "simulated") == 0)
+    CHECK(strstr(text, "(hang: ncclAllReduce #2 not complete after 300 ms)") != NULL);
 }
 
 static void remove_dir(const char *dir) {
@@ -225,7 +274,7 @@ int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr,
             "usage: hang_track destroyloop|manyops|twocontexts|sharedstream|"
-            "failingrecord\n");
+            "failingrecord|inprogress|simulated\n");
     return 2;
   }
   const char *scenario = argv[1];
@@ -256,7 +305,10 @@ int main(int argc, char **argv) {
   void *nccl = dlopen(getenv("NCCLSHIM_NCCL_LIBRARY"), RTLD_NOW | RTLD_GLOBAL);
   void (*live)(int) =
       nccl != NULL ? (void (*)(int))(uintptr_t)dlsym(nccl, "fake_nccl_set_live") : NULL;
-  if (live == NULL || fake_cuda_bind(NULL, &fake) != 0) return 2;
+  nccl_inject = nccl != NULL
+                    ? (void (*)(const char *, int, int))(uintptr_t)dlsym(nccl, "fake_nccl_inject")
+                    : NULL;
+  if (live == NULL || nccl_inject == NULL || fake_cuda_bind(NULL, &fake) != 0) return 2;
   live(1);
   void *cuda = dlopen(getenv("NCCLSHIM_CUDA_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
   stream_create = (create_fn)(uintptr_t)dlsym(cuda, "cuStreamCreate");
@@ -274,6 +326,10 @@ int main(int argc, char **argv) {
     sharedstream(dir);
   else if (strcmp(scenario, "failingrecord") == 0)
     failingrecord(dir);
+  else if (strcmp(scenario, "inprogress") == 0)
+    inprogress(dir);
+  else if (strcmp(scenario, "simulated") == 0)
+    simulated(dir);
   else
     return 2;
   fflush(stderr);

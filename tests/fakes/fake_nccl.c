@@ -481,6 +481,14 @@ static ncclResult_t group_end(void) {
   return ncclSuccess;
 }
 
+/* ncclGroupSimulateEnd: as NCCL, the group ends either way; given a simInfo (which must
+ * carry NCCL_SIM_INFO_INITIALIZER's magic) nothing is launched, only estimated. */
+static ncclResult_t simulate_end(const ncclshim_sim_info_t *info) {
+  if (info == NULL) return group_end();
+  if (group_depth > 0) group_depth--;
+  return info->magic == 0x74685283u ? ncclSuccess : ncclInvalidArgument;
+}
+
 static ncclResult_t answer(int fn, const void *const *args) {
   atomic_fetch_add(&calls_of[fn], 1);
   atomic_store(&last_seq_of[fn], atomic_fetch_add(&seq, 1) + 1);
@@ -536,6 +544,8 @@ static ncclResult_t answer(int fn, const void *const *args) {
     return ncclSuccess;
   case NCCLSHIM_FN_ncclGroupEnd:
     return group_end();
+  case NCCLSHIM_FN_ncclGroupSimulateEnd:
+    return simulate_end(ARG(const ncclshim_sim_info_t *, 0));
   default:
     return ncclSuccess;
   }

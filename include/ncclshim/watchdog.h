@@ -125,7 +125,10 @@ NCCLSHIM_API ncclshim_status ncclshim_comm_unwatch(ncclshim_comm *comm);
  * the operation's own event on the stream, now, on this thread (nothing is recorded on it
  * later: the stream may be destroyed once its work is done). Its cost: one cuEventRecord,
  * one cuStreamIsCapturing, a clock read and a short lock. On a capturing stream: no event,
- * no clock, OK, counted as captured.
+ * no clock, OK, counted as captured. "Enqueued" means on the stream: a call that answered
+ * ncclInProgress (a non-blocking communicator) is enqueued by NCCL's own thread later, so
+ * record it once ncclshim_comm_check has finished it; an event recorded before the work
+ * would complete at once and hide its hang.
  * OK; INVALID_ARGUMENT (NULL, not watched, or two threads recording on it at once); the
  * failure when the watchdog has failed the communicator (TIMEOUT, NCCL_ERROR or CUDA_ERROR,
  * with its message), at once; CUDA_ERROR when the operation cannot be watched because a

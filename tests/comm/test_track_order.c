@@ -7,8 +7,14 @@
  *    in the queue, recorded last, is pending while the newer has completed;
  *  - the handles that name the calling thread's stream (NULL, per-thread) are each thread's
  *    own: one thread's completed event says nothing of another's;
- *  - a stream destroyed after its work completed, its handle reused: nothing wrong inferred. */
+ *  - a stream destroyed after its work completed, its handle reused: nothing wrong inferred;
+ *  - records at random on created streams of two contexts and on the NULL, legacy and
+ *    per-thread handles, streams held and released, handles reused: each look finds exactly
+ *    the oldest operation still pending;
+ *  - threads recording at once on all those handles while another looks: the one operation
+ *    that never completes is never lost. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -180,6 +186,129 @@ static void test_reused_handle_infers_nothing_wrong(void **state) {
   assert_int_equal(cu->cuStreamDestroy(again), 0);
 }
 
+/* A small deterministic generator: the same sequence on every libc. */
+static unsigned next_random(unsigned *x) {
+  *x = *x * 1103515245u + 12345u;
+  return (*x >> 16) & 0x7fff;
+}
+
+/* NULL and the legacy handle name one stream of the fake (a context's legacy stream). */
+static int fake_stream_of_handle(int k) { return k == 2 ? 0 : k; }
+
+static void test_random_records_the_oldest_pending_found(void **state) {
+  (void)state;
+  enum { HANDLES = 7, OPS = 2000 };
+  unsigned x = 1;
+  ncs_tracker *t = ncs_track_create(&driver);
+  CUstream s[HANDLES];
+  int held[HANDLES] = {0};
+  for (int i = 0; i < HANDLES; i++)
+    s[i] = i == 0   ? NULL
+           : i == 1 ? NCCLSHIM_CU_STREAM_PER_THREAD
+           : i == 2 ? NCCLSHIM_CU_STREAM_LEGACY
+                    : fake.new_stream(i % 2); /* both devices' contexts */
+  static int op_handle[OPS + 1], op_pending[OPS + 1];
+  for (int seq = 1; seq <= OPS; seq++) {
+    int k = (int)(next_random(&x) % HANDLES), f = fake_stream_of_handle(k);
+    int action = (int)(next_random(&x) % 12);
+    if (action == 0 && !held[f]) { /* from now on its events pend, as a hung kernel's */
+      fake.set_stream_answer(s[f], NOT_READY, 0);
+      held[f] = 1;
+    } else if (action == 1 && held[f]) {
+      fake.release_stream(s[f]);
+      held[f] = 0;
+      for (int j = 1; j < seq; j++)
+        if (fake_stream_of_handle(op_handle[j]) == f) op_pending[j] = 0;
+    } else if (action == 2 && k >= 3 && !held[f]) { /* its handle reused, maybe elsewhere */
+      assert_int_equal(cu->cuStreamSynchronize(s[k]), 0);
+      assert_int_equal(cu->cuStreamDestroy(s[k]), 0);
+      s[k] = fake.new_stream((int)(next_random(&x) % 2));
+    }
+    record(t, s[k], (uint64_t)seq);
+    op_handle[seq] = k;
+    op_pending[seq] = held[f];
+    if (next_random(&x) % 5 != 0) continue;
+    /* A look, this thread's context kept (the look changes it to the events' own). */
+    CUcontext mine = NULL;
+    assert_int_equal(cu->cuCtxGetCurrent(&mine), 0);
+    ncs_track_seen seen;
+    look(t, &seen);
+    assert_int_equal(cu->cuCtxSetCurrent(mine), 0);
+    int oldest = 0;
+    for (int j = 1; j <= seq && oldest == 0; j++)
+      if (op_pending[j]) oldest = j;
+    assert_int_equal(seen.failed, 0);
+    assert_int_equal(seen.pending, oldest != 0);
+    if (oldest != 0) assert_int_equal(seen.op.seq, oldest);
+  }
+  fake.complete_all();
+  ncs_track_destroy(t);
+}
+
+/* Threads recording at once on every kind of handle, while another looks. */
+typedef struct hammer {
+  ncs_tracker *t;
+  CUstream held;
+  int id;
+} hammer;
+
+enum { HAMMER_RECORDS = 3000 };
+static atomic_int hammer_stop, hammer_lost;
+
+static void *hammer_thread(void *arg) {
+  hammer *h = arg;
+  assert_int_equal(cu->cuCtxSetCurrent(fake.context(h->id % 2)), 0);
+  CUstream own = fake.new_stream(h->id % 2);
+  CUstream handles[] = {NULL, NCCLSHIM_CU_STREAM_PER_THREAD, NCCLSHIM_CU_STREAM_LEGACY, own,
+                        h->held};
+  for (int i = 0; i < HAMMER_RECORDS; i++)
+    record(h->t, handles[(i * 7 + h->id) % 5], (uint64_t)(1000000 * (h->id + 1) + i));
+  assert_int_equal(cu->cuStreamSynchronize(own), 0);
+  assert_int_equal(cu->cuStreamDestroy(own), 0);
+  return NULL;
+}
+
+static void *looker_thread(void *arg) {
+  ncs_tracker *t = arg;
+  CUcontext current = NULL;
+  while (!atomic_load(&hammer_stop)) {
+    ncs_track_seen seen;
+    ncs_track_look(t, &current, &seen);
+    if (seen.failed || !seen.pending) atomic_store(&hammer_lost, 1); /* #1 never completes */
+  }
+  return NULL;
+}
+
+static void test_records_at_once_on_every_handle_lose_no_hang(void **state) {
+  (void)state;
+  enum { THREADS = 4 };
+  ncs_tracker *t = ncs_track_create(&driver);
+  CUstream held = new_stream();
+  fake.set_stream_answer(held, NOT_READY, 0);
+  record(t, held, 1);
+  atomic_store(&hammer_stop, 0);
+  atomic_store(&hammer_lost, 0);
+  pthread_t looker, threads[THREADS];
+  hammer h[THREADS];
+  assert_int_equal(pthread_create(&looker, NULL, looker_thread, t), 0);
+  for (int i = 0; i < THREADS; i++) {
+    h[i] = (hammer){t, held, i};
+    assert_int_equal(pthread_create(&threads[i], NULL, hammer_thread, &h[i]), 0);
+  }
+  for (int i = 0; i < THREADS; i++) assert_int_equal(pthread_join(threads[i], NULL), 0);
+  atomic_store(&hammer_stop, 1);
+  assert_int_equal(pthread_join(looker, NULL), 0);
+  assert_int_equal(atomic_load(&hammer_lost), 0);
+  ncs_track_seen seen;
+  look(t, &seen);
+  assert_int_equal(seen.pending, 1);
+  assert_int_equal(seen.op.seq, 1);
+  /* Nothing leaves the queue behind #1. */
+  assert_int_equal(ncs_track_counts_of(t).outstanding, 1 + THREADS * HAMMER_RECORDS);
+  fake.release_stream(held);
+  ncs_track_destroy(t);
+}
+
 int main(void) {
   if (fake_cuda_bind(NULL, &fake) != 0) return 1;
   cu = ncclshim_cuda_functions(ncclshim_cuda_default());
@@ -190,6 +319,8 @@ int main(void) {
       cmocka_unit_test_setup(test_records_at_once_prove_nothing, setup),
       cmocka_unit_test_setup(test_per_thread_handles_are_each_threads, setup),
       cmocka_unit_test_setup(test_reused_handle_infers_nothing_wrong, setup),
+      cmocka_unit_test_setup(test_random_records_the_oldest_pending_found, setup),
+      cmocka_unit_test_setup(test_records_at_once_on_every_handle_lose_no_hang, setup),
   };
   return cmocka_run_group_tests_name("track-order", tests, NULL, NULL);
 }

@@ -6,11 +6,13 @@
 Environment: NCCLSHIM_NCCL_LIBRARY (the fake NCCL the package loads, also driven here through
 its fake_nccl_* functions), NCCLSHIM_CUDA_LIBRARY (the fake driver, for Watchdog),
 COMM_CHECKS_PACKAGED=1 (the generated module must be the package's own: the wheel)."""
+import copy
 import ctypes
 import gc
 import importlib.util
 import inspect
 import os
+import pickle
 import random
 import sys
 import threading
@@ -544,6 +546,18 @@ class Lifecycle(Live):
             FAKE.fake_nccl_live_allocations.restype = ctypes.c_int
             self.assertEqual((FAKE.fake_nccl_live_windows(),
                               FAKE.fake_nccl_live_allocations()), (0, 0))
+
+    def test_owners_refuse_copy_and_pickle(self):
+        # each frees its handle once: a copy would free it twice, a pickle carry its address
+        with Communicator(1, 0, ncclshim.unique_id()) as c, c.symmetric(64) as buf, \
+                ncclshim.Watchdog() as dog:
+            for owner in (c, buf, dog):
+                for action in (copy.copy, copy.deepcopy, pickle.dumps):
+                    with self.assertRaisesRegex(TypeError, "a %s owns a libncclshim handle"
+                                                % type(owner).__name__):
+                        action(owner)
+            c.all_reduce(buf, stream=0)  # nothing was freed
+            self.assertEqual(last_call()[1][0], buf.ptr)
 
     def test_record_graph_where_present(self):
         with Communicator(1, 0, ncclshim.unique_id()) as c:

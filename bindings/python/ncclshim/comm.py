@@ -294,7 +294,7 @@ class _NoExtension:
 _Fast = _clib.fast_calls(_PyCalls, OPC) or _NoExtension
 
 
-class Communicator(_Fast, _PyCalls):  # type: ignore[misc, valid-type]
+class Communicator(_Fast, _PyCalls, _clib.Owner):  # type: ignore[misc, valid-type]
     """Rank `rank` of an `nranks`-rank communicator made from `uid` (unique_id()'s bytes), on
     the calling thread's current CUDA device. timeout (seconds) bounds every wait: the init
     (except in "blocking" mode, where NCCL waits by itself), non-blocking operations, group

@@ -15,7 +15,7 @@ from .buffers import Buffer, dtype_code, element_size, stream as _stream
 from .errors import NcclshimError
 
 
-class SymmetricBuffer:
+class SymmetricBuffer(_clib.Owner):
     def __init__(self, comm: Any, nbytes: int, stream: Any = None) -> None:
         nbytes = _args.integer(nbytes, "nbytes", 1, _args.SIZE_MAX)
         s = _stream(stream) if stream is not None else 0

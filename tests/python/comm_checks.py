@@ -763,6 +763,27 @@ class Refusals(Live):
         c.all_reduce(a, op=4, stream=2 ** 64 - 1)  # the edges themselves pass
         self.assertEqual(last_call()[1][4:], [4, c.raw, 2 ** 64 - 1])
 
+    def test_buffer_subclass_fields_checked(self):
+        def lying(field, value):
+            class Lying(Buffer):
+                __slots__ = ()
+
+                def __getattribute__(self, name):
+                    return value if name == field else object.__getattribute__(self, name)
+            return Lying(0x1000, 4, "float32")
+        for field, value, error, text in (
+                ("count", 2 ** 70, ValueError, r"send: Lying.count is 1180591620717411303424"),
+                ("count", True, TypeError, "send: Lying.count must be an int, not bool"),
+                ("ptr", -1, ValueError, r"send: Lying.ptr is -1"),
+                ("ptr", 2 ** 64 - 4, ValueError, "64-bit address space"),
+                ("dtype", 99, TypeError, "99 is not an ncclDataType_t")):
+            self.refused(error, text, lambda: self.c.all_reduce(lying(field, value), stream=0))
+
+        class Plain(Buffer):
+            __slots__ = ()
+        self.c.all_reduce(Plain(0x1000, 4, "float16"), stream=0)
+        self.assertEqual(last_call()[1][:4], [0x1000, 0x1000, 4, 6])
+
     def test_shapes_and_sizes(self):
         for shape, error, text in (((-4,), ValueError, r"shape \(-4,\) holds -4"),
                                    ((2 ** 62, 4), ValueError, "64-bit address space"),

@@ -145,6 +145,17 @@ def _read_buffer(b, name, written):
     return b.ptr, b.count, b.dtype, None
 
 
+def _read_buffer_subclass(b, name, written):
+    """A Buffer subclass may answer anything for its fields (a property, __getattribute__):
+    each is checked as Buffer() checks it."""
+    what = "%s: %s" % (name, type(b).__name__)
+    ptr = integer(b.ptr, what + ".ptr", 0, SIZE_MAX)
+    count = integer(b.count, what + ".count", 0, SIZE_MAX)
+    code = dtype_code(b.dtype)
+    _extent(ptr, count, element_size(code), what)
+    return ptr, count, code, None
+
+
 class _Codes(dict):
     """A framework's dtype objects to NCCL codes, each found once (dtype_code of its name)."""
 
@@ -346,8 +357,10 @@ def _reader_for(obj):
     cupy = sys.modules.get("cupy")
     if "cupy" in mods and cupy is not None and issubclass(cls, cupy.ndarray):
         return _read_cupy
-    if issubclass(cls, Buffer):
+    if cls is Buffer:
         return _read_buffer
+    if issubclass(cls, Buffer):
+        return _read_buffer_subclass
     if hasattr(obj, "__cuda_array_interface__"):
         return _read_cai
     if hasattr(obj, "__dlpack__"):

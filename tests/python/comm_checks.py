@@ -542,6 +542,9 @@ class Lifecycle(Live):
                 self.assertEqual(last_call()[1][:4], [buf.ptr, buf.ptr, 2048, 7])
                 c.all_reduce(buf, stream=0)  # as bytes, through __cuda_array_interface__
                 self.assertEqual(last_call()[1][:4], [buf.ptr, buf.ptr, 8192, 1])
+            for use in (lambda: buf.view("float32"), lambda: c.all_reduce(buf, stream=0)):
+                with self.assertRaisesRegex(NcclshimError, "the symmetric buffer is freed"):
+                    use()
             FAKE.fake_nccl_live_windows.restype = ctypes.c_int
             FAKE.fake_nccl_live_allocations.restype = ctypes.c_int
             self.assertEqual((FAKE.fake_nccl_live_windows(),

@@ -763,6 +763,34 @@ class Refusals(Live):
                 (lambda: c.record_graph(0, b"x", 1), TypeError, "label must be a str, not bytes"),
                 (lambda: c.record_graph(2 ** 64, "x", 1), ValueError, "stream is")):
             self.refused(error, text, call)
+
+        # an integer type's __index__: an int's value is its own, a non-int answer refused
+        class Odd(int):
+            def __index__(self):
+                return 0.5
+
+        class Answers:
+            def __init__(self, answer):
+                self.answer = answer
+
+            def __index__(self):
+                if isinstance(self.answer, type):
+                    raise self.answer("from __index__")
+                return self.answer
+        for call, error, text in (
+                (lambda: c.broadcast(a, root=Answers(0.5), stream=0), TypeError,
+                 "__index__ returned non-int"),
+                (lambda: c.send(a, peer=Answers("1"), stream=0), TypeError, "non-int"),
+                (lambda: c.all_reduce(a, op=Odd(2 ** 31), stream=0), ValueError,
+                 "op is 2147483648"),
+                (lambda: Buffer(0x1000, Answers(1.5), "float32"), TypeError, "non-int"),
+                (lambda: c.reduce(a, root=Answers(ZeroDivisionError), stream=0),
+                 ZeroDivisionError, "from __index__")):
+            self.refused(error, text, call)
+        c.broadcast(a, root=Odd(3), stream=0)
+        c.reduce(a, root=Answers(2), op=Odd(1), stream=0)
+        self.assertEqual(last_call()[1][3:6], [7, 1, 2])
+        self.assertEqual(count("ncclBroadcast"), 1)
         c.all_reduce(a, op=4, stream=2 ** 64 - 1)  # the edges themselves pass
         self.assertEqual(last_call()[1][4:], [4, c.raw, 2 ** 64 - 1])
 

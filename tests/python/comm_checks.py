@@ -839,6 +839,11 @@ class Refusals(Live):
                 (self.cai(data=(2 ** 64, False)), ValueError, "is not an address"),
                 (self.cai(version=KeyError), TypeError, r"\['version'\] must be an int"),
                 (self.cai(version=4), ValueError, "version 4"),
+                (self.cai(stream=0), ValueError, "stream 0 is not a stream.*never 0"),
+                (self.cai(stream=-1), ValueError, "stream -1 is not a stream"),
+                (self.cai(stream=2 ** 64), ValueError, "stream 18446744073709551616"),
+                (self.cai(stream=True), TypeError, r"\['stream'\] must be None or an int"),
+                (self.cai(stream="1"), TypeError, r"\['stream'\]"),
                 (self.cai(strides=(4, 4)), TypeError, "strides"),
                 (self.cai(strides=(8,)), BufferError, "not contiguous"),
                 (types.SimpleNamespace(__cuda_array_interface__=[1]), TypeError, "not a dict"),
@@ -849,6 +854,9 @@ class Refusals(Live):
             ok, self.cai(data=(0x1000, True)), stream=0))
         c.all_reduce(self.cai(data=(0x1000, True)), ok, stream=0)
         self.assertEqual(last_call()[1][:3], [0x1000, 0x2000, 4])
+        for producer in (None, 1, 2, 2 ** 64 - 1):  # checked, not synchronized with
+            c.all_reduce(self.cai(stream=producer), stream=9)
+            self.assertEqual(last_call()[1][-1], 9)
         c.all_reduce(self.cai(typestr="|u1", data=(0x5000, False)), stream=0)
         c.all_reduce(self.cai(typestr=">u1", data=(0x5000, False), version=0), stream=0)
         self.assertEqual(last_call()[1][:4], [0x5000, 0x5000, 4, 1])

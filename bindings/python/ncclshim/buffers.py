@@ -243,6 +243,13 @@ def _read_cai(obj, name, written):
                 raise BufferError("%s: %s is not contiguous (strides %r): NCCL reads it as "
                                   "one block" % (name, type(obj).__name__, strides))
             expect *= n
+    producer = cai.get("stream")  # version 3: the stream the producer's work is on
+    if producer is not None and type(producer) is not int:
+        raise TypeError("%s: __cuda_array_interface__['stream'] must be None or an int, not %r"
+                        % (name, producer))
+    if producer is not None and not 1 <= producer <= SIZE_MAX:
+        raise ValueError("%s: __cuda_array_interface__ stream %d is not a stream: the "
+                         "protocol gives None, 1, 2 or a handle, never 0" % (name, producer))
     if cai.get("mask") is not None:
         raise BufferError("%s: %s is a masked array: NCCL would reduce the masked elements "
                           "too" % (name, type(obj).__name__))

@@ -504,6 +504,22 @@ class DLPack(Live):
             with self.assertRaisesRegex(BufferError, "host memory.*DLPack device type 1"):
                 c.all_reduce(self.capsule_of(1), stream=0)
 
+    def test_device_answer_checked(self):
+        class Kind(int):  # torch answers an IntEnum
+            pass
+        with Communicator(1, 0, ncclshim.unique_id()) as c:
+            for device in ((2,), ("cuda", 0), [2, 0], (True, 0), (2, 0, 0), None):
+                x = self.capsule_of(2)
+                x.__dlpack_device__ = lambda device=device: device
+                with self.assertRaisesRegex(TypeError, r"__dlpack_device__\(\) returned .*not "
+                                            r"\(device type, device id\) as two ints"):
+                    c.all_reduce(x, stream=0)
+            self.assertEqual(count("ncclAllReduce"), 0)
+            x = self.capsule_of(2)
+            x.__dlpack_device__ = lambda: (Kind(2), Kind(0))
+            c.all_reduce(x, stream=0)
+            self.assertEqual(last_call()[1][:3], [0x9010, 0x9010, 12])
+
 
 class Lifecycle(Live):
     def test_nonblocking_init_is_waited_for(self):

@@ -305,7 +305,12 @@ def _capsule_api():
 
 def _read_dlpack(obj, name, written):
     if hasattr(obj, "__dlpack_device__"):
-        kind, _ = obj.__dlpack_device__()
+        device = obj.__dlpack_device__()
+        if not isinstance(device, tuple) or len(device) != 2 or \
+                any(isinstance(v, bool) or not isinstance(v, int) for v in device):
+            raise TypeError("%s: %s.__dlpack_device__() returned %r, not (device type, "
+                            "device id) as two ints" % (name, type(obj).__name__, device))
+        kind = int.__index__(device[0])  # torch's is an IntEnum
         if kind not in _DL_CUDA:
             raise _host(obj, "DLPack device type %d" % kind, name)
     try:  # a versioned capsule carries the read-only flag; -1: the producer syncs nothing

@@ -123,6 +123,27 @@ class Forwarding(Live):
                     if mode != "nonblocking":  # there the wait polls NCCL after the call
                         self.assertEqual(last_call(), want, mode)
 
+    def test_torch_reduce_op_members(self):
+        class RedOpType:  # as pybind11 makes torch's: hashed by value, printed by name
+            def __init__(self, name, value):
+                self.name, self.value = name, value
+
+            def __str__(self):
+                return "RedOpType." + self.name
+
+            def __hash__(self):
+                return self.value
+
+            def __eq__(self, other):
+                return type(other) is RedOpType and other.value == self.value
+        # torch's values are not NCCL's: only the names count
+        members = [("SUM", 0, 0), ("AVG", 1, 4), ("PRODUCT", 2, 1), ("MIN", 3, 3),
+                   ("MAX", 4, 2)]
+        with Communicator(1, 0, ncclshim.unique_id()) as c:
+            for name, value, nccl in members * 2:  # the second time from what was seen
+                c.all_reduce(Device(0x1000, 4), op=RedOpType(name, value), stream=0)
+                self.assertEqual(last_call()[1][4], nccl, name)
+
     def test_group(self):
         with Communicator(1, 0, ncclshim.unique_id(), mode="nonblocking") as c:
             with c.group():

@@ -31,7 +31,8 @@ from .collconfig import CollConfig
 from .errors import NcclshimError
 
 MODES = {"nonblocking": 0, "blocking": 1, "split-blocking": 2}
-_OPS = {"sum": 0, "prod": 1, "max": 2, "min": 3, "avg": 4}
+# torch's ReduceOp spells prod PRODUCT (its members print as "RedOpType.PRODUCT").
+_OPS = {"sum": 0, "prod": 1, "product": 1, "max": 2, "min": 3, "avg": 4}
 # bool arrays (one byte, 0 or 1, sent as ncclUint8) reduce as torch reduces them: SUM is MAX
 # (any), PROD is MIN (all); AVG and NCCL's custom reductions have no bool meaning.
 BOOL_OPS = {0: 2, 1: 3, 2: 2, 3: 3}

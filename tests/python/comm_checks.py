@@ -293,6 +293,51 @@ class Frameworks(Live):
                 c.all_reduce(t.Tensor(0x1000, 8, t.float32, contiguous=False))
             self.assertEqual(count("ncclAllReduce"), 1)
 
+    def test_dtype_objects_made_at_each_read(self):
+        # torch keeps one object per dtype; a tensor type that makes one at each read must
+        # not pass for another dtype when the second object takes the first's freed address
+        class Fresh:
+            __slots__ = ("name",)
+
+            def __init__(self, name):
+                self.name = name
+
+            def __hash__(self):
+                return hash(self.name)
+
+            def __eq__(self, other):
+                return type(other) is Fresh and other.name == self.name
+
+        class Tensor:
+            is_cuda = True
+
+            def __init__(self, ptr, name):
+                self.ptr, self.name = ptr, name
+
+            @property
+            def dtype(self):
+                return Fresh(self.name)
+
+            def is_contiguous(self):
+                return True
+
+            def numel(self):
+                return 4
+
+            def data_ptr(self):
+                return self.ptr
+        Tensor.__module__ = "torch"
+        self.torch.Tensor = Tensor
+        with Communicator(1, 0, ncclshim.unique_id()) as c:
+            for _ in range(3):  # the first call teaches the dtypes; the others are the fast
+                with self.assertRaisesRegex(TypeError, "recv has NCCL type 6; this call needs "
+                                                       "7"):
+                    c.all_reduce(Tensor(0x1000, "float32"), Tensor(0x2000, "float16"),
+                                 stream=0)
+            self.assertEqual(count("ncclAllReduce"), 0)
+            c.all_reduce(Tensor(0x1000, "float16"), Tensor(0x2000, "float16"), stream=0)
+            self.assertEqual(last_call()[1][:4], [0x1000, 0x2000, 4, 6])
+
     def test_cupy(self):
         cp = self.cupy
         with Communicator(1, 0, ncclshim.unique_id()) as c:

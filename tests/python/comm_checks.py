@@ -1237,7 +1237,15 @@ class CollConfigs(Live):
                 ncclshim.CollConfig(**kw)
         with self.assertRaisesRegex(TypeError, "config must be an ncclshim.CollConfig"):
             c.all_reduce(Device(0x1000, 4), stream=0, config={"max_ctas": 2})
+        with self.assertRaises(AttributeError):  # NCCL dereferences it
+            ncclshim.CollConfig(max_ctas=4).address = 0xdead0
         self.assertEqual(collective_counts(), before)
+
+        class Lying(ncclshim.CollConfig):
+            address = 0xdead0
+        lying = Lying(max_ctas=3)
+        c.all_reduce(Device(0x1000, 4), stream=0, config=lying)  # its own struct, not 0xdead0
+        self.assertEqual(last_call()[1][-1], ctypes.addressof(lying._struct))
 
     def test_set_encryption(self):
         clib, seen = ncclshim.collconfig._clib, []

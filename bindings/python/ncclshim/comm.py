@@ -283,7 +283,8 @@ class _PyCalls:
             raise TypeError("config must be an ncclshim.CollConfig, not %s"
                             % type(config).__name__)
         name += "Config"
-        return self._optional(name), name, (config.address,)
+        # CollConfig's own property: a subclass's address would reach NCCL unchecked
+        return self._optional(name), name, (CollConfig.address.fget(config),)
 
 
 class _NoExtension:

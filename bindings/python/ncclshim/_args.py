@@ -47,7 +47,10 @@ def seconds(value, name):
     """A finite number of seconds >= 0."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError("%s must be a number of seconds, not %s" % (name, type(value).__name__))
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an int past float's range: as unbounded as inf
+        value = math.inf if value > 0 else -math.inf
     if not math.isfinite(value) or value < 0:
         raise ValueError("%s must be a finite number of seconds >= 0 (no wait is unbounded), "
                          "not %r" % (name, value))

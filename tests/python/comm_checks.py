@@ -643,6 +643,9 @@ class Lifecycle(Live):
                         action(owner)
             c.all_reduce(buf, stream=0)  # nothing was freed
             self.assertEqual(last_call()[1][0], buf.ptr)
+            with self.assertRaisesRegex(TypeError, "already made"):  # the handle is kept
+                c.__init__(1, 0, ncclshim.unique_id())
+            self.assertEqual((c.state, count("ncclCommInitRankConfig")), ("ready", 1))
 
     def test_record_graph_where_present(self):
         with Communicator(1, 0, ncclshim.unique_id()) as c:

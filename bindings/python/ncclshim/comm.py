@@ -304,6 +304,8 @@ class Communicator(_Fast, _PyCalls, _clib.Owner):  # type: ignore[misc, valid-ty
 
     def __init__(self, nranks: int, rank: int, uid: bytes, mode: str = "split-blocking",
                  timeout: float = 60.0) -> None:
+        if getattr(self, "_c", None) is not None:  # its handle would be dropped, never freed
+            raise TypeError("this Communicator is already made: close() it and make another")
         self._c = None
         nranks = _args.integer(nranks, "nranks", 1, _args.INT_MAX)
         rank = _args.rank_in(rank, "rank", nranks)

@@ -2,7 +2,7 @@
  *
  * Calls is Communicator's first base: its all_reduce, broadcast, reduce, all_gather,
  * reduce_scatter, send and recv take torch tensors of torch's exact Tensor type (CUDA,
- * contiguous, of one dtype, counts as the call needs), a stream given as None, an int in
+ * contiguous, of one NCCL type, counts as the call needs), a stream given as None, an int in
  * [0, 2**64) or a type the Python layer has seen and knows the handle attribute of, a
  * reduction given by a name or an int in C's int range, a root or peer of the communicator,
  * and call the loaded NCCL's table entry directly. Anything else, and anything that raises
@@ -110,8 +110,7 @@ static int is_true(PyObject *value) { /* owned reference consumed */
 
 typedef struct {
   unsigned long long ptr, count;
-  PyObject *dtype; /* borrowed from torch's dtype objects, compared by identity */
-  int code;
+  int code; /* the NCCL code of the tensor's dtype (BOOL_CODE for torch.bool) */
 } View;
 
 static void replace(PyObject **slot, PyObject *value) {
@@ -141,11 +140,11 @@ static int read_tensor(PyObject *t, View *v) {
   PyObject *dtype = PyObject_GetAttr(t, s_dtype);
   if (!dtype) return -1;
   PyObject *code = PyDict_GetItem(torch_codes, dtype); /* seen by the Python path first */
-  v->dtype = dtype;
-  Py_DECREF(dtype); /* torch keeps its dtype objects */
-  if (!code) return -1;
-  v->code = (int)PyLong_AsLong(code);
-  if (PyErr_Occurred()) return -1;
+  /* Only the code is kept: a dtype object made afresh at each read is freed here, and the
+   * next tensor's may take its address. */
+  v->code = code ? (int)PyLong_AsLong(code) : 0;
+  Py_DECREF(dtype);
+  if (!code || PyErr_Occurred()) return -1;
   if (take_u64(PyObject_CallMethodObjArgs(t, s_numel, NULL), &v->count) ||
       take_u64(PyObject_CallMethodObjArgs(t, s_data_ptr, NULL), &v->ptr))
     return -1;
@@ -273,7 +272,7 @@ static PyObject *collective(PyObject *obj, int kind, PyObject *args, PyObject *k
     return defer(obj, kind, args, kw);
   if (second) {
     unsigned long long scale = spec->scaled ? (unsigned long long)self->nranks : 1;
-    if (read_tensor(second, &b) || b.dtype != a.dtype || a.count > ULLONG_MAX / scale ||
+    if (read_tensor(second, &b) || b.code != a.code || a.count > ULLONG_MAX / scale ||
         b.count != a.count * scale)
       return defer(obj, kind, args, kw);
   } else {

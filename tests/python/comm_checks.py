@@ -6,11 +6,13 @@
 Environment: NCCLSHIM_NCCL_LIBRARY (the fake NCCL the package loads, also driven here through
 its fake_nccl_* functions), NCCLSHIM_CUDA_LIBRARY (the fake driver, for Watchdog),
 COMM_CHECKS_PACKAGED=1 (the generated module must be the package's own: the wheel)."""
+import copy
 import ctypes
 import gc
 import importlib.util
 import inspect
 import os
+import pickle
 import random
 import sys
 import threading
@@ -120,6 +122,27 @@ class Forwarding(Live):
                     self.assertEqual(count(want[0]), before + 1, (mode, want))
                     if mode != "nonblocking":  # there the wait polls NCCL after the call
                         self.assertEqual(last_call(), want, mode)
+
+    def test_torch_reduce_op_members(self):
+        class RedOpType:  # as pybind11 makes torch's: hashed by value, printed by name
+            def __init__(self, name, value):
+                self.name, self.value = name, value
+
+            def __str__(self):
+                return "RedOpType." + self.name
+
+            def __hash__(self):
+                return self.value
+
+            def __eq__(self, other):
+                return type(other) is RedOpType and other.value == self.value
+        # torch's values are not NCCL's: only the names count
+        members = [("SUM", 0, 0), ("AVG", 1, 4), ("PRODUCT", 2, 1), ("MIN", 3, 3),
+                   ("MAX", 4, 2)]
+        with Communicator(1, 0, ncclshim.unique_id()) as c:
+            for name, value, nccl in members * 2:  # the second time from what was seen
+                c.all_reduce(Device(0x1000, 4), op=RedOpType(name, value), stream=0)
+                self.assertEqual(last_call()[1][4], nccl, name)
 
     def test_group(self):
         with Communicator(1, 0, ncclshim.unique_id(), mode="nonblocking") as c:
@@ -269,6 +292,51 @@ class Frameworks(Live):
             with self.assertRaisesRegex(BufferError, "contiguous"):
                 c.all_reduce(t.Tensor(0x1000, 8, t.float32, contiguous=False))
             self.assertEqual(count("ncclAllReduce"), 1)
+
+    def test_dtype_objects_made_at_each_read(self):
+        # torch keeps one object per dtype; a tensor type that makes one at each read must
+        # not pass for another dtype when the second object takes the first's freed address
+        class Fresh:
+            __slots__ = ("name",)
+
+            def __init__(self, name):
+                self.name = name
+
+            def __hash__(self):
+                return hash(self.name)
+
+            def __eq__(self, other):
+                return type(other) is Fresh and other.name == self.name
+
+        class Tensor:
+            is_cuda = True
+
+            def __init__(self, ptr, name):
+                self.ptr, self.name = ptr, name
+
+            @property
+            def dtype(self):
+                return Fresh(self.name)
+
+            def is_contiguous(self):
+                return True
+
+            def numel(self):
+                return 4
+
+            def data_ptr(self):
+                return self.ptr
+        Tensor.__module__ = "torch"
+        self.torch.Tensor = Tensor
+        with Communicator(1, 0, ncclshim.unique_id()) as c:
+            for _ in range(3):  # the first call teaches the dtypes; the others are the fast
+                with self.assertRaisesRegex(TypeError, "recv has NCCL type 6; this call needs "
+                                                       "7"):
+                    c.all_reduce(Tensor(0x1000, "float32"), Tensor(0x2000, "float16"),
+                                 stream=0)
+            self.assertEqual(count("ncclAllReduce"), 0)
+            c.all_reduce(Tensor(0x1000, "float16"), Tensor(0x2000, "float16"), stream=0)
+            self.assertEqual(last_call()[1][:4], [0x1000, 0x2000, 4, 6])
 
     def test_cupy(self):
         cp = self.cupy
@@ -502,6 +570,22 @@ class DLPack(Live):
             with self.assertRaisesRegex(BufferError, "host memory.*DLPack device type 1"):
                 c.all_reduce(self.capsule_of(1), stream=0)
 
+    def test_device_answer_checked(self):
+        class Kind(int):  # torch answers an IntEnum
+            pass
+        with Communicator(1, 0, ncclshim.unique_id()) as c:
+            for device in ((2,), ("cuda", 0), [2, 0], (True, 0), (2, 0, 0), None):
+                x = self.capsule_of(2)
+                x.__dlpack_device__ = lambda device=device: device
+                with self.assertRaisesRegex(TypeError, r"__dlpack_device__\(\) returned .*not "
+                                            r"\(device type, device id\) as two ints"):
+                    c.all_reduce(x, stream=0)
+            self.assertEqual(count("ncclAllReduce"), 0)
+            x = self.capsule_of(2)
+            x.__dlpack_device__ = lambda: (Kind(2), Kind(0))
+            c.all_reduce(x, stream=0)
+            self.assertEqual(last_call()[1][:3], [0x9010, 0x9010, 12])
+
 
 class Lifecycle(Live):
     def test_nonblocking_init_is_waited_for(self):
@@ -540,10 +624,28 @@ class Lifecycle(Live):
                 self.assertEqual(last_call()[1][:4], [buf.ptr, buf.ptr, 2048, 7])
                 c.all_reduce(buf, stream=0)  # as bytes, through __cuda_array_interface__
                 self.assertEqual(last_call()[1][:4], [buf.ptr, buf.ptr, 8192, 1])
+            for use in (lambda: buf.view("float32"), lambda: c.all_reduce(buf, stream=0)):
+                with self.assertRaisesRegex(NcclshimError, "the symmetric buffer is freed"):
+                    use()
             FAKE.fake_nccl_live_windows.restype = ctypes.c_int
             FAKE.fake_nccl_live_allocations.restype = ctypes.c_int
             self.assertEqual((FAKE.fake_nccl_live_windows(),
                               FAKE.fake_nccl_live_allocations()), (0, 0))
+
+    def test_owners_refuse_copy_and_pickle(self):
+        # each frees its handle once: a copy would free it twice, a pickle carry its address
+        with Communicator(1, 0, ncclshim.unique_id()) as c, c.symmetric(64) as buf, \
+                ncclshim.Watchdog() as dog:
+            for owner in (c, buf, dog):
+                for action in (copy.copy, copy.deepcopy, pickle.dumps):
+                    with self.assertRaisesRegex(TypeError, "a %s owns a libncclshim handle"
+                                                % type(owner).__name__):
+                        action(owner)
+            c.all_reduce(buf, stream=0)  # nothing was freed
+            self.assertEqual(last_call()[1][0], buf.ptr)
+            with self.assertRaisesRegex(TypeError, "already made"):  # the handle is kept
+                c.__init__(1, 0, ncclshim.unique_id())
+            self.assertEqual((c.state, count("ncclCommInitRankConfig")), ("ready", 1))
 
     def test_record_graph_where_present(self):
         with Communicator(1, 0, ncclshim.unique_id()) as c:
@@ -746,8 +848,57 @@ class Refusals(Live):
                 (lambda: c.record_graph(0, b"x", 1), TypeError, "label must be a str, not bytes"),
                 (lambda: c.record_graph(2 ** 64, "x", 1), ValueError, "stream is")):
             self.refused(error, text, call)
+
+        # an integer type's __index__: an int's value is its own, a non-int answer refused
+        class Odd(int):
+            def __index__(self):
+                return 0.5
+
+        class Answers:
+            def __init__(self, answer):
+                self.answer = answer
+
+            def __index__(self):
+                if isinstance(self.answer, type):
+                    raise self.answer("from __index__")
+                return self.answer
+        for call, error, text in (
+                (lambda: c.broadcast(a, root=Answers(0.5), stream=0), TypeError,
+                 "__index__ returned non-int"),
+                (lambda: c.send(a, peer=Answers("1"), stream=0), TypeError, "non-int"),
+                (lambda: c.all_reduce(a, op=Odd(2 ** 31), stream=0), ValueError,
+                 "op is 2147483648"),
+                (lambda: Buffer(0x1000, Answers(1.5), "float32"), TypeError, "non-int"),
+                (lambda: c.reduce(a, root=Answers(ZeroDivisionError), stream=0),
+                 ZeroDivisionError, "from __index__")):
+            self.refused(error, text, call)
+        c.broadcast(a, root=Odd(3), stream=0)
+        c.reduce(a, root=Answers(2), op=Odd(1), stream=0)
+        self.assertEqual(last_call()[1][3:6], [7, 1, 2])
+        self.assertEqual(count("ncclBroadcast"), 1)
         c.all_reduce(a, op=4, stream=2 ** 64 - 1)  # the edges themselves pass
         self.assertEqual(last_call()[1][4:], [4, c.raw, 2 ** 64 - 1])
+
+    def test_buffer_subclass_fields_checked(self):
+        def lying(field, value):
+            class Lying(Buffer):
+                __slots__ = ()
+
+                def __getattribute__(self, name):
+                    return value if name == field else object.__getattribute__(self, name)
+            return Lying(0x1000, 4, "float32")
+        for field, value, error, text in (
+                ("count", 2 ** 70, ValueError, r"send: Lying.count is 1180591620717411303424"),
+                ("count", True, TypeError, "send: Lying.count must be an int, not bool"),
+                ("ptr", -1, ValueError, r"send: Lying.ptr is -1"),
+                ("ptr", 2 ** 64 - 4, ValueError, "64-bit address space"),
+                ("dtype", 99, TypeError, "99 is not an ncclDataType_t")):
+            self.refused(error, text, lambda: self.c.all_reduce(lying(field, value), stream=0))
+
+        class Plain(Buffer):
+            __slots__ = ()
+        self.c.all_reduce(Plain(0x1000, 4, "float16"), stream=0)
+        self.assertEqual(last_call()[1][:4], [0x1000, 0x1000, 4, 6])
 
     def test_shapes_and_sizes(self):
         for shape, error, text in (((-4,), ValueError, r"shape \(-4,\) holds -4"),
@@ -773,6 +924,11 @@ class Refusals(Live):
                 (self.cai(data=(2 ** 64, False)), ValueError, "is not an address"),
                 (self.cai(version=KeyError), TypeError, r"\['version'\] must be an int"),
                 (self.cai(version=4), ValueError, "version 4"),
+                (self.cai(stream=0), ValueError, "stream 0 is not a stream.*never 0"),
+                (self.cai(stream=-1), ValueError, "stream -1 is not a stream"),
+                (self.cai(stream=2 ** 64), ValueError, "stream 18446744073709551616"),
+                (self.cai(stream=True), TypeError, r"\['stream'\] must be None or an int"),
+                (self.cai(stream="1"), TypeError, r"\['stream'\]"),
                 (self.cai(strides=(4, 4)), TypeError, "strides"),
                 (self.cai(strides=(8,)), BufferError, "not contiguous"),
                 (types.SimpleNamespace(__cuda_array_interface__=[1]), TypeError, "not a dict"),
@@ -783,6 +939,9 @@ class Refusals(Live):
             ok, self.cai(data=(0x1000, True)), stream=0))
         c.all_reduce(self.cai(data=(0x1000, True)), ok, stream=0)
         self.assertEqual(last_call()[1][:3], [0x1000, 0x2000, 4])
+        for producer in (None, 1, 2, 2 ** 64 - 1):  # checked, not synchronized with
+            c.all_reduce(self.cai(stream=producer), stream=9)
+            self.assertEqual(last_call()[1][-1], 9)
         c.all_reduce(self.cai(typestr="|u1", data=(0x5000, False)), stream=0)
         c.all_reduce(self.cai(typestr=">u1", data=(0x5000, False), version=0), stream=0)
         self.assertEqual(last_call()[1][:4], [0x5000, 0x5000, 4, 1])
@@ -825,6 +984,10 @@ class Refusals(Live):
                  "timeout must be a finite number of seconds >= 0 .*not nan"),
                 (lambda: Communicator(1, 0, uid, timeout=float("inf")), ValueError,
                  "timeout .* not inf"),
+                (lambda: Communicator(1, 0, uid, timeout=10 ** 400), ValueError,
+                 "timeout .* not inf"),
+                (lambda: ncclshim.group(self.c, timeout=-10 ** 400), ValueError,
+                 "timeout .* not -inf"),
                 (lambda: Communicator(1, 0, uid, timeout="1"), TypeError,
                  "timeout must be a number of seconds, not str"),
                 (lambda: Communicator(1, 0, uid, mode=["blocking"]), ValueError,
@@ -1081,7 +1244,15 @@ class CollConfigs(Live):
                 ncclshim.CollConfig(**kw)
         with self.assertRaisesRegex(TypeError, "config must be an ncclshim.CollConfig"):
             c.all_reduce(Device(0x1000, 4), stream=0, config={"max_ctas": 2})
+        with self.assertRaises(AttributeError):  # NCCL dereferences it
+            ncclshim.CollConfig(max_ctas=4).address = 0xdead0
         self.assertEqual(collective_counts(), before)
+
+        class Lying(ncclshim.CollConfig):
+            address = 0xdead0
+        lying = Lying(max_ctas=3)
+        c.all_reduce(Device(0x1000, 4), stream=0, config=lying)  # its own struct, not 0xdead0
+        self.assertEqual(last_call()[1][-1], ctypes.addressof(lying._struct))
 
     def test_set_encryption(self):
         clib, seen = ncclshim.collconfig._clib, []

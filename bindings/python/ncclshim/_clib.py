@@ -17,6 +17,23 @@ OK, INVALID_ARGUMENT, UNAVAILABLE, NCCL_ERROR, TIMEOUT = 0, 8, 10, 14, 15
 _state = {}
 
 
+class Owner:
+    """Base of the objects that own a libncclshim handle and free it once (Communicator,
+    SymmetricBuffer, Watchdog): a copy would free it a second time, and a pickle would carry
+    its address into another process, so both are refused."""
+    __slots__ = ()
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError("a %s owns a libncclshim handle, which it frees once: it cannot be "
+                        "copied or pickled (pass the object itself)" % type(self).__name__)
+
+    def __copy__(self):
+        return self.__reduce_ex__(0)
+
+    def __deepcopy__(self, memo):
+        return self.__reduce_ex__(0)
+
+
 def functions():
     """The generated module (ncclshim._functions)."""
     mod = _state.get("functions")

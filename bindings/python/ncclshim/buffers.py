@@ -145,6 +145,17 @@ def _read_buffer(b, name, written):
     return b.ptr, b.count, b.dtype, None
 
 
+def _read_buffer_subclass(b, name, written):
+    """A Buffer subclass may answer anything for its fields (a property, __getattribute__):
+    each is checked as Buffer() checks it."""
+    what = "%s: %s" % (name, type(b).__name__)
+    ptr = integer(b.ptr, what + ".ptr", 0, SIZE_MAX)
+    count = integer(b.count, what + ".count", 0, SIZE_MAX)
+    code = dtype_code(b.dtype)
+    _extent(ptr, count, element_size(code), what)
+    return ptr, count, code, None
+
+
 class _Codes(dict):
     """A framework's dtype objects to NCCL codes, each found once (dtype_code of its name)."""
 
@@ -232,6 +243,13 @@ def _read_cai(obj, name, written):
                 raise BufferError("%s: %s is not contiguous (strides %r): NCCL reads it as "
                                   "one block" % (name, type(obj).__name__, strides))
             expect *= n
+    producer = cai.get("stream")  # version 3: the stream the producer's work is on
+    if producer is not None and type(producer) is not int:
+        raise TypeError("%s: __cuda_array_interface__['stream'] must be None or an int, not %r"
+                        % (name, producer))
+    if producer is not None and not 1 <= producer <= SIZE_MAX:
+        raise ValueError("%s: __cuda_array_interface__ stream %d is not a stream: the "
+                         "protocol gives None, 1, 2 or a handle, never 0" % (name, producer))
     if cai.get("mask") is not None:
         raise BufferError("%s: %s is a masked array: NCCL would reduce the masked elements "
                           "too" % (name, type(obj).__name__))
@@ -287,7 +305,12 @@ def _capsule_api():
 
 def _read_dlpack(obj, name, written):
     if hasattr(obj, "__dlpack_device__"):
-        kind, _ = obj.__dlpack_device__()
+        device = obj.__dlpack_device__()
+        if not isinstance(device, tuple) or len(device) != 2 or \
+                any(isinstance(v, bool) or not isinstance(v, int) for v in device):
+            raise TypeError("%s: %s.__dlpack_device__() returned %r, not (device type, "
+                            "device id) as two ints" % (name, type(obj).__name__, device))
+        kind = int.__index__(device[0])  # torch's is an IntEnum
         if kind not in _DL_CUDA:
             raise _host(obj, "DLPack device type %d" % kind, name)
     try:  # a versioned capsule carries the read-only flag; -1: the producer syncs nothing
@@ -346,8 +369,10 @@ def _reader_for(obj):
     cupy = sys.modules.get("cupy")
     if "cupy" in mods and cupy is not None and issubclass(cls, cupy.ndarray):
         return _read_cupy
-    if issubclass(cls, Buffer):
+    if cls is Buffer:
         return _read_buffer
+    if issubclass(cls, Buffer):
+        return _read_buffer_subclass
     if hasattr(obj, "__cuda_array_interface__"):
         return _read_cai
     if hasattr(obj, "__dlpack__"):

@@ -68,7 +68,11 @@ class CollConfig:
             _event_handle(launch_completion_event)
         self._event = launch_completion_event  # kept alive with the handle NCCL gets
         self._struct = st
-        self.address = ctypes.addressof(st)
+
+    @property
+    def address(self) -> int:
+        """The ncclCollConfig_t's address (read-only: NCCL dereferences it)."""
+        return ctypes.addressof(self._struct)
 
     def __repr__(self):
         st = self._struct

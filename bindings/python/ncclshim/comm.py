@@ -31,7 +31,8 @@ from .collconfig import CollConfig
 from .errors import NcclshimError
 
 MODES = {"nonblocking": 0, "blocking": 1, "split-blocking": 2}
-_OPS = {"sum": 0, "prod": 1, "max": 2, "min": 3, "avg": 4}
+# torch's ReduceOp spells prod PRODUCT (its members print as "RedOpType.PRODUCT").
+_OPS = {"sum": 0, "prod": 1, "product": 1, "max": 2, "min": 3, "avg": 4}
 # bool arrays (one byte, 0 or 1, sent as ncclUint8) reduce as torch reduces them: SUM is MAX
 # (any), PROD is MIN (all); AVG and NCCL's custom reductions have no bool meaning.
 BOOL_OPS = {0: 2, 1: 3, 2: 2, 3: 3}
@@ -282,7 +283,8 @@ class _PyCalls:
             raise TypeError("config must be an ncclshim.CollConfig, not %s"
                             % type(config).__name__)
         name += "Config"
-        return self._optional(name), name, (config.address,)
+        # CollConfig's own property: a subclass's address would reach NCCL unchecked
+        return self._optional(name), name, (CollConfig.address.fget(config),)
 
 
 class _NoExtension:
@@ -294,7 +296,7 @@ class _NoExtension:
 _Fast = _clib.fast_calls(_PyCalls, OPC) or _NoExtension
 
 
-class Communicator(_Fast, _PyCalls):  # type: ignore[misc, valid-type]
+class Communicator(_Fast, _PyCalls, _clib.Owner):  # type: ignore[misc, valid-type]
     """Rank `rank` of an `nranks`-rank communicator made from `uid` (unique_id()'s bytes), on
     the calling thread's current CUDA device. timeout (seconds) bounds every wait: the init
     (except in "blocking" mode, where NCCL waits by itself), non-blocking operations, group
@@ -302,6 +304,8 @@ class Communicator(_Fast, _PyCalls):  # type: ignore[misc, valid-type]
 
     def __init__(self, nranks: int, rank: int, uid: bytes, mode: str = "split-blocking",
                  timeout: float = 60.0) -> None:
+        if getattr(self, "_c", None) is not None:  # its handle would be dropped, never freed
+            raise TypeError("this Communicator is already made: close() it and make another")
         self._c = None
         nranks = _args.integer(nranks, "nranks", 1, _args.INT_MAX)
         rank = _args.rank_in(rank, "rank", nranks)

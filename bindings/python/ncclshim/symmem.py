@@ -15,7 +15,7 @@ from .buffers import Buffer, dtype_code, element_size, stream as _stream
 from .errors import NcclshimError
 
 
-class SymmetricBuffer:
+class SymmetricBuffer(_clib.Owner):
     def __init__(self, comm: Any, nbytes: int, stream: Any = None) -> None:
         nbytes = _args.integer(nbytes, "nbytes", 1, _args.SIZE_MAX)
         s = _stream(stream) if stream is not None else 0
@@ -29,15 +29,19 @@ class SymmetricBuffer:
         self.nbytes = lib_.ncclshim_symmem_size(self._mem)
         self.window = lib_.ncclshim_symmem_window(self._mem)
 
+    def _live(self, call):
+        if self._mem is None:
+            raise NcclshimError("the symmetric buffer is freed", call=call)
+
     @property
     def __cuda_array_interface__(self):
-        if self._mem is None:
-            raise NcclshimError("the symmetric buffer is freed", call="SymmetricBuffer")
+        self._live("SymmetricBuffer")
         return {"shape": (self.nbytes,), "typestr": "|u1", "data": (self.ptr, False),
                 "version": 3, "strides": None}
 
     def view(self, dtype: Any, count: Optional[int] = None) -> Buffer:
         """An ncclshim.Buffer of `count` elements (default: as many as fit) of dtype."""
+        self._live("SymmetricBuffer.view")  # a view of freed memory would reach NCCL
         code = dtype_code(dtype)
         fit = self.nbytes // element_size(code)
         count = fit if count is None else _args.integer(count, "count", 0, _args.SIZE_MAX)

@@ -24,7 +24,7 @@ from .errors import NcclshimError, NcclTimeout
 _LIVE = set()
 
 
-class Watchdog:
+class Watchdog(_clib.Owner):
     def __init__(self, on_failure: Optional[Callable[[Any, NcclshimError], None]] = None,
                  interval: float = 0.01) -> None:
         if on_failure is not None and not callable(on_failure):

@@ -254,15 +254,36 @@ impl Nccl {
     }
 
     /// Run `work` between [`Nccl::group_start`] and [`Nccl::group_end`]; the group is ended
-    /// even when `work` fails (its error is returned first).
+    /// even when `work` fails (its error is returned first) or panics (the panic goes on once
+    /// the group is ended: NCCL's group is the thread's, and one left open would hold back
+    /// every later call of the thread).
     pub fn group<T>(
         &self,
         comms: &[&Communicator],
         timeout: Duration,
         work: impl FnOnce() -> Result<T>,
     ) -> Result<T> {
+        /// Ends the group when `work` unwinds.
+        struct EndOnUnwind<'a> {
+            nccl: &'a Nccl,
+            comms: &'a [&'a Communicator],
+            timeout: Duration,
+        }
+        impl Drop for EndOnUnwind<'_> {
+            fn drop(&mut self) {
+                if std::thread::panicking() {
+                    let _ = self.nccl.group_end(self.comms, self.timeout);
+                }
+            }
+        }
         self.group_start()?;
+        let unwinding = EndOnUnwind {
+            nccl: self,
+            comms,
+            timeout,
+        };
         let out = work();
+        drop(unwinding);
         let end = self.group_end(comms, timeout);
         let value = out?;
         end.map(|_| value)

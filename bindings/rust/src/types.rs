@@ -66,7 +66,15 @@ pub struct Version(u32);
 
 impl Version {
     /// 2.28.9 from (2, 28, 9).
+    ///
+    /// # Panics
+    /// When `minor` or `patch` is over 99, or `major` over 429495: the packed form has no
+    /// room for them, and (2, 100, 0) would silently be 3.0.0. In a constant, a compile error.
     pub const fn new(major: u32, minor: u32, patch: u32) -> Version {
+        assert!(
+            minor < 100 && patch < 100 && major <= (u32::MAX - 9999) / 10000,
+            "Version::new: minor and patch must be below 100 (major at most 429495)"
+        );
         Version(major * 10000 + minor * 100 + patch)
     }
     /// From the packed form (22809).

@@ -31,8 +31,10 @@ pub type OnFailure = Box<dyn Fn(Status, &str) + Send + Sync + 'static>;
 
 /// The watchdog's thread (`ncclshim_watchdog`). One per process is enough: it watches any
 /// number of communicators. Dropping it stops and joins the thread (within about one
-/// interval: it never blocks in NCCL); the borrow of [`Watched`] makes every watched
-/// communicator go first. Dropped on its own thread (from its `on_failure` callback, which
+/// interval: it never blocks in NCCL). A [`Watched`] borrows it, so none is used after it,
+/// but the borrow does not order the drops: a `Watched` declared before its watchdog is
+/// dropped after it, which is safe, since the stop unwatches every communicator still
+/// watched (the communicator is then torn down as an unwatched one). Dropped on its own thread (from its `on_failure` callback, which
 /// may own it, e.g. through an `Arc<Mutex<Option<Watchdog>>>`), it cannot join itself: the
 /// stop is handed to a short-lived thread, which stops it once the callback has returned
 /// and only then drops the callback.

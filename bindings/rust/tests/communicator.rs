@@ -255,6 +255,27 @@ fn groups_start_and_end_around_the_work() {
 }
 
 #[test]
+fn a_group_whose_work_panics_is_ended_before_the_panic_goes_on() {
+    let (_, _guard, fake) = need_fakes!("2.28.9");
+    let comm = init(&fake, Blocking::Yes);
+    let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _: ncclshim::Result<()> = fake.nccl.group(&[&comm], SECOND, || {
+            panic!("the work panics inside the group")
+        });
+    }));
+    let payload = unwound.expect_err("the panic goes on to the caller");
+    assert_eq!(
+        payload.downcast_ref::<&str>(),
+        Some(&"the work panics inside the group")
+    );
+    // NCCL's group is the thread's: left open, it would hold back every later call here.
+    assert_eq!(
+        (fake.count("ncclGroupStart"), fake.count("ncclGroupEnd")),
+        (1, 1)
+    );
+}
+
+#[test]
 fn explicit_destroy_and_abort_leave_nothing_for_drop() {
     let (_, _guard, fake) = need_fakes!("2.28.9");
     let mut comm = init(&fake, Blocking::Yes);

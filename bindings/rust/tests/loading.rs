@@ -205,3 +205,18 @@ fn a_path_with_a_nul_byte_is_refused_before_the_search() {
         );
     }
 }
+
+#[test]
+fn a_version_part_past_its_room_is_refused_not_carried_into_the_next() {
+    assert_eq!(Version::new(2, 99, 99).to_string(), "2.99.99");
+    assert_eq!(Version::new(429495, 0, 0).major(), 429495);
+    for (major, minor, patch) in [(2, 100, 0), (2, 28, 100), (429496, 0, 0), (u32::MAX, 0, 0)] {
+        let made = std::panic::catch_unwind(|| Version::new(major, minor, patch));
+        // (2, 100, 0) packed would be 30000, read back as 3.0.0
+        assert!(
+            made.is_err(),
+            "{major}.{minor}.{patch} became {}",
+            made.unwrap()
+        );
+    }
+}

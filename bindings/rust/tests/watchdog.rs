@@ -352,3 +352,23 @@ fn a_stream_dropped_after_its_record_is_never_used_again() {
     assert_eq!(comm.counts().unwrap().recorded, 400);
     abort(comm);
 }
+
+#[test]
+fn a_watchdog_dropped_before_its_watched_communicator_unwatches_it_first() {
+    let (build, _guard, fake) = need_fakes!("2.28.9");
+    let (cuda, _query) = capture_driver(&build);
+    let stream = cuda.create_stream().unwrap();
+    let mut buffer = cuda.alloc::<f32>(4).unwrap();
+    {
+        // `comm` is declared first, so it is dropped last: the borrow allows it (Watched has
+        // no Drop of its own), and the watchdog's stop unwatches it before freeing itself.
+        let comm;
+        let dog = Watchdog::start_with(Duration::from_millis(5), Some(&cuda), None).unwrap();
+        comm = watched(&dog, &fake, SECOND);
+        comm.all_reduce_in_place(&mut buffer, RedOp::Sum, &stream)
+            .unwrap();
+        assert_eq!(comm.counts().unwrap().recorded, 1);
+    }
+    // the communicator was then torn down as an unwatched one (its Drop aborts a split one)
+    assert_eq!(fake.count("ncclCommAbort"), 2, "the child and the parent");
+}

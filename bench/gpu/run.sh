@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every measurement on the GPU host, in one command from the repository root:
-#   [STAGES="collectives allreduce init fingerprint capturefacts percall recordcost recorder"] \
+#   [STAGES="collectives allreduce init fingerprint driverfacts percall recordcost recorder"] \
 #     bash bench/gpu/run.sh \
 #     [MAX_ALLREDUCE_BYTES]
 # Builds ncclshim there (build-gpu/, or $BUILD), then runs each stage (all by default):
@@ -9,8 +9,9 @@
 #   init         NCCL's load and ncclshim's, on both real NCCLs (bench/init_cost)
 #   fingerprint  ncclshim_nccl_fingerprint on both real NCCLs (bench/fingerprint_cost; goal:
 #                <= 0.1 ms, no bytes read)
-#   capturefacts what the driver answers a look that queries an event recorded in a capture,
-#                and the capture check's cost (bench/gpu/capture_facts.c)
+#   driverfacts  what the driver answers a look that queries an event recorded in a capture,
+#                the capture check's cost, and whether a destroyed stream's handle is reused
+#                while its work is pending (bench/gpu/driver_facts.c)
 #   percall      host time per all-reduce call with and without hang detection (percall.sh)
 #   recordcost   what ncclshim_comm_record costs the enqueueing thread (recordcost.sh)
 #   recorder     the flight recorder's cost per call and over many communicators (recorder.sh)
@@ -37,7 +38,7 @@ step() {
   save
   echo "=== $* ($(date -u +%T))"
 }
-stages=${STAGES:-collectives allreduce init fingerprint capturefacts percall recordcost recorder}
+stages=${STAGES:-collectives allreduce init fingerprint driverfacts percall recordcost recorder}
 want() { [[ " $stages " == *" $1 "* ]]; }
 nccl_lib() { [ "$1" = sys ] && echo $sys_nccl || echo $pip_nccl; }
 # build SOURCE OUTPUT direct|dropin|table sys|pip: a plain NCCL program against that NCCL's
@@ -139,13 +140,13 @@ for which in sys pip; do
 done
 fi
 
-if want capturefacts; then
-step "capture facts"
-gcc -std=c11 -O2 -Wall -Wextra -Werror "-I$cuda_inc" bench/gpu/capture_facts.c -o "$res/capture_facts" \
+if want driverfacts; then
+step "driver facts"
+gcc -std=c11 -O2 -Wall -Wextra -Werror "-I$cuda_inc" bench/gpu/driver_facts.c -o "$res/driver_facts" \
   -L"$cuda_lib/stubs" -lcuda -lpthread &&
-  timeout 120 "$res/capture_facts" >"$res/capture-facts-$host.csv" 2>"$res/capture-facts.log"
-echo "capture facts: exit $?"
-grep '^facts' "$res/capture-facts-$host.csv"
+  timeout 120 "$res/driver_facts" >"$res/driver-facts-$host.csv" 2>"$res/driver-facts.log"
+echo "driver facts: exit $?"
+grep -E '^(facts|handle)' "$res/driver-facts-$host.csv"
 fi
 
 # The measurements with a script of their own (sourcing tests/gpu/part_common.sh), each in

@@ -1,6 +1,9 @@
-/* What the real driver does with an event recorded while its stream captures, seen from a
- * second thread that queries it, as the tracker's look would (bench/gpu/run.sh, stage
- * capturefacts). It decides whether a record may skip its capture check
+/* Two facts of the real driver that the tracker's design rests on (bench/gpu/run.sh, stage
+ * driverfacts).
+ *
+ * 1. Captures. What the driver does with an event recorded while its stream captures, seen
+ * from a second thread that queries it, as the tracker's look would. It decides whether a
+ * record may skip its capture check
  * (cuStreamIsCapturing): it may only if a look that queries a captured event, in the capture
  * mode the look runs under, neither breaks the program's capture nor gets an answer it
  * could take for a completion or a failure.
@@ -12,11 +15,18 @@
  * query the captured event again, record it anew outside any capture and query it after a
  * synchronize (can a pool reuse it?). Then the cost of a record with and without the capture
  * check, idle, on that stream and on the two default ones.
+ *
+ * 2. Handles. The look infers that an event completed only from events of the same stream
+ * handle; that holds if a destroyed stream's handle is not given to a new stream while its
+ * work is pending. A stream is held by a cuStreamWaitValue32 on host-mapped memory and
+ * destroyed; 64 streams are created: is one of them the old handle? Then the flag is set,
+ * the device synchronized and the 64 streams destroyed, and a new stream made again.
  * Prints CSV rows
  *   facts,capture_mode,look_mode,queried,record,query,end,launch,query_after,reuse_record,
  *         reuse_query
  *   cost,stream,what,ns   (median of 200 rounds of 1000 calls; three turns)
- * the CUresult numbers as the driver gives them. Usage: capture_facts (device 0). */
+ *   handle,while,reused   (while the destroyed stream's work is pending, after it ended)
+ * the CUresult numbers as the driver gives them. Usage: driver_facts (device 0). */
 #define _GNU_SOURCE /* clock_gettime under -std=c11 */
 #include <cuda.h>
 #include <pthread.h>
@@ -119,6 +129,36 @@ static double record_ns(CUstream s, CUevent e, int check) {
   return per[ROUNDS / 2];
 }
 
+/* Whether a stream destroyed with work pending gives its handle to a new stream before
+ * that work ends, and after. */
+static void handle_reuse(void) {
+  enum { NEW = 64 };
+  unsigned *flag;
+  CUdeviceptr flag_on_device;
+  CUstream held, made[NEW];
+  CHECK(cuMemHostAlloc((void **)&flag, sizeof(*flag), CU_MEMHOSTALLOC_DEVICEMAP));
+  *flag = 0;
+  CHECK(cuMemHostGetDevicePointer(&flag_on_device, flag, 0));
+  CHECK(cuStreamCreate(&held, CU_STREAM_NON_BLOCKING));
+  CHECK(cuStreamWaitValue32(held, flag_on_device, 1, CU_STREAM_WAIT_VALUE_GEQ));
+  CUstream old = held;
+  CHECK(cuStreamDestroy(held));
+  int reused = 0;
+  for (int i = 0; i < NEW; i++) {
+    CHECK(cuStreamCreate(&made[i], CU_STREAM_NON_BLOCKING));
+    reused += made[i] == old;
+  }
+  printf("handle,pending,%d\n", reused);
+  *(volatile unsigned *)flag = 1;
+  CHECK(cuCtxSynchronize());
+  for (int i = 0; i < NEW; i++) CHECK(cuStreamDestroy(made[i]));
+  CUstream again;
+  CHECK(cuStreamCreate(&again, CU_STREAM_NON_BLOCKING));
+  printf("handle,ended,%d\n", again == old);
+  CHECK(cuStreamDestroy(again));
+  CHECK(cuMemFreeHost(flag));
+}
+
 int main(void) {
   CUdevice device;
   CUcontext ctx;
@@ -149,6 +189,8 @@ int main(void) {
              record_ns(streams[k], e, 1));
     }
   CHECK(cuEventDestroy(e));
+  printf("handle,while,reused\n");
+  handle_reuse();
   CHECK(cuMemFree(buffer));
   CHECK(cuStreamDestroy(s));
   CHECK(cuDevicePrimaryCtxRelease(device));

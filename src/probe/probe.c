@@ -49,7 +49,9 @@ static char *absolute_library(const char *path) {
   if (path[0] == '/') return strdup(path);
   char *cwd = getcwd(NULL, 0), *joined = NULL;
   if (cwd == NULL || asprintf(&joined, "%s/%s", cwd, path) < 0) {
-    fprintf(stderr, "ncclshim-probe: cannot make --library '%s' absolute: %s\n", path,
+    fputs("ncclshim-probe: cannot make --library '", stderr);
+    text_put(stderr, path, 0);
+    fprintf(stderr, "' absolute: %s\n",
             cwd == NULL ? "the current directory is unreadable" : "out of memory");
     joined = NULL;
   }

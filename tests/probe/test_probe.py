@@ -239,6 +239,20 @@ class Requirements(unittest.TestCase):
         code, out, _ = probe("--explain", "--json", "--doctor")  # a value, not the option
         self.assertEqual((code, out), (2, ""))
 
+    def test_usage_errors_escape_the_argument(self):
+        """An unknown option is the user's text: on stderr its control characters and bytes
+        that are not UTF-8 come escaped (no terminal sequence, no forged line), and under
+        --json the document stays valid."""
+        for arg in (b"--\x1b]0;owned\x07", b"--bad\nline", b'--x\xff"', b"--\x9b2J"):
+            proc = RUNNER.run("--json", os.fsdecode(arg))
+            self.assertEqual(proc.returncode, 2, arg)
+            first = proc.stderr.split(b"\n\n", 1)[0]
+            self.assertRegex(first, rb"^ncclshim-probe: unknown option '--\S+'$", arg)
+            self.assertNotRegex(first, rb"[\x00-\x1f\x7f\x80-\x9f]", arg)
+            first.decode("utf-8")  # strictly UTF-8
+            message = json.loads(proc.stdout)["error"]["message"]
+            self.assertIn("unknown option '", message, arg)
+
     def test_write_errors_exit_2(self):
         if not os.path.exists("/dev/full"):
             self.skipTest("no /dev/full")

@@ -6,7 +6,8 @@
                             with that one file and runs with it
     test_files.py compare   ncclshim-record-compare on dumps of the interposed program: the
                             rank behind and the seq, ranks in step, a missing rank, ranks that
-                            disagree, no dumps, a broken dump; on hostile input (exit 2, a
+                            disagree, no dumps, a broken dump, a rank whose init NCCL
+                            refused (rank -1); on hostile input (exit 2, a
                             message, never a traceback or a hang); two containers' processes
                             with one host name and pid; two processes that claim one rank;
                             captured operations (exit 3); a hang dump's stuck call; one
@@ -100,6 +101,15 @@ def check_compare(tmp):
     check(re.search(r"ranks disagree on communicator \w+ at seq 3: rank 0: ncclAllReduce count 8 "
                     r"ncclInt32 ncclMax .*; rank 1: ncclAllReduce count 1024", out),
           "no disagreement")
+
+    # A rank whose init NCCL refused (rank -1): its error dump is read, the argument as given,
+    # and the rank is missing from the communicator.
+    job = record(os.path.join(tmp, "bad-rank"), "ops", "0", "2")
+    record(job, "badrank")
+    check(any('"rank":-1' in open(os.path.join(job, f)).read() for f in os.listdir(job)),
+          "no dump holds the refused rank -1")
+    out = compare(1, job)
+    check("verdict: no dump from rank 1 of communicator" in out, "a refused rank: %s" % out)
 
     empty = os.path.join(tmp, "empty")
     os.mkdir(empty)

@@ -451,6 +451,15 @@ def check_compare_hostile(tmp):
          "ncclshim-record-h-7-rank1-b.jsonl": dump_text(process="00000000000000b2", rank=1,
                                                         last_seq=3)},
         1, "verdict: rank 1 is behind on communicator 00000000000000c1 at seq 4")
+    # The leader's next collective no longer in its ring: said once, in one pair of brackets.
+    leader = dump_text(process="00000000000000a1", rank=0, last_seq=4)
+    evicted = "\n".join(line for line in leader.splitlines() if '"seq":4,' not in line) + "\n"
+    out = compare_dir(
+        os.path.join(tmp, "leader-evicted"),
+        {"ncclshim-record-a.jsonl": evicted,
+         "ncclshim-record-b.jsonl": dump_text(process="00000000000000b2", rank=1)},
+        1, "while rank 0 issued seq 4 (no longer in the ring)")
+    check("((" not in out, "doubled brackets: %s" % out)
     # Two processes claim rank 1 (a fork, or two jobs in one directory): no pick, exit 2.
     out = compare_dir(
         os.path.join(tmp, "claims"),

@@ -65,7 +65,9 @@ static int parse_arguments(int argc, char **argv, probe *p, int *json, char **li
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     int mine = doctor_parse_option(argc, argv, &i, doctor);
-    if (mine < 0) {
+    if (mine == -2) {
+      return 2;
+    } else if (mine < 0) {
       return probe_usage_error("%s needs a value", a);
     } else if (mine) {
       continue;

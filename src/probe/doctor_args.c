@@ -17,6 +17,8 @@ int doctor_parse_option(int argc, char **argv, int *i, doctor_args *a) {
   if (*i + 1 >= argc) return -1;
   char *value = argv[++*i];
   if (strcmp(option, "--explain") == 0) {
+    /* One text is explained: a second one would replace the first unseen. */
+    if (a->explain != NULL) return probe_usage_error("%s given twice: give one text", option), -2;
     a->explain = value;
     return 1;
   }

@@ -87,7 +87,8 @@ static int parse_arguments(int argc, char **argv, probe *p, int *json, char **li
       const char *value = argv[++i];
       if (strcmp(a, "--library") == 0) {
         if (value[0] == '\0') return probe_usage_error("%s needs a path, not an empty one", a);
-        free(*library);
+        /* The report describes one library: a second one would replace the first unseen. */
+        if (*library != NULL) return probe_usage_error("%s given twice: give one NCCL file", a);
         if ((*library = absolute_library(value)) == NULL) return 2;
       } else if (probe_parse_requirement(value, &p->requirements[p->requirement_count])) {
         p->requirement_count++;

@@ -227,6 +227,14 @@ class Requirements(unittest.TestCase):
         code, out, err = probe("--library", "")
         self.assertEqual((code, out), (2, ""))
         self.assertIn("needs a path", err)
+        # One library, one text: a second one would replace the first unseen.
+        for args, said in ((["--library", fake("2.28.9"), "--library", fake("2.18.5")],
+                            "--library given twice"),
+                           (["--explain", "undefined symbol: ncclSend", "--explain", "x"],
+                            "--explain given twice")):
+            code, out, err = probe(*args)
+            self.assertEqual((code, out), (2, ""), args)
+            self.assertIn(said, err, args)
 
     def test_usage_errors_under_json_are_json(self):
         for args in (["--bogus"], ["--library"], ["--doctor", "--explain", "x"],

@@ -14,7 +14,8 @@
                             process holding two ranks; a fork that keeps its parent's
                             communicator; two children with one pid; sends and receives
                             matched by peer pair; a directory named like a dump, a lone
-                            surrogate, a Latin-1 locale, dumps without a communicator
+                            surrogate, a Latin-1 locale, dumps without a communicator, a
+                            report that cannot be written (exit 2)
     test_files.py audit     audit mode (LD_AUDIT) over a Python ctypes program that binds NCCL
                             as vLLM's pynccl does: both ranks recorded, the rank behind named
     test_files.py deepdir   a working directory deeper than PATH_MAX takes dumps (the dump
@@ -201,6 +202,21 @@ def check_compare_inputs(tmp):
     empty = dump_text().split("\n")[0] + "\n"
     compare_dir(os.path.join(tmp, "no-comm"), {"ncclshim-record-a.jsonl": empty}, 2,
                 "verdict: unusable: no communicator")
+    # A report that cannot be written (a full disk, a closed stdout) is exit 2 with a message,
+    # never the verdict's status; a closed stderr leaves an error's status 2.
+    command = [sys.executable, os.environ["COMPARE"]]
+    for name, fd, job, said in (
+            ("full", None, latin, b"cannot write the report: No space left on device"),
+            ("closed", 1, latin, b"cannot write the report: standard output or error is closed"),
+            ("no-stderr", 2, os.path.join(tmp, "missing"), b"")):
+        if name == "full" and not os.path.exists("/dev/full"):
+            continue
+        with open("/dev/full" if name == "full" else os.devnull, "wb") as out:
+            proc = subprocess.run(command + [job], stdout=out, stderr=subprocess.PIPE,
+                                  env=clean_env(), timeout=60,
+                                  preexec_fn=(lambda: os.close(fd)) if fd else None)
+        check(proc.returncode == 2 and b"Traceback" not in proc.stderr and said in proc.stderr,
+              "%s output: exit %d, %r" % (name, proc.returncode, proc.stderr[-300:]))
 
 
 def check_pid_reuse(tmp):

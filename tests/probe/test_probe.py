@@ -338,6 +338,14 @@ class HostileText(unittest.TestCase):
         self.assertIn("é\\u009b\\u0085€.so".encode(), out)
         self.assertNotIn("\u009b".encode(), out)
 
+    def test_bidi_overrides_and_line_separators(self):
+        """A name that a terminal would show reversed (U+202E) or broken (U+2028) is escaped."""
+        name = self.dir + "/lib\u202eos.2\u2066\u2028x\u2029.so".encode()
+        out = self.run_text(name)
+        self.assertIn(b"/lib\\u202eos.2\\u2066\\u2028x\\u2029.so", out)
+        for c in "\u202e\u2066\u2028\u2029":
+            self.assertNotIn(c.encode(), out)
+
 
 class Driver(unittest.TestCase):
     """NCCL's +cudaX.Y build tag against the driver's CUDA version, with fake drivers."""

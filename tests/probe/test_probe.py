@@ -172,6 +172,15 @@ class Json(unittest.TestCase):
         self.assertIn('a"b\\c\nd\te\x01f', candidate)
         self.assertIn("\ufffd", candidate)
 
+    def test_dlopen_reason_names_the_file_once(self):
+        """dlopen's own text starts with the path the message already gives: said once."""
+        code, doc, _ = probe_json("--library", PROBE)  # an executable: glibc refuses a PIE
+        message = doc["nccl"]["message"]
+        if "cannot dynamically load" not in message:
+            self.skipTest("this glibc loads the executable: %s" % message)
+        self.assertEqual(message.count(PROBE), 1, message)
+        self.assertIn(PROBE + ": cannot dynamically load", message)
+
 
 class Text(unittest.TestCase):
     def test_report(self):

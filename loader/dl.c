@@ -15,6 +15,10 @@ void *ncshl_open(const char *name, int extra_flags, char *reason, size_t size) {
   void *handle = dlopen(name, RTLD_NOW | RTLD_LOCAL | extra_flags);
   if (handle == NULL) {
     const char *err = dlerror();
+    /* glibc's text starts with the name it was given ("NAME: cannot ..."), which every reason
+     * is already said after: said once. A dependency's name that leads it stays. */
+    size_t n = strlen(name);
+    if (err != NULL && strncmp(err, name, n) == 0 && strncmp(err + n, ": ", 2) == 0) err += n + 2;
     snprintf(reason, size, "%s", err ? err : "dlopen failed without an error message");
   }
   return handle;

@@ -140,12 +140,17 @@ static void uninstall(int which, int signo) {
   installed[which] = 0;
 }
 
-/* A setting's value without the blanks around it (' 5' and '5 ' are 5). */
-static void trimmed(const char *value, char *text, size_t size) {
+/* A setting's value without the blanks around it (' 5' and '5 ' are 5); 0 when that does not
+ * fit in `size` (never cut: a long value cut to its first digits would read as a number). */
+static int trimmed(const char *value, char *text, size_t size) {
   while (isspace((unsigned char)*value)) value++;
-  snprintf(text, size, "%s", value);
-  for (size_t n = strlen(text); n > 0 && isspace((unsigned char)text[n - 1]); n--)
-    text[n - 1] = '\0';
+  size_t n = strlen(value);
+  while (n > 0 && isspace((unsigned char)value[n - 1])) n--;
+  text[0] = '\0';
+  if (n >= size) return 0;
+  memcpy(text, value, n);
+  text[n] = '\0';
+  return 1;
 }
 
 /* The dump directory refused: NCCLSHIM_RECORD_DIR's value, or the working directory when it
@@ -203,13 +208,12 @@ static int parse_hang_ms(void) {
   const char *value = secure_getenv("NCCLSHIM_RECORD_HANG_MS");
   if (value == NULL) return 0;
   char text[64];
-  trimmed(value, text, sizeof(text));
-  if (text[0] == '\0') return 0;
+  int fits = trimmed(value, text, sizeof(text));
+  if (fits && text[0] == '\0') return 0;
   char *end;
   errno = 0;
   long ms = strtol(text, &end, 10);
-  if (errno == 0 && end != text && *end == '\0' && ms >= 1 && ms <= MAX_HANG_MS &&
-      strlen(value) < sizeof(text))
+  if (fits && errno == 0 && end != text && *end == '\0' && ms >= 1 && ms <= MAX_HANG_MS)
     return (int)ms;
   refuse("NCCLSHIM_RECORD_HANG_MS", value, "not a number of milliseconds from 1 to 86400000");
   return -1;
@@ -224,9 +228,13 @@ static rec_state *make_state(const char *calls_text) {
     refuse("NCCLSHIM_RECORD", calls_text, "not a number of calls from 1 to 16777216");
     return NULL;
   }
+  /* Blanks around the name are ignored, and blanks alone are unset, as for the numbers. */
   const char *signal_text = secure_getenv("NCCLSHIM_RECORD_SIGNAL");
+  char signal_name[64];
   int signo = 0;
-  if (signal_text != NULL && signal_text[0] != '\0' && (signo = parse_signal(signal_text)) == 0) {
+  if (signal_text != NULL &&
+      (!trimmed(signal_text, signal_name, sizeof(signal_name)) ||
+       (signal_name[0] != '\0' && (signo = parse_signal(signal_name)) == 0))) {
     refuse("NCCLSHIM_RECORD_SIGNAL", signal_text,
            "not a signal name (USR1, TERM, ...) or number that can be caught and is not "
            "SIGABRT (always dumped on) or SIGCHLD");
@@ -279,7 +287,10 @@ __attribute__((constructor)) static void start_at_load(void) {
   const char *value = secure_getenv("NCCLSHIM_RECORD");
   if (value == NULL) return;
   char calls[64];
-  trimmed(value, calls, sizeof(calls));
+  if (!trimmed(value, calls, sizeof(calls))) {
+    refuse("NCCLSHIM_RECORD", value, "not a number of calls from 1 to 16777216");
+    return;
+  }
   if (calls[0] == '\0') return;
   rec_state *r = make_state(calls);
   if (r == NULL) return;

@@ -52,16 +52,40 @@ void ncs_out_end(ncs_out *o) {
   o->buf[o->used < sizeof(o->buf) ? o->used : sizeof(o->buf) - 1] = '\0';
 }
 
-/* Control characters (and DEL) as \xNN, as the probe writes them. */
-static void put_escaped(ncs_out *o, const char *s) {
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c < 0x20 || c == 0x7f) {
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 if it is not one: no overlong form,
+ * no surrogate, nothing past U+10FFFF (the probe's rule, src/probe/utf8.h). */
+static int utf8_length(const unsigned char *s) {
+  if (s[0] < 0x80) return 1;
+  int n = s[0] >= 0xf0 && s[0] <= 0xf4  ? 4
+          : s[0] >= 0xe0 && s[0] < 0xf0 ? 3
+          : s[0] >= 0xc2 && s[0] < 0xe0 ? 2
+                                        : 0;
+  for (int i = 1; i < n; i++)
+    if ((s[i] & 0xc0) != 0x80) return 0;
+  if (n == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0))) return 0;
+  if (n == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))) return 0;
+  return n;
+}
+
+/* Control characters (C0, DEL, and C1 as U+0080..U+009F, which some terminals obey) and bytes
+ * that are not UTF-8 as \xNN (C1 as \u00NN), as the probe writes them: a path can drive no
+ * terminal and break no reader that wants UTF-8. */
+static void put_escaped(ncs_out *o, const char *text) {
+  for (const unsigned char *s = (const unsigned char *)text; *s;) {
+    int n = utf8_length(s);
+    if (n == 0 || s[0] < 0x20 || s[0] == 0x7f) {
       ncs_out_put(o, "\\x");
-      ncs_out_hex(o, c, 2);
+      ncs_out_hex(o, s[0], 2);
+      s++;
+    } else if (n == 2 && s[0] == 0xc2 && s[1] < 0xa0) {
+      ncs_out_put(o, "\\u00");
+      ncs_out_hex(o, s[1], 2);
+      s += 2;
     } else {
-      char one[2] = {(char)c, '\0'};
+      char one[5] = {0};
+      for (int i = 0; i < n; i++) one[i] = (char)s[i];
       ncs_out_put(o, one);
+      s += n;
     }
   }
 }

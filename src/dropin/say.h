@@ -27,7 +27,7 @@ void ncs_out_hex(ncs_out *o, uint64_t v, int width);
 void ncs_out_end(ncs_out *o);
 
 /* "ncclshim recorder: A B C[: error text (errno N)]" on stderr, B with its control
- * characters escaped. */
+ * characters (C0, DEL, C1) and its bytes that are not UTF-8 escaped. */
 void ncs_rec_say(const char *a, const char *b, const char *c, int error);
 /* "ncclshim: A B" on stderr, B escaped the same way: the drop-in's own checks. */
 void ncs_dropin_say(const char *a, const char *b);

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "explain.h"
 #include "usage.h"
@@ -16,9 +17,17 @@ int doctor_parse_option(int argc, char **argv, int *i, doctor_args *a) {
   if (*i + 1 >= argc) return -1;
   char *value = argv[++*i];
   if (strcmp(option, "--explain") == 0) {
+    /* One text is explained: a second one would replace the first unseen. */
+    if (a->explain != NULL) return probe_usage_error("%s given twice: give one text", option), -2;
     a->explain = value;
     return 1;
   }
+  /* A prefix that names no directory (a typo, an empty value) would be looked in and skipped
+   * without a word, and the report would say nothing of the environment asked about. */
+  struct stat st;
+  if (value[0] == '\0') return probe_usage_error("%s needs a prefix, not an empty one", option), -2;
+  if (stat(value, &st) != 0 || !S_ISDIR(st.st_mode))
+    return probe_usage_error("--python '%s': no such directory", value), -2;
   if (a->pythons == NULL && (a->pythons = calloc((size_t)argc, sizeof(char *))) == NULL) return -1;
   a->pythons[a->python_count++] = value;
   return 1;

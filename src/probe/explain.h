@@ -16,7 +16,8 @@ typedef struct doctor_args {
 } doctor_args;
 
 /* Reads argv[*i] when it is one of these options (its value too, advancing *i): returns 1,
- * 0 when the option is not one of them, -1 when its value is missing or memory ran out. */
+ * 0 when the option is not one of them, -1 when its value is missing or memory ran out, -2
+ * when its value was refused (the usage error already printed). */
 int doctor_parse_option(int argc, char **argv, int *i, doctor_args *a);
 /* Gathers the inventory and runs the mode asked for (exit status as below; 2 when the
  * inventory could not be gathered), or returns -1 when neither was asked. */

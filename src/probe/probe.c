@@ -49,7 +49,9 @@ static char *absolute_library(const char *path) {
   if (path[0] == '/') return strdup(path);
   char *cwd = getcwd(NULL, 0), *joined = NULL;
   if (cwd == NULL || asprintf(&joined, "%s/%s", cwd, path) < 0) {
-    fprintf(stderr, "ncclshim-probe: cannot make --library '%s' absolute: %s\n", path,
+    fputs("ncclshim-probe: cannot make --library '", stderr);
+    text_put(stderr, path, 0);
+    fprintf(stderr, "' absolute: %s\n",
             cwd == NULL ? "the current directory is unreadable" : "out of memory");
     joined = NULL;
   }
@@ -63,7 +65,9 @@ static int parse_arguments(int argc, char **argv, probe *p, int *json, char **li
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     int mine = doctor_parse_option(argc, argv, &i, doctor);
-    if (mine < 0) {
+    if (mine == -2) {
+      return 2;
+    } else if (mine < 0) {
       return probe_usage_error("%s needs a value", a);
     } else if (mine) {
       continue;
@@ -83,7 +87,8 @@ static int parse_arguments(int argc, char **argv, probe *p, int *json, char **li
       const char *value = argv[++i];
       if (strcmp(a, "--library") == 0) {
         if (value[0] == '\0') return probe_usage_error("%s needs a path, not an empty one", a);
-        free(*library);
+        /* The report describes one library: a second one would replace the first unseen. */
+        if (*library != NULL) return probe_usage_error("%s given twice: give one NCCL file", a);
         if ((*library = absolute_library(value)) == NULL) return 2;
       } else if (probe_parse_requirement(value, &p->requirements[p->requirement_count])) {
         p->requirement_count++;

@@ -8,6 +8,13 @@
 static int put_escaped(FILE *out, const unsigned char *s, int n) {
   if (n == 0) return fprintf(out, "\\x%02x", s[0]);
   if (n == 2 && s[0] == 0xc2 && s[1] < 0xa0) return fprintf(out, "\\u%04x", s[1]); /* C1 */
+  /* The line and paragraph separators (U+2028, U+2029) and the bidirectional overrides and
+   * isolates (U+202A..U+202E, U+2066..U+2069), which make a terminal show a name other than
+   * the bytes it holds: escaped, as the compare command escapes them. */
+  if (n == 3 && s[0] == 0xe2 &&
+      ((s[1] == 0x80 && s[2] >= 0xa8 && s[2] <= 0xae) ||
+       (s[1] == 0x81 && s[2] >= 0xa6 && s[2] <= 0xa9)))
+    return fprintf(out, "\\u%04x", 0x2000 | ((s[1] & 0x3f) << 6) | (s[2] & 0x3f));
   if (n > 1) {
     fwrite(s, 1, (size_t)n, out);
     return 1;

@@ -5,8 +5,9 @@
 #include <stdio.h>
 
 /* Prints text with every byte that could forge a line or drive a terminal escaped: C0 and C1
- * control characters and DEL as \n, \t, \r or \xNN (C1 as \u0080..\u009f), bytes that are not
- * UTF-8 as \xNN, and the backslash itself as \\. Pads with spaces to `width` characters (0:
+ * control characters and DEL as \n, \t, \r or \xNN (C1 as \u0080..\u009f), the line separators
+ * and bidirectional overrides as \uNNNN, bytes that are not UTF-8 as \xNN, and the backslash
+ * itself as \\. Pads with spaces to `width` characters (0:
  * no padding). NULL prints "(none)". */
 void text_put(FILE *out, const char *text, int width);
 

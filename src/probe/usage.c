@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "text.h"
 
 const char probe_usage[] =
     "usage: ncclshim-probe [--json] [-v] [--no-devices] [--verify] [--library PATH]\n"
@@ -53,7 +54,11 @@ void probe_usage_find_json(int argc, char **argv) {
 int probe_usage_error(const char *fmt, const char *arg) {
   char message[1024];
   snprintf(message, sizeof(message), fmt, arg);
-  fprintf(stderr, "ncclshim-probe: %s\n\n%s", message, probe_usage);
+  /* The argument is the user's text: escaped, so that it can drive no terminal, forge no
+   * line (a newline) and break no UTF-8 reader. */
+  fputs("ncclshim-probe: ", stderr);
+  text_put(stderr, message, 0);
+  fprintf(stderr, "\n\n%s", probe_usage);
   if (json_asked) {
     fputs("{\"error\": {\"kind\": \"usage\", \"message\": ", stdout);
     json_string(stdout, message);

@@ -6,6 +6,7 @@
  *   interposed nocolor RANK         PyTorch's new_group: rank 0 opts out of a first split
  *                                   (NCCL_SPLIT_NOCOLOR), then both split with color 3
  *   interposed errors N             N failing all-reduces, then one failing otherwise
+ *   interposed badrank              ncclCommInitRank with rank -1, refused by NCCL
  *   interposed query                three ncclParamGetI32 (a query) answered, one failing
  *   interposed fulldisk             a dump, then a second one that hits the file size limit
  *   interposed fork                 a child (forked after two all-reduces) and its parent dump
@@ -119,6 +120,16 @@ static void errors(int n) {
   }
   under_fail("ncclAllReduce", ncclInvalidUsage);
   printf("other_result=%d\n", ncclAllReduce(NULL, NULL, 8, ncclInt32, ncclMax, comm, NULL));
+}
+
+/* A rank that NCCL refuses (-1): the failed call's line keeps the argument as given. */
+static void bad_rank(void) {
+  ncclUniqueId id;
+  memset(&id, 0, sizeof(id));
+  strcpy(id.internal, "interposed test job");
+  ncclComm_t comm = NULL;
+  under_fail("ncclCommInitRank", ncclInvalidArgument);
+  printf("init_result=%d\n", ncclCommInitRank(&comm, 2, id, -1));
 }
 
 /* A query (its row's role is QUERY) that succeeds three times, then fails once. */
@@ -347,7 +358,7 @@ static const struct {
 } plain[] = {{"query", query},        {"fulldisk", full_disk},     {"fork", forked},
              {"tworanks", two_ranks}, {"forkuse", fork_use},       {"forkreuse", fork_reuse},
              {"vfork", vforked},      {"vforkexit", vforked_exit}, {"interrupted", interrupted},
-             {"actions", actions},    {"threads", threads}};
+             {"actions", actions},    {"threads", threads},        {"badrank", bad_rank}};
 static const struct {
   const char *name;
   void (*run)(int);

@@ -6,14 +6,16 @@
                             with that one file and runs with it
     test_files.py compare   ncclshim-record-compare on dumps of the interposed program: the
                             rank behind and the seq, ranks in step, a missing rank, ranks that
-                            disagree, no dumps, a broken dump; on hostile input (exit 2, a
+                            disagree, no dumps, a broken dump, a rank whose init NCCL
+                            refused (rank -1); on hostile input (exit 2, a
                             message, never a traceback or a hang); two containers' processes
                             with one host name and pid; two processes that claim one rank;
                             captured operations (exit 3); a hang dump's stuck call; one
                             process holding two ranks; a fork that keeps its parent's
                             communicator; two children with one pid; sends and receives
                             matched by peer pair; a directory named like a dump, a lone
-                            surrogate, a Latin-1 locale, dumps without a communicator
+                            surrogate, a Latin-1 locale, dumps without a communicator, a
+                            report that cannot be written (exit 2)
     test_files.py audit     audit mode (LD_AUDIT) over a Python ctypes program that binds NCCL
                             as vLLM's pynccl does: both ranks recorded, the rank behind named
     test_files.py deepdir   a working directory deeper than PATH_MAX takes dumps (the dump
@@ -100,6 +102,15 @@ def check_compare(tmp):
     check(re.search(r"ranks disagree on communicator \w+ at seq 3: rank 0: ncclAllReduce count 8 "
                     r"ncclInt32 ncclMax .*; rank 1: ncclAllReduce count 1024", out),
           "no disagreement")
+
+    # A rank whose init NCCL refused (rank -1): its error dump is read, the argument as given,
+    # and the rank is missing from the communicator.
+    job = record(os.path.join(tmp, "bad-rank"), "ops", "0", "2")
+    record(job, "badrank")
+    check(any('"rank":-1' in open(os.path.join(job, f)).read() for f in os.listdir(job)),
+          "no dump holds the refused rank -1")
+    out = compare(1, job)
+    check("verdict: no dump from rank 1 of communicator" in out, "a refused rank: %s" % out)
 
     empty = os.path.join(tmp, "empty")
     os.mkdir(empty)
@@ -191,6 +202,21 @@ def check_compare_inputs(tmp):
     empty = dump_text().split("\n")[0] + "\n"
     compare_dir(os.path.join(tmp, "no-comm"), {"ncclshim-record-a.jsonl": empty}, 2,
                 "verdict: unusable: no communicator")
+    # A report that cannot be written (a full disk, a closed stdout) is exit 2 with a message,
+    # never the verdict's status; a closed stderr leaves an error's status 2.
+    command = [sys.executable, os.environ["COMPARE"]]
+    for name, fd, job, said in (
+            ("full", None, latin, b"cannot write the report: No space left on device"),
+            ("closed", 1, latin, b"cannot write the report: standard output or error is closed"),
+            ("no-stderr", 2, os.path.join(tmp, "missing"), b"")):
+        if name == "full" and not os.path.exists("/dev/full"):
+            continue
+        with open("/dev/full" if name == "full" else os.devnull, "wb") as out:
+            proc = subprocess.run(command + [job], stdout=out, stderr=subprocess.PIPE,
+                                  env=clean_env(), timeout=60,
+                                  preexec_fn=(lambda: os.close(fd)) if fd else None)
+        check(proc.returncode == 2 and b"Traceback" not in proc.stderr and said in proc.stderr,
+              "%s output: exit %d, %r" % (name, proc.returncode, proc.stderr[-300:]))
 
 
 def check_pid_reuse(tmp):
@@ -441,6 +467,15 @@ def check_compare_hostile(tmp):
          "ncclshim-record-h-7-rank1-b.jsonl": dump_text(process="00000000000000b2", rank=1,
                                                         last_seq=3)},
         1, "verdict: rank 1 is behind on communicator 00000000000000c1 at seq 4")
+    # The leader's next collective no longer in its ring: said once, in one pair of brackets.
+    leader = dump_text(process="00000000000000a1", rank=0, last_seq=4)
+    evicted = "\n".join(line for line in leader.splitlines() if '"seq":4,' not in line) + "\n"
+    out = compare_dir(
+        os.path.join(tmp, "leader-evicted"),
+        {"ncclshim-record-a.jsonl": evicted,
+         "ncclshim-record-b.jsonl": dump_text(process="00000000000000b2", rank=1)},
+        1, "while rank 0 issued seq 4 (no longer in the ring)")
+    check("((" not in out, "doubled brackets: %s" % out)
     # Two processes claim rank 1 (a fork, or two jobs in one directory): no pick, exit 2.
     out = compare_dir(
         os.path.join(tmp, "claims"),

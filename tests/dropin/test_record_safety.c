@@ -227,6 +227,14 @@ static void test_settings(void **state) {
   run_interposed(&s, 1, args, env);
   assert_null(strchr(s.output, '\033'));
   assert_int_equal(lines(s.output, "NCCLSHIM_RECORD_DIR=/nonexistent/\\x1b[31mred: ", "", ""), 1);
+  /* A byte that is not UTF-8 and a C1 control (CSI, U+009B) are escaped too. */
+  const char *odd_env[] = {"NCCLSHIM_RECORD=10",
+                           "NCCLSHIM_RECORD_DIR=/nonexistent/\xff\xc2\x9b"
+                           "2J",
+                           NULL};
+  run_interposed(&s, 1, args, odd_env);
+  assert_null(strstr(s.output, "\xc2\x9b"));
+  assert_int_equal(lines(s.output, "NCCLSHIM_RECORD_DIR=/nonexistent/\\xff\\u009b2J: ", "", ""), 1);
   /* A file where a directory belongs is refused at start. */
   char *file = join(scratch_dir(), "not-a-dir");
   fclose(fopen(file, "w"));

@@ -78,7 +78,7 @@ static const record_case test_query_only_on_failure = {
 /* USR1 dumps and goes on. */
 static const record_case test_dump_on_signal = {
     .args = {"signal"},
-    .env = {"NCCLSHIM_RECORD_SIGNAL=SIGUSR1"},
+    .env = {"NCCLSHIM_RECORD_SIGNAL= SIGUSR1\t"}, /* blanks around the name are ignored */
     .values = {{"alive", "1"}},
     .dump = {{{"\"reason\":\"signal\",\"signal\":" NUMBER(SIGUSR1) ","}, 1},
              {{ALL_REDUCE, "\"seq\":2,"}, 1}},
@@ -153,6 +153,9 @@ static void test_bad_settings(void **state) {
       {"NCCLSHIM_RECORD=-3", NULL},
       {"NCCLSHIM_RECORD=12abc", NULL},
       {"NCCLSHIM_RECORD=99999999999999999999999", NULL},
+      /* Longer than the number's buffer: refused whole, never read as its first digit. */
+      {"NCCLSHIM_RECORD=5                                                                  x",
+       NULL},
       {"NCCLSHIM_RECORD_DIR=/nonexistent/dumps",
        "NCCLSHIM_RECORD_DIR=/nonexistent/dumps: No such file or directory"},
       {"NCCLSHIM_RECORD_SIGNAL=KILL", "NCCLSHIM_RECORD_SIGNAL=KILL: not a signal"},

@@ -251,6 +251,20 @@ class UnactivatedVenv(OneVenv):
         self.assertEqual(d["plain_process"], self.system)
         self.assertTrue(any("will fight" in t for _, t in severities(d)))
 
+    def test_python_prefix_that_is_no_directory_refused(self):
+        """A --python prefix that names no directory (a typo, an empty value, a file) is a
+        usage error naming it, never skipped without a word."""
+        missing = self.venv + "-typo"
+        for prefix, said in ((missing, "--python '%s': no such directory" % missing),
+                             ("", "--python needs a prefix, not an empty one"),
+                             (self.program, "--python '%s': no such directory" % self.program)):
+            for mode in (["--doctor"], ["--explain", "undefined symbol: ncclCommSuspend"]):
+                code, out, err = run_probe(*mode, "--python", prefix, env=self.env)
+                self.assertEqual((code, out), (2, ""), (mode, prefix))
+                self.assertIn(said, err, (mode, prefix))
+            code, doc, _ = run_json("--doctor", "--python", prefix, env=self.env)
+            self.assertEqual((code, doc["error"]["message"]), (2, said), prefix)
+
     def test_explain_names_the_venv_wheel(self):
         x = explain("undefined symbol: ncclCommSuspend", "--python", self.venv, env=self.env)
         self.assertTrue(copy_of(x, self.file)["has_symbol"])

@@ -172,6 +172,15 @@ class Json(unittest.TestCase):
         self.assertIn('a"b\\c\nd\te\x01f', candidate)
         self.assertIn("\ufffd", candidate)
 
+    def test_dlopen_reason_names_the_file_once(self):
+        """dlopen's own text starts with the path the message already gives: said once."""
+        code, doc, _ = probe_json("--library", PROBE)  # an executable: glibc refuses a PIE
+        message = doc["nccl"]["message"]
+        if "cannot dynamically load" not in message:
+            self.skipTest("this glibc loads the executable: %s" % message)
+        self.assertEqual(message.count(PROBE), 1, message)
+        self.assertIn(PROBE + ": cannot dynamically load", message)
+
 
 class Text(unittest.TestCase):
     def test_report(self):
@@ -227,6 +236,14 @@ class Requirements(unittest.TestCase):
         code, out, err = probe("--library", "")
         self.assertEqual((code, out), (2, ""))
         self.assertIn("needs a path", err)
+        # One library, one text: a second one would replace the first unseen.
+        for args, said in ((["--library", fake("2.28.9"), "--library", fake("2.18.5")],
+                            "--library given twice"),
+                           (["--explain", "undefined symbol: ncclSend", "--explain", "x"],
+                            "--explain given twice")):
+            code, out, err = probe(*args)
+            self.assertEqual((code, out), (2, ""), args)
+            self.assertIn(said, err, args)
 
     def test_usage_errors_under_json_are_json(self):
         for args in (["--bogus"], ["--library"], ["--doctor", "--explain", "x"],
@@ -238,6 +255,20 @@ class Requirements(unittest.TestCase):
             self.assertTrue(doc["error"]["message"], args)
         code, out, _ = probe("--explain", "--json", "--doctor")  # a value, not the option
         self.assertEqual((code, out), (2, ""))
+
+    def test_usage_errors_escape_the_argument(self):
+        """An unknown option is the user's text: on stderr its control characters and bytes
+        that are not UTF-8 come escaped (no terminal sequence, no forged line), and under
+        --json the document stays valid."""
+        for arg in (b"--\x1b]0;owned\x07", b"--bad\nline", b'--x\xff"', b"--\x9b2J"):
+            proc = RUNNER.run("--json", os.fsdecode(arg))
+            self.assertEqual(proc.returncode, 2, arg)
+            first = proc.stderr.split(b"\n\n", 1)[0]
+            self.assertRegex(first, rb"^ncclshim-probe: unknown option '--\S+'$", arg)
+            self.assertNotRegex(first, rb"[\x00-\x1f\x7f\x80-\x9f]", arg)
+            first.decode("utf-8")  # strictly UTF-8
+            message = json.loads(proc.stdout)["error"]["message"]
+            self.assertIn("unknown option '", message, arg)
 
     def test_write_errors_exit_2(self):
         if not os.path.exists("/dev/full"):
@@ -315,6 +346,14 @@ class HostileText(unittest.TestCase):
         out = self.run_text(name)
         self.assertIn("é\\u009b\\u0085€.so".encode(), out)
         self.assertNotIn("\u009b".encode(), out)
+
+    def test_bidi_overrides_and_line_separators(self):
+        """A name that a terminal would show reversed (U+202E) or broken (U+2028) is escaped."""
+        name = self.dir + "/lib\u202eos.2\u2066\u2028x\u2029.so".encode()
+        out = self.run_text(name)
+        self.assertIn(b"/lib\\u202eos.2\\u2066\\u2028x\\u2029.so", out)
+        for c in "\u202e\u2066\u2028\u2029":
+            self.assertNotIn(c.encode(), out)
 
 
 class Driver(unittest.TestCase):

@@ -26,6 +26,10 @@ typedef struct {
   PyObject_HEAD void *comm; /* the ncclComm_t while ready and unwatched, else NULL */
   int watched;
   int nranks;
+  /* Threads (comm.py's Communicator._settle): the calls in flight here, counted with the GIL
+   * held, and whether the handle is torn down; the last call to return then frees it. */
+  int calls;
+  int ended;
 } Calls;
 
 enum { ALL_REDUCE, BROADCAST, REDUCE, ALL_GATHER, REDUCE_SCATTER, SEND, RECV, KINDS };
@@ -61,7 +65,7 @@ static PyObject *nccl_names[KINDS];
 static PyObject *fallbacks[KINDS]; /* _PyCalls' methods */
 static PyObject *torch_codes, *op_codes, *stream_attrs, *current_stream, *tensor_type;
 static PyObject *s_is_cuda, *s_dtype, *s_is_contiguous, *s_numel, *s_data_ptr, *s_comm, *s_tensor,
-    *s_torch;
+    *s_torch, *s_settle;
 
 enum { BOOL_CODE = -1, UINT8_CODE = 1 }; /* buffers.BOOL, ncclUint8 */
 
@@ -256,6 +260,28 @@ static int call_nccl(int kind, const View *a, const View *b, int dt, int op, int
   return (int)r;
 }
 
+/* The NCCL call and what follows it, while counted as a call in flight. */
+static PyObject *call_counted(Calls *self, int kind, const View *a, const View *b, int dt, int op,
+                              int root, unsigned long long s) {
+  PyObject *obj = (PyObject *)self;
+  void *comm = self->comm;
+  if (!comm) { /* watched, failed or closed: the Python side answers or raises */
+    PyObject *raw = PyObject_CallMethodObjArgs(obj, s_comm, NULL);
+    if (!raw) return NULL;
+    comm = PyLong_AsVoidPtr(raw);
+    Py_DECREF(raw);
+    if (PyErr_Occurred()) return NULL;
+  }
+  int r = call_nccl(kind, a, b, dt, op, root, (ncclComm_t)comm, (cudaStream_t)(uintptr_t)s);
+  if (r || self->watched) {
+    PyObject *after =
+        PyObject_CallMethod(obj, "_after", "iOKKi", r, nccl_names[kind], s, a->count, dt);
+    if (!after) return NULL;
+    Py_DECREF(after);
+  }
+  Py_RETURN_NONE;
+}
+
 static PyObject *collective(PyObject *obj, int kind, PyObject *args, PyObject *kw) {
   Calls *self = (Calls *)obj;
   const Spec *spec = &specs[kind];
@@ -284,22 +310,22 @@ static PyObject *collective(PyObject *obj, int kind, PyObject *args, PyObject *k
   if (spec->root >= 0 && read_rank(slot[spec->root], self->nranks, &root))
     return defer(obj, kind, args, kw);
   if (read_stream(slot[spec->nnames - 1], &s)) return defer(obj, kind, args, kw);
-  void *comm = self->comm;
-  if (!comm) { /* watched, failed or closed: the Python side answers or raises */
-    PyObject *raw = PyObject_CallMethodObjArgs(obj, s_comm, NULL);
-    if (!raw) return NULL;
-    comm = PyLong_AsVoidPtr(raw);
-    Py_DECREF(raw);
-    if (PyErr_Occurred()) return NULL;
+  self->calls++; /* before reading comm: close() clears it, then counts the calls */
+  PyObject *result = call_counted(self, kind, &a, &b, dt, op, root, s);
+  self->calls--;
+  if (self->ended) { /* close() or abort() ran meanwhile: the last call frees the handle */
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyObject *settled = PyObject_CallMethodObjArgs(obj, s_settle, NULL);
+    Py_XDECREF(settled);
+    if (type) {
+      PyErr_Restore(type, value, tb);
+    } else if (!settled) {
+      Py_XDECREF(result);
+      return NULL;
+    }
   }
-  int r = call_nccl(kind, &a, &b, dt, op, root, (ncclComm_t)comm, (cudaStream_t)(uintptr_t)s);
-  if (r || self->watched) {
-    PyObject *after =
-        PyObject_CallMethod(obj, "_after", "iOKKi", r, nccl_names[kind], s, a.count, dt);
-    if (!after) return NULL;
-    Py_DECREF(after);
-  }
-  Py_RETURN_NONE;
+  return result;
 }
 
 #define METHOD(fn, KIND)                                              \
@@ -381,10 +407,30 @@ static int set_nranks(PyObject *obj, PyObject *value, void *unused) {
   return 0;
 }
 
+static PyObject *get_fast_calls(PyObject *obj, void *unused) {
+  (void)unused;
+  return PyLong_FromLong(((Calls *)obj)->calls);
+}
+
+static PyObject *get_ended(PyObject *obj, void *unused) {
+  (void)unused;
+  return PyBool_FromLong(((Calls *)obj)->ended);
+}
+
+static int set_ended(PyObject *obj, PyObject *value, void *unused) {
+  (void)unused;
+  int yes = value ? PyObject_IsTrue(value) : 0;
+  if (yes < 0) return -1;
+  ((Calls *)obj)->ended = yes;
+  return 0;
+}
+
 static PyGetSetDef calls_getset[] = {
     {"_fast", get_fast, set_fast, "the ncclComm_t while ready and unwatched, else None", NULL},
     {"_watched", get_watched, set_watched, "whether a watchdog watches", NULL},
     {"nranks", get_nranks, set_nranks, "the communicator's number of ranks", NULL},
+    {"_fast_calls", get_fast_calls, NULL, "the calls in flight on this path", NULL},
+    {"_ended", get_ended, set_ended, "torn down: the last call in flight frees the handle", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
 static PyType_Slot calls_slots[] = {{Py_tp_methods, calls_methods},
@@ -457,7 +503,8 @@ PyMODINIT_FUNC PyInit__fast(void) {
   if (!(s_is_cuda = intern("is_cuda")) || !(s_dtype = intern("dtype")) ||
       !(s_is_contiguous = intern("is_contiguous")) || !(s_numel = intern("numel")) ||
       !(s_data_ptr = intern("data_ptr")) || !(s_comm = intern("_comm")) ||
-      !(s_tensor = intern("Tensor")) || !(s_torch = intern("torch")))
+      !(s_tensor = intern("Tensor")) || !(s_torch = intern("torch")) ||
+      !(s_settle = intern("_settle")))
     return NULL;
   PyObject *type = PyType_FromSpec(&calls_spec);
   if (!type || PyModule_AddObject(m, "Calls", type)) return NULL;

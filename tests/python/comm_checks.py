@@ -16,6 +16,7 @@ import pickle
 import random
 import sys
 import threading
+import time
 import types
 import unittest
 import weakref
@@ -695,6 +696,152 @@ class Lifecycle(Live):
         here = os.path.dirname(ncclshim.__file__)
         self.assertTrue(here.startswith(sys.prefix), here)  # the venv's site-packages
         self.assertEqual(os.path.dirname(ncclshim._clib.functions().__file__), here)
+
+
+class Tracker:
+    """Wraps libncclshim's functions that take a handle first (as the package calls them,
+    through _clib.lib()): counts the calls in flight per handle, holds the first call of
+    `gate` at its start until release() (a call in flight, deterministically), and records
+    a free (or a second ncclshim_symmem_free) while the handle is in flight or after it
+    is freed as a violation, without doing it (a leak, not a crash)."""
+    NAMES = ("ncclshim_comm_check", "ncclshim_comm_wait", "ncclshim_comm_raw",
+             "ncclshim_comm_abort", "ncclshim_comm_destroy", "ncclshim_comm_state_of",
+             "ncclshim_comm_record", "ncclshim_comm_free", "ncclshim_symmem_free")
+    FREES = ("ncclshim_comm_free", "ncclshim_symmem_free")
+
+    def __init__(self, case, gate=None):
+        self.lib = ncclshim._clib.lib()
+        self.inflight, self.freed, self.violations = {}, [], []
+        self.gate, self.entered, self.opened = gate, threading.Event(), threading.Event()
+        self.lock = threading.Lock()
+        for name in self.NAMES:
+            real = getattr(self.lib, name)
+            setattr(self.lib, name, self._wrap(name, real))
+            case.addCleanup(setattr, self.lib, name, real)
+        case.addCleanup(self.opened.set)
+
+    def _wrap(self, name, real):
+        def call(handle, *args):
+            with self.lock:
+                if handle in self.freed or (name in self.FREES and self.inflight.get(handle)):
+                    self.violations.append((name, handle))
+                    return 0 if name != "ncclshim_comm_free" else None
+                self.inflight[handle] = self.inflight.get(handle, 0) + 1
+            try:
+                if name in (self.gate, "ncclshim_comm_check") and not self.entered.is_set():
+                    self.entered.set()  # the first wait, or the gate, has begun
+                    if name == self.gate:
+                        self.opened.wait(10)
+                return real(handle, *args)
+            finally:
+                with self.lock:
+                    self.inflight[handle] -= 1
+                    if name in self.FREES:
+                        self.freed.append(handle)
+        return call
+
+    def release(self):
+        self.opened.set()
+
+
+class Threads(Live):
+    """close() and abort() from another thread while a call on the same object is in
+    flight: the handle is freed once, after the last call has returned."""
+
+    def in_flight(self, c, call, gate="ncclshim_comm_check"):
+        """c (non-blocking, its collectives left in progress) with `call` running on a
+        thread and held inside ncclshim_comm_check; (tracker, thread, outcome)."""
+        tracker = Tracker(self, gate)
+        FAKE.fake_nccl_inject(b"ncclAllReduce", 7, -1)  # ncclInProgress: a wait follows
+        FAKE.fake_nccl_set_async(-1, 0)
+        out = []
+
+        def run():
+            try:
+                call()
+                out.append("returned")
+            except NcclshimError as e:
+                out.append(e)
+        thread = threading.Thread(target=run)
+        thread.start()
+        self.assertTrue(tracker.entered.wait(10))
+        return tracker, thread, out
+
+    def finish(self, c, tracker, thread, out, handle):
+        with self.assertRaisesRegex(NcclshimError, "closed"):  # new calls: at once
+            c.all_reduce(Device(0x1000, 4), stream=0)
+        self.assertEqual(c.state, "closed")
+        self.assertEqual(tracker.violations, [])  # nothing freed under the held call
+        tracker.release()
+        thread.join(10)
+        self.assertFalse(thread.is_alive())
+        self.assertIsInstance(out[0], NcclshimError)  # the wait ended with an error
+        self.assertEqual(tracker.violations, [])
+        self.assertEqual(tracker.freed, [handle])  # freed once, by the last call out
+        self.assertEqual(c.close(), "closed")
+
+    def test_abort_while_a_wait_is_in_flight(self):
+        c = Communicator(1, 0, ncclshim.unique_id(), mode="nonblocking", timeout=5)
+        handle = c._c
+        tracker, thread, out = self.in_flight(
+            c, lambda: c.all_reduce(Device(0x1000, 4), stream=0))
+        self.assertEqual(c.abort(timeout=0.1), "aborted")
+        self.finish(c, tracker, thread, out, handle)
+
+    def test_close_while_a_wait_is_in_flight(self):
+        c = Communicator(1, 0, ncclshim.unique_id(), mode="nonblocking", timeout=5)
+        handle = c._c
+        tracker, thread, out = self.in_flight(
+            c, lambda: c.all_reduce(Device(0x1000, 4), stream=0))
+        # the held call outlives close()'s timeout: close aborts, which ends the wait
+        self.assertEqual(c.close(timeout=0.1), "aborted")
+        self.assertEqual(count("ncclCommFinalize"), 0)  # never under a call in flight
+        self.finish(c, tracker, thread, out, handle)
+
+    def test_close_ends_a_real_wait_in_flight(self):
+        c = Communicator(1, 0, ncclshim.unique_id(), mode="nonblocking", timeout=20)
+        handle = c._c
+        tracker, thread, out = self.in_flight(
+            c, lambda: c.all_reduce(Device(0x1000, 4), stream=0), gate=None)
+        time.sleep(0.05)  # ungated: the thread is inside its 20 s wait
+        start = time.monotonic()
+        self.assertEqual(c.close(timeout=0.2), "aborted")
+        thread.join(10)
+        self.assertLess(time.monotonic() - start, 5)  # the abort ended the 20 s wait
+        self.assertIsInstance(out[0], NcclshimError)
+        self.assertEqual((tracker.violations, tracker.freed), ([], [handle]))
+
+    def test_abort_while_a_torch_collective_is_in_flight(self):
+        torch = mock_torch()
+        sys.modules["torch"] = torch
+        self.addCleanup(sys.modules.pop, "torch")
+        c = Communicator(1, 0, ncclshim.unique_id(), mode="nonblocking", timeout=5)
+        handle = c._c
+        x = torch.Tensor(0x1000, 8, torch.float32)
+        c.all_reduce(x)  # the Python path learns the dtype; later calls take the C path
+        tracker, thread, out = self.in_flight(c, lambda: c.all_reduce(x))
+        if FAST:
+            self.assertEqual(c._fast_calls, 1)  # counted in the extension
+        self.assertEqual(c.abort(timeout=0.1), "aborted")
+        self.finish(c, tracker, thread, out, handle)
+        self.assertEqual(c._fast_calls, 0)
+
+    def test_symmetric_buffer_closed_from_two_threads(self):
+        c = Communicator(1, 0, ncclshim.unique_id())
+        self.addCleanup(c.abort)
+        buf = c.symmetric(64)
+        tracker = Tracker(self, "ncclshim_symmem_free")
+        first = threading.Thread(target=buf.close)
+        first.start()
+        self.assertTrue(tracker.entered.wait(10))
+        second = threading.Thread(target=buf.close)
+        second.start()
+        second.join(0.2)
+        tracker.release()
+        first.join(10)
+        second.join(10)
+        self.assertEqual(tracker.violations, [])
+        self.assertEqual(len(tracker.freed), 1)
 
 
 class Watchdog(Live):

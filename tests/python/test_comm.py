@@ -27,7 +27,7 @@ FAST = os.path.abspath(sys.argv[9]) if len(sys.argv) > 9 and sys.argv[9] else No
 CHECKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "comm_checks.py")
 # comm_checks.py's classes, and the fake NCCL each runs on.
 RUNS = [("Forwarding Frameworks DLPack Lifecycle Watchdog Refusals Groups Agreement "
-         "NoCollConfig", "2.28.9"), ("CollConfigs Forwarding", "2.32.3"),
+         "NoCollConfig Threads", "2.28.9"), ("CollConfigs Forwarding", "2.32.3"),
         ("Missing", "2.27.3"), ("NoNccl", None)]
 
 

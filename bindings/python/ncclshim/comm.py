@@ -22,7 +22,10 @@ The collectives are written out in _PyCalls below. Where the package's extension
 whose methods of the same names take the common case (torch tensors, int or known stream
 types, the reductions by name or number) in C, and hand any other call, unchanged, to the
 method here: the checks and their messages exist once, here."""
+import contextlib
 import ctypes
+import threading
+import time
 from typing import Any, List, Optional
 
 from . import _args, _clib
@@ -113,7 +116,8 @@ class _Group:
 
     def __enter__(self):
         for c in self.comms:
-            c._handle()  # a closed one raises here, before ncclGroupStart
+            if c._closing:  # a closed one raises here, before ncclGroupStart
+                c._handle()
         r = _clib.nccl_function("ncclGroupStart")()
         if r != 0:
             _clib.check(_clib.lib().ncclshim_nccl_check(_clib.nccl(), r, b"ncclGroupStart"),
@@ -125,18 +129,23 @@ class _Group:
     def __exit__(self, kind, value, tb):
         for c in self.comms:
             c._groups -= 1
-        live = [c for c in self.comms if c._c is not None]
-        handles = (ctypes.c_void_p * max(1, len(live)))(*[c._c for c in live])
-        status = _clib.lib().ncclshim_comm_group_end(None, handles, len(live), self.ms)
-        pending = [(c, c._pending) for c in self.comms if not c._groups and c._pending]
-        for c, _ in pending:
-            c._pending = []
-        if kind is None:
-            _clib.check(status, "ncclGroupEnd")
-            for c, ops in pending:  # NCCL enqueued them at the group's end: mark them now
-                if c._c is not None:
-                    for op in ops:
-                        c._record(*op)
+            c._calls.append(None)  # the group's end uses their handles: calls in flight
+        try:
+            live = [c for c in self.comms if not c._closing]
+            handles = (ctypes.c_void_p * max(1, len(live)))(*[c._c for c in live])
+            status = _clib.lib().ncclshim_comm_group_end(None, handles, len(live), self.ms)
+            pending = [(c, c._pending) for c in self.comms if not c._groups and c._pending]
+            for c, _ in pending:
+                c._pending = []
+            if kind is None:
+                _clib.check(status, "ncclGroupEnd")
+                for c, ops in pending:  # NCCL enqueued them at the group's end: mark them
+                    if not c._closing:
+                        for op in ops:
+                            c._record(*op)
+        finally:
+            for c in self.comms:
+                c._leave()
         return False
 
 
@@ -153,6 +162,23 @@ class _PyCalls:
     rank: int
     _fast: Optional[int]
     _watched: bool
+    _calls: List[None]
+    _ended: bool
+    _fast_calls = 0  # the extension's calls in flight (its Calls type counts them in C)
+
+    def _run(self, fn, name, head, s, tail, n, dt):
+        """NCCL's fn(*head, comm, s, *tail), then _after when needed, counted as a call in
+        flight: the handle is not freed before it returns (Communicator._settle)."""
+        calls = self._calls
+        calls.append(None)  # atomic under the GIL, as is pop()
+        try:
+            r = fn(*head, self._fast or self._comm(), s, *tail)
+            if r or self._watched:
+                self._after(r, name, s, n, dt)
+        finally:
+            calls.pop()
+            if self._ended:
+                self._settle()
 
     def all_reduce(self, send: Any, recv: Any = None, op: Any = "sum", stream: Any = None,
                    config: Optional[CollConfig] = None) -> None:
@@ -161,9 +187,7 @@ class _PyCalls:
         o, dt = _reduction(op, dt)
         s = _stream(stream, fw)
         fn, name, tail = self._entry("ncclAllReduce", config)
-        r = fn(sp, rp, n, dt, o, self._fast or self._comm(), s, *tail)
-        if r or self._watched:
-            self._after(r, name, s, n, dt)
+        self._run(fn, name, (sp, rp, n, dt, o), s, tail, n, dt)
 
     def broadcast(self, send: Any, recv: Any = None, root: int = 0, stream: Any = None,
                   config: Optional[CollConfig] = None) -> None:
@@ -173,9 +197,7 @@ class _PyCalls:
         dt = _UINT8 if dt == BOOL else dt
         s = _stream(stream, fw)
         fn, name, tail = self._entry("ncclBroadcast", config)
-        r = fn(sp, rp, n, dt, root, self._fast or self._comm(), s, *tail)
-        if r or self._watched:
-            self._after(r, name, s, n, dt)
+        self._run(fn, name, (sp, rp, n, dt, root), s, tail, n, dt)
 
     def reduce(self, send: Any, recv: Any = None, root: int = 0, op: Any = "sum",
                stream: Any = None, config: Optional[CollConfig] = None) -> None:
@@ -185,9 +207,7 @@ class _PyCalls:
         o, dt = _reduction(op, dt)
         s = _stream(stream, fw)
         fn, name, tail = self._entry("ncclReduce", config)
-        r = fn(sp, rp, n, dt, o, root, self._fast or self._comm(), s, *tail)
-        if r or self._watched:
-            self._after(r, name, s, n, dt)
+        self._run(fn, name, (sp, rp, n, dt, o, root), s, tail, n, dt)
 
     def all_gather(self, send: Any, recv: Any, stream: Any = None,
                    config: Optional[CollConfig] = None) -> None:
@@ -196,9 +216,7 @@ class _PyCalls:
         dt = _UINT8 if dt == BOOL else dt
         s = _stream(stream, fw)
         fn, name, tail = self._entry("ncclAllGather", config)
-        r = fn(sp, rp, n, dt, self._fast or self._comm(), s, *tail)
-        if r or self._watched:
-            self._after(r, name, s, n, dt)
+        self._run(fn, name, (sp, rp, n, dt), s, tail, n, dt)
 
     def reduce_scatter(self, send: Any, recv: Any, op: Any = "sum", stream: Any = None,
                        config: Optional[CollConfig] = None) -> None:
@@ -207,9 +225,7 @@ class _PyCalls:
         o, dt = _reduction(op, dt)
         s = _stream(stream, fw)
         fn, name, tail = self._entry("ncclReduceScatter", config)
-        r = fn(sp, rp, n, dt, o, self._fast or self._comm(), s, *tail)
-        if r or self._watched:
-            self._after(r, name, s, n, dt)
+        self._run(fn, name, (sp, rp, n, dt, o), s, tail, n, dt)
 
     def send(self, buf: Any, peer: int, stream: Any = None) -> None:
         """buf to rank peer (in a group with the matching recv)."""
@@ -224,9 +240,7 @@ class _PyCalls:
         peer = _args.rank_in(peer, "peer", self.nranks)
         dt = _UINT8 if dt == BOOL else dt
         s = _stream(stream, fw)
-        r = self._nccl[name](p, n, dt, peer, self._fast or self._comm(), s)
-        if r or self._watched:
-            self._after(r, name, s, n, dt)
+        self._run(self._nccl[name], name, (p, n, dt, peer), s, (), n, dt)
 
     def all_to_all(self, send: Any, recv: Any, stream: Any = None,
                    config: Optional[CollConfig] = None) -> None:
@@ -239,9 +253,7 @@ class _PyCalls:
         n = total // self.nranks
         dt = _UINT8 if dt == BOOL else dt
         s = _stream(stream, fw)
-        r = fn(sp, rp, n, dt, self._fast or self._comm(), s, *tail)
-        if r or self._watched:
-            self._after(r, name, s, n, dt)
+        self._run(fn, name, (sp, rp, n, dt), s, tail, n, dt)
 
     def gather(self, send: Any, recv: Any = None, root: int = 0, stream: Any = None,
                config: Optional[CollConfig] = None) -> None:
@@ -269,9 +281,7 @@ class _PyCalls:
         sp, rp = (fp, bp) if scatter else (bp, fp)
         dt = _UINT8 if dt == BOOL else dt
         s = _stream(stream, fw)
-        r = fn(sp, rp, n, dt, root, self._fast or self._comm(), s, *tail)
-        if r or self._watched:
-            self._after(r, name, s, n, dt)
+        self._run(fn, name, (sp, rp, n, dt, root), s, tail, n, dt)
 
     def _entry(self, name, config):
         """The call's NCCL function, its name and what follows the stream: the plain entry,
@@ -307,6 +317,11 @@ class Communicator(_Fast, _PyCalls, _clib.Owner):  # type: ignore[misc, valid-ty
         if getattr(self, "_c", None) is not None:  # its handle would be dropped, never freed
             raise TypeError("this Communicator is already made: close() it and make another")
         self._c = None
+        # Threads: calls in flight (one entry each), no new call once closing, the handle
+        # torn down (destroyed or aborted) once ended and freed when no call is in flight.
+        self._calls, self._closing, self._ended = [], False, False
+        self._closing_one = threading.Lock()  # one close() at a time
+        self._freeing = threading.Lock()
         nranks = _args.integer(nranks, "nranks", 1, _args.INT_MAX)
         rank = _args.rank_in(rank, "rank", nranks)
         if not isinstance(mode, str) or mode not in MODES:
@@ -351,32 +366,82 @@ class Communicator(_Fast, _PyCalls, _clib.Owner):  # type: ignore[misc, valid-ty
             fn = self._fns[name] = _clib.nccl_function(name)  # raises, naming the release
         return fn
 
-    # ---- state ----
+    # ---- state, and the calls in flight ----
     def _handle(self):
-        if self._c is None:
+        if self._closing or self._c is None:
             raise NcclshimError("the communicator is closed", call="Communicator")
         return self._c
+
+    def _leave(self):
+        """A call in flight returns; the last one after the teardown frees the handle."""
+        self._calls.pop()
+        if self._ended:
+            self._settle()
+
+    @contextlib.contextmanager
+    def _use(self):
+        """The handle, counted as a call in flight while the block runs; raises the
+        "closed" error once close() or abort() has begun."""
+        self._calls.append(None)  # before the check: close() sets _closing, then counts
+        try:
+            yield self._handle()
+        finally:
+            self._leave()
+
+    def _busy(self):
+        return len(self._calls) + self._fast_calls
+
+    def _drain(self, deadline):
+        """Waits until no call is in flight or time.monotonic() passes deadline; whether
+        none is."""
+        pause = 0.0002
+        while self._busy():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, 0.01)
+        return True
+
+    def _settle(self):
+        """Frees the handle once torn down and no call is in flight (whoever sees it
+        last: close(), abort() or the last call to return)."""
+        if not self._ended or self._busy():
+            return
+        with self._freeing:
+            c, self._c = self._c, None
+        if c is not None:
+            _clib.lib().ncclshim_comm_free(c)
 
     @property
     def state(self) -> str:
         """"ready", "failed", "aborted", ... (ncclshim_comm_state_name); "closed"."""
-        if self._c is None:
-            return "closed"
-        lib_ = _clib.lib()
-        return lib_.ncclshim_comm_state_name(lib_.ncclshim_comm_state_of(self._c)).decode()
+        self._calls.append(None)
+        try:
+            if self._ended or self._c is None:
+                return "closed"
+            lib_ = _clib.lib()
+            return lib_.ncclshim_comm_state_name(lib_.ncclshim_comm_state_of(self._c)).decode()
+        finally:
+            self._leave()
 
     @property
     def raw(self) -> Optional[int]:
         """The ncclComm_t (int) while ready, for calls ncclshim does not wrap; None else."""
-        return _clib.lib().ncclshim_comm_raw(self._c) if self._c else None
+        self._calls.append(None)
+        try:
+            return None if self._closing else _clib.lib().ncclshim_comm_raw(self._c)
+        finally:
+            self._leave()
 
     def _comm(self):
         """The ncclComm_t when self._fast has none: watched (the watchdog may fail it at any
-        time, and then ncclshim_comm_raw answers NULL), failed or closed."""
-        raw = _clib.lib().ncclshim_comm_raw(self._c) if self._c else None
+        time, and then ncclshim_comm_raw answers NULL), failed or closed. Called by a call
+        in flight (counted), which keeps the handle."""
+        raw = _clib.lib().ncclshim_comm_raw(self._handle())
         if raw is None:
             # A failed communicator answers every checked call with its failure, at once.
-            status = _clib.lib().ncclshim_comm_wait(self._c, 0) if self._c else _clib.OK
+            status = _clib.lib().ncclshim_comm_wait(self._c, 0)
             if status != _clib.OK:
                 raise _clib.error(status, "Communicator (%s)" % self.state)
             raise NcclshimError("the communicator is %s" % self.state, call="Communicator",
@@ -419,17 +484,20 @@ class Communicator(_Fast, _PyCalls, _clib.Owner):  # type: ignore[misc, valid-ty
         if not isinstance(dog, Watchdog):
             raise TypeError("dog must be a Watchdog, not %s" % type(dog).__name__)
         ms = max(1, _args.milliseconds(timeout))
-        _clib.check(_clib.lib().ncclshim_comm_watch(self._handle(), dog._handle(), ms),
-                    "ncclshim_comm_watch")
-        dog._comms[self._c] = self
-        self._dog = dog
-        self._watched, self._fast = True, None
+        with self._use() as c, dog._use() as d:
+            _clib.check(_clib.lib().ncclshim_comm_watch(c, d, ms), "ncclshim_comm_watch")
+            dog._comms[c] = self
+            self._dog = dog
+            self._watched, self._fast = True, None
 
     def unwatch(self) -> None:
         if self._watched:
-            self._watched = False
-            _clib.check(_clib.lib().ncclshim_comm_unwatch(self._c), "ncclshim_comm_unwatch")
-            self._fast = _clib.lib().ncclshim_comm_raw(self._c)
+            with self._use() as c:
+                self._watched = False
+                _clib.check(_clib.lib().ncclshim_comm_unwatch(c), "ncclshim_comm_unwatch")
+                self._fast = _clib.lib().ncclshim_comm_raw(c)
+                if self._closing:  # close() began meanwhile: no new call may take it
+                    self._fast = None
 
     def record_graph(self, stream: Any, label: str, ops: int) -> None:
         """Record a CUDA graph's replay on `stream` with the watchdog: `ops` operations under
@@ -441,7 +509,8 @@ class Communicator(_Fast, _PyCalls, _clib.Owner):  # type: ignore[misc, valid-ty
             raise NcclshimError("this libncclshim has no ncclshim_comm_record_graph",
                                 call="ncclshim_comm_record_graph",
                                 status=_clib.UNAVAILABLE, status_name="UNAVAILABLE")
-        status = _clib.lib().ncclshim_comm_record_graph(self._handle(), s, label.encode(), ops)
+        with self._use() as c:
+            status = _clib.lib().ncclshim_comm_record_graph(c, s, label.encode(), ops)
         _clib.check(status, "ncclshim_comm_record_graph")
 
     def symmetric(self, nbytes: int, stream: Any = None) -> Any:
@@ -453,41 +522,66 @@ class Communicator(_Fast, _PyCalls, _clib.Owner):  # type: ignore[misc, valid-ty
     # ---- teardown ----
     def close(self, timeout: Optional[float] = None) -> str:
         """Destroy (finalize, wait, destroy), then abort when that failed or ran out of time.
-        Returns "destroyed" or "aborted". Idempotent. timeout bounds the wait in
+        Returns "destroyed" or "aborted"; "closed" once closed. timeout bounds the wait in
         "nonblocking" mode only: on a blocking communicator (and split-blocking's child)
         NCCL's finalize itself blocks until the communicator's work is done, and NCCL has no
         safe way to stop a finalize in progress (its abort frees what the finalize still
         uses). After a hang, call abort() instead; or watch the communicator: once the
-        watchdog has failed it, close() aborts at once."""
-        if self._c is None:
+        watchdog has failed it, close() aborts at once.
+        From any thread: new calls raise at once; calls in flight on other threads are
+        waited for within timeout (past it, the communicator is aborted, which ends their
+        waits), and the handle is freed once the last of them has returned."""
+        if self._ended or self._c is None:
             return "closed"
         ms = _args.milliseconds(self.timeout if timeout is None else timeout)
-        lib_ = _clib.lib()
-        self._fast, self._watched = None, False
-        if lib_.ncclshim_comm_destroy(self._c, ms) == _clib.OK:
-            self._free()
-            return "destroyed"
+        with self._closing_one:
+            if self._ended or self._c is None:
+                return "closed"
+            self._closing, self._fast, self._watched = True, None, False  # in this order
+            deadline = time.monotonic() + ms / 1000.0
+            status = None
+            if self._drain(deadline):
+                self._calls.append(None)
+                try:
+                    left = max(0, int((deadline - time.monotonic()) * 1000))
+                    status = _clib.lib().ncclshim_comm_destroy(self._c, left)
+                finally:
+                    self._leave()
+            if status == _clib.OK:
+                self._end()
+                return "destroyed"
         return self.abort(timeout)
 
     def abort(self, timeout: Optional[float] = None) -> str:
         """ncclCommAbort on its own thread, bounded; the communicator is released. Raises
-        NcclTimeout when NCCL's abort itself hangs (its thread is left running)."""
-        if self._c is None:
+        NcclTimeout when NCCL's abort itself hangs (its thread is left running). From any
+        thread: a wait in flight on another thread ends with an error, and the handle is
+        freed once the last call in flight has returned."""
+        if self._ended or self._c is None:
             return "closed"
         ms = _args.milliseconds(self.timeout if timeout is None else timeout)
-        self._fast, self._watched = None, False
-        status = _clib.lib().ncclshim_comm_abort(self._c, ms)
+        self._closing, self._fast, self._watched = True, None, False  # in this order
+        self._calls.append(None)
+        try:
+            status = _clib.lib().ncclshim_comm_abort(self._c, ms)
+        finally:
+            self._leave()
         if status == _clib.TIMEOUT:
             raise _clib.error(status, "ncclshim_comm_abort")
-        self._free()
+        self._end()
+        # the calls the abort ended return at their next poll: free the handle here when
+        # they have, else the last of them does
+        self._drain(time.monotonic() + ms / 1000.0)
+        self._settle()
         return "aborted"
 
-    def _free(self):
-        c, self._c = self._c, None
+    def _end(self):
+        """Torn down: detach from the watchdog, free the handle when no call is in flight."""
         dog = getattr(self, "_dog", None)
         if dog is not None:
-            dog._comms.pop(c, None)
-        _clib.lib().ncclshim_comm_free(c)
+            dog._comms.pop(self._c, None)
+        self._ended = True
+        self._settle()
 
     def __enter__(self) -> "Communicator":
         return self

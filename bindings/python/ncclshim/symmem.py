@@ -8,6 +8,7 @@ the collectives take it directly, or view(dtype) for a typed one).
         comm.all_reduce(x)
 """
 import ctypes
+import threading
 from typing import Any, Optional
 
 from . import _args, _clib
@@ -20,9 +21,12 @@ class SymmetricBuffer(_clib.Owner):
         nbytes = _args.integer(nbytes, "nbytes", 1, _args.SIZE_MAX)
         s = _stream(stream) if stream is not None else 0
         out = ctypes.c_void_p()
-        _clib.check(_clib.lib().ncclshim_symmem_alloc(comm._handle(), nbytes, s, comm._ms,
-                                                      ctypes.byref(out)),
-                    "ncclshim_symmem_alloc")
+        self._mem = None
+        self._freeing = threading.Lock()  # one close() at a time: the handle is freed once
+        with comm._use() as c:  # a call in flight on the communicator: its handle stays
+            _clib.check(_clib.lib().ncclshim_symmem_alloc(c, nbytes, s, comm._ms,
+                                                          ctypes.byref(out)),
+                        "ncclshim_symmem_alloc")
         lib_ = _clib.lib()
         self._mem, self._comm = out.value, comm
         self.ptr = lib_.ncclshim_symmem_ptr(self._mem)
@@ -50,12 +54,17 @@ class SymmetricBuffer(_clib.Owner):
         return Buffer(self.ptr, count, code)
 
     def close(self, timeout: Optional[float] = None) -> None:
-        """Deregister (collective, bounded) and free. Idempotent."""
+        """Deregister (collective, bounded) and free. Idempotent, and safe from any thread:
+        a second close() waits for the first one's."""
         if self._mem is None:
             return
         ms = _clib.milliseconds(self._comm.timeout if timeout is None else timeout)
-        _clib.check(_clib.lib().ncclshim_symmem_free(self._mem, ms), "ncclshim_symmem_free")
-        self._mem = None
+        with self._freeing:
+            if self._mem is None:
+                return
+            _clib.check(_clib.lib().ncclshim_symmem_free(self._mem, ms),
+                        "ncclshim_symmem_free")
+            self._mem = None
 
     def __enter__(self):
         return self

@@ -11,9 +11,11 @@ starts ncclCommAbort on a thread of its own, and calls on_failure(comm, error) o
 (error: an NcclshimError with the watchdog's message). The communicator's next call raises at
 once. on_failure may call anything but stop(): stop() called from it is deferred to a thread
 of its own, which stops the watchdog once the callback has returned."""
+import contextlib
 import ctypes
 import sys
 import threading
+import time
 from typing import Any, Callable, Optional
 
 from . import _args, _clib
@@ -38,6 +40,7 @@ class Watchdog(_clib.Owner):
         self._on_failure = on_failure
         self._thread = None       # the watchdog thread's ident, seen in the callback
         self._dog = None
+        self._calls = []          # calls in flight with the handle (one entry each)
         self.failures = []        # (Communicator or None, NcclshimError), in order
         # Kept as long as the C side can call it: until stop() has joined the thread.
         self._trampoline = f.ncclshim_watchdog_callback(self._called)
@@ -55,6 +58,16 @@ class Watchdog(_clib.Owner):
         if self._dog is None:
             raise NcclshimError("the watchdog is stopped", call="Watchdog")
         return self._dog
+
+    @contextlib.contextmanager
+    def _use(self):
+        """The handle, counted as a call in flight (Communicator.watch) while the block runs:
+        stop() frees it only once none is."""
+        self._calls.append(None)  # before the check: stop() clears _dog, then counts
+        try:
+            yield self._handle()
+        finally:
+            self._calls.pop()
 
     def _called(self, comm, status, message, user):
         self._thread = threading.get_ident()
@@ -83,6 +96,8 @@ class Watchdog(_clib.Owner):
             dog, self._dog = self._dog, None
             if dog is None:
                 return
+            while self._calls:  # a watch() in flight: a short C call, never blocking
+                time.sleep(0.0005)
             for comm in list(self._comms.values()):
                 comm._watched = False
             result = _clib.lib().ncclshim_watchdog_stop(dog)

@@ -205,7 +205,7 @@ void ncs_rec_hang_call(const ncs_rec_call *call, int result) {
     group_edge(call->fn, accepted && !call->simulated, in_progress);
     return;
   case NCCLSHIM_FN_ncclCommGetAsyncError:
-    if (result == ncclSuccess && *call->async_out != ncclInProgress)
+    if (result == ncclSuccess && call->async_out != NULL && *call->async_out != ncclInProgress)
       settle(call->comm, *call->async_out == ncclSuccess);
     return;
   case NCCLSHIM_FN_ncclCommDestroy:

@@ -25,7 +25,9 @@
  * each with the stream idle, and with work enqueued before every call, untimed: a 4 KiB
  * host-to-device copy ("copy"), or a one-rank all-reduce of 1,024 floats through the NCCL
  * that ncclshim_init finds ("allreduce", as tests/gpu/track/tracker_comm.cu times the record):
- * rows kind,work,look,what,ns (medians) and any,any,clock,ns. Exit 0, 1 when a call
+ * (with the built-in driver: idle, and "evict", 512 KiB written before every call as an
+ * enqueue pushes the caller's data out of the first caches), printed as rows
+ * kind,work,look,what,ns (medians) and any,any,clock,ns. Exit 0, 1 when a call
  * failed, 77 without a driver or device. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -51,8 +53,12 @@ static const char *const kind_names[KINDS] = {"created", "legacy", "per-thread"}
 
 static const ncclshim_cuda_table *CU;
 static ncs_track_driver driver;
-enum { IDLE, COPY, ALLREDUCE, WORKS };
+enum { IDLE, COPY, ALLREDUCE, WORKS, EVICT = COPY };
 static const char *const work_names[WORKS] = {"idle", "copy", "allreduce"};
+static int noop; /* the built-in driver: its second work is "evict" */
+/* "evict" (the built-in driver): 512 KiB written before each call, as a real enqueue (NCCL's
+ * launch) pushes the caller's data out of the first caches. */
+static char evict_buffer[512 << 10];
 static CUdeviceptr work_buffer; /* 0: no work (the built-in driver) */
 static char work_source[4096];
 static ncclshim_comm *comm; /* NULL: no all-reduce and no comm_record (no NCCL) */
@@ -61,6 +67,10 @@ static ncclshim_watchdog *dog;
 /* The untimed work before a call; 0 when enqueued. */
 static int enqueue_work(int work, CUstream s) {
   const ncclshim_nccl_table *nccl = ncclshim_table();
+  if (noop) {
+    if (work == EVICT) memset(evict_buffer, (int)(uintptr_t)s, sizeof(evict_buffer));
+    return 0;
+  }
   if (work == COPY) return CU->cuMemcpyHtoDAsync(work_buffer, work_source, sizeof(work_source), s);
   if (work == ALLREDUCE)
     return nccl->ncclAllReduce((const void *)work_buffer, (void *)(work_buffer + 2048), 256,
@@ -279,8 +289,9 @@ static int measure(int kind, int work, int look, CUcontext ctx, int pairs, doubl
   }
   if (!failed)
     for (int w = 0; w < (comm != NULL ? WHATS : WHATS - 1); w++)
-      printf("%s,%s,%s,%s,%.1f\n", kind_names[kind], work_names[work], look_names[look],
-             what_names[w], median_of(v[w], (size_t)n));
+      printf("%s,%s,%s,%s,%.1f\n", kind_names[kind],
+             noop && work == EVICT ? "evict" : work_names[work], look_names[look], what_names[w],
+             median_of(v[w], (size_t)n));
   for (int w = 0; w < WHATS; w++) free(v[w]);
   ncs_track_destroy(t);
   CU->cuEventDestroy(ev);
@@ -292,7 +303,7 @@ static int measure(int kind, int work, int look, CUcontext ctx, int pairs, doubl
 int main(int argc, char **argv) {
   int pairs = argc >= 2 ? atoi(argv[1]) : 0;
   noop_locked = argc == 3 && strcmp(argv[2], "locked") == 0;
-  int noop = noop_locked || (argc == 3 && strcmp(argv[2], "noop") == 0);
+  noop = noop_locked || (argc == 3 && strcmp(argv[2], "noop") == 0);
   if (pairs <= 0 || argc > 3 || (argc == 3 && !noop)) {
     fprintf(stderr, "usage: %s PAIRS [noop|locked]\n", argv[0]);
     return 2;
@@ -323,7 +334,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (!noop) open_comm();
-  int works = noop ? 1 : comm != NULL ? WORKS : ALLREDUCE;
+  int works = noop ? 2 : comm != NULL ? WORKS : ALLREDUCE;
   printf("kind,work,look,what,ns\n");
   for (int kind = 0; kind < KINDS; kind++)
     for (int work = 0; work < works; work++)

@@ -30,9 +30,29 @@
 #define _GNU_SOURCE /* clock_gettime under -std=c11 */
 #include <cuda.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
+
+/* Each step under its own alarm: a driver call that never returns names its step and ends
+ * the program, the rows before it printed (stdout is line-buffered). */
+static const char *volatile step = "start";
+static void stuck(int sig) {
+  (void)sig;
+  static const char head[] = "driver_facts: no answer within 20 s at: ";
+  if (write(2, head, sizeof(head) - 1) < 0 || write(2, step, strlen(step)) < 0 ||
+      write(2, "\n", 1) < 0)
+    _exit(4);
+  _exit(3);
+}
+static void begin(const char *what) {
+  step = what;
+  fprintf(stderr, "%s\n", what);
+  alarm(20);
+}
 
 #define CHECK(call)                                                       \
   do {                                                                    \
@@ -64,6 +84,10 @@ static void *look_once(void *arg) {
 
 static void facts(CUcontext ctx, CUstream s, CUdeviceptr buffer, CUstreamCaptureMode capture,
                   CUstreamCaptureMode look_mode, int query_captured) {
+  static char what[96];
+  snprintf(what, sizeof(what), "facts %s capture, %s look, %s event", mode_names[capture],
+           mode_names[look_mode], query_captured ? "captured" : "plain");
+  begin(what);
   CUevent plain, captured;
   CHECK(cuEventCreate(&plain, CU_EVENT_DISABLE_TIMING));
   CHECK(cuEventCreate(&captured, CU_EVENT_DISABLE_TIMING));
@@ -160,6 +184,8 @@ static void handle_reuse(void) {
 }
 
 int main(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  signal(SIGALRM, stuck);
   CUdevice device;
   CUcontext ctx;
   CUstream s;
@@ -184,11 +210,13 @@ int main(void) {
   static const char *const stream_names[] = {"created", "legacy", "per-thread"};
   for (int turn = 0; turn < 3; turn++)
     for (int k = 0; k < 3; k++) {
+      begin(stream_names[k]);
       printf("cost,%s,event_record,%.1f\n", stream_names[k], record_ns(streams[k], e, 0));
       printf("cost,%s,capture_check_and_record,%.1f\n", stream_names[k],
              record_ns(streams[k], e, 1));
     }
   CHECK(cuEventDestroy(e));
+  begin("handle reuse");
   printf("handle,while,reused\n");
   handle_reuse();
   CHECK(cuMemFree(buffer));

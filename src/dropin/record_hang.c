@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "dropin.h"
 #include "record.h"
@@ -25,12 +24,6 @@
 #include "record_hang_thread.h"
 #include "record_state.h"
 #include "say.h"
-
-static int64_t now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
 
 /* Said once per process and reason: the first operation that could not be watched. */
 static void say_not_watched(int fn, uint64_t seq, const char *why, int result) {
@@ -59,9 +52,16 @@ static void watch(const void *stream, int fn, uint64_t index, uint64_t seq, uint
   }
   ncs_tracker *t = ncs_hang_tracker(d);
   if (t == NULL) return; /* fired, exiting, or no thread (said) */
-  ncs_track_op op = {.type = fn, .seq = seq, .index = index, .n = n};
+  ncs_track_op op;       /* field by field: the label's 64 bytes are not written */
+  op.call = NULL;
+  op.count = 0;
+  op.type = fn;
+  op.seq = seq;
+  op.index = index;
+  op.n = n;
+  op.label[0] = '\0';
   ncs_track_failure why;
-  if (ncs_track_record(t, (CUstream)stream, &op, now_ns(), &why) != 0)
+  if (ncs_track_record(t, (CUstream)stream, &op, ncs_track_stamp_ns(), &why) != 0)
     say_not_watched(fn, seq, why.call, why.result != 0 ? (int)why.result : 12 /* ENOMEM */);
 }
 

@@ -2,6 +2,8 @@
  * on the program's thread (track.h says the contract). */
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "track_internal.h"
 
@@ -75,6 +77,24 @@ int ncs_track_capturing(const ncs_track_driver *d, CUstream stream, ncclshim_cu_
   return -1;
 }
 
+int64_t ncs_track_stamp_ns(void) {
+  static _Atomic int64_t step = -1; /* the coarse clock's resolution; 0: not used */
+  int64_t res = atomic_load_explicit(&step, memory_order_relaxed);
+  struct timespec now;
+  if (res < 0) {
+    struct timespec r;
+    res = clock_getres(CLOCK_MONOTONIC_COARSE, &r) == 0 && r.tv_sec == 0 && r.tv_nsec <= 10000000
+              ? r.tv_nsec
+              : 0;
+    atomic_store_explicit(&step, res, memory_order_relaxed);
+  }
+  if (res == 0 || clock_gettime(CLOCK_MONOTONIC_COARSE, &now) != 0) {
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    res = 0;
+  }
+  return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec + res;
+}
+
 static size_t cache_row(CUstream stream) {
   uintptr_t h = (uintptr_t)stream; /* the default streams 0, 1, 2 get rows of their own */
   return (size_t)(h ^ (h >> 4) ^ (h >> 12)) % CACHE;
@@ -146,19 +166,35 @@ static ncclshim_cu_result make_event(const ncs_track_driver *d, CUcontext ctx, C
   return r;
 }
 
-/* Under the lock: a free node, holding an event of `pool` when one is spare. NULL when every
- * node is in use. */
+enum { DONE_TRIES = 8 };
+
+/* Under the lock: a free node, holding an event of `pool` when one is spare: from the pool's
+ * spares, else the done chain (a node of another context met there goes to its own pool's
+ * spares, DONE_TRIES at most), else a blank one. NULL when every node is in use. */
 static ncs_track_node *take_node(ncs_tracker *t, ncs_track_pool *pool) {
-  ncs_track_node **from = pool != NULL && pool->spare != NULL ? &pool->spare : &t->blank;
-  ncs_track_node *node = *from;
-  if (node != NULL) *from = node->next;
+  ncs_track_node *node = pool->spare;
+  if (node != NULL) {
+    pool->spare = node->next;
+    return node;
+  }
+  for (int tries = 0; tries < DONE_TRIES && (node = t->done_head) != NULL; tries++) {
+    if (node == t->done_last)
+      t->done_head = t->done_last = NULL;
+    else
+      t->done_head = node->next;
+    if (node->event == NULL || node->pool == pool) return node;
+    node->next = node->pool->spare;
+    node->pool->spare = node;
+  }
+  if ((node = t->blank) != NULL) t->blank = node->next;
   return node;
 }
 
 /* More blank nodes; the lock not held. 0 without memory. */
 static int grow(ncs_tracker *t) {
-  ncs_track_block *b = calloc(1, sizeof(*b));
+  ncs_track_block *b = aligned_alloc(64, sizeof(*b)); /* nodes on whole cache lines */
   if (b == NULL) return 0;
+  memset(b, 0, sizeof(*b));
   for (int i = 0; i < NODE_BLOCK - 1; i++) b->nodes[i].next = &b->nodes[i + 1];
   track_lock(t);
   b->next = t->blocks;
@@ -196,13 +232,36 @@ static ncclshim_cu_result switch_event(ncs_tracker *t, ncs_track_node *node, ncs
   return make_event(t->d, pool->ctx, &node->event, why);
 }
 
-/* Destroy every spare event of `pool` (the lock not held): the driver answered that their
- * context is destroyed (a context handle reused by a new context, whose streams refuse
- * the old one's events). Their nodes become blank. */
+/* Under the lock: the done chain's nodes holding an event of `pool`, unlinked from it and
+ * pushed on `*to`. */
+static void unchain_pool(ncs_tracker *t, ncs_track_pool *pool, ncs_track_node **to) {
+  ncs_track_node *prev = NULL, *n = t->done_head;
+  while (n != NULL) {
+    int last = n == t->done_last;
+    ncs_track_node *next = n->next;
+    if (n->pool == pool && n->event != NULL) {
+      if (prev == NULL)
+        t->done_head = last ? NULL : next;
+      else
+        prev->next = next; /* the last one's next stays the queue's head */
+      if (last) t->done_last = prev;
+      n->next = *to;
+      *to = n;
+    } else {
+      prev = n;
+    }
+    n = last ? NULL : next;
+  }
+}
+
+/* Destroy every spare event of `pool`, in its spares and the done chain (the lock not held):
+ * the driver answered that their context is destroyed (a context handle reused by a new
+ * context, whose streams refuse the old one's events). Their nodes become blank. */
 static void renew_pool(ncs_tracker *t, ncs_track_pool *pool) {
   track_lock(t);
   ncs_track_node *spare = pool->spare, *last = NULL;
   pool->spare = NULL;
+  unchain_pool(t, pool, &spare);
   track_unlock(t);
   for (ncs_track_node *n = spare; n != NULL; n = n->next) { /* ours alone now */
     t->d->cuEventDestroy(n->event);
@@ -273,6 +332,15 @@ static ncclshim_cu_result record_node(ncs_tracker *t, ncs_track_node *node, CUst
   return r;
 }
 
+/* The op, its label only when it has one (a replay's): the rest of it is a few words. */
+static void copy_op(ncs_track_op *to, const ncs_track_op *op) {
+  memcpy(to, op, offsetof(ncs_track_op, label));
+  if (op->label[0] != '\0')
+    memcpy(to->label, op->label, sizeof(op->label));
+  else
+    to->label[0] = '\0';
+}
+
 int ncs_track_record(ncs_tracker *t, CUstream stream, const ncs_track_op *op, int64_t now_ns,
                      ncs_track_failure *why) {
   track_lock(t);
@@ -294,16 +362,18 @@ int ncs_track_record(ncs_tracker *t, CUstream stream, const ncs_track_op *op, in
     track_lock(t);
   }
   node->next = NULL;
-  node->op = *op;
+  node->gen++; /* the look's answers about its last record go stale */
+  copy_op(&node->op, op);
   node->start_ns = now_ns;
   node->stream = stream;
   node->thread = stream == NULL || stream == NCCLSHIM_CU_STREAM_PER_THREAD ? track_thread() : 0;
-  node->answered = 0;
   atomic_store_explicit(&node->state, NODE_RESERVED, memory_order_relaxed);
-  if (t->tail != NULL)
+  if (t->tail != NULL) {
     t->tail->next = node;
-  else
+  } else {
     t->head = node;
+    if (t->done_last != NULL) t->done_last->next = node; /* the chain still leads to the head */
+  }
   t->tail = node;
   t->counts.outstanding += op->n;
   track_unlock(t);
@@ -322,11 +392,6 @@ void ncs_track_release_head(ncs_tracker *t) {
   ncs_track_node *node = t->head;
   t->head = node->next;
   if (t->head == NULL) t->tail = NULL;
-  if (node->event != NULL) {
-    node->next = node->pool->spare;
-    node->pool->spare = node;
-  } else {
-    node->next = t->blank;
-    t->blank = node;
-  }
+  if (t->done_head == NULL) t->done_head = node;
+  t->done_last = node; /* its next is the queue's new head */
 }

@@ -22,28 +22,36 @@
  *     the look that met it.
  *   - Pools grow on demand: one node per operation not yet seen complete (allocated in blocks
  *     of NODE_BLOCK, kept for reuse until the tracker goes), one event per node, reused in its
- *     context. What bounds them is how many operations are outstanding at once: at most those
- *     recorded within one deadline plus one look (an older one has completed, or failed the
- *     communicator / fired the dump, after which nothing more is recorded).
+ *     context (a record creates an event only when none of its context is free: in the first
+ *     look's interval, or in a burst larger than any before). What bounds them is how many
+ *     operations are outstanding at once: at most those recorded within one deadline plus one
+ *     look (an older one has completed, or failed the communicator / fired the dump, after
+ *     which nothing more is recorded).
  *   - A slow driver call delays only the call it is in: no lock is held across a driver
  *     call, and a look never waits for a record in progress: it takes that operation as
  *     the oldest not known complete, judged by the time its record began.
  *
  * The lock and the node states. t->lock (a spin lock, a few steps at a time, never across a
- * driver call or an allocation) guards the queue, the free lists, the pools, the cache and
- * the counts. A node's event, context and op belong to the recording thread while RESERVED;
- * its state is then published with a release store, after which only the looking thread
- * uses the node.
+ * driver call or an allocation) guards the queue, the done chain, the free lists, the pools,
+ * the cache and the counts. A node's event, context and op belong to the recording thread
+ * while RESERVED; its state is then published with a release store, after which the looking
+ * thread reads the node and writes only its own line of it (its answers), until the look
+ * moves it into the done chain, from which records take it again. The look writes nothing
+ * that a record then reads or writes (the lines of a node, a free list): on the H200 host a
+ * record that met such a line, written by the looking thread on another core, paid 100 to
+ * 300 ns more.
  *
  *      ncs_track_record (program's thread)  |  ncs_track_look (the one looking thread)
  *
- *   spare/blank ──lock: take, append──▶ RESERVED ──cuEventRecord 0──▶ RECORDED
- *        ▲                                  │                            │ cuEventQuery:
- *        │                   record failed  │       600: oldest pending ◀┤ (stays)
- *        │                   (event dropped)▼       0, error, capture:   ▼ (error/capture:
- *        │                               FAILED                        DONE  event dropped)
- *        │                                  │                            │
- *        └──lock: at the queue's head, back to its context's spares (or the blanks)
+ *   spares/done/blank ─lock: take, append─▶ RESERVED ─cuEventRecord 0─▶ RECORDED
+ *        ▲                                     │                          │ cuEventQuery:
+ *        │                      record failed  │    600: oldest pending ◀─┤ (stays)
+ *        │                      (event dropped)▼    0, error, capture:    ▼ (error/capture:
+ *        │                                  FAILED        answered (the look's line;
+ *        │                                     │          event dropped on error/capture)
+ *        │                                     ▼                          ▼
+ *        └── done chain ◀── lock: at the queue's head, as it is (no write to the node) ──┘
+ *            (a record taking a node of another context moves it to that context's spares)
  *
  * A look meeting a RESERVED node stops there and takes it as the oldest pending (judged by
  * its start), without waiting for it. An event the driver says belongs to a destroyed context
@@ -119,6 +127,14 @@ typedef struct ncs_track_failure {
 /* Is `stream` capturing? 1 yes (or the legacy stream during a capture), 0 no (or a driver
  * without captures), -1 with *r set when the driver could not tell. */
 int ncs_track_capturing(const ncs_track_driver *d, CUstream stream, ncclshim_cu_result *r);
+
+/* The start of an operation, for ncs_track_record: CLOCK_MONOTONIC in ns, read from the
+ * coarse clock (a few ns, where the precise one costs tens on the GPU host) plus its
+ * resolution, so never earlier than the precise clock and at most a tick (1 to 4 ms) later:
+ * an operation is never taken for older than it is, and a deadline fires late by at most
+ * that, never early. The precise clock where the coarse one is missing or coarser than
+ * 10 ms. */
+int64_t ncs_track_stamp_ns(void);
 
 /* On the program's thread, inside its call, right after the operation was enqueued on
  * `stream` (which must not be capturing: ask ncs_track_capturing first): one event of the

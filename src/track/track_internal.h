@@ -9,26 +9,32 @@
 
 enum { NODE_BLOCK = 64, CACHE = 64 };
 #define NCS_TRACK_NO_THREAD UINTPTR_MAX
-enum { NODE_RESERVED = 1, NODE_RECORDED, NODE_FAILED, NODE_DONE };
+enum { NODE_RESERVED = 1, NODE_RECORDED, NODE_FAILED };
 
 typedef struct ncs_track_pool ncs_track_pool;
 
+/* A node spans whole cache lines, split by who writes them: the first two only the recording
+ * thread that holds it (the look reads them), the last only the look. So a record never waits
+ * for a line the looking thread has written (on the H200 host such a line cost a record
+ * 100-300 ns), and nodes go back to use without the look writing to them: the queue's
+ * completed prefix becomes the done chain as it is, linked by the records' own `next`. */
 typedef struct ncs_track_node {
-  struct ncs_track_node *next; /* in the queue, or in a free list */
+  struct ncs_track_node *next; /* in the queue or the done chain, or in a free list */
   atomic_int state;
+  uint32_t gen;         /* bumped at each record, so that the look's answers go stale */
   CUevent event;        /* NULL: none made yet */
   ncs_track_pool *pool; /* the context `event` was made in (with an event) */
-  int64_t start_ns;
-  ncs_track_op op;
   /* The stream it was recorded on, as the look groups them (track_look.c): the handle, and
    * the recording thread for the handles that name a per-thread stream (NULL, 0x2); the
    * tracker's ticks just before cuEventRecord was called and just after it returned. */
   CUstream stream;
   uintptr_t thread;
   uint64_t called, returned;
-  /* The look's: a final answer (complete, or a failure) known for this node, found by a
-   * query or inferred from a later event of the same stream. */
-  int answered;
+  int64_t start_ns;
+  ncs_track_op op;
+  /* The look's alone: a final answer (complete, or a failure) known for this record (gen),
+   * found by a query or inferred from a later event of the same stream. */
+  _Alignas(64) uint32_t answered_gen;
   ncclshim_cu_result answer;
 } ncs_track_node;
 
@@ -41,15 +47,19 @@ struct ncs_track_pool {
 };
 
 typedef struct ncs_track_block {
-  struct ncs_track_block *next;
   ncs_track_node nodes[NODE_BLOCK];
+  struct ncs_track_block *next;
 } ncs_track_block;
 
 struct ncs_tracker {
   const ncs_track_driver *d;
   atomic_int lock;
   ncs_track_node *head, *tail; /* the queue, oldest first */
-  ncs_track_node *blank;       /* free nodes without an event */
+  /* The done chain: nodes the look found complete (or failed), oldest first, from done_head
+   * to done_last along `next` (done_last->next is the queue's head), taken again by records
+   * in that order. */
+  ncs_track_node *done_head, *done_last;
+  ncs_track_node *blank; /* free nodes without an event */
   ncs_track_pool *pools;
   ncs_track_block *blocks;
   struct {
@@ -75,8 +85,8 @@ static inline void track_unlock(ncs_tracker *t) {
   atomic_store_explicit(&t->lock, 0, memory_order_release);
 }
 
-/* Under the lock: a node leaves the queue's head and goes back to its context's spares (or
- * the blanks when it holds no event). */
+/* Under the lock: the queue's head, known complete or failed, joins the done chain (the look
+ * writes nothing to it). */
 void ncs_track_release_head(ncs_tracker *t);
 
 #endif

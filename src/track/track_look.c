@@ -41,15 +41,17 @@ static ncclshim_cu_result query(ncs_tracker *t, ncs_track_node *node, CUcontext 
   return r;
 }
 
-/* A final answer for `node` (complete or failed; never "not ready", which can change). */
+/* A final answer for `node`'s record (complete or failed; never "not ready", which can
+ * change). */
 static void answer(ncs_track_node *node, ncclshim_cu_result r) {
-  node->answered = 1;
+  node->answered_gen = node->gen;
   node->answer = r;
 }
+static int answered(const ncs_track_node *node) { return node->answered_gen == node->gen; }
 
 /* The node's answer: the one known, else a query's (kept when final). */
 static ncclshim_cu_result ask(ncs_tracker *t, ncs_track_node *node, CUcontext *current) {
-  if (node->answered) return node->answer;
+  if (answered(node)) return node->answer;
   ncclshim_cu_result r = query(t, node, current);
   if (r != NCCLSHIM_CUDA_ERROR_NOT_READY) answer(node, r);
   return r;
@@ -63,7 +65,7 @@ static int same_stream(const ncs_track_node *a, const ncs_track_node *b) {
  * before done's was called. */
 static void complete_before(ncs_track_node **stream, size_t n, const ncs_track_node *done) {
   for (size_t i = 0; i < n && stream[i] != done; i++)
-    if (!stream[i]->answered && stream[i]->returned < done->called)
+    if (!answered(stream[i]) && stream[i]->returned < done->called)
       answer(stream[i], NCCLSHIM_CUDA_SUCCESS);
 }
 
@@ -115,7 +117,7 @@ static void infer(ncs_tracker *t, CUcontext *current) {
   track_lock(t);
   for (ncs_track_node *node = t->head; node != NULL && n < t->capacity; node = node->next)
     if (atomic_load_explicit(&node->state, memory_order_acquire) == NODE_RECORDED &&
-        !node->answered && node->thread != NCS_TRACK_NO_THREAD)
+        !answered(node) && node->thread != NCS_TRACK_NO_THREAD)
       t->seen[n++] = node;
   track_unlock(t);
   /* Only this thread changes a RECORDED node, so the list stays true without the lock. At
@@ -152,7 +154,7 @@ int ncs_track_look(ncs_tracker *t, CUcontext *current, ncs_track_seen *seen) {
       /* An answer known needs no query: the lock stays taken (a recording thread waits
        * for it less often). */
       ncclshim_cu_result r;
-      if (node->answered) {
+      if (answered(node)) {
         r = node->answer;
       } else {
         track_unlock(t);
@@ -174,10 +176,8 @@ int ncs_track_look(ncs_tracker *t, CUcontext *current, ncs_track_seen *seen) {
         seen->why = (ncs_track_failure){"cuEventQuery", r};
       }
       t->counts.outstanding -= node->op.n; /* known: complete, captured, or failed */
-      state = NODE_DONE;
-      atomic_store_explicit(&node->state, state, memory_order_relaxed);
     }
-    /* A node whose record failed (FAILED: the record answered so) leaves as a DONE one. */
+    /* Known, or its record failed (FAILED: the record answered so): into the done chain. */
     ncs_track_node *next = node->next;
     if (node == t->head) ncs_track_release_head(t);
     if (seen->failed) break;

@@ -16,7 +16,9 @@
 //   tracker_nccl cost PAIRS
 //       per kind of stream, call by call in turns: an 8-float all-reduce through the drop-in
 //       (the program's ncclAllReduce) and the same straight into the NCCL under it (asked by
-//       handle), each timed; the stream synchronised every SYNC_EVERY pairs. Prints
+//       handle), each timed; the stream synchronised every SYNC_EVERY pairs; before them,
+//       WARM_MS of calls through the drop-in alone (several passes of the hang dump's thread,
+//       which give its events back for reuse: the steady state, not the first pass). Prints
 //       KIND,dropin_minus_direct,NS (the median of the paired differences) and
 //       KIND,direct,NS (the median of the direct call)
 // Prints key=value lines (and the cost rows); exit 0, 77 without a GPU, 1 when a call failed.
@@ -29,7 +31,7 @@
 #include "tracker_common.cuh"
 
 enum { COUNT = 1024, BURST = 8, IDLE_MS = 15, SPIN_LIMIT_MS = 3000, DUMP_WAIT_MS = 3000 };
-enum { SYNC_EVERY = 128, WARM_PAIRS = 512 };
+enum { SYNC_EVERY = 128, WARM_PAIRS = 512, WARM_MS = 400 };
 
 static float *sendbuf, *recvbuf;
 static ncclComm_t comm;
@@ -145,6 +147,12 @@ static void cost(int pairs) {
     cudaStream_t s = NULL;
     check("stream", tracker_stream(kind, &s));
     std::vector<double> diff, straight;
+    for (int64_t until = tracker_now_ns() + (int64_t)WARM_MS * 1000000, i = 0;
+         tracker_now_ns() < until && failures == 0; i++) {
+      timed_ns(ncclAllReduce, s, clock);
+      if (i % SYNC_EVERY == SYNC_EVERY - 1)
+        check("cudaStreamSynchronize", cudaStreamSynchronize(s));
+    }
     for (int i = -WARM_PAIRS; i < pairs && failures == 0; i++) {
       double through, plain;
       if (i % 2) {

@@ -42,6 +42,16 @@ nccl_lib() {
 # say TEXT: a line on stdout and at the end of $out/summary.txt.
 say() { echo "$*" | tee -a "$out/summary.txt"; }
 
+# part_needs_gpus N: a part whose every case needs N GPUs says so and exits 77 (skipped, not
+# failed) on a host with fewer.
+part_needs_gpus() {
+  local gpus
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+  [ "$gpus" -ge "$1" ] && return 0
+  say "$(basename "$out"): skipped: needs $1 GPUs, this host has $gpus"
+  exit 77
+}
+
 # The seconds left of the budget; cap N: a step's timeout, at most N s and never past the
 # budget (1 s when none is left, so that the step fails: timeout 0 would mean none).
 time_left() { echo $((budget - (SECONDS - start))); }

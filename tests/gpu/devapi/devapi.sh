@@ -13,6 +13,7 @@
 # failure does not hide the others. NVLink multicast stays off; no multicast object is made.
 # shellcheck source=tests/gpu/part_common.sh
 source "$(dirname "$0")/../part_common.sh" devapi
+part_needs_gpus 2
 build_nccl=1
 [ "${1:-}" = --no-build-nccl ] && build_nccl=0
 nvcc=${NVCC:-$cuda/bin/nvcc}

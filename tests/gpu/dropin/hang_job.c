@@ -7,18 +7,9 @@
  *                          DIR, releases the kernel and finishes
  *   hang_job capture DIR   one all-reduce, then one captured into a CUDA graph (global mode)
  *                          and replayed three times, then one more
- *   hang_job cost DIR      the enqueue time of 4096 all-reduces of 8 floats, call by call
- *                          (the stream drained every 256, outside the timing): its median
- *                          in ns (enqueue_ns); and what the drop-in adds to a call, the
- *                          median of 4096 paired differences against the same call made
- *                          straight into the NCCL under it, the two taking turns
- *                          (dropin_ns), for runs with and without NCCLSHIM_RECORD_HANG_MS
  * Prints key=value lines: detected_ms (-1: no dump), gave_up, capture_result, results. Exit
  * status 0, 77 without a GPU, 1 when a call failed. */
-#include <dlfcn.h>
-#include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -51,12 +42,6 @@ static void all_reduce(ncclComm_t comm) {
                                        (cudaStream_t)hd_stream()));
 }
 
-/* 8 floats, distinct buffers: a kernel launch, the least a collective costs to enqueue. */
-static void all_reduce_small(ncclComm_t comm) {
-  check("ncclAllReduce", ncclAllReduce(hd_send(), hd_recv(), 8, ncclFloat32, ncclSum, comm,
-                                       (cudaStream_t)hd_stream()));
-}
-
 static double now_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -73,80 +58,10 @@ static double wait_for_dump(const char *dir, double start) {
   return -1;
 }
 
-static int by_value(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-enum { COST_CALLS = 4096, COST_BATCH = 256 };
-
-static double median(double *ns, size_t n) {
-  qsort(ns, n, sizeof(ns[0]), by_value);
-  return ns[n / 2];
-}
-
-static double enqueue_median_ns(ncclComm_t comm) {
-  static double ns[COST_CALLS];
-  for (int i = 0; i < 64; i++) all_reduce_small(comm); /* warm-up */
-  check("sync", hd_sync());
-  for (int i = 0; i < COST_CALLS; i++) {
-    double start = now_ms();
-    all_reduce_small(comm);
-    ns[i] = (now_ms() - start) * 1e6;
-    if (i % COST_BATCH == COST_BATCH - 1) check("sync", hd_sync());
-  }
-  check("sync", hd_sync());
-  return median(ns, COST_CALLS);
-}
-
-typedef ncclResult_t (*all_reduce_fn)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
-                                      ncclComm_t, cudaStream_t);
-
-/* The NCCL under the drop-in: the libnccl.so.2 this process has mapped, asked by handle (under
- * LD_PRELOAD, the program's own ncclAllReduce is the drop-in's). NULL when there is none. */
-static all_reduce_fn nccl_under(void) {
-  void *nccl = dlopen("libnccl.so.2", RTLD_LAZY | RTLD_NOLOAD);
-  if (nccl == NULL) return NULL;
-  all_reduce_fn fn = (all_reduce_fn)(uintptr_t)dlsym(nccl, "ncclAllReduce");
-  dlclose(nccl);
-  return fn != ncclAllReduce ? fn : NULL;
-}
-
-static double timed_ns(all_reduce_fn fn, ncclComm_t comm) {
-  double start = now_ms();
-  check("ncclAllReduce",
-        fn(hd_send(), hd_recv(), 8, ncclFloat32, ncclSum, comm, (cudaStream_t)hd_stream()));
-  return (now_ms() - start) * 1e6;
-}
-
-/* The median of (through the drop-in - straight into NCCL), call by call, the order taking
- * turns; -1 without an NCCL under the drop-in. */
-static double dropin_median_ns(ncclComm_t comm) {
-  static double ns[COST_CALLS];
-  all_reduce_fn direct = nccl_under();
-  if (direct == NULL) return -1;
-  check("sync", hd_sync());
-  for (int i = 0; i < COST_CALLS; i++) {
-    double through, straight;
-    if (i % 2) {
-      through = timed_ns(ncclAllReduce, comm);
-      straight = timed_ns(direct, comm);
-    } else {
-      straight = timed_ns(direct, comm);
-      through = timed_ns(ncclAllReduce, comm);
-    }
-    ns[i] = through - straight;
-    if (i % (COST_BATCH / 2) == COST_BATCH / 2 - 1) check("sync", hd_sync());
-  }
-  check("sync", hd_sync());
-  return median(ns, COST_CALLS);
-}
-
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IONBF, 0);
-  if (argc != 3 || (strcmp(argv[1], "hang") != 0 && strcmp(argv[1], "capture") != 0 &&
-                    strcmp(argv[1], "cost") != 0)) {
-    fprintf(stderr, "usage: %s hang|capture|cost DIR\n", argv[0]);
+  if (argc != 3 || (strcmp(argv[1], "hang") != 0 && strcmp(argv[1], "capture") != 0)) {
+    fprintf(stderr, "usage: %s hang|capture DIR\n", argv[0]);
     return 2;
   }
   int status = hd_init();
@@ -168,9 +83,6 @@ int main(int argc, char **argv) {
     hd_release();
     check("sync", hd_sync());
     printf("gave_up=%d\n", hd_gave_up());
-  } else if (strcmp(argv[1], "cost") == 0) {
-    printf("enqueue_ns=%.0f\n", enqueue_median_ns(comm));
-    printf("dropin_ns=%.0f\n", dropin_median_ns(comm));
   } else {
     check("sync", hd_sync());
     check("hd_capture_begin", hd_capture_begin());

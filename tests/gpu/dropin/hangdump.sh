@@ -16,13 +16,7 @@
 #                        times with the hang dump on: the capture works, no hang dump, the exit
 #                        dump marks the call "captured", compare says so (exit 3)
 #   capture-torch        an all-gather through torch.cuda.graph (tests/gpu/dropin/torch_capture.py)
-#   record-cost          what the drop-in adds to an 8-float all-reduce (LD_PRELOAD, recorder
-#                        on), paired call by call in one process against the same call straight
-#                        into the NCCL under it (hang_job cost's dropin_ns), with
-#                        NCCLSHIM_RECORD_HANG_MS=60000 against without, 3 runs each,
-#                        alternating: the difference of the medians is what the hang dump adds
-#                        per call (ok: at most 100 ns, the bound set for the watchdog's
-#                        record). The enqueue medians of the runs are in the detail.
+# What the hang dump adds to a call is the tracker part's hang_call (tests/gpu/track/tracker.sh).
 # Writes $OUT/hangdump/summary.csv (case,verdict,detected_ms,detail) and each case's logs,
 # dumps and compare output in $OUT/hangdump/<case>/. About 60 s; every job has a timeout.
 # shellcheck source=tests/gpu/part_common.sh
@@ -162,34 +156,6 @@ fi
 run_case capture-c 30 LD_PRELOAD="$dropin" NCCLSHIM_RECORD_HANG_MS=500 NCCLSHIM_RECORD_AT_EXIT=1 \
   -- "$bin/hang_job_sys" capture "$out/capture-c"
 capture_check capture-c $? "capture_result=0" ncclAllReduce
-# record-cost: medians of 3 alternating runs each.
-added_off=() added_on=() enqueue_off=() enqueue_on=()
-for _ in 1 2 3; do
-  for hang in off on; do
-    extra=(NCCLSHIM_RECORD_AT_EXIT=0)
-    [ $hang = on ] && extra=(NCCLSHIM_RECORD_HANG_MS=60000)
-    run_case "cost-$hang" 30 LD_PRELOAD="$dropin" "${extra[@]}" -- "$bin/hang_job_sys" cost \
-      "$out/cost-$hang"
-    ns=$(sed -n 's/^dropin_ns=//p' "$out/cost-$hang/run.log")
-    enqueue=$(sed -n 's/^enqueue_ns=//p' "$out/cost-$hang/run.log")
-    if [ $hang = on ]; then
-      added_on+=("${ns:-nan}") enqueue_on+=("${enqueue:-nan}")
-    else
-      added_off+=("${ns:-nan}") enqueue_off+=("${enqueue:-nan}")
-    fi
-  done
-done
-read -r off on added < <(python3 -c '
-import statistics, sys
-off, on = (statistics.median(float(x) for x in s.split()) for s in sys.argv[1:3])
-print("%.0f %.0f %.0f" % (off, on, on - off))' "${added_off[*]}" "${added_on[*]}" 2>/dev/null)
-detail="the drop-in adds ${off:-?} ns without, ${on:-?} ns with the hang dump (medians of"
-detail+=" ${added_off[*]} / ${added_on[*]}); enqueue ${enqueue_off[*]} / ${enqueue_on[*]} ns"
-if [ -n "${added:-}" ] && [ "${added%.*}" -le 100 ] 2>/dev/null; then
-  row record-cost ok "" "+${added} ns: $detail"
-else
-  row record-cost "FAIL: +${added:-?} ns" "" "$detail"
-fi
 # The torch case last, only while the part is within its 90 s (torch takes 15-30 s to start).
 if [ -x "$python" ] && [ $((SECONDS - start)) -lt 55 ]; then
   run_case capture-torch 35 LD_PRELOAD="$dropin" NCCLSHIM_RECORD_HANG_MS=500 \

@@ -22,6 +22,7 @@
 # About 3.5 minutes; every job has a timeout. NVLink multicast stays off.
 # shellcheck source=tests/gpu/part_common.sh
 source "$(dirname "$0")/../part_common.sh" recorder
+part_needs_gpus 2
 cudart=$(find "$cuda/lib64/" -maxdepth 1 -name 'libcudart.so*' 2>/dev/null | sort | head -1)
 dropin=$PWD/$build/src/dropin/libncclshim-nccl.so.0
 compare=$PWD/src/dropin/ncclshim-record-compare

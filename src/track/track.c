@@ -7,9 +7,10 @@
 
 #include "track_internal.h"
 
-/* A number of the calling thread's own (1, 2, ...: never one that another thread had), for
- * the handles that name the calling thread's stream; NCS_TRACK_NO_THREAD when none could be
- * had (the look then infers nothing from or for that node). Behind a pthread key rather than
+/* A number of the calling thread's own (1, 2, ...: never one that another thread had): its
+ * records are in program order, and it tells the handles that name the calling thread's
+ * stream apart; NCS_TRACK_NO_THREAD when none could be had (the look then infers nothing from
+ * or for that node). Behind a pthread key rather than
  * _Thread_local, as the per-thread message of src/status.c is. */
 static pthread_once_t thread_once = PTHREAD_ONCE_INIT;
 static pthread_key_t thread_key;
@@ -297,7 +298,6 @@ static ncclshim_cu_result record_node(ncs_tracker *t, ncs_track_node *node, CUst
     node->pool = pool;
     if (make_event(t->d, pool->ctx, &node->event, why) != NCCLSHIM_CUDA_SUCCESS) return why->result;
   }
-  node->called = atomic_fetch_add(&t->ticks, 1);
   ncclshim_cu_result r = t->d->cuEventRecord(node->event, stream);
   if (r == NCCLSHIM_CUDA_ERROR_INVALID_HANDLE && !resolved) {
     /* The cached context is not the stream's (a stream handle reused in another context,
@@ -317,7 +317,6 @@ static ncclshim_cu_result record_node(ncs_tracker *t, ncs_track_node *node, CUst
       return why->result;
     r = t->d->cuEventRecord(node->event, stream);
   }
-  node->returned = atomic_fetch_add(&t->ticks, 1);
   if (r != NCCLSHIM_CUDA_SUCCESS) { /* an event the driver refused is not reused */
     t->d->cuEventDestroy(node->event);
     node->event = NULL;
@@ -343,6 +342,7 @@ static void copy_op(ncs_track_op *to, const ncs_track_op *op) {
 
 int ncs_track_record(ncs_tracker *t, CUstream stream, const ncs_track_op *op, int64_t now_ns,
                      ncs_track_failure *why) {
+  uintptr_t thread = track_thread(); /* its first call per thread may allocate: not locked */
   track_lock(t);
   size_t row = cache_row(stream);
   ncs_track_pool *pool = t->cache[row].stream == stream ? t->cache[row].pool : NULL;
@@ -366,7 +366,7 @@ int ncs_track_record(ncs_tracker *t, CUstream stream, const ncs_track_op *op, in
   copy_op(&node->op, op);
   node->start_ns = now_ns;
   node->stream = stream;
-  node->thread = stream == NULL || stream == NCCLSHIM_CU_STREAM_PER_THREAD ? track_thread() : 0;
+  node->thread = thread;
   atomic_store_explicit(&node->state, NODE_RESERVED, memory_order_relaxed);
   if (t->tail != NULL) {
     t->tail->next = node;

@@ -24,12 +24,10 @@ typedef struct ncs_track_node {
   uint32_t gen;         /* bumped at each record, so that the look's answers go stale */
   CUevent event;        /* NULL: none made yet */
   ncs_track_pool *pool; /* the context `event` was made in (with an event) */
-  /* The stream it was recorded on, as the look groups them (track_look.c): the handle, and
-   * the recording thread for the handles that name a per-thread stream (NULL, 0x2); the
-   * tracker's ticks just before cuEventRecord was called and just after it returned. */
+  /* The stream it was recorded on and the recording thread's number, as the look groups
+   * them and infers from their order (track_look.c). */
   CUstream stream;
   uintptr_t thread;
-  uint64_t called, returned;
   int64_t start_ns;
   ncs_track_op op;
   /* The look's alone: a final answer (complete, or a failure) known for this record (gen),
@@ -67,7 +65,6 @@ struct ncs_tracker {
     ncs_track_pool *pool;
   } cache[CACHE];
   ncs_track_counts counts;
-  atomic_uint_fast64_t ticks; /* orders the records of one stream (track_look.c) */
   /* The look's scratch (only the looking thread uses it): the RECORDED nodes of one look,
    * and one stream's among them. */
   ncs_track_node **seen, **same;

@@ -6,9 +6,9 @@
  * few hundred ns, and a recording thread's cuEventRecord waits for it (on the H200, a look
  * every 10 ms added 300 to 600 ns to every record; bench/track_cost.c). So the look asks
  * about a few events of each stream and infers the rest from the stream's order: when an
- * event has completed, so has every event recorded on the same stream before it, that is,
- * whose cuEventRecord returned before that event's was called (the tracker's ticks say so;
- * records made at the same time by two threads prove nothing either way). A stream's events
+ * event has completed, so has every event recorded on the same stream before it by the same
+ * thread (its program order: that record returned before this one was called; records of
+ * two threads prove nothing either way, and are asked about one by one). A stream's events
  * are searched by halves, newest first: a stream whose work is done costs one query, a busy
  * one about log2(n). "The same stream" is the same handle, context and, for the handles
  * that name the calling thread's stream (NULL, per-thread), the same recording thread. A
@@ -58,14 +58,15 @@ static ncclshim_cu_result ask(ncs_tracker *t, ncs_track_node *node, CUcontext *c
 }
 
 static int same_stream(const ncs_track_node *a, const ncs_track_node *b) {
-  return a->stream == b->stream && a->pool == b->pool && a->thread == b->thread;
+  int per_thread = a->stream == NULL || a->stream == NCCLSHIM_CU_STREAM_PER_THREAD;
+  return a->stream == b->stream && a->pool == b->pool && (!per_thread || a->thread == b->thread);
 }
 
-/* `done` (of stream[0 .. n)) has completed: so has each one before it whose record returned
- * before done's was called. */
+/* `done` (of stream[0 .. n), in the queue's order) has completed: so has each one before it
+ * that the same thread recorded. */
 static void complete_before(ncs_track_node **stream, size_t n, const ncs_track_node *done) {
   for (size_t i = 0; i < n && stream[i] != done; i++)
-    if (!answered(stream[i]) && stream[i]->returned < done->called)
+    if (!answered(stream[i]) && stream[i]->thread == done->thread)
       answer(stream[i], NCCLSHIM_CUDA_SUCCESS);
 }
 

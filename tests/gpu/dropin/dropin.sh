@@ -114,16 +114,19 @@ step_torch() {
 
 { date -u; nvidia-smi --query-gpu=index,name,driver_version --format=csv; ls -l "$sys_nccl" "$pip_nccl"; } \
   >"$out/machine.txt" 2>&1
-# STEPS="build torch" runs those alone (a rerun); all by default.
+# STEPS="build torch" runs those alone (a rerun); all by default. hang and torch need two
+# GPUs: with fewer they are skipped, saying so.
 steps=" ${STEPS:-build hang preload torch} "
 want() { [[ $steps == *" $1 "* ]]; }
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+two_gpus() { [ "$gpus" -ge 2 ] || { note "$1" "skipped: needs 2 GPUs, this host has $gpus"; false; }; }
 want build && step_build
-if want hang; then
+if want hang && two_gpus hang; then
   hang linked "$out/stop-linked"
   hang preload-sys "$out/stop-sys" "$dropin"
   hang preload-pip "$out/stop-pip" "$dropin"
 fi
 want preload && step_preload
-want torch && step_torch
+want torch && two_gpus torch && step_torch
 echo "=== summary"
 printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"

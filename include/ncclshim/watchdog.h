@@ -58,9 +58,8 @@
  * (NCCL's abort, which runs concurrently, is what releases it; NCCL allows ncclCommAbort
  * from another thread for this purpose). The clock of an operation starts when it is
  * recorded, so an operation queued behind long unrelated work on the same stream counts that
- * work too: choose the timeout accordingly. A hang is reported at most one interval and one
- * clock tick (1 to 4 ms: the start is read from the coarse clock) after the deadline, never
- * before it. */
+ * work too: choose the timeout accordingly. A hang is reported at most one interval after
+ * the deadline. */
 #ifndef NCCLSHIM_WATCHDOG_H
 #define NCCLSHIM_WATCHDOG_H
 

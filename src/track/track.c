@@ -79,21 +79,9 @@ int ncs_track_capturing(const ncs_track_driver *d, CUstream stream, ncclshim_cu_
 }
 
 int64_t ncs_track_stamp_ns(void) {
-  static _Atomic int64_t step = -1; /* the coarse clock's resolution; 0: not used */
-  int64_t res = atomic_load_explicit(&step, memory_order_relaxed);
   struct timespec now;
-  if (res < 0) {
-    struct timespec r;
-    res = clock_getres(CLOCK_MONOTONIC_COARSE, &r) == 0 && r.tv_sec == 0 && r.tv_nsec <= 10000000
-              ? r.tv_nsec
-              : 0;
-    atomic_store_explicit(&step, res, memory_order_relaxed);
-  }
-  if (res == 0 || clock_gettime(CLOCK_MONOTONIC_COARSE, &now) != 0) {
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    res = 0;
-  }
-  return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec + res;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
 }
 
 static size_t cache_row(CUstream stream) {

@@ -128,12 +128,10 @@ typedef struct ncs_track_failure {
  * without captures), -1 with *r set when the driver could not tell. */
 int ncs_track_capturing(const ncs_track_driver *d, CUstream stream, ncclshim_cu_result *r);
 
-/* The start of an operation, for ncs_track_record: CLOCK_MONOTONIC in ns, read from the
- * coarse clock (a few ns, where the precise one costs tens on the GPU host) plus its
- * resolution, so never earlier than the precise clock and at most a tick (1 to 4 ms) later:
- * an operation is never taken for older than it is, and a deadline fires late by at most
- * that, never early. The precise clock where the coarse one is missing or coarser than
- * 10 ms. */
+/* The start of an operation, for ncs_track_record: CLOCK_MONOTONIC in ns, from the precise
+ * clock (about 30 ns on the GPU host). The coarse clock costs a few ns, but on the H200 host it
+ * lagged by more than its stated resolution, and a hang dump fired up to 2 ms before its
+ * limit: a start must never be taken for earlier than it was. */
 int64_t ncs_track_stamp_ns(void);
 
 /* On the program's thread, inside its call, right after the operation was enqueued on

@@ -79,9 +79,7 @@ ncclshim_status ncs_comm_wait_deadline(ncclshim_comm *comm, int64_t deadline_ns,
 
 /* ---- Time ------------------------------------------------------------------------------ */
 
-/* CLOCK_MONOTONIC in nanoseconds. */
-int64_t ncs_now_ns(void);
-/* now + timeout_ms, in ns. */
+/* now (ncs_track_now_ns, the one clock of the watchdog and the tracker) + timeout_ms, in ns. */
 int64_t ncs_deadline_ns(int timeout_ms);
 /* The refusal of a negative timeout (no wait of the API is unbounded): INVALID_ARGUMENT, the
  * message naming `who` and the value. */

@@ -1,4 +1,4 @@
-/* The monotonic clock and the pacing every bounded wait polls with.
+/* The pacing every bounded wait polls with (its clock is the tracker's, ncs_track_now_ns).
  *
  * A wait must notice completion within max(2 us, 5 %) of the moment it happened, for waits of
  * a microsecond to seconds. A sleep cannot promise that for short waits: nanosleep returns
@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "src/track/track.h"
 #include "comm_internal.h"
 
 enum {
@@ -53,13 +54,9 @@ static void read_spin_limit(void) {
   if (*end == '\0' && us >= 0 && us <= INT64_MAX / 1000) spin_limit_ns = (int64_t)us * 1000;
 }
 
-int64_t ncs_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+int64_t ncs_deadline_ns(int timeout_ms) {
+  return ncs_track_now_ns() + (int64_t)timeout_ms * 1000000;
 }
-
-int64_t ncs_deadline_ns(int timeout_ms) { return ncs_now_ns() + (int64_t)timeout_ms * 1000000; }
 
 ncclshim_status ncs_negative_timeout(const char *who, int timeout_ms) {
   return ncs_fail(NCCLSHIM_INVALID_ARGUMENT, "%s: timeout %d ms is negative (no wait is unbounded)",
@@ -68,7 +65,7 @@ ncclshim_status ncs_negative_timeout(const char *who, int timeout_ms) {
 
 ncs_backoff ncs_backoff_start(int64_t deadline_ns) {
   pthread_once(&spin_once, read_spin_limit);
-  ncs_backoff backoff = {deadline_ns, ncs_now_ns(), FIRST_LATENESS_NS, spin_limit_ns, 0};
+  ncs_backoff backoff = {deadline_ns, ncs_track_now_ns(), FIRST_LATENESS_NS, spin_limit_ns, 0};
   return backoff;
 }
 
@@ -82,7 +79,7 @@ int64_t ncs_backoff_step_ns(const ncs_backoff *backoff, int64_t now) {
 }
 
 int ncs_backoff_sleep(ncs_backoff *backoff) {
-  int64_t now = ncs_now_ns();
+  int64_t now = ncs_track_now_ns();
   int64_t left = backoff->deadline_ns - now;
   if (left <= 0) return 0;
   int64_t step = ncs_backoff_step_ns(backoff, now);
@@ -95,7 +92,7 @@ int ncs_backoff_sleep(ncs_backoff *backoff) {
   while (nanosleep(&ts, &ts) != 0) {
   } /* a signal cut it short: sleep the rest */
   /* Learn how late sleeps come back: the latest lateness counts half. */
-  int64_t late = ncs_now_ns() - now - step;
+  int64_t late = ncs_track_now_ns() - now - step;
   if (late < 0) late = 0;
   backoff->lateness_ns = (backoff->lateness_ns + late) / 2;
   return 1;

@@ -46,7 +46,7 @@ int ncs_watch_inspect(ncs_watch *w, CUcontext *current, ncs_watch_verdict *v) {
   if (atomic_load(&w->unwatched) || ncs_comm_get_state(comm) != NCCLSHIM_COMM_READY) return 0;
   ncs_track_seen seen;
   int running = ncs_track_look(w->track, current, &seen);
-  int64_t now = ncs_now_ns();
+  int64_t now = ncs_track_now_ns();
   char what[320] = "no recorded operation outstanding";
   if (running) describe(&seen.op, seen.start_ns, now, what, sizeof(what));
   if (seen.failed) {

@@ -61,18 +61,12 @@ static ncclshim_status mark(ncclshim_comm *comm, CUstream stream, const char *ca
     unpin(comm, w);
     return NCCLSHIM_OK;
   }
-  ncs_track_op op; /* field by field: the label's 64 bytes are written only for a replay */
-  op.call = call;
-  op.count = count;
-  op.type = type;
-  op.seq = ++w->seq;
-  op.index = 0;
-  op.n = 1;
-  op.label[0] = '\0';
+  ncs_track_op op; /* the label's 64 bytes are written only for a replay */
+  ncs_track_op_set(&op, call, count, type, ++w->seq, 0, 1);
   if (label != NULL) copy_label(op.label, label);
   ncs_track_failure why = {"cuStreamIsCapturing", r};
   int recorded =
-      capturing == 0 && ncs_track_record(w->track, stream, &op, ncs_track_stamp_ns(), &why) == 0;
+      capturing == 0 && ncs_track_record(w->track, stream, &op, ncs_track_now_ns(), &why) == 0;
   w->counts.recorded++;
   w->counts.replays += call == NULL;
   w->counts.events += (uint64_t)recorded;

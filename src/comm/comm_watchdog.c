@@ -106,7 +106,7 @@ static void *watchdog_thread(void *arg) {
       ncs_comm_unref(failed[i]);
     }
     pthread_mutex_lock(&dog->lock);
-    int64_t until = ncs_now_ns() + dog->interval_ns;
+    int64_t until = ncs_track_now_ns() + dog->interval_ns;
     struct timespec ts = {(time_t)(until / 1000000000), (long)(until % 1000000000)};
     while (!dog->stop && pthread_cond_timedwait(&dog->wake, &dog->lock, &ts) != ETIMEDOUT) {
     }

@@ -52,16 +52,10 @@ static void watch(const void *stream, int fn, uint64_t index, uint64_t seq, uint
   }
   ncs_tracker *t = ncs_hang_tracker(d);
   if (t == NULL) return; /* fired, exiting, or no thread (said) */
-  ncs_track_op op;       /* field by field: the label's 64 bytes are not written */
-  op.call = NULL;
-  op.count = 0;
-  op.type = fn;
-  op.seq = seq;
-  op.index = index;
-  op.n = n;
-  op.label[0] = '\0';
+  ncs_track_op op;
+  ncs_track_op_set(&op, NULL, 0, fn, seq, index, n);
   ncs_track_failure why;
-  if (ncs_track_record(t, (CUstream)stream, &op, ncs_track_stamp_ns(), &why) != 0)
+  if (ncs_track_record(t, (CUstream)stream, &op, ncs_track_now_ns(), &why) != 0)
     say_not_watched(fn, seq, why.call, why.result != 0 ? (int)why.result : 12 /* ENOMEM */);
 }
 

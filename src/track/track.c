@@ -78,7 +78,7 @@ int ncs_track_capturing(const ncs_track_driver *d, CUstream stream, ncclshim_cu_
   return -1;
 }
 
-int64_t ncs_track_stamp_ns(void) {
+int64_t ncs_track_now_ns(void) {
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
   return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;

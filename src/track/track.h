@@ -109,6 +109,19 @@ typedef struct ncs_track_op {
   char label[NCS_TRACK_LABEL_BYTES];
 } ncs_track_op;
 
+/* Fill `op` with no label, field by field: the label's 64 bytes are not written (a record
+ * copies them only when the first is not NUL), as a compound literal would. */
+static inline void ncs_track_op_set(ncs_track_op *op, const char *call, size_t count, int type,
+                                    uint64_t seq, uint64_t index, uint64_t n) {
+  op->call = call;
+  op->count = count;
+  op->type = type;
+  op->seq = seq;
+  op->index = index;
+  op->n = n;
+  op->label[0] = '\0';
+}
+
 typedef struct ncs_tracker ncs_tracker;
 
 /* A tracker over `driver` (kept as a pointer: it outlives the tracker); NULL without memory. */
@@ -128,11 +141,12 @@ typedef struct ncs_track_failure {
  * without captures), -1 with *r set when the driver could not tell. */
 int ncs_track_capturing(const ncs_track_driver *d, CUstream stream, ncclshim_cu_result *r);
 
-/* The start of an operation, for ncs_track_record: CLOCK_MONOTONIC in ns, from the precise
+/* The start of an operation, for ncs_track_record, and the clock of the watchdog's deadlines
+ * and waits: CLOCK_MONOTONIC in ns, from the precise
  * clock (about 30 ns on the GPU host). The coarse clock costs a few ns, but on the H200 host it
  * lagged by more than its stated resolution, and a hang dump fired up to 2 ms before its
  * limit: a start must never be taken for earlier than it was. */
-int64_t ncs_track_stamp_ns(void);
+int64_t ncs_track_now_ns(void);
 
 /* On the program's thread, inside its call, right after the operation was enqueued on
  * `stream` (which must not be capturing: ask ncs_track_capturing first): one event of the

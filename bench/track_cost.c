@@ -239,7 +239,7 @@ static double timed(int what, ncs_tracker *t, CUevent ev, CUevent *ring, CUstrea
       r = 1;
   } else {
     ncs_track_failure why;
-    if (ncs_track_capturing(&driver, s, &r) != 0 || ncs_track_record(t, s, &op, a, &why) != 0)
+    if (ncs_track_capturing(&driver, s, &r) != 0 || ncs_track_record(t, s, &op, &why) != 0)
       r = r != 0 ? r : why.result != 0 ? why.result : 1;
   }
   int64_t b = now_ns();

@@ -56,10 +56,12 @@
  *
  * What it cannot do: stop a blocking NCCL call that is itself stuck on the enqueueing thread
  * (NCCL's abort, which runs concurrently, is what releases it; NCCL allows ncclCommAbort
- * from another thread for this purpose). The clock of an operation starts when it is
- * recorded, so an operation queued behind long unrelated work on the same stream counts that
- * work too: choose the timeout accordingly. A hang is reported at most one interval after
- * the deadline. */
+ * from another thread for this purpose). The clock of an operation starts when the
+ * watchdog's first look after its record sees it (at most one interval later: a record
+ * reads no clock), so an operation queued behind long unrelated work on the same stream
+ * counts that work too: choose the timeout accordingly. The next look is aimed at the
+ * oldest pending operation's deadline: a hang is reported no earlier than the deadline after
+ * the record, and at most one interval after it. */
 #ifndef NCCLSHIM_WATCHDOG_H
 #define NCCLSHIM_WATCHDOG_H
 
@@ -124,8 +126,8 @@ NCCLSHIM_API ncclshim_status ncclshim_comm_unwatch(ncclshim_comm *comm);
  * a pointer: pass a string literal), `count`, `type` and the sequence number, and records
  * the operation's own event on the stream, now, on this thread (nothing is recorded on it
  * later: the stream may be destroyed once its work is done). Its cost: one cuEventRecord,
- * one cuStreamIsCapturing, a clock read and a short lock. On a capturing stream: no event,
- * no clock, OK, counted as captured. "Enqueued" means on the stream: a call that answered
+ * one cuStreamIsCapturing and a short lock. On a capturing stream: no event, no clock, OK,
+ * counted as captured. "Enqueued" means on the stream: a call that answered
  * ncclInProgress (a non-blocking communicator) is enqueued by NCCL's own thread later, so
  * record it once ncclshim_comm_check has finished it; an event recorded before the work
  * would complete at once and hide its hang.

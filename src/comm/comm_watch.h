@@ -59,13 +59,14 @@ void ncs_watch_unref(ncs_watch *watch);
 void ncs_watchdog_unref(ncclshim_watchdog *dog);
 
 /* One look at a watch on the watchdog's thread (comm_watch_pass.c): the tracker's look,
- * then the deadline and NCCL's error. 1 with the
- * failure written into status/code/text when the communicator must be failed. */
+ * then the deadline and NCCL's error. 1 with the failure written into status/code/text when
+ * the communicator must be failed; else *due_ns is lowered to the deadline of its oldest
+ * pending operation, when it has one (the next pass is aimed at it). */
 typedef struct ncs_watch_verdict {
   ncclshim_status status; /* TIMEOUT, NCCL_ERROR or CUDA_ERROR */
   ncclResult_t code;
   char text[640];
 } ncs_watch_verdict;
-int ncs_watch_inspect(ncs_watch *w, CUcontext *current, ncs_watch_verdict *v);
+int ncs_watch_inspect(ncs_watch *w, CUcontext *current, ncs_watch_verdict *v, int64_t *due_ns);
 
 #endif

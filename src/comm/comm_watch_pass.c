@@ -32,16 +32,16 @@ static void describe(const ncs_track_op *op, int64_t start_ns, int64_t now, char
     char label[4 * NCS_TRACK_LABEL_BYTES + 1];
     escape(op->label, label, sizeof(label));
     snprintf(buf, size,
-             "replay #%llu of CUDA graph \"%s\" (%zu collectives), which had run %lld ms",
+             "replay #%llu of CUDA graph \"%s\" (%zu collectives), which had run at least %lld ms",
              (unsigned long long)op->seq, label, op->count, ran);
   } else {
-    snprintf(buf, size, "%s #%llu (count %zu, %s), which had run %lld ms", op->call,
+    snprintf(buf, size, "%s #%llu (count %zu, %s), which had run at least %lld ms", op->call,
              (unsigned long long)op->seq, op->count,
              ncclshim_nccl_type_name((ncclDataType_t)op->type), ran);
   }
 }
 
-int ncs_watch_inspect(ncs_watch *w, CUcontext *current, ncs_watch_verdict *v) {
+int ncs_watch_inspect(ncs_watch *w, CUcontext *current, ncs_watch_verdict *v, int64_t *due_ns) {
   ncclshim_comm *comm = w->comm;
   if (atomic_load(&w->unwatched) || ncs_comm_get_state(comm) != NCCLSHIM_COMM_READY) return 0;
   ncs_track_seen seen;
@@ -71,7 +71,11 @@ int ncs_watch_inspect(ncs_watch *w, CUcontext *current, ncs_watch_verdict *v) {
              ncclshim_nccl_result_name(code), (int)code, what);
     return 1;
   }
-  if (seen.pending && now - seen.start_ns > w->timeout_ns) {
+  if (seen.pending && now - seen.start_ns < w->timeout_ns) {
+    if (seen.start_ns + w->timeout_ns < *due_ns) *due_ns = seen.start_ns + w->timeout_ns;
+    return 0;
+  }
+  if (seen.pending) {
     v->status = NCCLSHIM_TIMEOUT;
     v->code = ncclInProgress;
     snprintf(v->text, sizeof(v->text), "%s, past its deadline of %lld ms", what,

@@ -65,8 +65,7 @@ static ncclshim_status mark(ncclshim_comm *comm, CUstream stream, const char *ca
   ncs_track_op_set(&op, call, count, type, ++w->seq, 0, 1);
   if (label != NULL) copy_label(op.label, label);
   ncs_track_failure why = {"cuStreamIsCapturing", r};
-  int recorded =
-      capturing == 0 && ncs_track_record(w->track, stream, &op, ncs_track_now_ns(), &why) == 0;
+  int recorded = capturing == 0 && ncs_track_record(w->track, stream, &op, &why) == 0;
   w->counts.recorded++;
   w->counts.replays += call == NULL;
   w->counts.events += (uint64_t)recorded;

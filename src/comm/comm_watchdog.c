@@ -62,13 +62,14 @@ static void take_watches(ncclshim_watchdog *dog, seen_watches *seen) {
 /* One pass over the watches, without the watchdog's lock; the communicators it failed,
  * referenced, go to failed[] for the callback. */
 static int pass(ncclshim_watchdog *dog, seen_watches *seen, CUcontext *current,
-                ncclshim_comm **failed) {
+                ncclshim_comm **failed, int64_t *due_ns) {
   take_watches(dog, seen);
   int n = 0;
   for (size_t i = 0; i < seen->count; i++) {
     ncs_watch *w = seen->watch[i];
     ncs_watch_verdict v;
-    if (n < MAX_FAILURES_PER_PASS && ncs_watch_inspect(w, current, &v) && fail(w->comm, &v)) {
+    if (n < MAX_FAILURES_PER_PASS && ncs_watch_inspect(w, current, &v, due_ns) &&
+        fail(w->comm, &v)) {
       ncs_comm_ref(w->comm);
       failed[n++] = w->comm;
     }
@@ -99,15 +100,18 @@ static void *watchdog_thread(void *arg) {
     pthread_mutex_unlock(&dog->lock);
     if (!mode_set) mode_set = thread_local_capture(dog->cuda);
     ncclshim_comm *failed[MAX_FAILURES_PER_PASS];
-    int n = pass(dog, &seen, &current, failed);
+    /* The next pass: an interval on, or sooner at the deadline of an operation pending now
+     * (its clock started at the first look that saw it, so this keeps a report within one
+     * interval of the deadline). */
+    int64_t due = ncs_track_now_ns() + dog->interval_ns;
+    int n = pass(dog, &seen, &current, failed, &due);
     for (int i = 0; i < n; i++) {
       if (dog->on_failure != NULL)
         dog->on_failure(failed[i], failed[i]->failed_status, failed[i]->reason, dog->user);
       ncs_comm_unref(failed[i]);
     }
     pthread_mutex_lock(&dog->lock);
-    int64_t until = ncs_track_now_ns() + dog->interval_ns;
-    struct timespec ts = {(time_t)(until / 1000000000), (long)(until % 1000000000)};
+    struct timespec ts = {(time_t)(due / 1000000000), (long)(due % 1000000000)};
     while (!dog->stop && pthread_cond_timedwait(&dog->wake, &dog->lock, &ts) != ETIMEDOUT) {
     }
   }

@@ -55,7 +55,7 @@ static void watch(const void *stream, int fn, uint64_t index, uint64_t seq, uint
   ncs_track_op op;
   ncs_track_op_set(&op, NULL, 0, fn, seq, index, n);
   ncs_track_failure why;
-  if (ncs_track_record(t, (CUstream)stream, &op, ncs_track_now_ns(), &why) != 0)
+  if (ncs_track_record(t, (CUstream)stream, &op, &why) != 0)
     say_not_watched(fn, seq, why.call, why.result != 0 ? (int)why.result : 12 /* ENOMEM */);
 }
 

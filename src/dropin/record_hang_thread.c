@@ -1,7 +1,9 @@
 /* The hang dump's checking thread: every interval it looks at the tracker (src/track), which
  * queries the events of the operations not yet seen complete, oldest first; it dumps once
- * when the oldest is not complete N ms after it was recorded. It never names a program's
- * stream: the events were recorded inside the program's own calls (record_hang.c). */
+ * when the oldest is not complete N ms after a look first saw it (the tracker's stamp: never
+ * before its record, at most one interval after; the next look is aimed at that limit). It
+ * never names a program's stream: the events were recorded inside the program's own calls
+ * (record_hang.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -22,12 +24,6 @@ static struct {
   _Atomic(ncs_tracker *) live; /* the tracker while the thread checks it, else NULL */
   atomic_int off;              /* fired, stopped, or no thread: nothing more is recorded */
 } hang = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-static uint64_t now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
 
 /* Dump, once; the line on stderr names the call (and the operations of its group on its
  * stream, which one event covers) and how long it has been pending. */
@@ -74,7 +70,7 @@ static void *check(void *arg) {
     pthread_mutex_unlock(&hang.lock);
     ncs_track_seen seen;
     int something = ncs_track_look(t, &current, &seen);
-    uint64_t now = now_ns(), due = now + interval;
+    uint64_t now = (uint64_t)ncs_track_now_ns(), due = now + interval;
     if (something && seen.failed) say_query_failed(&seen);
     if (something && seen.pending) {
       uint64_t deadline = (uint64_t)seen.start_ns + limit;

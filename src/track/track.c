@@ -328,7 +328,7 @@ static void copy_op(ncs_track_op *to, const ncs_track_op *op) {
     to->label[0] = '\0';
 }
 
-int ncs_track_record(ncs_tracker *t, CUstream stream, const ncs_track_op *op, int64_t now_ns,
+int ncs_track_record(ncs_tracker *t, CUstream stream, const ncs_track_op *op,
                      ncs_track_failure *why) {
   uintptr_t thread = track_thread(); /* its first call per thread may allocate: not locked */
   track_lock(t);
@@ -352,7 +352,6 @@ int ncs_track_record(ncs_tracker *t, CUstream stream, const ncs_track_op *op, in
   node->next = NULL;
   node->gen++; /* the look's answers about its last record go stale */
   copy_op(&node->op, op);
-  node->start_ns = now_ns;
   node->stream = stream;
   node->thread = thread;
   atomic_store_explicit(&node->state, NODE_RESERVED, memory_order_relaxed);

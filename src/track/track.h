@@ -8,6 +8,9 @@
  *     after the call returned, so a stream the program synchronizes and destroys is never
  *     touched again (a destroyed stream's handle crashes the driver, and the next stream
  *     created gets the same handle).
+ *   - A record reads no clock: a look stamps each operation it sees for the first time, with
+ *     the time it took the lock to list them (so never before the record). A clock read
+ *     costs about 30 ns on the GPU host, more than half of a record's budget.
  *   - The background thread (ncs_track_look) calls only cuEventQuery, cuCtxSetCurrent and
  *     cuEventDestroy, on events the tracker made; and few of them: each query holds the
  *     driver's lock that a record waits for, so it asks about a few events per stream and
@@ -29,7 +32,7 @@
  *     which nothing more is recorded).
  *   - A slow driver call delays only the call it is in: no lock is held across a driver
  *     call, and a look never waits for a record in progress: it takes that operation as
- *     the oldest not known complete, judged by the time its record began.
+ *     the oldest not known complete, judged by its stamp.
  *
  * The lock and the node states. t->lock (a spin lock, a few steps at a time, never across a
  * driver call or an allocation) guards the queue, the done chain, the free lists, the pools,
@@ -141,23 +144,24 @@ typedef struct ncs_track_failure {
  * without captures), -1 with *r set when the driver could not tell. */
 int ncs_track_capturing(const ncs_track_driver *d, CUstream stream, ncclshim_cu_result *r);
 
-/* The start of an operation, for ncs_track_record, and the clock of the watchdog's deadlines
- * and waits: CLOCK_MONOTONIC in ns, from the precise
- * clock (about 30 ns on the GPU host). The coarse clock costs a few ns, but on the H200 host it
- * lagged by more than its stated resolution, and a hang dump fired up to 2 ms before its
- * limit: a start must never be taken for earlier than it was. */
+/* The clock of the looks' stamps and of the watchdog's deadlines and waits: CLOCK_MONOTONIC
+ * in ns, the precise clock. The coarse one costs a few ns instead of about 30 on the GPU host,
+ * but there it lagged by more than its stated resolution (a hang dump fired up to 2 ms before
+ * its limit): a start must never be taken for earlier than it was. */
 int64_t ncs_track_now_ns(void);
 
 /* On the program's thread, inside its call, right after the operation was enqueued on
  * `stream` (which must not be capturing: ask ncs_track_capturing first): one event of the
- * stream's context, recorded on it, covers `op`, whose clock starts at `now_ns`. 0 when it is
- * watched; -1 with *why set when it is not (the caller tells the program). Any number of
- * threads may record at once. */
-int ncs_track_record(ncs_tracker *t, CUstream stream, const ncs_track_op *op, int64_t now_ns,
+ * stream's context, recorded on it, covers `op`. 0 when it is watched; -1 with *why set when
+ * it is not (the caller tells the program). Any number of threads may record at once. */
+int ncs_track_record(ncs_tracker *t, CUstream stream, const ncs_track_op *op,
                      ncs_track_failure *why);
 
-/* What a look found: the oldest operation not known complete (pending 1: op and start_ns),
- * or a failed query (failed 1: op, and why). */
+/* What a look found: the oldest operation not known complete (pending 1: op, and start_ns:
+ * when a look first saw it, at most one look after its record and never before), or a failed
+ * query (failed 1: op, and why). A user that judges deadlines aims its next look at the
+ * pending one's start plus its deadline, so that a hang is reported at most one interval
+ * after it: the stamp is at most one interval late, and the aimed look is on time. */
 typedef struct ncs_track_seen {
   int pending, failed;
   ncs_track_op op;

@@ -28,12 +28,13 @@ typedef struct ncs_track_node {
    * them and infers from their order (track_look.c). */
   CUstream stream;
   uintptr_t thread;
-  int64_t start_ns;
   ncs_track_op op;
   /* The look's alone: a final answer (complete, or a failure) known for this record (gen),
-   * found by a query or inferred from a later event of the same stream. */
-  _Alignas(64) uint32_t answered_gen;
+   * found by a query or inferred from a later event of the same stream; and when a look
+   * first saw this record (stamped_gen), the start of its clock. */
+  _Alignas(64) uint32_t answered_gen, stamped_gen;
   ncclshim_cu_result answer;
+  int64_t start_ns;
 } ncs_track_node;
 
 /* The events of one context: its nodes that hold a spare event. Never freed before the

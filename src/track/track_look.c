@@ -49,6 +49,17 @@ static void answer(ncs_track_node *node, ncclshim_cu_result r) {
 }
 static int answered(const ncs_track_node *node) { return node->answered_gen == node->gen; }
 
+/* Under the lock: the start of the node's clock, stamped `now` when no look saw this record
+ * before (`now` 0: read now). The record came before the lock was taken, so the stamp is never
+ * earlier than the record. */
+static int64_t start_of(ncs_track_node *node, int64_t now) {
+  if (node->stamped_gen != node->gen) {
+    node->stamped_gen = node->gen;
+    node->start_ns = now != 0 ? now : ncs_track_now_ns();
+  }
+  return node->start_ns;
+}
+
 /* The node's answer: the one known, else a query's (kept when final). */
 static ncclshim_cu_result ask(ncs_tracker *t, ncs_track_node *node, CUcontext *current) {
   if (answered(node)) return node->answer;
@@ -106,21 +117,26 @@ static int room(ncs_tracker *t, size_t n) {
   return 1;
 }
 
-/* Before the walk: the RECORDED nodes (the lock taken to list them), grouped by stream, each
- * stream searched without the lock. What this finds is only a shortcut: the walk asks about
- * any node left without an answer. */
+/* Before the walk: every node in the queue is stamped, and the RECORDED ones listed (the lock
+ * taken for both), grouped by stream, each stream searched without the lock. What this finds
+ * is only a shortcut: the walk asks about any node left without an answer. */
 static void infer(ncs_tracker *t, CUcontext *current) {
   track_lock(t);
   uint64_t listed = t->counts.outstanding;
   track_unlock(t);
-  if (listed == 0 || !room(t, (size_t)listed)) return;
+  int listing = listed != 0 && room(t, (size_t)listed);
   size_t n = 0;
   track_lock(t);
-  for (ncs_track_node *node = t->head; node != NULL && n < t->capacity; node = node->next)
-    if (atomic_load_explicit(&node->state, memory_order_acquire) == NODE_RECORDED &&
+  int64_t now = ncs_track_now_ns(); /* every node in the queue now was recorded before */
+  for (ncs_track_node *node = t->head; node != NULL; node = node->next) {
+    start_of(node, now);
+    if (listing && n < t->capacity &&
+        atomic_load_explicit(&node->state, memory_order_acquire) == NODE_RECORDED &&
         !answered(node) && node->thread != NCS_TRACK_NO_THREAD)
       t->seen[n++] = node;
+  }
   track_unlock(t);
+  if (n == 0) return;
   /* Only this thread changes a RECORDED node, so the list stays true without the lock. At
    * most STREAMS_PER_LOOK streams are searched: grouping costs n per stream. */
   int streams = 0;
@@ -145,10 +161,10 @@ int ncs_track_look(ncs_tracker *t, CUcontext *current, ncs_track_seen *seen) {
   ncs_track_node *node = t->head;
   while (node != NULL) {
     int state = atomic_load_explicit(&node->state, memory_order_acquire);
-    if (state == NODE_RESERVED) { /* a record in progress: the oldest, judged by its start */
+    if (state == NODE_RESERVED) { /* a record in progress: the oldest, judged by its stamp */
       seen->pending = 1;
       seen->op = node->op;
-      seen->start_ns = node->start_ns;
+      seen->start_ns = start_of(node, 0);
       break;
     }
     if (state == NODE_RECORDED) {
@@ -165,7 +181,7 @@ int ncs_track_look(ncs_tracker *t, CUcontext *current, ncs_track_seen *seen) {
       if (r == NCCLSHIM_CUDA_ERROR_NOT_READY) {
         seen->pending = 1;
         seen->op = node->op;
-        seen->start_ns = node->start_ns;
+        seen->start_ns = start_of(node, 0);
         break;
       }
       if (capture_answer(r)) {
@@ -173,7 +189,7 @@ int ncs_track_look(ncs_tracker *t, CUcontext *current, ncs_track_seen *seen) {
       } else if (r != NCCLSHIM_CUDA_SUCCESS) {
         seen->failed = 1;
         seen->op = node->op;
-        seen->start_ns = node->start_ns;
+        seen->start_ns = start_of(node, 0);
         seen->why = (ncs_track_failure){"cuEventQuery", r};
       }
       t->counts.outstanding -= node->op.n; /* known: complete, captured, or failed */

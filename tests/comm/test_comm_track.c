@@ -308,6 +308,35 @@ static void test_slow_record_delays_no_other_communicator(void **state) {
   ncclshim_nccl_close(nccl);
 }
 
+/* A record reads no clock: an operation's clock starts at the first look that sees it, up to
+ * an interval after its record, and the next pass is aimed at its deadline. So the hang is
+ * reported no earlier than the deadline after the record, and at most about one interval
+ * after it (a look every interval would make it two). */
+static void test_hang_reported_within_an_interval_of_its_deadline(void **state) {
+  (void)state;
+  enum { INTERVAL = 400, DEADLINE = 100 };
+  ncclshim_watchdog *dog = start_every(INTERVAL);
+  ncclshim_nccl *nccl = fake_open("2.28.9");
+  ncclshim_comm *comm = watched(nccl, dog, DEADLINE);
+  CUstream h = new_stream();
+  fake.set_stream_answer(h, NOT_READY, 0);
+  sleep_ms(50); /* just after the watchdog's first pass */
+  int64_t start = now_ms();
+  assert_int_equal(RECORD(comm, h, 3), NCCLSHIM_OK);
+  const char *message = failure_of(comm, 20 * INTERVAL);
+  int64_t took = now_ms() - start;
+  assert_non_null(
+      strstr(message, "ncclAllReduce #1 (count 3, ncclFloat32), which had run at least"));
+  assert_true(took >= DEADLINE);
+  assert_true(took < DEADLINE + INTERVAL + test_slack_ms(150));
+  assert_int_equal(ncclshim_comm_abort(comm, 5000), NCCLSHIM_OK);
+  ncclshim_comm_free(comm);
+  stop(dog);
+  fake.release_stream(h);
+  cu->cuStreamDestroy(h);
+  ncclshim_nccl_close(nccl);
+}
+
 /* Two devices from one thread (NCCL's several devices per thread): streams of both
  * contexts, and the legacy stream of each as the current context changes. Every record is
  * watched; a hang on device 1 is named. */
@@ -527,6 +556,7 @@ int main(void) {
       cmocka_unit_test_setup(test_more_than_any_pool_then_a_hang_elsewhere, setup),
       cmocka_unit_test_setup(test_every_failing_driver_call_is_answered, setup),
       cmocka_unit_test_setup(test_slow_record_delays_no_other_communicator, setup),
+      cmocka_unit_test_setup(test_hang_reported_within_an_interval_of_its_deadline, setup),
       cmocka_unit_test_setup(test_two_contexts_from_one_thread, setup),
       cmocka_unit_test_setup(test_shared_stream_each_names_its_own, setup),
       cmocka_unit_test_setup(test_label_cut_on_a_character_and_escaped, setup),

@@ -35,9 +35,15 @@ static void describe(const ncs_track_op *op, int64_t start_ns, int64_t now, char
              "replay #%llu of CUDA graph \"%s\" (%zu collectives), which had run at least %lld ms",
              (unsigned long long)op->seq, label, op->count, ran);
   } else {
-    snprintf(buf, size, "%s #%llu (count %zu, %s), which had run at least %lld ms", op->call,
+    /* Several operations under one event (recorded on one stream within one look): which of
+     * them is not complete, the event cannot tell; the last one is not. */
+    char more[96] = "";
+    if (op->n > 1)
+      snprintf(more, sizeof(more), " or one of the %llu after it on its stream (one event)",
+               (unsigned long long)op->n - 1);
+    snprintf(buf, size, "%s #%llu (count %zu, %s)%s, which had run at least %lld ms", op->call,
              (unsigned long long)op->seq, op->count,
-             ncclshim_nccl_type_name((ncclDataType_t)op->type), ran);
+             ncclshim_nccl_type_name((ncclDataType_t)op->type), more, ran);
   }
 }
 

@@ -1,6 +1,7 @@
 /* The enqueueing thread's step per operation (ncclshim_comm_record) and per graph replay
  * (ncclshim_comm_record_graph): it asks whether the stream captures, then records the
- * operation's own event (src/track). */
+ * operation's event (src/track; shared with this thread's operations on the stream since the
+ * last look). */
 #include <string.h>
 
 #include "comm_watch.h"
@@ -62,7 +63,7 @@ static ncclshim_status mark(ncclshim_comm *comm, CUstream stream, const char *ca
     return NCCLSHIM_OK;
   }
   ncs_track_op op; /* the label's 64 bytes are written only for a replay */
-  ncs_track_op_set(&op, call, count, type, ++w->seq, 0, 1);
+  ncs_track_op_set(&op, call, count, type, ++w->seq, 0, 1, NULL);
   if (label != NULL) copy_label(op.label, label);
   ncs_track_failure why = {"cuStreamIsCapturing", r};
   int recorded = capturing == 0 && ncs_track_record(w->track, stream, &op, &why) == 0;

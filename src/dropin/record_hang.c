@@ -1,16 +1,18 @@
 /* The hang dump (NCCLSHIM_RECORD_HANG_MS=N), its enqueueing side: each recorded operation
- * that is not captured into a graph gets an event of its own on its stream, recorded by the
- * tracker (src/track) on the program's thread, inside the NCCL call, once the operation is
- * enqueued (for a group, at ncclGroupEnd, when NCCL launches it: one event per stream of the
- * group, covering the group's operations there). A non-blocking communicator's call that
- * answers ncclInProgress has not enqueued its work yet (NCCL launches it from a thread of its
- * own): its event waits for the program's ncclCommGetAsyncError that says the communicator
- * is done, and is recorded inside that call (deferred, below). An ncclGroupSimulateEnd given
- * a simInfo launches nothing: its group's operations get no event. Nothing is recorded
- * later than that and no other
- * thread names the stream: a program may destroy it as soon as its work is done. The
+ * that is not captured into a graph gets an event on its stream, recorded by the tracker
+ * (src/track) on the program's thread, inside the NCCL call, once the operation is enqueued
+ * (for a group, at ncclGroupEnd, when NCCL launches it: one record per stream of the group,
+ * covering the group's operations there). One communicator's operations that one thread
+ * records on one stream between two looks share an event, recorded again by each (track.h,
+ * the sharing rule): the tracker's owner of an operation is its communicator. A non-blocking
+ * communicator's call that answers ncclInProgress has not enqueued its work yet (NCCL
+ * launches it from a thread of its own): its event waits for the program's
+ * ncclCommGetAsyncError that says the communicator is done, and is recorded inside that call
+ * (deferred, below). An ncclGroupSimulateEnd given a simInfo launches nothing: its group's
+ * operations get no event. Nothing is recorded later than that and no other thread names the
+ * stream: a program may destroy it as soon as its work is done. The
  * checking thread (record_hang_thread.c) dumps once, reason "hang", when the oldest event has
- * not completed N ms after it was recorded. An operation that cannot be watched (no driver
+ * not completed N ms after a look first saw it. An operation that cannot be watched (no driver
  * loaded, a driver call that failed, no memory) is said on stderr, never dropped without a
  * word. Off (no N), nothing here runs. */
 #include <pthread.h>
@@ -44,7 +46,8 @@ static void say_not_watched(int fn, uint64_t seq, const char *why, int result) {
               0);
 }
 
-static void watch(const void *stream, int fn, uint64_t index, uint64_t seq, uint64_t n) {
+static void watch(const void *comm, const void *stream, int fn, uint64_t index, uint64_t seq,
+                  uint64_t n) {
   const ncs_track_driver *d = ncs_rec_driver();
   if (d == NULL) {
     say_not_watched(fn, seq, "", -1);
@@ -53,7 +56,7 @@ static void watch(const void *stream, int fn, uint64_t index, uint64_t seq, uint
   ncs_tracker *t = ncs_hang_tracker(d);
   if (t == NULL) return; /* fired, exiting, or no thread (said) */
   ncs_track_op op;
-  ncs_track_op_set(&op, NULL, 0, fn, seq, index, n);
+  ncs_track_op_set(&op, NULL, 0, fn, seq, index, n, comm);
   ncs_track_failure why;
   if (ncs_track_record(t, (CUstream)stream, &op, &why) != 0)
     say_not_watched(fn, seq, why.call, why.result != 0 ? (int)why.result : 12 /* ENOMEM */);
@@ -121,7 +124,7 @@ static void settle(const void *comm, int launched) {
     *at = d->next;
     if (deferred_tail == &d->next) deferred_tail = at;
     deferred_count--;
-    if (launched) watch(d->op.stream, d->op.fn, d->op.index, d->op.seq, d->op.n);
+    if (launched) watch(d->op.comm, d->op.stream, d->op.fn, d->op.index, d->op.seq, d->op.n);
     free(d);
   }
   pthread_mutex_unlock(&deferred_lock);
@@ -132,7 +135,7 @@ static void watch_or_defer(const group_op *op, int in_progress) {
   if (in_progress)
     defer(op);
   else
-    watch(op->stream, op->fn, op->index, op->seq, op->n);
+    watch(op->comm, op->stream, op->fn, op->index, op->seq, op->n);
 }
 
 /* ---- Groups: NCCL launches a group's operations at ncclGroupEnd, so each stream's event

@@ -30,7 +30,7 @@ static struct {
 static void fire(const rec_state *r, const ncs_track_seen *seen) {
   char note[240], others[120] = "";
   if (seen->op.n > 1)
-    snprintf(others, sizeof(others), " (and %llu more of its group on that stream)",
+    snprintf(others, sizeof(others), " or one of the %llu after it on that stream (one event)",
              (unsigned long long)seen->op.n - 1);
   snprintf(note, sizeof(note), " (hang: %s #%llu%s not complete after %d ms)",
            ncclshim_nccl_function_name(seen->op.type), (unsigned long long)seen->op.seq, others,

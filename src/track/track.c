@@ -314,6 +314,7 @@ static ncclshim_cu_result record_node(ncs_tracker *t, ncs_track_node *node, CUst
     track_lock(t);
     t->cache[cache_row(stream)].stream = stream;
     t->cache[cache_row(stream)].pool = node->pool;
+    t->cache[cache_row(stream)].last = node;
     track_unlock(t);
   }
   return r;
@@ -328,11 +329,53 @@ static void copy_op(ncs_track_op *to, const ncs_track_op *op) {
     to->label[0] = '\0';
 }
 
+/* Under the lock: the node that `op` may join, or NULL. It is the stream's last node, taken by
+ * this thread in this epoch (no look has listed it: none has queried its event), done
+ * recording, of the same owner, and neither is a replay (whose label names it alone). */
+static ncs_track_node *joinable(ncs_tracker *t, size_t row, CUstream stream, uintptr_t thread,
+                                const ncs_track_op *op) {
+  ncs_track_node *last = t->cache[row].stream == stream ? t->cache[row].last : NULL;
+  if (last == NULL || last->epoch != t->epoch || last->stream != stream || last->thread != thread ||
+      thread == NCS_TRACK_NO_THREAD || last->op.owner != op->owner || last->op.label[0] != '\0' ||
+      op->label[0] != '\0' ||
+      atomic_load_explicit(&last->state, memory_order_relaxed) != NODE_RECORDED)
+    return NULL;
+  return last;
+}
+
+/* Join `node` (the lock held, released here): its event is recorded again on `stream`, after
+ * this operation, so that it covers the operations before too (they are on the same stream,
+ * recorded by the same thread: in order). 1 when it does; 0 when the driver refused the record
+ * (the node is as it was, and closed to joins: the caller takes a node of its own, which
+ * handles a changed context). */
+static int join(ncs_tracker *t, ncs_track_node *node, size_t row, CUstream stream,
+                const ncs_track_op *op) {
+  atomic_store_explicit(&node->state, NODE_RESERVED, memory_order_relaxed);
+  node->op.n += op->n;
+  t->counts.outstanding += op->n;
+  track_unlock(t);
+  ncclshim_cu_result r = t->d->cuEventRecord(node->event, stream);
+  if (r != NCCLSHIM_CUDA_SUCCESS) { /* the event's last record stands (a refused one is void) */
+    track_lock(t);
+    node->op.n -= op->n;
+    t->counts.outstanding -= op->n;
+    if (t->cache[row].last == node) t->cache[row].last = NULL;
+    track_unlock(t);
+  }
+  atomic_store_explicit(&node->state, NODE_RECORDED, memory_order_release);
+  return r == NCCLSHIM_CUDA_SUCCESS;
+}
+
 int ncs_track_record(ncs_tracker *t, CUstream stream, const ncs_track_op *op,
                      ncs_track_failure *why) {
   uintptr_t thread = track_thread(); /* its first call per thread may allocate: not locked */
   track_lock(t);
   size_t row = cache_row(stream);
+  ncs_track_node *last = joinable(t, row, stream, thread, op);
+  if (last != NULL) {
+    if (join(t, last, row, stream, op)) return 0;
+    track_lock(t);
+  }
   ncs_track_pool *pool = t->cache[row].stream == stream ? t->cache[row].pool : NULL;
   int resolved = pool == NULL;
   if (resolved) { /* a stream not seen (lately): its context, from the driver */
@@ -351,6 +394,7 @@ int ncs_track_record(ncs_tracker *t, CUstream stream, const ncs_track_op *op,
   }
   node->next = NULL;
   node->gen++; /* the look's answers about its last record go stale */
+  node->epoch = t->epoch;
   copy_op(&node->op, op);
   node->stream = stream;
   node->thread = thread;
@@ -363,6 +407,7 @@ int ncs_track_record(ncs_tracker *t, CUstream stream, const ncs_track_op *op,
   }
   t->tail = node;
   t->counts.outstanding += op->n;
+  if (t->cache[row].stream == stream) t->cache[row].last = node;
   track_unlock(t);
   ncclshim_cu_result r = record_node(t, node, stream, pool, resolved, why);
   if (r != NCCLSHIM_CUDA_SUCCESS) { /* not watched: not outstanding */

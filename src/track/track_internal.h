@@ -22,6 +22,7 @@ typedef struct ncs_track_node {
   struct ncs_track_node *next; /* in the queue or the done chain, or in a free list */
   atomic_int state;
   uint32_t gen;         /* bumped at each record, so that the look's answers go stale */
+  uint64_t epoch;       /* the tracker's epoch when it was taken: others join it until a look */
   CUevent event;        /* NULL: none made yet */
   ncs_track_pool *pool; /* the context `event` was made in (with an event) */
   /* The stream it was recorded on and the recording thread's number, as the look groups
@@ -31,10 +32,12 @@ typedef struct ncs_track_node {
   ncs_track_op op;
   /* The look's alone: a final answer (complete, or a failure) known for this record (gen),
    * found by a query or inferred from a later event of the same stream; and when a look
-   * first saw this record (stamped_gen), the start of its clock. */
+   * first saw this record (stamped_gen), the start of its clock; and the look (epoch) whose
+   * query found it pending, which asks no more. */
   _Alignas(64) uint32_t answered_gen, stamped_gen;
   ncclshim_cu_result answer;
   int64_t start_ns;
+  uint64_t pending_in;
 } ncs_track_node;
 
 /* The events of one context: its nodes that hold a spare event. Never freed before the
@@ -61,10 +64,15 @@ struct ncs_tracker {
   ncs_track_node *blank; /* free nodes without an event */
   ncs_track_pool *pools;
   ncs_track_block *blocks;
+  /* Per stream seen lately: its context's pool, and its last node (which the next record of
+   * the same thread may join; the node may have been reused since: a record checks). */
   struct {
     CUstream stream;
     ncs_track_pool *pool;
+    ncs_track_node *last;
   } cache[CACHE];
+  /* Bumped by each look as it lists the queue: a node taken before is closed to joins. */
+  uint64_t epoch;
   ncs_track_counts counts;
   /* The look's scratch (only the looking thread uses it): the RECORDED nodes of one look,
    * and one stream's among them. */

@@ -60,11 +60,16 @@ static int64_t start_of(ncs_track_node *node, int64_t now) {
   return node->start_ns;
 }
 
-/* The node's answer: the one known, else a query's (kept when final). */
+/* The node's answer: the one known, else a query's (kept when final; "not ready" for the
+ * rest of this look, whose epoch only this thread changes). */
 static ncclshim_cu_result ask(ncs_tracker *t, ncs_track_node *node, CUcontext *current) {
   if (answered(node)) return node->answer;
+  if (node->pending_in == t->epoch) return NCCLSHIM_CUDA_ERROR_NOT_READY;
   ncclshim_cu_result r = query(t, node, current);
-  if (r != NCCLSHIM_CUDA_ERROR_NOT_READY) answer(node, r);
+  if (r != NCCLSHIM_CUDA_ERROR_NOT_READY)
+    answer(node, r);
+  else
+    node->pending_in = t->epoch;
   return r;
 }
 
@@ -117,9 +122,11 @@ static int room(ncs_tracker *t, size_t n) {
   return 1;
 }
 
-/* Before the walk: every node in the queue is stamped, and the RECORDED ones listed (the lock
- * taken for both), grouped by stream, each stream searched without the lock. What this finds
- * is only a shortcut: the walk asks about any node left without an answer. */
+/* Before the walk: the epoch moves on (the nodes in the queue are closed to joins: what a
+ * query of their events answers stays true of every operation they cover), every node in
+ * the queue is stamped, and the RECORDED ones listed (the lock taken for all three), grouped
+ * by stream, each stream searched without the lock. What this finds is only a shortcut: the
+ * walk asks about any node left without an answer. */
 static void infer(ncs_tracker *t, CUcontext *current) {
   track_lock(t);
   uint64_t listed = t->counts.outstanding;
@@ -127,6 +134,7 @@ static void infer(ncs_tracker *t, CUcontext *current) {
   int listing = listed != 0 && room(t, (size_t)listed);
   size_t n = 0;
   track_lock(t);
+  t->epoch++;
   int64_t now = ncs_track_now_ns(); /* every node in the queue now was recorded before */
   for (ncs_track_node *node = t->head; node != NULL; node = node->next) {
     start_of(node, now);
@@ -161,6 +169,12 @@ int ncs_track_look(ncs_tracker *t, CUcontext *current, ncs_track_seen *seen) {
   ncs_track_node *node = t->head;
   while (node != NULL) {
     int state = atomic_load_explicit(&node->state, memory_order_acquire);
+    if (state != NODE_FAILED && node->epoch == t->epoch) { /* open to joins: the next look's */
+      seen->pending = 1;
+      seen->op = node->op;
+      seen->start_ns = ncs_track_now_ns(); /* not its stamp: not judged before it is closed */
+      break;
+    }
     if (state == NODE_RESERVED) { /* a record in progress: the oldest, judged by its stamp */
       seen->pending = 1;
       seen->op = node->op;

@@ -190,13 +190,13 @@ static void test_more_than_any_pool_then_a_hang_elsewhere(void **state) {
   ncclshim_nccl_close(nccl);
 }
 
-/* One record whose driver call `function` fails once (on `stream`, or on any call): the
- * record answers CUDA_ERROR naming it and the operation; nothing is left outstanding; the
- * next record works. */
+/* One record whose driver call `function` fails `times` times (on `stream`, or on any call):
+ * the record answers CUDA_ERROR naming it and the operation; nothing is left outstanding;
+ * the next record works. */
 static void failing_record(ncclshim_comm *comm, CUstream stream, const char *function,
-                           int on_stream, const char *named) {
+                           int on_stream, int times, const char *named) {
   uint64_t outstanding = counts_of(comm).outstanding;
-  fake.inject(function, on_stream, stream, 999, 1);
+  fake.inject(function, on_stream, stream, 999, times);
   assert_int_equal(RECORD(comm, stream, 5), NCCLSHIM_CUDA_ERROR);
   assert_message(named);
   assert_message("failed: CUDA_ERROR_UNKNOWN (999): ncclAllReduce #");
@@ -215,19 +215,26 @@ static void test_every_failing_driver_call_is_answered(void **state) {
   ncclshim_nccl *nccl = fake_open("2.28.9");
   ncclshim_comm *comm = watched(nccl, dog, 60000);
   CUstream s = new_stream();
-  failing_record(comm, s, "cuStreamIsCapturing", 1, "cuStreamIsCapturing failed");
-  failing_record(comm, new_stream(), "cuStreamGetCtx", 1, "cuStreamGetCtx failed");
+  failing_record(comm, s, "cuStreamIsCapturing", 1, 1, "cuStreamIsCapturing failed");
+  failing_record(comm, new_stream(), "cuStreamGetCtx", 1, 1, "cuStreamGetCtx failed");
   /* The legacy stream's context is the calling thread's current one. */
-  failing_record(comm, NULL, "cuCtxGetCurrent", 0, "cuCtxGetCurrent failed");
-  failing_record(comm, s, "cuEventRecord", 1, "cuEventRecord failed");
+  failing_record(comm, NULL, "cuCtxGetCurrent", 0, 1, "cuCtxGetCurrent failed");
+  /* s's last operation (the record that worked) is open to joins: a join's refused record
+   * is made again with an event of its own, which the second failure refuses too. */
+  failing_record(comm, s, "cuEventRecord", 1, 2, "cuEventRecord failed");
+  uint64_t outstanding = counts_of(comm).outstanding;
+  fake.inject("cuEventRecord", 1, s, 999, 1); /* the join's alone: watched all the same */
+  assert_int_equal(RECORD(comm, s, 6), NCCLSHIM_OK);
+  assert_int_equal(counts_of(comm).outstanding, outstanding + 1);
+  fake.inject("cuEventRecord", 0, NULL, 0, 0);
   /* A stream of device 1, whose context is not current: its first event is made with that
    * context made current for the call, and the current one set back. */
   CUstream other = fake.new_stream(1);
-  failing_record(comm, other, "cuCtxSetCurrent", 0, "cuCtxSetCurrent failed");
+  failing_record(comm, other, "cuCtxSetCurrent", 0, 1, "cuCtxSetCurrent failed");
   /* Another stream of device 1: no spare event of that context (no look ran to free one),
    * so one is made. */
   CUstream other2 = fake.new_stream(1);
-  failing_record(comm, other2, "cuEventCreate", 0, "cuEventCreate failed");
+  failing_record(comm, other2, "cuEventCreate", 0, 1, "cuEventCreate failed");
   CUcontext current = NULL;
   assert_int_equal(cu->cuCtxGetCurrent(&current), 0);
   assert_ptr_equal(current, fake.context(0)); /* set back every time */
@@ -379,6 +386,8 @@ static void test_shared_stream_each_names_its_own(void **state) {
   ncclshim_comm *b = watched(nccl, dog, 4 * TIMEOUT_MS);
   CUstream s = new_stream();
   assert_int_equal(RECORD(b, s, 22), NCCLSHIM_OK); /* b #1 completes */
+  /* ... and a look sees it so: b #2 is not under #1's event (test_joins_in_one_look) */
+  WAIT_FOR(counts_of(b).outstanding == 0, 5000);
   fake.set_stream_answer(s, NOT_READY, 0);
   assert_int_equal(RECORD(a, s, 11), NCCLSHIM_OK); /* a #1 hangs */
   assert_int_equal(RECORD(b, s, 23), NCCLSHIM_OK); /* b #2, behind it */

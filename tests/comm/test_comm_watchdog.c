@@ -122,8 +122,10 @@ static void test_abort_that_hangs(void **state) {
   assert_int_equal(fake_count("ncclCommAbort"), 1);
 }
 
-/* A burst longer than any fixed pool, whose work never completes: every operation has an
- * event of its own (the pool grows), and the oldest keeps the deadline. */
+/* A burst longer than any fixed pool, whose work never completes: every operation is
+ * recorded and counted (those recorded between two looks share one event, recorded again for
+ * each: the pool grows with the looks, not the operations), and the oldest keeps the
+ * deadline. */
 static void test_burst_beyond_any_pool_keeps_the_oldest(void **state) {
   (void)state;
   ncclshim_watchdog *dog = start();
@@ -146,7 +148,7 @@ static void test_burst_beyond_any_pool_keeps_the_oldest(void **state) {
   assert_int_equal(counts.events, BURST);
   assert_int_equal(counts.outstanding, BURST);
   assert_int_equal(counts.captured, 0);
-  assert_int_equal(fake_cuda_events(CREATED) - created, BURST);
+  assert_in_range(fake_cuda_events(CREATED) - created, 1, BURST);
   wait_for_failure(comm, 5000);
   assert_non_null(strstr(ncclshim_comm_failure(comm), "ncclAllReduce #1 (count 32"));
   assert_int_equal(ncclshim_comm_abort(comm, 5000), NCCLSHIM_OK); /* also unwatches */

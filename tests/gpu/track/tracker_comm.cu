@@ -239,14 +239,15 @@ static void churn(int rounds) {
 }
 
 // Whether the message names the first held operation: "ncclAllReduce #5", or #N<=5 under one
-// event with operations "to #M", M>=5.
+// event with the K after it ("or one of the K after it"), N+K>=5.
 static int names_held(const char *message) {
   const char *p = strstr(message, "ncclAllReduce #");
   if (p == NULL) return 0;
   int first = atoi(p + strlen("ncclAllReduce #"));
   if (first == HELD_SEQ) return 1;
-  const char *to = strstr(p, "to #");
-  return first >= 1 && first < HELD_SEQ && to != NULL && atoi(to + 4) >= HELD_SEQ;
+  const char *after = strstr(p, "or one of the ");
+  return first >= 1 && first < HELD_SEQ && after != NULL &&
+         first + atoi(after + strlen("or one of the ")) >= HELD_SEQ;
 }
 
 static void hold_one(int kind) {

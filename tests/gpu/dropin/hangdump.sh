@@ -55,14 +55,14 @@ check_hang() {
   detected=$(sed -n 's/^detected_ms=//p' "$dir/run.log" | tail -1)
   python3 "$compare" "$dir" >"$dir/compare.txt" 2>&1
   local crc=$?
-  local lines dumps line first last
+  local lines dumps line first after last
   # The stuck all-reduce is #3: named alone, or within the operations that shared its event
-  # ("#2 to #3 (2 operations under one event), or work enqueued after them,").
+  # ("#2 or one of the 1 after it on that stream (one event)").
   line=$(grep "^ncclshim recorder: wrote .*(hang: ncclAllReduce #.* not complete after 500 ms)" "$dir/run.log")
   lines=$(grep -c . <<<"$line")
   first=$(sed -n 's/.*(hang: ncclAllReduce #\([0-9]*\).*/\1/p' <<<"$line" | head -1)
-  last=$(sed -n 's/.*(hang: ncclAllReduce #[0-9]* to #\([0-9]*\) .*/\1/p' <<<"$line" | head -1)
-  last=${last:-$first}
+  after=$(sed -n 's/.*(hang: ncclAllReduce #[0-9]* or one of the \([0-9]*\) after it.*/\1/p' <<<"$line" | head -1)
+  last=$((${first:-0} + ${after:-0}))
   [ -n "$first" ] && [ "$first" -le 3 ] && [ "$last" -ge 3 ] || why+="stderr names #${first:-?}-#${last:-?}, not #3; "
   dumps=$(find "$dir" -maxdepth 1 -name 'ncclshim-record-*.jsonl' | wc -l)
   [ "$rc" = 0 ] || why+="job exit $rc; "

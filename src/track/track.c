@@ -334,7 +334,7 @@ static void copy_op(ncs_track_op *to, const ncs_track_op *op) {
  * recording, of the same owner, and neither is a replay (whose label names it alone). */
 static ncs_track_node *joinable(ncs_tracker *t, size_t row, CUstream stream, uintptr_t thread,
                                 const ncs_track_op *op) {
-  ncs_track_node *last = t->cache[row].stream == stream ? t->cache[row].last : NULL;
+  ncs_track_node *last = t->cache[row].last; /* another stream's too: checked below */
   if (last == NULL || last->epoch != t->epoch || last->stream != stream || last->thread != thread ||
       thread == NCS_TRACK_NO_THREAD || last->op.owner != op->owner || last->op.label[0] != '\0' ||
       op->label[0] != '\0' ||

@@ -19,8 +19,8 @@
  *     in turn between two looks) cost 80-280 ns more on the GPU host, likely its objects no
  *     longer in the processor's caches (2,048 events recorded in turn with nothing else
  *     between cost no more than one). Replays (labelled) neither join nor are joined.
- *   - A record reads no clock: a look stamps each operation it sees for the first time, with
- *     the time it took the lock to list them (so never before the record). A clock read
+ *   - A record reads no clock: the look that closes a node to joins stamps it, with the time
+ *     it took the lock to list the queue (so never before any of its records). A clock read
  *     costs about 30 ns on the GPU host, more than half of a record's budget.
  *   - The background thread (ncs_track_look) calls only cuEventQuery, cuCtxSetCurrent and
  *     cuEventDestroy, on events the tracker made; and few of them: each query holds the

@@ -31,10 +31,10 @@ typedef struct ncs_track_node {
   uintptr_t thread;
   ncs_track_op op;
   /* The look's alone: a final answer (complete, or a failure) known for this record (gen),
-   * found by a query or inferred from a later event of the same stream; and when a look
-   * first saw this record (stamped_gen), the start of its clock; and the look (epoch) whose
-   * query found it pending, which asks no more. */
-  _Alignas(64) uint32_t answered_gen, stamped_gen;
+   * found by a query or inferred from a later event of the same stream; the start of its
+   * clock, stamped by the look that closed it to joins; and the look (epoch) whose query
+   * found it pending, which asks no more. */
+  _Alignas(64) uint32_t answered_gen;
   ncclshim_cu_result answer;
   int64_t start_ns;
   uint64_t pending_in;

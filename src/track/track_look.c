@@ -49,17 +49,6 @@ static void answer(ncs_track_node *node, ncclshim_cu_result r) {
 }
 static int answered(const ncs_track_node *node) { return node->answered_gen == node->gen; }
 
-/* Under the lock: the start of the node's clock, stamped `now` when no look saw this record
- * before (`now` 0: read now). The record came before the lock was taken, so the stamp is never
- * earlier than the record. */
-static int64_t start_of(ncs_track_node *node, int64_t now) {
-  if (node->stamped_gen != node->gen) {
-    node->stamped_gen = node->gen;
-    node->start_ns = now != 0 ? now : ncs_track_now_ns();
-  }
-  return node->start_ns;
-}
-
 /* The node's answer: the one known, else a query's (kept when final; "not ready" for the
  * rest of this look, whose epoch only this thread changes). */
 static ncclshim_cu_result ask(ncs_tracker *t, ncs_track_node *node, CUcontext *current) {
@@ -123,9 +112,10 @@ static int room(ncs_tracker *t, size_t n) {
 }
 
 /* Before the walk: the epoch moves on (the nodes in the queue are closed to joins: what a
- * query of their events answers stays true of every operation they cover), every node in
- * the queue is stamped, and the RECORDED ones listed (the lock taken for all three), grouped
- * by stream, each stream searched without the lock. What this finds is only a shortcut: the
+ * query of their events answers stays true of every operation they cover), the nodes it
+ * closes are stamped (so every node the walk judges has its stamp), and the RECORDED ones
+ * listed (the lock taken for all three), grouped by stream, each stream searched without the
+ * lock. What this finds is only a shortcut: the
  * walk asks about any node left without an answer. */
 static void infer(ncs_tracker *t, CUcontext *current) {
   track_lock(t);
@@ -137,7 +127,7 @@ static void infer(ncs_tracker *t, CUcontext *current) {
   t->epoch++;
   int64_t now = ncs_track_now_ns(); /* every node in the queue now was recorded before */
   for (ncs_track_node *node = t->head; node != NULL; node = node->next) {
-    start_of(node, now);
+    if (node->epoch + 1 == t->epoch) node->start_ns = now; /* closed just now */
     if (listing && n < t->capacity &&
         atomic_load_explicit(&node->state, memory_order_acquire) == NODE_RECORDED &&
         !answered(node) && node->thread != NCS_TRACK_NO_THREAD)
@@ -178,7 +168,7 @@ int ncs_track_look(ncs_tracker *t, CUcontext *current, ncs_track_seen *seen) {
     if (state == NODE_RESERVED) { /* a record in progress: the oldest, judged by its stamp */
       seen->pending = 1;
       seen->op = node->op;
-      seen->start_ns = start_of(node, 0);
+      seen->start_ns = node->start_ns;
       break;
     }
     if (state == NODE_RECORDED) {
@@ -195,7 +185,7 @@ int ncs_track_look(ncs_tracker *t, CUcontext *current, ncs_track_seen *seen) {
       if (r == NCCLSHIM_CUDA_ERROR_NOT_READY) {
         seen->pending = 1;
         seen->op = node->op;
-        seen->start_ns = start_of(node, 0);
+        seen->start_ns = node->start_ns;
         break;
       }
       if (capture_answer(r)) {
@@ -203,7 +193,7 @@ int ncs_track_look(ncs_tracker *t, CUcontext *current, ncs_track_seen *seen) {
       } else if (r != NCCLSHIM_CUDA_SUCCESS) {
         seen->failed = 1;
         seen->op = node->op;
-        seen->start_ns = start_of(node, 0);
+        seen->start_ns = node->start_ns;
         seen->why = (ncs_track_failure){"cuEventQuery", r};
       }
       t->counts.outstanding -= node->op.n; /* known: complete, captured, or failed */

@@ -99,6 +99,16 @@ part_compile() {
 # part_order_rows CSV HEADER KEEP CASE...: rewrite CSV as HEADER, then one row per CASE in
 # that order (a case with no row becomes "CASE,FAIL: not run"), then the rows matching the
 # regular expression KEEP (none when it is empty).
+# hang_range LINE: the all-reduces the hang dump's stderr LINE names, "FIRST LAST": #F alone
+# is "F F", "#F or one of the K after it" (one event covers them) is "F F+K"; "? ?" when none.
+hang_range() {
+  local first after
+  first=$(sed -n 's/.*(hang: ncclAllReduce #\([0-9]*\).*/\1/p' <<<"$1" | head -1)
+  after=$(sed -n 's/.*(hang: ncclAllReduce #[0-9]* or one of the \([0-9]*\) after it.*/\1/p' <<<"$1" |
+    head -1)
+  if [ -n "$first" ]; then echo "$first $((first + ${after:-0}))"; else echo "? ?"; fi
+}
+
 part_order_rows() {
   local csv=$1 header=$2 keep=$3 c line
   shift 3

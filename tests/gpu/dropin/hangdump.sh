@@ -55,22 +55,20 @@ check_hang() {
   detected=$(sed -n 's/^detected_ms=//p' "$dir/run.log" | tail -1)
   python3 "$compare" "$dir" >"$dir/compare.txt" 2>&1
   local crc=$?
-  local lines dumps line first after last
+  local lines dumps line first last
   # The stuck all-reduce is #3: named alone, or within the operations that shared its event
   # ("#2 or one of the 1 after it on that stream (one event)").
   line=$(grep "^ncclshim recorder: wrote .*(hang: ncclAllReduce #.* not complete after 500 ms)" "$dir/run.log")
   lines=$(grep -c . <<<"$line")
-  first=$(sed -n 's/.*(hang: ncclAllReduce #\([0-9]*\).*/\1/p' <<<"$line" | head -1)
-  after=$(sed -n 's/.*(hang: ncclAllReduce #[0-9]* or one of the \([0-9]*\) after it.*/\1/p' <<<"$line" | head -1)
-  last=$((${first:-0} + ${after:-0}))
-  [ -n "$first" ] && [ "$first" -le 3 ] && [ "$last" -ge 3 ] || why+="stderr names #${first:-?}-#${last:-?}, not #3; "
+  read -r first last <<<"$(hang_range "$line")"
+  [ "$first" != "?" ] && [ "$first" -le 3 ] && [ "$last" -ge 3 ] || why+="stderr names #$first-#$last, not #3; "
   dumps=$(find "$dir" -maxdepth 1 -name 'ncclshim-record-*.jsonl' | wc -l)
   [ "$rc" = 0 ] || why+="job exit $rc; "
   [ "$dumps" = 1 ] || why+="$dumps dumps; "
   grep -q '"reason":"hang","function":"ncclAllReduce","hang_ms":500,"stuck_call":' "$dir"/ncclshim-record-*.jsonl 2>/dev/null ||
     why+="no hang header; "
   [ "$lines" = 1 ] || why+="$lines stderr lines; "
-  [ $crc = 1 ] && grep -q "hung: ncclAllReduce .* at seq ${first:-3}[ ].*has not completed after 500 ms" "$dir/compare.txt" ||
+  [ $crc = 1 ] && grep -q "hung: ncclAllReduce .* at seq ${first}[ ].*has not completed after 500 ms" "$dir/compare.txt" ||
     why+="compare exit $crc without the stuck call; "
   [ -n "$detected" ] && [ "${detected%.*}" -ge 500 ] 2>/dev/null && [ "${detected%.*}" -le 1500 ] ||
     why+="detected after ${detected:-?} ms (500-1500 wanted); "

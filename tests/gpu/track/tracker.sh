@@ -228,16 +228,14 @@ hold_dump() {
   dumps=$(find "$dir" -maxdepth 1 -name 'ncclshim-record-*.jsonl' | wc -l)
   line=$(grep "^ncclshim recorder: wrote .*(hang: ncclAllReduce #" "$dir/run.log")
   # The first held all-reduce is #5: named alone, or within the operations under one event.
-  first=$(sed -n 's/.*(hang: ncclAllReduce #\([0-9]*\).*/\1/p' <<<"$line" | head -1)
-  after=$(sed -n 's/.*(hang: ncclAllReduce #[0-9]* or one of the \([0-9]*\) after it.*/\1/p' <<<"$line" | head -1)
-  last=$((${first:-0} + ${after:-0}))
+  read -r first last <<<"$(hang_range "$line")"
   why=$(exit_why "$rc" "$dir/run.log")
   if [ -n "$detected" ]; then
     [ "$dumps" = 1 ] || why+="$dumps dumps; "
     grep -q '"reason":"hang"' "$dir"/ncclshim-record-*.jsonl 2>/dev/null || why+="no hang dump; "
     [ "$(grep -c . <<<"$line")" = 1 ] || why+="not one stderr line of the hang dump; "
-    [ -n "$first" ] && [ "$first" -le 5 ] && [ "$last" -ge 5 ] ||
-      why+="stderr names #${first:-?}-#${last:-?}, not #5; "
+    [ "$first" != "?" ] && [ "$first" -le 5 ] && [ "$last" -ge 5 ] ||
+      why+="stderr names #$first-#$last, not #5; "
     [ "${detected%.*}" -ge $((hang_ms - 2)) ] 2>/dev/null && [ "${detected%.*}" -le "$limit" ] ||
       why+="detected after $detected ms ($hang_ms .. $limit wanted); "
     grep -q '^gave_up=1$' "$dir/run.log" && why+="the kernel hit its own limit; "
